@@ -1,0 +1,107 @@
+# skill-mcp - the only entry points: build, run, test, bench, install.
+#
+#   make            build build/skill-mcp
+#   make run        install missing packages, build, serve ./skills on 127.0.0.1:8000
+#   make test       everything: unit, end-to-end, conformance, then all again under ASan+UBSan
+#   make asan       ASan+UBSan build into build-asan/ and run unit + e2e against it
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make clean
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla \
+           -Wpointer-arith -Wcast-qual -Wmissing-prototypes -Wundef -Wno-unused-parameter \
+           -Wno-format-truncation
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -DSKILL_VERSION='"$(VERSION)"' $(WARN) -g -MMD -MP
+OPT     ?= -O2
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+
+BUILD   ?= build
+SAN     ?=
+SRCS    := $(wildcard server/*.c)
+LIBSRCS := $(filter-out server/main.c,$(SRCS))
+OBJS    := $(SRCS:server/%.c=$(BUILD)/obj/%.o)
+LIBOBJS := $(LIBSRCS:server/%.c=$(BUILD)/obj/%.o)
+UNITSRC := $(wildcard tests/unit/test_*.c)
+UNITBIN := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(SAN) $(PKG_CFLAGS) $(CFLAGS)
+LDFLAGS_ALL = $(SAN) $(LDFLAGS)
+
+.PHONY: all run test unit e2e conformance asan asan-build install clean deps test-deps \
+        fuzz lint bench bench-smoke format
+
+all: $(BUILD)/skill-mcp
+
+$(BUILD)/skill-mcp: $(OBJS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/obj/%.o: server/%.c | $(BUILD)/obj
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) | $(BUILD)/tests
+	$(CC) $(CFLAGS_ALL) -Iserver -o $@ $< $(LIBOBJS) $(LDFLAGS_ALL) $(PKG_LIBS)
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+-include $(OBJS:.o=.d) $(UNITBIN:=.d)
+
+# ---- set-up ---------------------------------------------------------------
+
+# Installs the Debian packages the build needs (as root), or prints the
+# exact command and stops.
+deps:
+	@tests/deps.sh build
+
+test-deps:
+	@tests/deps.sh test
+
+run: deps all
+	$(BUILD)/skill-mcp --skills skills --host 127.0.0.1 --port 8000
+
+# ---- tests ----------------------------------------------------------------
+
+unit-build: $(UNITBIN)
+
+unit: $(UNITBIN)
+	@tests/run-unit.sh $(BUILD)
+
+e2e: all
+	@tests/run-e2e.sh $(BUILD)/skill-mcp
+
+conformance: all
+	@tests/run-conformance.sh $(BUILD)/skill-mcp
+
+test: test-deps
+	@tests/run-all.sh
+
+asan-build:
+	$(MAKE) BUILD=build-asan OPT=-O1 CC=clang \
+	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    build-asan/skill-mcp unit-build
+
+asan: asan-build
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	    tests/run-unit.sh build-asan
+	@ASAN_OPTIONS=detect_leaks=1 tests/run-e2e.sh build-asan/skill-mcp
+
+fuzz:
+	@tests/fuzz/build.sh
+
+lint:
+	@tests/lint.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/skill-mcp
+	install -m 0755 $(BUILD)/skill-mcp $(DESTDIR)$(PREFIX)/bin/skill-mcp
+	cp -R skills $(DESTDIR)$(PREFIX)/share/skill-mcp/
+	cp -R hooks $(DESTDIR)$(PREFIX)/share/skill-mcp/
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,186 @@
+/*
+ * config.c - flag parsing. Every flag has one line in the table below with
+ * its help text; values are checked here so that nothing downstream has to
+ * re-validate them. A bad value is a clear message and exit code 2.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "util.h"
+
+enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_SECONDS, OPT_ROOT, OPT_LEVEL, OPT_FORMAT };
+
+struct opt {
+    const char *name;
+    enum opt_kind kind;
+    size_t off;
+    long min, max;          /* OPT_INT / OPT_SIZE bounds */
+    const char *arg;
+    const char *help;
+};
+
+#define O(f) offsetof(struct cfg, f)
+static const struct opt opts[] = {
+    {"--skills", OPT_ROOT, 0, 0, 0, "DIR",
+     "skills root; repeatable, earlier roots win (default ./skills)"},
+    {"--host", OPT_STR, O(host), 0, 0, "ADDR", "address to bind (default 127.0.0.1)"},
+    {"--port", OPT_INT, O(port), 0, 65535, "N", "TCP port, 0 picks a free one (default 8000)"},
+    {"--path", OPT_STR, O(path), 0, 0, "PATH", "MCP endpoint path (default /mcp)"},
+    {"--refresh-interval", OPT_SECONDS, O(refresh_interval), 0, 86400, "SEC",
+     "re-stat the skill tree every SEC seconds, 0 disables (default 5)"},
+    {"--threads", OPT_INT, O(threads), 1, 256, "N", "HTTP threads (default: cores, at least 2)"},
+    {"--max-body", OPT_SIZE, O(max_body), 1024, 64L << 20, "BYTES",
+     "largest request body accepted (default 1048576)"},
+    {"--allowed-origins", OPT_STR, O(allowed_origins), 0, 0, "LIST",
+     "extra allowed Origin values, comma-separated, or * (default: loopback origins)"},
+    {"--allowed-hosts", OPT_STR, O(allowed_hosts), 0, 0, "LIST",
+     "extra allowed Host names, comma-separated, or * (default: loopback names when bound to loopback)"},
+    {"--log-level", OPT_LEVEL, O(log_level), 0, 0, "LEVEL", "debug|info|warn|error (default info)"},
+    {"--log-format", OPT_FORMAT, O(log_json), 0, 0, "FMT", "text|json (default text)"},
+};
+#undef O
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: skill-mcp [options]\n\n"
+            "Serves a library of Agent Skills over MCP Streamable HTTP.\n\noptions:\n");
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s %s", opts[i].name, opts[i].arg);
+        fprintf(f, "  %-26s %s\n", left, opts[i].help);
+    }
+    fprintf(f, "  %-26s %s\n  %-26s %s\n", "--help", "show this help", "--version",
+            "print the version");
+}
+
+static int bad(const char *flag, const char *val, const char *why)
+{
+    fprintf(stderr, "skill-mcp: invalid value '%s' for %s: %s\n", val, flag, why);
+    fprintf(stderr, "Try 'skill-mcp --help'.\n");
+    return -1;
+}
+
+static int set_opt(struct cfg *c, const struct opt *o, const char *v)
+{
+    char *end;
+    char *base = (char *)c;
+    switch (o->kind) {
+    case OPT_ROOT:
+        if (!*v)
+            return bad(o->name, v, "expected a directory");
+        if (c->nroots == CFG_MAX_ROOTS)
+            return bad(o->name, v, "too many --skills roots (at most 32)");
+        c->roots[c->nroots++] = v;
+        return 0;
+    case OPT_STR:
+        if (!*v)
+            return bad(o->name, v, "must not be empty");
+        if (!strcmp(o->name, "--path") && v[0] != '/')
+            return bad(o->name, v, "must start with '/'");
+        *(const char **)(base + o->off) = v;
+        return 0;
+    case OPT_INT:
+    case OPT_SIZE: {
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < o->min || n > o->max) {
+            char why[96];
+            snprintf(why, sizeof why, "expected a whole number from %ld to %ld", o->min,
+                     o->max);
+            return bad(o->name, v, why);
+        }
+        if (o->kind == OPT_INT)
+            *(int *)(base + o->off) = (int)n;
+        else
+            *(size_t *)(base + o->off) = (size_t)n;
+        return 0;
+    }
+    case OPT_SECONDS: {
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(d) || d < o->min || d > o->max)
+            return bad(o->name, v, "expected seconds from 0 to 86400");
+        *(double *)(base + o->off) = d;
+        return 0;
+    }
+    case OPT_LEVEL: {
+        static const char *lv[] = {"debug", "info", "warn", "error"};
+        for (int i = 0; i < 4; i++)
+            if (!strcasecmp(v, lv[i])) {
+                *(int *)(base + o->off) = i;
+                return 0;
+            }
+        return bad(o->name, v, "expected debug, info, warn or error");
+    }
+    case OPT_FORMAT:
+        if (!strcmp(v, "json") || !strcmp(v, "text")) {
+            *(int *)(base + o->off) = !strcmp(v, "json");
+            return 0;
+        }
+        return bad(o->name, v, "expected text or json");
+    }
+    return -1;
+}
+
+int cfg_parse(struct cfg *c, int argc, char **argv)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(c, 0, sizeof *c);
+    c->host = "127.0.0.1";
+    c->port = 8000;
+    c->path = "/mcp";
+    c->refresh_interval = 5;
+    c->threads = cores > 2 ? (int)(cores > 64 ? 64 : cores) : 2;
+    c->max_body = 1 << 20;
+    c->log_level = LOG_INFO;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("skill-mcp %s\n", SKILL_VERSION);
+            return 1;
+        }
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        const struct opt *o = NULL;
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
+            if (strlen(opts[k].name) == nlen && !strncmp(opts[k].name, a, nlen))
+                o = &opts[k];
+        if (!o) {
+            fprintf(stderr, "skill-mcp: unknown option '%s'\nTry 'skill-mcp --help'.\n", a);
+            return -1;
+        }
+        if (eq) {
+            val = eq + 1;
+        } else if (i + 1 < argc) {
+            val = argv[++i];
+        } else {
+            fprintf(stderr, "skill-mcp: option %s needs a value (%s)\n", o->name, o->arg);
+            return -1;
+        }
+        if (set_opt(c, o, val) < 0)
+            return -1;
+    }
+    if (c->nroots == 0)
+        c->roots[c->nroots++] = "./skills";
+    return 0;
+}
+
+int cfg_is_loopback(const char *h)
+{
+    return !strcmp(h, "localhost") || !strncmp(h, "127.", 4) || !strcmp(h, "::1") ||
+           !strcmp(h, "[::1]");
+}

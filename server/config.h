@@ -1,0 +1,38 @@
+/*
+ * config.h - command-line flags, defaults and limits. Filled once by
+ * cfg_parse() at start-up and read-only afterwards, so any thread may read
+ * it without locks.
+ */
+#ifndef SKILL_CONFIG_H
+#define SKILL_CONFIG_H
+
+#include <stddef.h>
+
+#define CFG_MAX_ROOTS 32
+
+struct cfg {
+    const char *roots[CFG_MAX_ROOTS];   /* --skills, in order; earlier wins */
+    size_t nroots;
+    const char *host;                   /* --host, default 127.0.0.1 */
+    int port;                           /* --port, default 8000; 0 = any free */
+    const char *path;                   /* --path, default /mcp */
+    double refresh_interval;            /* --refresh-interval seconds; 0 = off */
+    int threads;                        /* --threads, HTTP worker threads */
+    size_t max_body;                    /* --max-body bytes */
+    const char *allowed_origins;        /* --allowed-origins, comma list or "*" */
+    const char *allowed_hosts;          /* --allowed-hosts, comma list or "*" */
+    int log_level;                      /* --log-level (enum log_level) */
+    int log_json;                       /* --log-format json */
+};
+
+/*
+ * Parses argv into *c (argv strings are borrowed, not copied).
+ * Returns 0 to run, 1 when --help/--version was printed (exit 0), or -1
+ * after printing a clear message to stderr (exit 2).
+ */
+int cfg_parse(struct cfg *c, int argc, char **argv);
+
+/* 1 when host names a loopback address (127.0.0.0/8, ::1, localhost). */
+int cfg_is_loopback(const char *host);
+
+#endif

@@ -1,0 +1,299 @@
+/*
+ * http.c - libmicrohttpd glue. Runs in MHD's thread pool: every request is
+ * handled to completion on the thread that read it (the read path takes no
+ * lock and does no I/O beyond the socket).
+ *
+ * Order of checks: path, Host/Origin (403), method (405), media types
+ * (415/406), body size (413), then rpc_handle(). This is the only file that
+ * picks HTTP status codes.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "rpc.h"
+#include "util.h"
+
+struct http {
+    struct MHD_Daemon *d;
+    struct srv *S;
+    int loopback;
+};
+
+struct req {
+    struct buf body;
+    int too_big;
+};
+
+static enum MHD_Result send_bytes(struct MHD_Connection *con, unsigned status, char *body,
+                                  size_t len, const char *ctype)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
+                                                        : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
+    enum MHD_Result ret = MHD_queue_response(con, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* A JSON-RPC error without an id, for transport-level refusals. */
+static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, int code,
+                                  const char *msg)
+{
+    json_t *e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
+                          code, "message", msg);
+    char *s = json_dumps(e, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(e);
+    return send_bytes(con, status, s, strlen(s), "application/json");
+}
+
+/* "host[:port]" or "[v6]:port" -> host, lowercased, brackets kept for v6. */
+static void host_part(const char *in, char *out, size_t cap)
+{
+    size_t n;
+    if (in[0] == '[') {
+        const char *close = strchr(in, ']');
+        n = close ? (size_t)(close - in + 1) : strlen(in);
+    } else {
+        const char *colon = strchr(in, ':');
+        n = colon ? (size_t)(colon - in) : strlen(in);
+    }
+    if (n >= cap)
+        n = cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)((in[i] >= 'A' && in[i] <= 'Z') ? in[i] + 32 : in[i]);
+    out[n] = '\0';
+}
+
+static int loopback_name(const char *h)
+{
+    return !strcmp(h, "localhost") || !strcmp(h, "[::1]") || !strncmp(h, "127.", 4);
+}
+
+/* Is item in the comma-separated list (or the list "*")? */
+static int in_list(const char *list, const char *item)
+{
+    if (!list)
+        return 0;
+    if (!strcmp(list, "*"))
+        return 1;
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        size_t l2 = len;
+        while (l2 && p[l2 - 1] == ' ')
+            l2--;
+        if (l2 == n && !strncasecmp(p, item, n))
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
+/* DNS-rebinding defence: Host must name this server, Origin must be ours. */
+static const char *check_peer(struct http *h, struct MHD_Connection *con)
+{
+    const struct cfg *c = &h->S->cfg;
+    const char *host = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *origin = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
+    char name[256];
+    if (h->loopback && !in_list(c->allowed_hosts, "*")) {
+        if (!host)
+            return "Forbidden: missing Host header";
+        host_part(host, name, sizeof name);
+        if (!loopback_name(name) && !in_list(c->allowed_hosts, name))
+            return "Forbidden: Host is not allowed (DNS rebinding protection; see "
+                   "--allowed-hosts)";
+    } else if (c->allowed_hosts && host) {
+        host_part(host, name, sizeof name);
+        if (!in_list(c->allowed_hosts, name))
+            return "Forbidden: Host is not allowed (see --allowed-hosts)";
+    }
+    if (origin && !in_list(c->allowed_origins, origin)) {
+        const char *p = strstr(origin, "://");
+        if (!p)
+            return "Forbidden: Origin is not allowed (see --allowed-origins)";
+        host_part(p + 3, name, sizeof name);
+        if (!loopback_name(name))
+            return "Forbidden: Origin is not allowed (see --allowed-origins)";
+    }
+    return NULL;
+}
+
+static int media_is(const char *v, const char *want)
+{
+    size_t n = strlen(want);
+    while (v && *v == ' ')
+        v++;
+    return v && !strncasecmp(v, want, n) && (v[n] == '\0' || v[n] == ';' || v[n] == ' ');
+}
+
+static int accepts_json(const char *accept)
+{
+    if (!accept || !*accept)
+        return 1;
+    return strcasestr(accept, "application/json") || strstr(accept, "*/*") ||
+           strcasestr(accept, "application/*");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **ctx)
+{
+    struct http *h = cls;
+    struct srv *S = h->S;
+    struct req *rq = *ctx;
+
+    if (!rq) {
+        if (strcmp(url, S->cfg.path))
+            return send_error(con, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
+                              "Not Found: the MCP endpoint is elsewhere");
+        const char *why = check_peer(h, con);
+        if (why)
+            return send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+        if (strcmp(method, "POST"))
+            return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_INVALID_REQUEST,
+                              "Method Not Allowed: this server is stateless; POST JSON-RPC "
+                              "requests to this endpoint");
+        const char *ct =
+            MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!media_is(ct, "application/json"))
+            return send_error(con, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, RPC_INVALID_REQUEST,
+                              "Unsupported Media Type: Content-Type must be application/json");
+        if (!accepts_json(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_ACCEPT)))
+            return send_error(con, MHD_HTTP_NOT_ACCEPTABLE, RPC_INVALID_REQUEST,
+                              "Not Acceptable: the client must accept application/json");
+        const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
+            return send_error(con, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
+                              "Payload Too Large: the body is over --max-body");
+        rq = xcalloc(1, sizeof *rq);
+        buf_init(&rq->body, S->cfg.max_body);
+        *ctx = rq;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
+            rq->too_big = 1;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (rq->too_big)
+        return send_error(con, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
+                          "Payload Too Large: the body is over --max-body");
+
+    struct rpc_headers hd = {
+        .protocol_version = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                        "MCP-Protocol-Version"),
+        .method = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Method"),
+        .name = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Name"),
+    };
+    struct rpc_out out;
+    rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
+    unsigned status = MHD_HTTP_OK;
+    switch (out.kind) {
+    case RPC_OUT_ACCEPTED:
+        return send_bytes(con, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
+    case RPC_OUT_RESULT:
+        break;
+    case RPC_OUT_ERROR:
+        if (out.transport || out.code == RPC_PARSE_ERROR || out.code == RPC_INVALID_REQUEST)
+            status = MHD_HTTP_BAD_REQUEST;
+        else if (out.modern && out.code == RPC_METHOD_NOT_FOUND)
+            status = MHD_HTTP_NOT_FOUND;
+        break;
+    }
+    return send_bytes(con, status, out.body, out.len, "application/json");
+}
+
+static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
+                    enum MHD_RequestTerminationCode toe)
+{
+    struct req *rq = *ctx;
+    if (rq) {
+        buf_cleanup(&rq->body);
+        free(rq);
+        *ctx = NULL;
+    }
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    log_debug("http: %s", msg);
+}
+
+struct http *http_start(struct srv *S, int *port)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char portstr[16];
+    const char *host = S->cfg.host;
+    char bare[256];
+    if (host[0] == '[') {
+        host_part(host, bare, sizeof bare);
+        bare[strlen(bare) - 1] = '\0';
+        host = bare + 1;
+    }
+    snprintf(portstr, sizeof portstr, "%d", S->cfg.port);
+    int gai = getaddrinfo(host, portstr, &hints, &ai);
+    if (gai) {
+        log_error("cannot resolve --host %s: %s", S->cfg.host, gai_strerror(gai));
+        return NULL;
+    }
+    struct http *h = xcalloc(1, sizeof *h);
+    h->S = S;
+    h->loopback = cfg_is_loopback(S->cfg.host);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
+                     MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    h->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)S->cfg.threads, MHD_OPTION_NOTIFY_COMPLETED,
+        on_done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, h, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!h->d) {
+        log_error("cannot listen on %s:%d: %s", S->cfg.host, S->cfg.port,
+                  errno ? strerror(errno) : "libmicrohttpd refused to start");
+        free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : S->cfg.port;
+    return h;
+}
+
+void http_stop(struct http *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->d);
+    free(h);
+}

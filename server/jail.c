@@ -1,0 +1,141 @@
+/*
+ * jail.c - see jail.h. openat2 needs Linux 5.6; on an older kernel (ENOSYS)
+ * the same walk is done one component at a time with O_NOFOLLOW, which
+ * refuses every symlink rather than only escaping ones.
+ */
+#include "jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define JAIL_MAX_PATH 1024
+
+const char *jail_check(const char *rel, size_t len)
+{
+    if (len == 0)
+        return "the path is empty";
+    if (len > JAIL_MAX_PATH)
+        return "the path is too long";
+    if (memchr(rel, '\0', len))
+        return "the path contains a NUL byte";
+    if (rel[0] == '/')
+        return "absolute paths are not allowed; give a path relative to the skill folder";
+    if (memchr(rel, '\\', len))
+        return "backslashes are not allowed; use '/'";
+    const char *p = rel, *end = rel + len;
+    while (p < end) {
+        const char *slash = memchr(p, '/', (size_t)(end - p));
+        size_t n = slash ? (size_t)(slash - p) : (size_t)(end - p);
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return "'..' is not allowed: paths stay inside the skill folder";
+        if (n > 0 && p[0] == '.')
+            return "dotfiles and VCS folders are not part of a skill";
+        if (n == 11 && !memcmp(p, "__pycache__", 11))
+            return "cache folders are not part of a skill";
+        if (n == 12 && !memcmp(p, "node_modules", 12))
+            return "node_modules is not part of a skill";
+        p += n + 1;
+    }
+    return NULL;
+}
+
+static int open_beneath(int dirfd, const char *rel)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+    if (fd >= 0 || errno != ENOSYS)
+        return fd < 0 ? -errno : (int)fd;
+
+    /* Old kernel: walk with O_NOFOLLOW; '..' was refused by jail_check. */
+    char *copy = xstrdup(rel), *save = NULL;
+    int cur = dup(dirfd);
+    for (char *c = strtok_r(copy, "/", &save); c && cur >= 0;
+         c = strtok_r(NULL, "/", &save)) {
+        int next = openat(cur, c, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        int e = errno;
+        close(cur);
+        cur = next < 0 ? -(e == ELOOP ? EXDEV : e) : next;
+    }
+    free(copy);
+    return cur;
+}
+
+int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
+              const char **why)
+{
+    struct stat st;
+    memset(out, 0, sizeof *out);
+    if ((*why = jail_check(rel, strlen(rel))))
+        return -EINVAL;
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        *why = "the skill folder cannot be opened";
+        return -EIO;
+    }
+    int fd = open_beneath(dfd, rel);
+    close(dfd);
+    if (fd < 0) {
+        switch (-fd) {
+        case ENOENT:
+        case ENOTDIR:
+            *why = "no such file in this skill";
+            return -ENOENT;
+        case EXDEV:
+        case ELOOP:
+            *why = "the path leads outside the skill folder";
+            return -EXDEV;
+        default:
+            *why = "the file cannot be opened";
+            return fd;
+        }
+    }
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        *why = "the file cannot be read";
+        return -EIO;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        *why = "that is a folder, not a file";
+        return -EISDIR;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        *why = "that is not a regular file";
+        return -EINVAL;
+    }
+    size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+    out->data = xmalloc(want + 1);
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(fd, out->data + got, want - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    out->data[got] = '\0';
+    out->len = got;
+    out->size = (int64_t)st.st_size;
+    out->truncated = (int64_t)got < out->size;
+    return 0;
+}
+
+void jail_file_cleanup(struct jail_file *f)
+{
+    free(f->data);
+    memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,40 @@
+/*
+ * jail.h - reach a file inside one skill folder and nowhere else.
+ *
+ * Paths are checked as text first (clear reasons for the caller), then
+ * opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) relative to
+ * the skill folder, so the kernel refuses any symlink or '..' that would
+ * leave it, whatever the text looked like. Never compares unresolved
+ * strings to decide containment.
+ */
+#ifndef SKILL_JAIL_H
+#define SKILL_JAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Why rel may not be asked for, or NULL when its text is acceptable:
+ * empty, too long, NUL bytes, absolute, '..' or '.' components, backslashes,
+ * and components that are dotfiles / VCS / cache folders.
+ */
+const char *jail_check(const char *rel, size_t len);
+
+struct jail_file {
+    char *data;         /* malloc'd, NUL-terminated; at most max bytes */
+    size_t len;         /* bytes in data */
+    int64_t size;       /* the file's full size */
+    int truncated;      /* size > len */
+};
+
+/*
+ * Reads up to max bytes of dir/rel. Returns 0, or a negative errno with
+ * *why set to a static, caller-safe message (-ENOENT not found, -EISDIR a
+ * folder, -EXDEV leaves the skill, -EINVAL bad path text, -EFBIG).
+ * Any thread.
+ */
+int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
+              const char **why);
+void jail_file_cleanup(struct jail_file *f);
+
+#endif

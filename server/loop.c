@@ -1,0 +1,105 @@
+/*
+ * loop.c - the libuv loop thread.
+ *
+ * Threading rule: a uv_loop_t is not thread-safe, so every uv_* handle is
+ * created, used and closed on this thread. The only call other threads
+ * make is uv_async_send() (here: to stop). A libuv handle's memory is freed
+ * in its close callback, never before.
+ */
+#include "loop.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <uv.h>
+
+#include "skills.h"
+#include "util.h"
+
+struct loop {
+    struct srv *S;
+    uv_loop_t uv;
+    uv_timer_t timer;
+    uv_async_t stop;
+    uv_work_t work;
+    int scanning;
+    int stopping;
+    uint64_t interval_ms;
+    pthread_t thread;
+};
+
+static void scan_work(uv_work_t *w)
+{
+    struct loop *l = w->data;
+    skills_rescan(l->S->skills, 0, NULL);
+}
+
+static void scan_done(uv_work_t *w, int status)
+{
+    struct loop *l = w->data;
+    l->scanning = 0;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct loop *l = t->data;
+    if (l->scanning || l->stopping)
+        return;
+    l->scanning = 1;
+    l->work.data = l;
+    if (uv_queue_work(&l->uv, &l->work, scan_work, scan_done) < 0)
+        l->scanning = 0;
+}
+
+static void on_stop(uv_async_t *a)
+{
+    struct loop *l = a->data;
+    l->stopping = 1;
+    if (l->interval_ms)
+        uv_close((uv_handle_t *)&l->timer, NULL);
+    uv_close((uv_handle_t *)&l->stop, NULL);
+}
+
+static void *loop_main(void *arg)
+{
+    struct loop *l = arg;
+    uv_run(&l->uv, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+struct loop *loop_start(struct srv *S, double interval_s)
+{
+    struct loop *l = xcalloc(1, sizeof *l);
+    l->S = S;
+    l->interval_ms = (uint64_t)(interval_s * 1000.0);
+    if (interval_s > 0 && l->interval_ms == 0)
+        l->interval_ms = 1;
+    if (uv_loop_init(&l->uv) < 0) {
+        free(l);
+        log_error("cannot start the event loop");
+        return NULL;
+    }
+    uv_async_init(&l->uv, &l->stop, on_stop);
+    l->stop.data = l;
+    if (l->interval_ms) {
+        uv_timer_init(&l->uv, &l->timer);
+        l->timer.data = l;
+        uv_timer_start(&l->timer, on_tick, l->interval_ms, l->interval_ms);
+    }
+    if (pthread_create(&l->thread, NULL, loop_main, l)) {
+        log_error("cannot start the event loop thread");
+        uv_loop_close(&l->uv);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void loop_stop(struct loop *l)
+{
+    if (!l)
+        return;
+    uv_async_send(&l->stop);
+    pthread_join(l->thread, NULL);
+    uv_loop_close(&l->uv);
+    free(l);
+}

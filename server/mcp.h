@@ -1,0 +1,54 @@
+/*
+ * mcp.h - the MCP method table (initialize, ping, the tools, resources and
+ * prompts methods, server/discover) and the per-request call record.
+ *
+ * rpc.c has validated the envelope and chosen the era before a method
+ * runs; a method fills either a result or an error in its call record.
+ */
+#ifndef SKILL_MCP_H
+#define SKILL_MCP_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "skills.h"
+#include "srv.h"
+
+struct mcp_call {
+    struct srv *S;
+    int modern;
+    json_t *params;         /* borrowed; an object or NULL */
+    struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
+    /* out */
+    json_t *result;         /* new reference */
+    const char *raw;        /* or pre-rendered result bytes, borrowed from snap */
+    size_t rawlen;
+    int err;                /* JSON-RPC error code, 0 when none */
+    char errmsg[512];
+    json_t *errdata;        /* new reference or NULL */
+    int cacheable;          /* the result takes ttlMs/cacheScope on the modern era */
+    const char *method;     /* static name for logs */
+};
+
+/* The request's snapshot, acquired once. */
+struct snapshot *mcp_snapshot(struct mcp_call *c);
+/* Sets an error on c; returns -1 for convenience. */
+int mcp_error(struct mcp_call *c, int code, json_t *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/*
+ * Runs method on c. Returns 0 when the method exists for this era (result or
+ * error set in c), -1 when it does not (the caller answers -32601).
+ */
+int mcp_dispatch(struct mcp_call *c, const char *method);
+void mcp_call_done(struct mcp_call *c);
+
+/* The capabilities object this server declares. New reference. */
+json_t *mcp_capabilities(void);
+
+/* resources.c */
+int res_list(struct mcp_call *c);
+int res_templates(struct mcp_call *c);
+int res_read(struct mcp_call *c);
+
+#endif

@@ -1,0 +1,228 @@
+/*
+ * resources.c - skill files as MCP resources.
+ *
+ * Canonical URIs are the Skills extension's: skill://<skill-path>/<file-path>,
+ * where <skill-path> is the qualified name (skill://acme/billing/SKILL.md).
+ * The Python server's forms are aliases: skill://<name> is that skill's
+ * SKILL.md, and skill://<name>/files/<path> is <path> (unless the skill
+ * really has a files/ folder holding it). Every path goes through jail.c.
+ */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail.h"
+#include "mcp.h"
+#include "rpc.h"
+#include "util.h"
+
+#define RES_PAGE 100
+#define RES_MAX_BYTES (16u << 20)
+
+static const struct {
+    const char *ext;
+    const char *mime;
+} mimes[] = {
+    {".md", "text/markdown"},       {".txt", "text/plain"},
+    {".py", "text/x-python"},       {".sh", "text/x-shellscript"},
+    {".js", "text/javascript"},     {".mjs", "text/javascript"},
+    {".ts", "text/x-typescript"},   {".json", "application/json"},
+    {".yaml", "application/yaml"},  {".yml", "application/yaml"},
+    {".csv", "text/csv"},           {".html", "text/html"},
+    {".xml", "application/xml"},    {".toml", "application/toml"},
+    {".png", "image/png"},          {".jpg", "image/jpeg"},
+    {".jpeg", "image/jpeg"},        {".gif", "image/gif"},
+    {".svg", "image/svg+xml"},      {".pdf", "application/pdf"},
+    {".zip", "application/zip"},    {".gz", "application/gzip"},
+};
+
+static const char *mime_of(const char *path, int text)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && !strchr(dot, '/'))
+        for (size_t i = 0; i < sizeof mimes / sizeof *mimes; i++)
+            if (!strcasecmp(dot, mimes[i].ext))
+                return mimes[i].mime;
+    return text ? "text/plain" : "application/octet-stream";
+}
+
+static int offset_cursor(struct mcp_call *c, size_t *off)
+{
+    json_t *cur = json_object_get(c->params, "cursor");
+    *off = 0;
+    if (!cur || json_is_null(cur))
+        return 0;
+    const char *s = json_string_value(cur);
+    char *end;
+    if (!s || !*s)
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > 100000000ull)
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
+    *off = (size_t)v;
+    return 0;
+}
+
+int res_list(struct mcp_call *c)
+{
+    size_t off;
+    if (offset_cursor(c, &off) < 0)
+        return -1;
+    struct snapshot *s = mcp_snapshot(c);
+    json_t *a = json_array();
+    for (size_t i = off; i < s->n && i < off + RES_PAGE; i++) {
+        const struct skill *k = s->v[i];
+        char uri[1024];
+        snprintf(uri, sizeof uri, "skill://%s/SKILL.md", k->qname);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:s}", "uri", uri, "name",
+                                           k->name, "title", k->qname, "description",
+                                           k->description, "mimeType", "text/markdown"));
+    }
+    c->result = json_pack("{s:o}", "resources", a);
+    if (off + RES_PAGE < s->n) {
+        char next[32];
+        snprintf(next, sizeof next, "%zu", off + RES_PAGE);
+        json_object_set_new(c->result, "nextCursor", json_string(next));
+    }
+    c->cacheable = 1;
+    return 0;
+}
+
+int res_templates(struct mcp_call *c)
+{
+    size_t off;
+    if (offset_cursor(c, &off) < 0)
+        return -1;
+    c->result = json_pack(
+        "{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "resourceTemplates", "uriTemplate",
+        "skill://{skill}/SKILL.md", "name", "skill", "description",
+        "A skill's SKILL.md (frontmatter and instructions); {skill} is a name from list_skills",
+        "mimeType", "text/markdown", "uriTemplate", "skill://{skill}/{+path}", "name",
+        "skill-file", "description",
+        "A file bundled with a skill, by its path inside the skill folder");
+    c->cacheable = 1;
+    return 0;
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes in place; -1 on a bad escape or an encoded NUL. */
+static int pct_decode(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (*r == '%') {
+            int hi = hexval(r[1]), lo = hi < 0 ? -1 : hexval(r[2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                return -1;
+            *w++ = (char)(hi * 16 + lo);
+            r += 2;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+    return 0;
+}
+
+static int has_file(const struct skill *k, const char *path)
+{
+    for (size_t i = 0; i < k->nfiles; i++)
+        if (!strcmp(k->files[i].path, path))
+            return 1;
+    return 0;
+}
+
+static int not_found(struct mcp_call *c, const char *uri, const char *why)
+{
+    return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                     "Resource not found: %.300s (%s)", uri, why);
+}
+
+int res_read(struct mcp_call *c)
+{
+    json_t *u = json_object_get(c->params, "uri");
+    const char *uri = json_string_value(u), *why;
+    if (!uri)
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
+    if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096)
+        return not_found(c, uri, "this server serves skill:// URIs only");
+
+    char *rest = xstrdup(uri + 8);
+    struct snapshot *s = mcp_snapshot(c);
+    struct skill *k = NULL;
+    const char *path = NULL;
+    int amb = 0, rc = -1;
+    if (pct_decode(rest) < 0) {
+        rc = not_found(c, uri, "bad percent-encoding");
+        goto out;
+    }
+    /* skill-path is one or two segments; prefer the longer one that exists. */
+    char *s1 = strchr(rest, '/');
+    char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    if (s1 && (k = skills_find(s, rest, (size_t)(s2 ? s2 - rest : (ptrdiff_t)strlen(rest)), &amb)) &&
+        k->team) {
+        path = s2 ? s2 + 1 : "";
+    } else {
+        k = skills_find(s, rest, s1 ? (size_t)(s1 - rest) : strlen(rest), &amb);
+        path = s1 ? s1 + 1 : "";
+    }
+    if (!k) {
+        rc = not_found(c, uri, amb ? "the skill name is shared by several teams; use team/skill"
+                                   : "no such skill");
+        goto out;
+    }
+    if (!*path)
+        path = "SKILL.md";
+    else if (!strncmp(path, "files/", 6) && !has_file(k, path))
+        path += 6;
+    if ((why = jail_check(path, strlen(path)))) {
+        rc = not_found(c, uri, why);
+        goto out;
+    }
+    struct jail_file f;
+    int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
+    if (r < 0) {
+        rc = not_found(c, uri, why);
+        goto out;
+    }
+    if (f.truncated) {
+        jail_file_cleanup(&f);
+        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                       "Resource too large: %.300s is over 16 MiB", uri);
+        goto out;
+    }
+    int text = utf8_valid(f.data, f.len);
+    const char *mime = !strcmp(path, "SKILL.md") ? "text/markdown" : mime_of(path, text);
+    char canon[2048];
+    snprintf(canon, sizeof canon, "skill://%s/%s", k->qname, path);
+    json_t *item;
+    if (text) {
+        item = json_pack("{s:s, s:s, s:s%}", "uri", uri, "mimeType", mime, "text", f.data, f.len);
+    } else {
+        char *b64 = xmalloc(4 * ((f.len + 2) / 3) + 1);
+        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f.data, (int)f.len);
+        item = json_pack("{s:s, s:s, s:s}", "uri", uri, "mimeType", mime, "blob", b64);
+        free(b64);
+    }
+    (void)canon;
+    jail_file_cleanup(&f);
+    c->result = json_pack("{s:[o]}", "contents", item);
+    c->cacheable = 1;
+    rc = 0;
+out:
+    free(rest);
+    return rc;
+}

@@ -1,0 +1,63 @@
+/*
+ * rpc.h - the JSON-RPC 2.0 envelope and the two protocol eras.
+ *
+ * rpc_handle() takes one POST body and its MCP headers, validates the
+ * envelope, picks the era (a request whose params._meta names
+ * io.modelcontextprotocol/protocolVersion is 2026-07-28 "modern"; anything
+ * else is the legacy initialize-handshake era), checks the modern headers,
+ * dispatches to mcp.c and serialises the reply. It says what kind of answer
+ * it produced; http.c turns that into a status code.
+ */
+#ifndef SKILL_RPC_H
+#define SKILL_RPC_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "srv.h"
+
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
+#define RPC_HEADER_MISMATCH -32020
+#define RPC_MISSING_CAPABILITY -32021
+#define RPC_UNSUPPORTED_VERSION -32022
+
+#define MCP_MODERN_VERSION "2026-07-28"
+
+struct rpc_headers {
+    const char *protocol_version;   /* MCP-Protocol-Version, or NULL */
+    const char *method;             /* Mcp-Method */
+    const char *name;               /* Mcp-Name */
+};
+
+enum rpc_kind {
+    RPC_OUT_RESULT,         /* 200 */
+    RPC_OUT_ERROR,          /* a JSON-RPC error; see code and transport */
+    RPC_OUT_ACCEPTED,       /* a notification: 202, no body */
+};
+
+struct rpc_out {
+    enum rpc_kind kind;
+    int code;               /* JSON-RPC error code when kind == RPC_OUT_ERROR */
+    int transport;          /* the error is about headers/_meta: HTTP 400 */
+    int modern;             /* answered on the 2026-07-28 era */
+    char *body;             /* malloc'd response bytes, NULL when accepted */
+    size_t len;
+    const char *method;     /* borrowed static string for logs, or NULL */
+};
+
+/* Any HTTP thread. Fills *out; free out->body. */
+void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_headers *h,
+                struct rpc_out *out);
+
+/* Adds resultType, serverInfo _meta and (ttl_ms >= 0) ttlMs/cacheScope. */
+void rpc_decorate_modern(json_t *result, int64_t ttl_ms);
+
+/* Serialises a complete response around already-rendered result bytes. */
+char *rpc_wrap_raw(json_t *id, const char *raw, size_t rawlen, size_t *outlen);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * search.h - the relevance index built with each snapshot for
+ * list_skills(query).
+ *
+ * Built once, off the request path, then read-only: any number of threads may
+ * query one index at once without locks. Ranking is BM25F over three fields
+ * (name weighted highest, then tags, then description) with light English
+ * stemming, prefix matching of the last query term, and CJK text split into
+ * overlapping bigrams (plus single characters) so Chinese/Japanese queries
+ * match without a dictionary.
+ */
+#ifndef SKILL_SEARCH_H
+#define SKILL_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct search_doc {
+    const char *name;           /* skill name; '-' and '_' split words */
+    const char *description;
+    const char *const *tags;
+    size_t ntags;
+};
+
+struct search_hit {
+    uint32_t doc;               /* index into the docs array given to search_new */
+    float score;
+};
+
+struct search_index;
+
+/* Builds an index over docs[0..n). Strings are copied; docs may be freed after.
+ * NULL name/description/tags entries are allowed. Aborts only on OOM. */
+struct search_index *search_new(const struct search_doc *docs, size_t n);
+void search_free(struct search_index *idx);
+
+/*
+ * Ranks the documents matching query (any term matches; more and rarer terms
+ * rank higher; the last term also matches as a prefix, at half weight).
+ * Documents whose name equals the whole trimmed query (ASCII case-insensitive)
+ * match and come first, their score lifted above every other hit. Writes at
+ * most max hits to out (out may be NULL when max is 0), best first (ties
+ * broken by doc index, ascending), and returns the total number of matching
+ * documents. A query with no searchable term (empty, punctuation, only
+ * stopwords) that is not a skill name matches nothing and returns 0. Only the
+ * first 4 KB of a query are tokenized.
+ * Thread-safe on a built index; allocates only per-query scratch
+ * proportional to the postings visited (or n floats for broad queries).
+ */
+size_t search_query(const struct search_index *idx, const char *query,
+                    struct search_hit *out, size_t max);
+
+#endif

@@ -1,0 +1,1227 @@
+/*
+ * skills.c - discovery, the immutable snapshot, and its safe reclamation.
+ *
+ * Discovery reads only the frontmatter of each SKILL.md (16 KiB, or up to
+ * 256 KiB when the fence is not closed by then) and lists the skill's files;
+ * bodies are read on first load_skill. A rescan first stats everything the
+ * current snapshot watched; when nothing moved it stops there, allocating
+ * nothing. Otherwise it builds a new snapshot, reusing the entries of skills
+ * whose SKILL.md and folders did not change, and publishes it with one
+ * atomic store.
+ *
+ * Reclamation: a reader publishes the snapshot it is about to take in its
+ * thread's hazard slot, checks that it is still current, takes a reference
+ * and clears the slot. A retired snapshot is freed only by the rescanning
+ * thread, once no hazard slot names it and its count is zero (checked in
+ * that order; see docs/internals.md for why the order matters).
+ *
+ * Called by: main (new/free), the HTTP threads (acquire/find/body), the
+ * refresher and reload_skills (rescan).
+ */
+#include "skills.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frontmatter.h"
+#include "search.h"
+#include "util.h"
+
+#define FM_FIRST_READ (16u << 10)
+#define FM_MAX_READ (256u << 10)
+#define SKILL_MD_MAX (4u << 20)
+#define WALK_MAX_DEPTH 8
+#define WALK_MAX_ENTRIES 10000
+#define HP_SLOTS 256
+
+struct skills {
+    const char *roots[64];
+    size_t nroots;
+    _Atomic(struct snapshot *) cur;
+    snapshot_ext_build_fn ext_build;
+    snapshot_ext_free_fn ext_free;
+    void *ext_arg;
+
+    /* rescans: one at a time; late arrivals share the next one */
+    pthread_mutex_t scan_mu;
+    pthread_cond_t scan_cv;
+    int scanning;
+    uint64_t scans_started, scans_finished;
+    struct skills_report last;      /* of scan number scans_finished */
+    uint64_t next_gen;
+
+    struct snapshot *retired;       /* guarded by scan_mu */
+};
+
+/* ---- hazard slots -------------------------------------------------------- */
+
+static _Atomic(struct snapshot *) hp[HP_SLOTS];
+static atomic_bool hp_taken[HP_SLOTS];
+static pthread_mutex_t hp_fallback = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t hp_key;
+static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
+static _Thread_local int hp_slot = -1;
+
+static void hp_thread_exit(void *arg)
+{
+    int slot = (int)(intptr_t)arg - 1;
+    if (slot >= 0) {
+        atomic_store(&hp[slot], NULL);
+        atomic_store(&hp_taken[slot], 0);
+    }
+}
+
+static void hp_init(void)
+{
+    pthread_key_create(&hp_key, hp_thread_exit);
+}
+
+/* This thread's slot, claimed on first use; -1 when all are taken. */
+static int hp_mine(void)
+{
+    if (hp_slot >= 0)
+        return hp_slot;
+    pthread_once(&hp_once, hp_init);
+    for (int i = 0; i < HP_SLOTS; i++) {
+        _Bool expect = 0;
+        if (atomic_compare_exchange_strong(&hp_taken[i], &expect, 1)) {
+            hp_slot = i;
+            pthread_setspecific(hp_key, (void *)(intptr_t)(i + 1));
+            return i;
+        }
+    }
+    return -1;
+}
+
+struct snapshot *skills_acquire(struct skills *S)
+{
+    struct snapshot *s;
+    int slot = hp_mine();
+    if (slot < 0) {
+        /* More threads than slots: the rescanner holds this mutex while it
+         * reclaims, so a reference taken under it is safe. */
+        pthread_mutex_lock(&hp_fallback);
+        s = atomic_load(&S->cur);
+        atomic_fetch_add(&s->refs, 1);
+        pthread_mutex_unlock(&hp_fallback);
+        return s;
+    }
+    for (;;) {
+        s = atomic_load(&S->cur);
+        atomic_store(&hp[slot], s);
+        if (atomic_load(&S->cur) == s)
+            break;
+    }
+    atomic_fetch_add(&s->refs, 1);
+    atomic_store(&hp[slot], NULL);
+    return s;
+}
+
+void skills_release(struct snapshot *s)
+{
+    if (s)
+        atomic_fetch_sub(&s->refs, 1);
+}
+
+static int hp_protects(const struct snapshot *s)
+{
+    for (int i = 0; i < HP_SLOTS; i++)
+        if (atomic_load(&hp[i]) == s)
+            return 1;
+    return 0;
+}
+
+/* ---- entries ------------------------------------------------------------- */
+
+static void skill_body_free_(struct skill_body *b)
+{
+    if (!b)
+        return;
+    free(b->text);
+    free(b->sec);
+    free(b);
+}
+
+void skills_body_free(struct skill_body *b)
+{
+    skill_body_free_(b);
+}
+
+static void skill_unref(struct skill *k)
+{
+    if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
+        return;
+    free(k->name);
+    free(k->qname);
+    free(k->team);
+    free(k->dir);
+    free(k->md_path);
+    json_decref(k->fm);
+    for (size_t i = 0; i < k->ntags; i++)
+        free(k->tags[i]);
+    free(k->tags);
+    for (size_t i = 0; i < k->nfiles; i++)
+        free(k->files[i].path);
+    free(k->files);
+    for (size_t i = 0; i < k->ndirs; i++)
+        free(k->dir_paths[i]);
+    free(k->dir_paths);
+    free(k->dir_keys);
+    skill_body_free_(atomic_load(&k->body));
+    free(k);
+}
+
+static void snapshot_free(struct skills *S, struct snapshot *s)
+{
+    if (!s)
+        return;
+    if (s->ext && S->ext_free)
+        S->ext_free(s->ext);
+    for (size_t i = 0; i < s->n; i++)
+        skill_unref(s->v[i]);
+    free(s->v);
+    free(s->by_qname);
+    free(s->by_name);
+    free(s->shared);
+    search_free(s->search);
+    json_decref(s->errors);
+    for (size_t i = 0; i < s->nw; i++)
+        free(s->w[i].path);
+    free(s->w);
+    free(s);
+}
+
+/* ---- stat keys ----------------------------------------------------------- */
+
+static void key_of(const struct stat *st, struct fkey *k)
+{
+    k->dev = st->st_dev;
+    k->ino = st->st_ino;
+    k->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    k->size = S_ISDIR(st->st_mode) ? 0 : (int64_t)st->st_size;
+}
+
+static int key_eq(const struct fkey *a, const struct fkey *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns &&
+           a->size == b->size;
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+struct build {
+    struct skills *S;
+    struct snapshot *old;
+    struct skill **v;
+    size_t n, cap;
+    struct watch *w;
+    size_t nw, wcap;
+    json_t *errors;
+};
+
+static void report(struct build *b, const char *level, const char *skill, const char *path,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void report(struct build *b, const char *level, const char *skill, const char *path,
+                   const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_array_append_new(b->errors, json_pack("{s:s?, s:s, s:s, s:s}", "skill", skill,
+                                               "path", path, "message", msg, "level", level));
+}
+
+static void watch_add(struct build *b, const char *path, const struct stat *st)
+{
+    if (b->nw == b->wcap) {
+        b->wcap = b->wcap ? b->wcap * 2 : 64;
+        b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
+    }
+    struct watch *w = &b->w[b->nw++];
+    w->path = xstrdup(path);
+    w->missing = st == NULL;
+    if (st)
+        key_of(st, &w->key);
+    else
+        memset(&w->key, 0, sizeof w->key);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names that are never part of a skill: VCS folders, caches, dotfiles. */
+static int ignored_name(const char *n)
+{
+    return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
+}
+
+/* Sorted directory entries (excluding ignored ones); free with free_names. */
+static char **list_dir(const char *path, size_t *count)
+{
+    DIR *d = opendir(path);
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    *count = 0;
+    if (!d)
+        return NULL;
+    while ((e = readdir(d))) {
+        if (ignored_name(e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(v, n, sizeof *v, name_cmp);
+    *count = n;
+    return v;
+}
+
+static void free_names(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+const char *skills_name_problem(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > 64)
+        return "must be 1-64 characters";
+    for (size_t i = 0; i < len; i++)
+        if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '-'))
+            return "may use only lowercase letters, digits and '-'";
+    if (n[0] == '-' || n[len - 1] == '-')
+        return "must not start or end with '-'";
+    if (strstr(n, "--"))
+        return "must not contain '--'";
+    return NULL;
+}
+
+struct walk {
+    struct skill_file *files;
+    size_t nfiles, fcap;
+    char **dirs;
+    struct fkey *dkeys;
+    size_t ndirs, dcap;
+    size_t entries;
+    int truncated;
+    int escaped;            /* a symlink left the skill */
+    char first_escape[256];
+};
+
+static void walk_add_dir(struct walk *w, const char *path, const struct stat *st)
+{
+    if (w->ndirs == w->dcap) {
+        w->dcap = w->dcap ? w->dcap * 2 : 8;
+        w->dirs = xrealloc(w->dirs, w->dcap * sizeof *w->dirs);
+        w->dkeys = xrealloc(w->dkeys, w->dcap * sizeof *w->dkeys);
+    }
+    w->dirs[w->ndirs] = xstrdup(path);
+    key_of(st, &w->dkeys[w->ndirs]);
+    w->ndirs++;
+}
+
+/* Is real (a resolved path) inside dir (resolved, no trailing slash)? */
+static int path_within(const char *real, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(real, dir, n) && (real[n] == '/' || real[n] == '\0');
+}
+
+static void walk_dir(struct walk *w, const char *skilldir, const char *abs, const char *rel,
+                     int depth)
+{
+    size_t n;
+    char **names = list_dir(abs, &n);
+    for (size_t i = 0; i < n; i++) {
+        char childabs[PATH_MAX], childrel[PATH_MAX];
+        struct stat lst, st;
+        if (++w->entries > WALK_MAX_ENTRIES) {
+            w->truncated = 1;
+            break;
+        }
+        if ((size_t)snprintf(childabs, sizeof childabs, "%s/%s", abs, names[i]) >=
+                sizeof childabs ||
+            (size_t)snprintf(childrel, sizeof childrel, "%s%s%s", rel, *rel ? "/" : "",
+                             names[i]) >= sizeof childrel)
+            continue;
+        if (!*rel && !strcmp(names[i], "SKILL.md"))
+            continue;
+        if (lstat(childabs, &lst) < 0)
+            continue;
+        if (S_ISLNK(lst.st_mode)) {
+            char real[PATH_MAX];
+            if (!realpath(childabs, real) || !path_within(real, skilldir)) {
+                if (!w->escaped)
+                    snprintf(w->first_escape, sizeof w->first_escape, "%s", childrel);
+                w->escaped++;
+                continue;
+            }
+        }
+        if (stat(childabs, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (S_ISLNK(lst.st_mode))
+                continue;   /* an inner link to a folder would list files twice */
+            if (depth + 1 >= WALK_MAX_DEPTH) {
+                w->truncated = 1;
+                continue;
+            }
+            walk_add_dir(w, childabs, &st);
+            walk_dir(w, skilldir, childabs, childrel, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            if (w->nfiles == w->fcap) {
+                w->fcap = w->fcap ? w->fcap * 2 : 16;
+                w->files = xrealloc(w->files, w->fcap * sizeof *w->files);
+            }
+            w->files[w->nfiles].path = xstrdup(childrel);
+            w->files[w->nfiles].size = (int64_t)st.st_size;
+            w->nfiles++;
+        }
+    }
+    free_names(names, n);
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct skill_file *)a)->path, ((const struct skill_file *)b)->path);
+}
+
+/* Reads up to max bytes of fd from offset 0. */
+static ssize_t read_prefix(int fd, char *buf, size_t max)
+{
+    size_t got = 0;
+    while (got < max) {
+        ssize_t r = pread(fd, buf + got, max - got, (off_t)got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+/*
+ * Parses the frontmatter of SKILL.md at path (whose stat is st). Returns 0
+ * and fills *f, or -1 with *err set.
+ */
+static int parse_skill_md(const char *path, const struct stat *st, struct fm *f,
+                          struct err *err)
+{
+    int fd, rc = -1;
+    char *buf = NULL;
+    if (st->st_size > (off_t)SKILL_MD_MAX) {
+        err_set(err, 0, 0, "SKILL.md is %lld bytes, over the 4 MiB limit",
+                (long long)st->st_size);
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err_set(err, 0, 0, "cannot open SKILL.md: %s", strerror(errno));
+        return -1;
+    }
+    size_t want = FM_FIRST_READ;
+    for (;;) {
+        buf = xrealloc(buf, want);
+        ssize_t got = read_prefix(fd, buf, want);
+        if (got < 0) {
+            err_set(err, 0, 0, "cannot read SKILL.md: %s", strerror(errno));
+            break;
+        }
+        int complete = (size_t)got < want;
+        if (got == 0) {
+            err_set(err, 0, 0, "SKILL.md is empty");
+            break;
+        }
+        rc = fm_parse(buf, (size_t)got, complete, f, err);
+        if (rc == -EAGAIN) {
+            if (want >= FM_MAX_READ) {
+                err_set(err, 0, 0,
+                        "frontmatter is not closed within the first 256 KiB of SKILL.md");
+                rc = -1;
+                break;
+            }
+            want = FM_MAX_READ;
+            continue;
+        }
+        rc = rc == 0 ? 0 : -1;
+        break;
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* Tags from a YAML list of scalars or a comma/space separated string. */
+static void take_tags(struct skill *k, json_t *t)
+{
+    size_t cap = 0;
+    if (json_is_array(t)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(t, i, x) {
+            char num[64];
+            const char *s = json_is_string(x) ? json_string_value(x) : NULL;
+            if (!s && json_is_number(x)) {
+                snprintf(num, sizeof num, "%g", json_number_value(x));
+                s = num;
+            }
+            if (!s || !*s)
+                continue;
+            if (k->ntags == cap) {
+                cap = cap ? cap * 2 : 4;
+                k->tags = xrealloc(k->tags, cap * sizeof *k->tags);
+            }
+            k->tags[k->ntags++] = xstrdup(s);
+        }
+    } else if (json_is_string(t)) {
+        const char *s = json_string_value(t);
+        while (*s) {
+            size_t skip = strspn(s, ", \t");
+            s += skip;
+            size_t len = strcspn(s, ", \t");
+            if (!len)
+                break;
+            if (k->ntags == cap) {
+                cap = cap ? cap * 2 : 4;
+                k->tags = xrealloc(k->tags, cap * sizeof *k->tags);
+            }
+            k->tags[k->ntags++] = xstrndup(s, len);
+            s += len;
+        }
+    }
+}
+
+static struct skill *find_in(const struct snapshot *s, const char *qname)
+{
+    if (!s)
+        return NULL;
+    int amb;
+    struct skill *k = skills_find(s, qname, strlen(qname), &amb);
+    return k && !strcmp(k->qname, qname) ? k : NULL;
+}
+
+/* Could the old entry serve unchanged? Its SKILL.md and folders all match. */
+static int entry_unchanged(const struct skill *k, const struct stat *md)
+{
+    struct fkey now;
+    struct stat st;
+    key_of(md, &now);
+    if (!key_eq(&now, &k->md_key))
+        return 0;
+    for (size_t i = 0; i < k->ndirs; i++) {
+        if (stat(k->dir_paths[i], &st) < 0)
+            return 0;
+        key_of(&st, &now);
+        if (!key_eq(&now, &k->dir_keys[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static void push_skill(struct build *b, struct skill *k)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        b->v = xrealloc(b->v, b->cap * sizeof *b->v);
+    }
+    b->v[b->n++] = k;
+}
+
+static int have_qname(const struct build *b, const char *qname)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (!strcmp(b->v[i]->qname, qname))
+            return 1;
+    return 0;
+}
+
+static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
+{
+    watch_add(b, k->md_path, md);
+    for (size_t i = 0; i < k->ndirs; i++) {
+        if (b->nw == b->wcap) {
+            b->wcap = b->wcap ? b->wcap * 2 : 64;
+            b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
+        }
+        struct watch *w = &b->w[b->nw++];
+        w->path = xstrdup(k->dir_paths[i]);
+        w->key = k->dir_keys[i];
+        w->missing = 0;
+    }
+}
+
+/* One skill folder: reuse, (re)parse, or report. */
+static void load_one(struct build *b, unsigned root, const char *team, const char *name,
+                     const char *dirpath, const struct stat *mdst)
+{
+    char qname[PATH_MAX], real[PATH_MAX], md[PATH_MAX + 16];
+    struct skill *old;
+    struct fm f = {0};
+    struct err err = {0};
+
+    snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
+    snprintf(md, sizeof md, "%s/SKILL.md", dirpath);
+    if (have_qname(b, qname)) {
+        report(b, "warning", qname, md,
+               "shadowed: a skill with the same qualified name in an earlier --skills root "
+               "wins");
+        return;
+    }
+    old = find_in(b->old, qname);
+    if (old && old->root == root && entry_unchanged(old, mdst)) {
+        atomic_fetch_add(&old->refs, 1);
+        push_skill(b, old);
+        add_watches_of(b, old, mdst);
+        if (skills_name_problem(old->name))
+            report(b, "warning", qname, md, "skill name '%s' %s", old->name,
+                   skills_name_problem(old->name));
+        return;
+    }
+    if (!realpath(dirpath, real)) {
+        report(b, "error", qname, md, "cannot resolve the skill folder: %s", strerror(errno));
+        return;
+    }
+
+    struct walk w = {0};
+    struct stat dst;
+    if (stat(real, &dst) == 0)
+        walk_add_dir(&w, real, &dst);
+    walk_dir(&w, real, real, "", 0);
+
+    struct skill *k = xcalloc(1, sizeof *k);
+    atomic_init(&k->refs, 1);
+    k->name = xstrdup(name);
+    k->qname = xstrdup(qname);
+    k->team = team ? xstrdup(team) : NULL;
+    k->dir = xstrdup(real);
+    snprintf(md, sizeof md, "%s/SKILL.md", real);
+    k->md_path = xstrdup(md);
+    k->root = root;
+    key_of(mdst, &k->md_key);
+    k->files = w.files;
+    k->nfiles = w.nfiles;
+    if (k->nfiles)
+        qsort(k->files, k->nfiles, sizeof *k->files, file_cmp);
+    k->dir_paths = w.dirs;
+    k->dir_keys = w.dkeys;
+    k->ndirs = w.ndirs;
+
+    const char *problem = NULL;
+    if (parse_skill_md(md, mdst, &f, &err) < 0) {
+        problem = err.msg;
+    } else {
+        json_t *desc = json_object_get(f.fields, "description");
+        if (!json_is_string(desc) || !*json_string_value(desc)) {
+            problem = "frontmatter has no 'description' (a non-empty string is required)";
+        }
+    }
+    if (problem) {
+        char where[32] = "";
+        if (err.line && problem == err.msg)
+            snprintf(where, sizeof where, " (line %d)", err.line);
+        if (old) {
+            report(b, "error", qname, md, "%s%s; serving the previous version", problem, where);
+            atomic_fetch_add(&old->refs, 1);
+            push_skill(b, old);
+        } else {
+            report(b, "error", qname, md, "%s%s; skill not served", problem, where);
+        }
+        /* Watch what is on disk now, so a broken file does not rebuild every tick. */
+        watch_add(b, md, mdst);
+        for (size_t i = 0; i < k->ndirs; i++) {
+            struct stat st;
+            if (stat(k->dir_paths[i], &st) == 0)
+                watch_add(b, k->dir_paths[i], &st);
+        }
+        json_decref(f.fields);
+        skill_unref(k);
+        return;
+    }
+
+    k->fm = f.fields;
+    k->body_off = f.body_off;
+    k->description = json_string_value(json_object_get(k->fm, "description"));
+    json_t *ver = json_object_get(k->fm, "version");
+    if (json_is_string(ver))
+        k->version = json_string_value(ver);
+    take_tags(k, json_object_get(k->fm, "tags"));
+
+    json_t *fmname = json_object_get(k->fm, "name");
+    if (!json_is_string(fmname))
+        report(b, "warning", qname, md,
+               "frontmatter has no 'name'; the folder name '%s' is used", name);
+    else if (strcmp(json_string_value(fmname), name))
+        report(b, "warning", qname, md,
+               "frontmatter name '%s' differs from the folder name '%s'; the skill is served "
+               "as '%s'",
+               json_string_value(fmname), name, qname);
+    if (skills_name_problem(name))
+        report(b, "warning", qname, md, "skill name '%s' %s", name, skills_name_problem(name));
+    if (strlen(k->description) > 1024)
+        report(b, "warning", qname, md, "description is over 1024 characters");
+    if (w.truncated)
+        report(b, "warning", qname, k->dir,
+               "more than %d entries or deeper than %d folders; the file list is cut",
+               WALK_MAX_ENTRIES, WALK_MAX_DEPTH);
+    if (w.escaped)
+        report(b, "warning", qname, k->dir,
+               "%d symlink(s) point outside the skill (first: %s); they are not served",
+               w.escaped, w.first_escape);
+    push_skill(b, k);
+    add_watches_of(b, k, mdst);
+}
+
+static void scan_team(struct build *b, unsigned root, const char *team, const char *teampath,
+                      const struct stat *tst)
+{
+    size_t n;
+    char **names = list_dir(teampath, &n);
+    watch_add(b, teampath, tst);
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX], md[PATH_MAX + 16];
+        struct stat st, mst;
+        snprintf(dir, sizeof dir, "%s/%s", teampath, names[i]);
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        snprintf(md, sizeof md, "%s/SKILL.md", dir);
+        if (stat(md, &mst) == 0 && S_ISREG(mst.st_mode))
+            load_one(b, root, team, names[i], dir, &mst);
+        /* A folder without SKILL.md at this depth is not a skill: folders
+         * nest one level only (team/skill). */
+    }
+    free_names(names, n);
+}
+
+static void scan_root(struct build *b, unsigned root, const char *rootpath)
+{
+    struct stat rst;
+    size_t n;
+    if (stat(rootpath, &rst) < 0 || !S_ISDIR(rst.st_mode)) {
+        report(b, "error", NULL, rootpath, "skills root is not a readable directory");
+        watch_add(b, rootpath, NULL);
+        return;
+    }
+    watch_add(b, rootpath, &rst);
+    char **names = list_dir(rootpath, &n);
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX], md[PATH_MAX + 16];
+        struct stat st, lst, mst;
+        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i]);
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode) && !(b->old))
+            log_info("skills: %s is a symlinked folder; following it", dir);
+        snprintf(md, sizeof md, "%s/SKILL.md", dir);
+        if (stat(md, &mst) == 0 && S_ISREG(mst.st_mode))
+            load_one(b, root, NULL, names[i], dir, &mst);
+        else
+            scan_team(b, root, names[i], dir, &st);
+    }
+    free_names(names, n);
+}
+
+/* ---- lookup tables ------------------------------------------------------- */
+
+static uint32_t hash_str(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static void table_put(uint32_t *t, size_t cap, const char *key, uint32_t val)
+{
+    size_t mask = cap - 1;
+    size_t i = hash_str(key, strlen(key)) & mask;
+    while (t[i])
+        i = (i + 1) & mask;
+    t[i] = val;
+}
+
+/* Index+1 of the entry whose (bare or qualified) name is key, or 0. */
+static uint32_t table_get(const uint32_t *t, size_t cap, const char *key, size_t len,
+                          struct skill *const *v, int bare)
+{
+    size_t mask = cap - 1;
+    size_t i = hash_str(key, len) & mask;
+    for (size_t probes = 0; probes < cap; probes++) {
+        uint32_t x = t[i];
+        if (!x)
+            return 0;
+        const char *other = bare ? v[x - 1]->name : v[x - 1]->qname;
+        if (strlen(other) == len && !memcmp(other, key, len))
+            return x;
+        i = (i + 1) & mask;
+    }
+    return 0;
+}
+
+static int skill_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct skill *const *)a)->qname, (*(struct skill *const *)b)->qname);
+}
+
+/*
+ * by_name holds the first entry of each bare name; shared[i] marks entries
+ * whose bare name another entry carries too, so a lookup by that bare name
+ * is refused as ambiguous instead of silently picking one team.
+ */
+static void build_tables(struct snapshot *s)
+{
+    size_t cap = 16;
+    while (cap < s->n * 2 + 2)
+        cap *= 2;
+    s->tcap = cap;
+    s->by_qname = xcalloc(cap, sizeof *s->by_qname);
+    s->by_name = xcalloc(cap, sizeof *s->by_name);
+    s->shared = xcalloc(s->n ? s->n : 1, 1);
+    for (size_t i = 0; i < s->n; i++)
+        table_put(s->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
+    for (size_t i = 0; i < s->n; i++) {
+        const char *nm = s->v[i]->name;
+        uint32_t x = table_get(s->by_name, cap, nm, strlen(nm), s->v, 1);
+        if (x) {
+            s->shared[x - 1] = 1;
+            s->shared[i] = 1;
+        } else {
+            table_put(s->by_name, cap, nm, (uint32_t)i + 1);
+        }
+    }
+}
+
+struct skill *skills_find(const struct snapshot *s, const char *name, size_t len,
+                          int *ambiguous)
+{
+    *ambiguous = 0;
+    if (!s->n)
+        return NULL;
+    uint32_t x = table_get(s->by_qname, s->tcap, name, len, s->v, 0);
+    if (x)
+        return s->v[x - 1];
+    if (memchr(name, '/', len))
+        return NULL;
+    x = table_get(s->by_name, s->tcap, name, len, s->v, 1);
+    if (!x)
+        return NULL;
+    if (s->shared[x - 1]) {
+        *ambiguous = 1;
+        return NULL;
+    }
+    return s->v[x - 1];
+}
+
+size_t skills_sharing(const struct snapshot *s, const char *name, const char **out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n && n < max; i++)
+        if (!strcmp(s->v[i]->name, name))
+            out[n++] = s->v[i]->qname;
+    return n;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return 99;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t best = prev + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+size_t skills_suggest(const struct snapshot *s, const char *name, const char **out, size_t max)
+{
+    size_t n = 0;
+    size_t best[16];
+    if (max > 16)
+        max = 16;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct skill *k = s->v[i];
+        size_t d = edit_distance(name, k->name);
+        size_t dq = edit_distance(name, k->qname);
+        if (dq < d)
+            d = dq;
+        if (strstr(k->qname, name) && strlen(name) >= 3)
+            d = d > 1 ? 1 : d;
+        size_t limit = strlen(name) / 2 + 1;
+        if (d > (limit > 3 ? 3 : limit))
+            continue;
+        /* insertion into a small sorted list */
+        size_t pos = n;
+        while (pos > 0 && best[pos - 1] > d)
+            pos--;
+        if (pos >= max)
+            continue;
+        if (n < max)
+            n++;
+        for (size_t j = n - 1; j > pos; j--) {
+            best[j] = best[j - 1];
+            out[j] = out[j - 1];
+        }
+        best[pos] = d;
+        out[pos] = k->qname;
+    }
+    return n;
+}
+
+/* ---- bodies -------------------------------------------------------------- */
+
+int skills_body(struct skill *k, const struct skill_body **out, struct skill_body **tmp,
+                const char **why)
+{
+    struct skill_body *b = atomic_load(&k->body);
+    *tmp = NULL;
+    if (b) {
+        *out = b;
+        return 0;
+    }
+    int fd = open(k->md_path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        *why = "SKILL.md cannot be opened";
+        if (fd >= 0)
+            close(fd);
+        return -errno;
+    }
+    if (st.st_size > (off_t)SKILL_MD_MAX) {
+        close(fd);
+        *why = "SKILL.md is over the 4 MiB limit";
+        return -EFBIG;
+    }
+    size_t len = (size_t)st.st_size;
+    char *raw = xmalloc(len + 1);
+    ssize_t got = read_prefix(fd, raw, len);
+    close(fd);
+    if (got < 0) {
+        free(raw);
+        *why = "SKILL.md cannot be read";
+        return -EIO;
+    }
+    len = (size_t)got;
+    raw[len] = '\0';
+
+    struct fkey key;
+    key_of(&st, &key);
+    size_t off = k->body_off;
+    int same = key_eq(&key, &k->md_key);
+    if (!same) {
+        /* Edited since the snapshot: find the body in what is there now. */
+        struct fm f = {0};
+        struct err e;
+        if (fm_parse(raw, len, 1, &f, &e) == 0) {
+            off = f.body_off;
+            fm_cleanup(&f);
+        } else {
+            off = 0;
+        }
+    }
+    if (off > len)
+        off = len;
+    b = xcalloc(1, sizeof *b);
+    b->len = len - off;
+    b->text = xmalloc(b->len + 1);
+    memcpy(b->text, raw + off, b->len);
+    b->text[b->len] = '\0';
+    free(raw);
+    b->key = key;
+    b->nsec = md_sections(b->text, b->len, &b->sec);
+    if (!same) {
+        *tmp = b;
+        *out = b;
+        return 0;
+    }
+    struct skill_body *expect = NULL;
+    if (!atomic_compare_exchange_strong(&k->body, &expect, b)) {
+        skill_body_free_(b);    /* another thread won the race; use its copy */
+        b = expect;
+    }
+    *out = b;
+    return 0;
+}
+
+/* ---- rescans ------------------------------------------------------------- */
+
+/* Did anything the snapshot watched move? Stats only; allocates nothing. */
+static int tree_changed(const struct snapshot *s)
+{
+    struct stat st;
+    struct fkey k;
+    for (size_t i = 0; i < s->nw; i++) {
+        const struct watch *w = &s->w[i];
+        if (stat(w->path, &st) < 0) {
+            if (!w->missing)
+                return 1;
+            continue;
+        }
+        if (w->missing)
+            return 1;
+        key_of(&st, &k);
+        if (!key_eq(&k, &w->key))
+            return 1;
+    }
+    return 0;
+}
+
+static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, uint64_t gen)
+{
+    struct build b = {.S = S, .old = old, .errors = json_array()};
+    double t0 = now_ms();
+    for (size_t i = 0; i < S->nroots; i++)
+        scan_root(&b, (unsigned)i, S->roots[i]);
+
+    struct snapshot *s = xcalloc(1, sizeof *s);
+    atomic_init(&s->refs, 0);
+    s->generation = gen;
+    s->v = b.v;
+    s->n = b.n;
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, skill_cmp);
+    s->w = b.w;
+    s->nw = b.nw;
+    s->errors = b.errors;
+    build_tables(s);
+
+    struct search_doc *docs = xcalloc(s->n ? s->n : 1, sizeof *docs);
+    for (size_t i = 0; i < s->n; i++) {
+        docs[i].name = s->v[i]->qname;
+        docs[i].description = s->v[i]->description;
+        docs[i].tags = (const char *const *)s->v[i]->tags;
+        docs[i].ntags = s->v[i]->ntags;
+    }
+    s->search = search_new(docs, s->n);
+    free(docs);
+    s->built_at = (int64_t)time(NULL);
+    if (S->ext_build)
+        s->ext = S->ext_build(s, S->ext_arg);
+    s->build_ms = now_ms() - t0;
+    return s;
+}
+
+static void reclaim(struct skills *S)
+{
+    struct snapshot **pp = &S->retired;
+    pthread_mutex_lock(&hp_fallback);
+    while (*pp) {
+        struct snapshot *r = *pp;
+        /* Hazard first, count second: see the header comment. */
+        if (!hp_protects(r) && atomic_load(&r->refs) == 0) {
+            *pp = r->retired_next;
+            snapshot_free(S, r);
+        } else {
+            pp = &r->retired_next;
+        }
+    }
+    pthread_mutex_unlock(&hp_fallback);
+}
+
+static void diff(const struct snapshot *a, const struct snapshot *b, struct skills_report *r)
+{
+    size_t i = 0, j = 0;
+    r->added = json_array();
+    r->removed = json_array();
+    r->changed = json_array();
+    while (i < a->n || j < b->n) {
+        int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->v[i]->qname, b->v[j]->qname);
+        if (c < 0) {
+            json_array_append_new(r->removed, json_string(a->v[i++]->qname));
+        } else if (c > 0) {
+            json_array_append_new(r->added, json_string(b->v[j++]->qname));
+        } else {
+            if (a->v[i] != b->v[j])
+                json_array_append_new(r->changed, json_string(b->v[j]->qname));
+            i++;
+            j++;
+        }
+    }
+}
+
+/* The rescan proper; the caller holds the scanner role (not the mutex). */
+static void do_scan(struct skills *S, int force, struct skills_report *r)
+{
+    struct snapshot *old = atomic_load(&S->cur);
+    double t0 = now_ms();
+    memset(r, 0, sizeof *r);
+    r->gen_before = r->gen_after = old->generation;
+    if (!force && !tree_changed(old)) {
+        r->unchanged = 1;
+        r->ms = now_ms() - t0;
+        return;
+    }
+    struct snapshot *s = build_snapshot(S, old, old->generation + 1);
+    diff(old, s, r);
+    if (!force && !json_array_size(r->added) && !json_array_size(r->removed) &&
+        !json_array_size(r->changed) && json_equal(s->errors, old->errors)) {
+        /* Only metadata moved (a touched folder): keep the new watch keys,
+         * but the generation only counts visible changes. */
+        s->generation = old->generation;
+    }
+    r->gen_after = s->generation;
+    r->errors = json_incref(s->errors);
+    atomic_store(&S->cur, s);
+    pthread_mutex_lock(&S->scan_mu);
+    old->retired_next = S->retired;
+    S->retired = old;
+    pthread_mutex_unlock(&S->scan_mu);
+    r->ms = now_ms() - t0;
+    if (r->gen_after != r->gen_before)
+        log_info("skills: generation %llu: %zu skills, %zu added, %zu removed, %zu changed, "
+                 "%zu problems (%.1f ms)",
+                 (unsigned long long)s->generation, s->n, json_array_size(r->added),
+                 json_array_size(r->removed), json_array_size(r->changed),
+                 json_array_size(s->errors), r->ms);
+}
+
+static void report_copy(struct skills_report *dst, const struct skills_report *src)
+{
+    *dst = *src;
+    dst->added = src->added ? json_incref(src->added) : json_array();
+    dst->removed = src->removed ? json_incref(src->removed) : json_array();
+    dst->changed = src->changed ? json_incref(src->changed) : json_array();
+    dst->errors = src->errors ? json_incref(src->errors) : json_array();
+}
+
+void skills_report_cleanup(struct skills_report *r)
+{
+    json_decref(r->added);
+    json_decref(r->removed);
+    json_decref(r->changed);
+    json_decref(r->errors);
+    memset(r, 0, sizeof *r);
+}
+
+void skills_rescan(struct skills *S, int force, struct skills_report *out)
+{
+    pthread_mutex_lock(&S->scan_mu);
+    /* A scan already running may have missed what made us call: wait for
+     * one that starts after our arrival. */
+    uint64_t target = S->scans_started + 1;
+    while (S->scans_finished < target) {
+        if (!S->scanning && S->scans_started < target) {
+            struct skills_report r;
+            S->scanning = 1;
+            S->scans_started++;
+            pthread_mutex_unlock(&S->scan_mu);
+            do_scan(S, force, &r);
+            pthread_mutex_lock(&S->scan_mu);
+            skills_report_cleanup(&S->last);
+            S->last = r;
+            S->scanning = 0;
+            S->scans_finished++;
+            pthread_cond_broadcast(&S->scan_cv);
+        } else {
+            pthread_cond_wait(&S->scan_cv, &S->scan_mu);
+        }
+    }
+    if (out) {
+        report_copy(out, &S->last);
+        if (!S->last.errors) {
+            struct snapshot *cur = atomic_load(&S->cur);
+            json_decref(out->errors);
+            out->errors = json_incref(cur->errors);
+        }
+    }
+    pthread_mutex_unlock(&S->scan_mu);
+    reclaim(S);
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+struct skills *skills_new(const char *const *roots, size_t nroots,
+                          snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
+                          void *ext_arg)
+{
+    struct skills *S = xcalloc(1, sizeof *S);
+    size_t usable = 0;
+    if (nroots > 64)
+        nroots = 64;
+    for (size_t i = 0; i < nroots; i++) {
+        struct stat st;
+        S->roots[i] = roots[i];
+        if (stat(roots[i], &st) == 0 && S_ISDIR(st.st_mode))
+            usable++;
+        else
+            log_error("skills root '%s' is not a readable directory", roots[i]);
+    }
+    S->nroots = nroots;
+    if (!usable) {
+        free(S);
+        return NULL;
+    }
+    S->ext_build = ext_build;
+    S->ext_free = ext_free;
+    S->ext_arg = ext_arg;
+    pthread_mutex_init(&S->scan_mu, NULL);
+    pthread_cond_init(&S->scan_cv, NULL);
+    struct snapshot *s = build_snapshot(S, NULL, 1);
+    atomic_init(&S->cur, s);
+    log_info("skills: generation 1: %zu skills from %zu root(s), %zu problems (%.1f ms)", s->n,
+             nroots, json_array_size(s->errors), s->build_ms);
+    return S;
+}
+
+void skills_free(struct skills *S)
+{
+    if (!S)
+        return;
+    reclaim(S);
+    while (S->retired) {
+        struct snapshot *r = S->retired;
+        S->retired = r->retired_next;
+        snapshot_free(S, r);
+    }
+    snapshot_free(S, atomic_load(&S->cur));
+    skills_report_cleanup(&S->last);
+    pthread_mutex_destroy(&S->scan_mu);
+    pthread_cond_destroy(&S->scan_cv);
+    free(S);
+}
+
+const char *const *skills_roots(const struct skills *S, size_t *n)
+{
+    *n = S->nroots;
+    return S->roots;
+}

@@ -1,0 +1,165 @@
+/*
+ * skills.h - the skill index: scan the roots, build an immutable snapshot,
+ * publish it through one atomic pointer, refresh it in the background.
+ *
+ * Readers (HTTP threads) call skills_acquire() once per request and use only
+ * that snapshot; it never changes while held. No lock is taken on that path.
+ * A rescan builds a new snapshot off to the side, reusing the entries of
+ * skills whose files did not change, and swaps it in; the old one is freed
+ * when its last reader releases it (hazard pointer + reference count; see
+ * docs/internals.md).
+ */
+#ifndef SKILL_SKILLS_H
+#define SKILL_SKILLS_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "markdown.h"
+
+/* Identity of a file or directory's content, as far as stat can tell. */
+struct fkey {
+    dev_t dev;
+    ino_t ino;
+    int64_t mtime_ns;
+    int64_t size;
+};
+
+struct skill_file {
+    char *path;             /* relative to the skill folder, '/'-separated */
+    int64_t size;
+};
+
+/* A SKILL.md body read on first use; immutable once published. */
+struct skill_body {
+    char *text;             /* the body, frontmatter removed, NUL-terminated */
+    size_t len;
+    struct md_section *sec;
+    size_t nsec;
+    struct fkey key;        /* the SKILL.md it was read from */
+};
+
+struct skill {
+    atomic_long refs;
+    char *name;             /* folder name */
+    char *qname;            /* "skill" or "team/skill" */
+    char *team;             /* NULL for top-level skills */
+    char *dir;              /* absolute, symlinks resolved */
+    char *md_path;          /* dir + "/SKILL.md" */
+    unsigned root;          /* index of its --skills root */
+    json_t *fm;             /* the frontmatter object */
+    const char *description;/* borrowed from fm */
+    const char *version;    /* borrowed from fm, or NULL */
+    char **tags;            /* normalised tags */
+    size_t ntags;
+    struct skill_file *files;   /* every file but SKILL.md, sorted */
+    size_t nfiles;
+    struct fkey md_key;
+    size_t body_off;        /* offset of the body in SKILL.md */
+    struct fkey *dir_keys;  /* the skill folder and every folder below it */
+    char **dir_paths;
+    size_t ndirs;
+    _Atomic(struct skill_body *) body;
+};
+
+/* Opaque per-snapshot data built by a higher layer (pre-rendered replies). */
+struct snapshot;
+struct snapshot_ext;
+typedef struct snapshot_ext *(*snapshot_ext_build_fn)(const struct snapshot *s, void *arg);
+typedef void (*snapshot_ext_free_fn)(struct snapshot_ext *);
+
+struct watch {
+    char *path;
+    struct fkey key;
+    int missing;            /* path did not exist when the snapshot was built */
+};
+
+struct snapshot {
+    atomic_long refs;
+    uint64_t generation;
+    struct skill **v;       /* sorted by qname */
+    size_t n;
+    uint32_t *by_qname;     /* open-addressing tables of index+1 */
+    uint32_t *by_name;      /* bare name -> first entry carrying it */
+    unsigned char *shared;  /* per entry: its bare name is not unique */
+    size_t tcap;            /* power of two */
+    struct search_index *search;
+    json_t *errors;         /* [{skill, path, message, level}] */
+    struct watch *w;        /* everything the refresher stats */
+    size_t nw;
+    struct snapshot_ext *ext;
+    double build_ms;
+    int64_t built_at;       /* wall clock, seconds */
+    struct snapshot *retired_next;
+};
+
+struct skills;
+
+/* What one rescan changed; every array is a new reference. */
+struct skills_report {
+    uint64_t gen_before, gen_after;
+    json_t *added, *removed, *changed, *errors;
+    double ms;
+    int unchanged;          /* the stat pass found nothing to rebuild */
+};
+
+/*
+ * Creates the index over roots[0..nroots) and builds the first snapshot.
+ * ext_build/ext_free (may be NULL) attach pre-rendered data to every
+ * snapshot. Returns NULL after logging when no root is a readable
+ * directory. Call from the main thread before serving.
+ */
+struct skills *skills_new(const char *const *roots, size_t nroots,
+                          snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
+                          void *ext_arg);
+void skills_free(struct skills *S);
+
+/* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
+struct snapshot *skills_acquire(struct skills *S);
+void skills_release(struct snapshot *s);
+
+/*
+ * Re-stats the tree and rebuilds if anything moved; callers that arrive
+ * while a rescan is running share the next one. Fills *r (release with
+ * skills_report_cleanup) when r is not NULL. Any thread; blocks for the
+ * duration of the rescan. force: rebuild even when the stat pass sees no
+ * change (reload_skills).
+ */
+void skills_rescan(struct skills *S, int force, struct skills_report *r);
+void skills_report_cleanup(struct skills_report *r);
+
+/* Roots as given (borrowed, valid for the life of S). */
+const char *const *skills_roots(const struct skills *S, size_t *n);
+
+/*
+ * Finds a skill by qualified or bare name in s. Returns it (borrowed, valid
+ * while s is held), or NULL with *ambiguous set when a bare name is shared
+ * by several teams.
+ */
+struct skill *skills_find(const struct snapshot *s, const char *name, size_t len,
+                          int *ambiguous);
+
+/* Qualified names of the entries whose bare name is name (borrowed). */
+size_t skills_sharing(const struct snapshot *s, const char *name, const char **out, size_t max);
+
+/* Up to max names closest to name (edit distance, then prefix), borrowed. */
+size_t skills_suggest(const struct snapshot *s, const char *name, const char **out, size_t max);
+
+/*
+ * The skill's body, read on first use and cached in the entry. A file
+ * changed since the snapshot is read fresh (and not cached). Returns 0, or a
+ * negative errno (with *why set to a static message). *out stays valid while
+ * the snapshot is held; when *tmp is set the caller owns it and must
+ * skills_body_free() it.
+ */
+int skills_body(struct skill *k, const struct skill_body **out, struct skill_body **tmp,
+                const char **why);
+void skills_body_free(struct skill_body *b);
+
+/* Validates a skill name by the Agent Skills rules; NULL if fine, else why. */
+const char *skills_name_problem(const char *name);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * srv.h - the one server state struct, passed explicitly everywhere. The
+ * fields are set in main() before the HTTP threads start and are read-only
+ * after that, except what is itself thread-safe (skills, stats).
+ */
+#ifndef SKILL_SRV_H
+#define SKILL_SRV_H
+
+#include <jansson.h>
+
+#include "config.h"
+#include "stats.h"
+
+struct skills;
+
+struct srv {
+    struct cfg cfg;
+    struct skills *skills;
+    struct stats stats;
+    json_t *tools_list;         /* the tools/list "tools" array */
+    const char *instructions;   /* initialize / server/discover instructions */
+    int64_t ttl_ms;             /* ttlMs on cacheable results */
+};
+
+#endif

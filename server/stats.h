@@ -1,0 +1,38 @@
+/*
+ * stats.h - per-tool call counters and latency histograms.
+ *
+ * Lock-free: every counter is an atomic, and a latency lands in one of a
+ * fixed set of log-spaced buckets, so recording costs two atomic adds on the
+ * request path. Percentiles are read off the buckets (upper bound of the
+ * bucket holding the rank, so they are accurate to within ~19%).
+ */
+#ifndef SKILL_STATS_H
+#define SKILL_STATS_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define STATS_BUCKETS 96    /* 4 per power of two, from 1 us to ~16 min */
+
+struct stats_hist {
+    atomic_uint_fast64_t calls, errors;
+    atomic_uint_fast64_t b[STATS_BUCKETS];
+};
+
+struct stats {
+    struct stats_hist *tools;   /* one per tool, indexed as the tool table */
+    const char *const *names;
+    size_t ntools;
+    uint64_t started_ns;
+};
+
+/* names is borrowed for the life of st. Call before threads start. */
+void stats_init(struct stats *st, const char *const *names, size_t n);
+void stats_cleanup(struct stats *st);
+/* Any thread. */
+void stats_record(struct stats *st, size_t tool, uint64_t ns, int is_error);
+/* New reference: {tool: {calls, errors, p50_ms, p95_ms, p99_ms}}. */
+json_t *stats_tools_json(const struct stats *st);
+
+#endif

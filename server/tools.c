@@ -1,0 +1,704 @@
+/*
+ * tools.c - the MCP tools of the skill library (see docs/tools.md).
+ *
+ * One table row per tool: schemas as JSON text (readable, checked at
+ * start-up), annotations and the handler. Handlers read only the snapshot
+ * they are given; the one that touches the disk (read_skill_file, and
+ * load_skill on a body cache miss) goes through jail.c or skills_body().
+ * A handler answers with a structured result, or with a message telling the
+ * model what to do next (isError).
+ */
+#include "tools.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "jail.h"
+#include "markdown.h"
+#include "rpc.h"
+#include "search.h"
+#include "util.h"
+
+#define LIST_DEFAULT_LIMIT 50
+#define LIST_MAX_LIMIT 500
+#define READ_DEFAULT_MAX 65536
+#define READ_MAX_MAX (1 << 20)
+#define NAME_MAX_LEN 200
+
+/* What a handler produced: a structured result or a message (isError). */
+struct tool_out {
+    json_t *structured;
+    char msg[1024];
+};
+
+struct tool_ctx {
+    struct srv *S;
+    struct snapshot *snap;
+};
+
+typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
+
+struct tool {
+    const char *name;
+    const char *title;
+    const char *description;
+    const char *input_schema;
+    const char *output_schema;
+    int read_only;
+    tool_fn fn;
+};
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static int fail(struct tool_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(struct tool_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->msg, sizeof o->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Checks that args has only the given keys; the first stranger is reported. */
+static int only_keys(json_t *args, struct tool_out *o, const char *const *keys)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(args, k, v) {
+        int ok = 0;
+        for (const char *const *p = keys; *p; p++)
+            if (!strcmp(k, *p))
+                ok = 1;
+        if (!ok) {
+            char list[256] = "";
+            for (const char *const *p = keys; *p; p++) {
+                strncat(list, *p, sizeof list - strlen(list) - 3);
+                if (p[1])
+                    strncat(list, ", ", sizeof list - strlen(list) - 1);
+            }
+            return fail(o, "Unknown argument '%.64s'. This tool takes: %s.", k,
+                        *list ? list : "no arguments");
+        }
+    }
+    return 0;
+}
+
+/* An optional string argument; -1 (with o set) when of the wrong type. */
+static int opt_str(json_t *args, const char *key, const char **out, size_t *len,
+                   struct tool_out *o)
+{
+    json_t *v = json_object_get(args, key);
+    *out = NULL;
+    if (len)
+        *len = 0;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return fail(o, "Argument '%s' must be a string.", key);
+    *out = json_string_value(v);
+    if (len)
+        *len = json_string_length(v);
+    return 0;
+}
+
+static int opt_int(json_t *args, const char *key, long lo, long hi, long dflt, long *out,
+                   struct tool_out *o)
+{
+    json_t *v = json_object_get(args, key);
+    *out = dflt;
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_real(v) && json_real_value(v) == (double)(long)json_real_value(v))
+        *out = (long)json_real_value(v);
+    else if (json_is_integer(v))
+        *out = (long)json_integer_value(v);
+    else
+        return fail(o, "Argument '%s' must be a whole number from %ld to %ld.", key, lo, hi);
+    if (*out < lo || *out > hi)
+        return fail(o, "Argument '%s' must be from %ld to %ld (got %ld).", key, lo, hi, *out);
+    return 0;
+}
+
+/*
+ * Resolves the skill argument. On failure o->msg tells the model what to do:
+ * the qualified names to pick from, or the closest matches.
+ */
+static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    const char *name;
+    size_t len;
+    int amb;
+    if (opt_str(args, "name", &name, &len, o) < 0)
+        return NULL;
+    if (!name || !len) {
+        fail(o, "Argument 'name' is required: a skill name from list_skills.");
+        return NULL;
+    }
+    if (len > NAME_MAX_LEN || memchr(name, '\0', len)) {
+        fail(o, "Argument 'name' is not a skill name (at most %d characters, no NUL). "
+                "Call list_skills to see the available skills.",
+             NAME_MAX_LEN);
+        return NULL;
+    }
+    struct skill *k = skills_find(c->snap, name, len, &amb);
+    if (k)
+        return k;
+    if (amb) {
+        const char *names[8];
+        size_t n = skills_sharing(c->snap, name, names, 8);
+        char list[512] = "";
+        for (size_t i = 0; i < n; i++) {
+            strncat(list, names[i], sizeof list - strlen(list) - 3);
+            if (i + 1 < n)
+                strncat(list, ", ", sizeof list - strlen(list) - 1);
+        }
+        fail(o, "'%s' names several skills: %s. Call again with the qualified name.", name,
+             list);
+        return NULL;
+    }
+    const char *sug[3];
+    size_t n = skills_suggest(c->snap, name, sug, 3);
+    if (n) {
+        char list[400] = "";
+        for (size_t i = 0; i < n; i++) {
+            strncat(list, sug[i], sizeof list - strlen(list) - 3);
+            if (i + 1 < n)
+                strncat(list, ", ", sizeof list - strlen(list) - 1);
+        }
+        fail(o, "Unknown skill '%s'. Closest matches: %s. Call list_skills to see all skills.",
+             name, list);
+    } else {
+        fail(o, "Unknown skill '%s'. Call list_skills (optionally with a query) to see the "
+                "available skills.",
+             name);
+    }
+    return NULL;
+}
+
+static json_t *card_of(const struct skill *k)
+{
+    json_t *c = json_pack("{s:s, s:s, s:s}", "name", k->name, "qualified_name", k->qname,
+                          "description", k->description);
+    if (k->ntags) {
+        json_t *t = json_array();
+        for (size_t i = 0; i < k->ntags; i++)
+            json_array_append_new(t, json_string(k->tags[i]));
+        json_object_set_new(c, "tags", t);
+    }
+    if (k->version)
+        json_object_set_new(c, "version", json_string(k->version));
+    return c;
+}
+
+static int has_all_tags(const struct skill *k, json_t *tags)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tags, i, t) {
+        int found = 0;
+        for (size_t j = 0; j < k->ntags && !found; j++)
+            found = !strcasecmp(k->tags[j], json_string_value(t));
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- list_skills ----------------------------------------------------------- */
+
+static json_t *list_page(const struct snapshot *s, const char *query, json_t *tags,
+                         size_t offset, size_t limit)
+{
+    json_t *cards = json_array();
+    size_t total = 0;
+    struct search_hit *hits = NULL;
+    size_t nhits = 0;
+
+    if (query) {
+        hits = xmalloc((s->n ? s->n : 1) * sizeof *hits);
+        nhits = search_query(s->search, query, hits, s->n);
+        if (nhits > s->n)
+            nhits = s->n;
+    }
+    size_t count = query ? nhits : s->n;
+    for (size_t i = 0; i < count; i++) {
+        const struct skill *k = s->v[query ? hits[i].doc : i];
+        if (tags && !has_all_tags(k, tags))
+            continue;
+        if (total >= offset && total < offset + limit)
+            json_array_append_new(cards, card_of(k));
+        total++;
+    }
+    free(hits);
+    json_t *r = json_pack("{s:o, s:I, s:I}", "skills", cards, "total", (json_int_t)total,
+                          "generation", (json_int_t)s->generation);
+    if (offset + limit < total) {
+        char cur[32];
+        snprintf(cur, sizeof cur, "%zu", offset + limit);
+        json_object_set_new(r, "next_cursor", json_string(cur));
+    }
+    return r;
+}
+
+static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    static const char *const keys[] = {"query", "tags", "limit", "cursor", NULL};
+    const char *query, *cursor;
+    long limit;
+    size_t offset = 0;
+    if (only_keys(args, o, keys) < 0 || opt_str(args, "query", &query, NULL, o) < 0 ||
+        opt_str(args, "cursor", &cursor, NULL, o) < 0 ||
+        opt_int(args, "limit", 1, LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT, &limit, o) < 0)
+        return -1;
+    json_t *tags = json_object_get(args, "tags");
+    if (json_is_null(tags))
+        tags = NULL;
+    if (tags) {
+        size_t i;
+        json_t *t;
+        if (!json_is_array(tags))
+            return fail(o, "Argument 'tags' must be a list of strings.");
+        json_array_foreach(tags, i, t) if (!json_is_string(t))
+            return fail(o, "Argument 'tags' must be a list of strings.");
+        if (!json_array_size(tags))
+            tags = NULL;
+    }
+    if (cursor) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(cursor, &end, 10);
+        if (errno || end == cursor || *end || v > 100000000ull)
+            return fail(o, "Argument 'cursor' is not a cursor this server gave out; pass the "
+                           "next_cursor of the previous page, or omit it to start over.");
+        offset = (size_t)v;
+    }
+    if (query && !*query)
+        query = NULL;
+    o->structured = list_page(c->snap, query, tags, offset, (size_t)limit);
+    return 0;
+}
+
+/* ---- load_skill ----------------------------------------------------------- */
+
+/* The execution: entry for a script path, falling back to `default`. */
+static json_t *exec_entry(const struct skill *k, const char *path)
+{
+    json_t *ex = json_object_get(k->fm, "execution");
+    if (!json_is_object(ex))
+        return NULL;
+    json_t *e = json_object_get(ex, path);
+    if (!e && !strncmp(path, "scripts/", 8))
+        e = json_object_get(ex, path + 8);
+    return json_is_object(e) ? e : NULL;
+}
+
+static json_t *scripts_and_files(const struct skill *k, json_t **files_out)
+{
+    json_t *scripts = json_array(), *files = json_array();
+    json_t *ex = json_object_get(k->fm, "execution");
+    json_t *dflt = json_is_object(ex) ? json_object_get(ex, "default") : NULL;
+    for (size_t i = 0; i < k->nfiles; i++) {
+        const struct skill_file *f = &k->files[i];
+        if (strncmp(f->path, "scripts/", 8)) {
+            json_array_append_new(files, json_pack("{s:s, s:I}", "path", f->path, "size",
+                                                   (json_int_t)f->size));
+            continue;
+        }
+        json_t *s = json_pack("{s:s}", "path", f->path);
+        json_t *e = exec_entry(k, f->path);
+        static const char *const fields[] = {"description", "timeout", "stall_timeout"};
+        for (size_t j = 0; j < 3; j++) {
+            json_t *v = e ? json_object_get(e, fields[j]) : NULL;
+            if (!v && j > 0 && json_is_object(dflt))
+                v = json_object_get(dflt, fields[j]);
+            if (v && (j == 0 ? json_is_string(v) : json_is_number(v)))
+                json_object_set(s, fields[j], v);
+        }
+        json_array_append_new(scripts, s);
+    }
+    *files_out = files;
+    return scripts;
+}
+
+static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    static const char *const keys[] = {"name", "section", NULL};
+    const char *section, *why = NULL;
+    const struct skill_body *b;
+    struct skill_body *tmp;
+    if (only_keys(args, o, keys) < 0)
+        return -1;
+    struct skill *k = need_skill(c, args, o);
+    if (!k || opt_str(args, "section", &section, NULL, o) < 0)
+        return -1;
+    if (skills_body(k, &b, &tmp, &why) < 0)
+        return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
+                       "tell the operator.",
+                    k->qname, why);
+
+    json_t *secs = json_array();
+    for (size_t i = 0; i < b->nsec; i++)
+        json_array_append_new(secs, json_pack("{s:s%, s:i}", "title",
+                                              b->text + b->sec[i].title_off,
+                                              b->sec[i].title_len, "level", b->sec[i].level));
+    const char *text = b->text;
+    size_t len = b->len;
+    if (section && *section) {
+        long at = md_find(b->text, b->sec, b->nsec, section);
+        if (at < 0) {
+            struct buf l;
+            buf_init(&l, 700);
+            for (size_t i = 0; i < b->nsec; i++)
+                if (buf_printf(&l, "%s\"%.*s\"", i ? ", " : "", (int)b->sec[i].title_len,
+                               b->text + b->sec[i].title_off) < 0)
+                    break;
+            fail(o, "Skill '%s' has no section '%.100s'. Its sections: %s. Call load_skill "
+                    "with one of them, or without 'section' for the whole body.",
+                 k->qname, section, l.len ? l.p : "(none: the body has no headings)");
+            buf_cleanup(&l);
+            json_decref(secs);
+            skills_body_free(tmp);
+            return -1;
+        }
+        text = b->text + b->sec[at].start;
+        len = b->sec[at].end - b->sec[at].start;
+    }
+    json_t *files;
+    json_t *scripts = scripts_and_files(k, &files);
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s%, s:o, s:o, s:o}", "name", k->name,
+                          "qualified_name", k->qname, "description", k->description, "content",
+                          text, len, "sections", secs, "scripts", scripts, "files", files);
+    if (section && *section)
+        json_object_set_new(r, "section", json_string(section));
+    skills_body_free(tmp);
+    o->structured = r;
+    return 0;
+}
+
+/* ---- read_skill_file -------------------------------------------------------- */
+
+static char *base64(const char *data, size_t len)
+{
+    char *out = xmalloc(4 * ((len + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
+    return out;
+}
+
+static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    static const char *const keys[] = {"name", "path", "max_bytes", NULL};
+    const char *path, *why;
+    size_t plen;
+    long max;
+    struct jail_file f;
+    if (only_keys(args, o, keys) < 0)
+        return -1;
+    struct skill *k = need_skill(c, args, o);
+    if (!k || opt_str(args, "path", &path, &plen, o) < 0 ||
+        opt_int(args, "max_bytes", 1, READ_MAX_MAX, READ_DEFAULT_MAX, &max, o) < 0)
+        return -1;
+    if (!path)
+        return fail(o, "Argument 'path' is required: a file path inside the skill, such as "
+                       "one of the 'files' that load_skill lists.");
+    if ((why = jail_check(path, plen)))
+        return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+    int rc = jail_read(k->dir, path, (size_t)max, &f, &why);
+    if (rc < 0) {
+        if (rc == -ENOENT || rc == -EISDIR) {
+            struct buf l;
+            buf_init(&l, 600);
+            for (size_t i = 0; i < k->nfiles && i < 30; i++)
+                if (buf_printf(&l, "%s%s", i ? ", " : "", k->files[i].path) < 0)
+                    break;
+            fail(o, "Cannot read '%.200s' from skill '%s': %s. Its files: %s.", path, k->qname,
+                 why, l.len ? l.p : "SKILL.md only (use load_skill)");
+            buf_cleanup(&l);
+            return -1;
+        }
+        return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+    }
+    size_t n = f.len;
+    if (f.truncated)
+        n = utf8_trim(f.data, n);
+    json_t *r;
+    if (utf8_valid(f.data, n)) {
+        r = json_pack("{s:s, s:s, s:I, s:s, s:s%, s:b}", "name", k->qname, "path", path,
+                      "size", (json_int_t)f.size, "encoding", "utf-8", "content", f.data, n,
+                      "truncated", f.truncated || n < f.len);
+    } else {
+        char *b64 = base64(f.data, f.len);
+        r = json_pack("{s:s, s:s, s:I, s:s, s:s, s:b}", "name", k->qname, "path", path, "size",
+                      (json_int_t)f.size, "encoding", "base64", "content", b64, "truncated",
+                      f.truncated);
+        free(b64);
+    }
+    jail_file_cleanup(&f);
+    o->structured = r;
+    return 0;
+}
+
+/* ---- stats and reload ------------------------------------------------------- */
+
+static void iso8601(int64_t t, char *out, size_t n)
+{
+    struct tm tm;
+    time_t tt = (time_t)t;
+    gmtime_r(&tt, &tm);
+    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    static const char *const keys[] = {NULL};
+    size_t nroots;
+    char at[32];
+    if (only_keys(args, o, keys) < 0)
+        return -1;
+    const char *const *roots = skills_roots(c->S->skills, &nroots);
+    json_t *r = json_array();
+    for (size_t i = 0; i < nroots; i++)
+        json_array_append_new(r, json_string(roots[i]));
+    size_t errors = 0, i;
+    json_t *e;
+    json_array_foreach(c->snap->errors, i, e) {
+        if (!strcmp(json_string_value(json_object_get(e, "level")), "error"))
+            errors++;
+    }
+    iso8601(c->snap->built_at, at, sizeof at);
+    o->structured = json_pack(
+        "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:O}, s:o}", "server",
+        "name", "skill-mcp", "version", SKILL_VERSION, "uptime_s",
+        (double)(now_ns() - c->S->stats.started_ns) / 1e9, "index", "generation",
+        (json_int_t)c->snap->generation, "skills", (json_int_t)c->snap->n, "errors",
+        (json_int_t)errors, "warnings", (json_int_t)(json_array_size(c->snap->errors) - errors),
+        "roots", r, "last_refresh_at", at, "last_refresh_ms", c->snap->build_ms, "problems",
+        c->snap->errors, "tools", stats_tools_json(&c->S->stats));
+    return 0;
+}
+
+static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    static const char *const keys[] = {NULL};
+    struct skills_report r;
+    if (only_keys(args, o, keys) < 0)
+        return -1;
+    skills_rescan(c->S->skills, 1, &r);
+    o->structured = json_pack("{s:I, s:I, s:O, s:O, s:O, s:O, s:f}", "generation_before",
+                              (json_int_t)r.gen_before, "generation_after",
+                              (json_int_t)r.gen_after, "added", r.added, "removed", r.removed,
+                              "changed", r.changed, "errors", r.errors, "duration_ms", r.ms);
+    skills_report_cleanup(&r);
+    return 0;
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+#define CARD_SCHEMA                                                                         \
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"                 \
+    "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"      \
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                       \
+    "\"version\":{\"type\":\"string\"}},\"required\":[\"name\",\"qualified_name\","        \
+    "\"description\"]}"
+
+static const struct tool table[] = {
+    {"list_skills", "List skills",
+     "List the skills in this library as compact cards (name, description, tags). Call this "
+     "first. Pass 'query' to rank skills by relevance to a task, 'tags' to filter, and "
+     "'cursor' (the previous page's next_cursor) to page.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"query\":{\"type\":\"string\",\"description\":\"words describing the task; ranks by "
+     "relevance\"},"
+     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"keep "
+     "skills carrying every tag\"},"
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500,\"default\":50},"
+     "\"cursor\":{\"type\":\"string\",\"description\":\"next_cursor from the previous "
+     "page\"}},\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{\"skills\":{\"type\":\"array\",\"items\":" CARD_SCHEMA
+     "},\"total\":{\"type\":\"integer\"},\"generation\":{\"type\":\"integer\"},"
+     "\"next_cursor\":{\"type\":\"string\"}},\"required\":[\"skills\",\"total\","
+     "\"generation\"]}",
+     1, t_list_skills},
+    {"load_skill", "Load a skill",
+     "Load a skill's instructions (its SKILL.md body), or one section of it by heading. Load a "
+     "skill before acting on it. The result also lists the skill's scripts and other files.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name "
+     "(team/skill)\"},"
+     "\"section\":{\"type\":\"string\",\"description\":\"a heading of the body "
+     "(case-insensitive); returns that section with its subsections\"}},"
+     "\"required\":[\"name\"],\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+     "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"
+     "\"section\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
+     "\"sections\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+     "\"title\":{\"type\":\"string\"},\"level\":{\"type\":\"integer\"}}}},"
+     "\"scripts\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+     "\"path\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"
+     "\"timeout\":{\"type\":\"number\"},\"stall_timeout\":{\"type\":\"number\"}},"
+     "\"required\":[\"path\"]}},"
+     "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+     "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}},"
+     "\"required\":[\"path\",\"size\"]}}},"
+     "\"required\":[\"name\",\"qualified_name\",\"content\",\"sections\",\"scripts\","
+     "\"files\"]}",
+     1, t_load_skill},
+    {"read_skill_file", "Read a skill file",
+     "Read one file bundled with a skill (a reference, template or script source), by its "
+     "path inside the skill folder, e.g. references/api.md. Text comes back as UTF-8, other "
+     "files as base64.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"path relative to the skill folder\"},"
+     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
+     "\"default\":65536}},\"required\":[\"name\",\"path\"],\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+     "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+     "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
+     "\"content\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}},"
+     "\"required\":[\"name\",\"path\",\"size\",\"encoding\",\"content\",\"truncated\"]}",
+     1, t_read_skill_file},
+    {"skill_server_stats", "Server statistics",
+     "Index state (generation, skill count, problems, last refresh) and per-tool call counts "
+     "and latency percentiles.",
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{\"server\":{\"type\":\"object\"},"
+     "\"index\":{\"type\":\"object\"},\"tools\":{\"type\":\"object\"}},"
+     "\"required\":[\"server\",\"index\",\"tools\"]}",
+     1, t_stats},
+    {"reload_skills", "Reload skills",
+     "Rescan the skill folders now and report what changed (added, removed, changed, "
+     "problems). The server also does this by itself every few seconds.",
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{\"generation_before\":{\"type\":\"integer\"},"
+     "\"generation_after\":{\"type\":\"integer\"},"
+     "\"added\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"removed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"changed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"errors\":{\"type\":\"array\"},\"duration_ms\":{\"type\":\"number\"}},"
+     "\"required\":[\"generation_before\",\"generation_after\",\"added\",\"removed\","
+     "\"changed\",\"errors\"]}",
+     0, t_reload},
+};
+
+#define NTOOLS (sizeof table / sizeof table[0])
+
+const char *const *tools_names(size_t *n)
+{
+    static const char *names[NTOOLS];
+    for (size_t i = 0; i < NTOOLS; i++)
+        names[i] = table[i].name;
+    *n = NTOOLS;
+    return names;
+}
+
+json_t *tools_list_json(void)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < NTOOLS; i++) {
+        json_error_t e;
+        json_t *in = json_loads(table[i].input_schema, 0, &e);
+        json_t *out = json_loads(table[i].output_schema, 0, &e);
+        if (!in || !out) {
+            log_error("tool %s: schema does not parse: %s", table[i].name, e.text);
+            abort();
+        }
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
+                         table[i].name, "title", table[i].title, "description",
+                         table[i].description, "inputSchema", in, "outputSchema", out,
+                         "annotations", "title", table[i].title, "readOnlyHint",
+                         table[i].read_only, "destructiveHint", 0, "idempotentHint",
+                         table[i].read_only, "openWorldHint", 0));
+    }
+    return a;
+}
+
+static json_t *result_of(struct tool_out *o, int rc)
+{
+    if (rc < 0) {
+        json_decref(o->structured);
+        return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", o->msg,
+                         "isError", 1);
+    }
+    char *text = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_t *r = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text,
+                          "structuredContent", o->structured);
+    free(text);
+    return r;
+}
+
+/* ---- pre-rendered default list ------------------------------------------- */
+
+struct snapshot_ext {
+    char *list[2];          /* [legacy, modern] CallToolResult bytes */
+    size_t len[2];
+};
+
+struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
+{
+    struct srv *S = arg;
+    struct snapshot_ext *e = xcalloc(1, sizeof *e);
+    for (int modern = 0; modern < 2; modern++) {
+        struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT)};
+        json_t *r = result_of(&o, 0);
+        if (modern)
+            rpc_decorate_modern(r, -1);
+        e->list[modern] = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        e->len[modern] = strlen(e->list[modern]);
+        json_decref(r);
+    }
+    (void)S;
+    return e;
+}
+
+void tools_ext_free(struct snapshot_ext *e)
+{
+    if (!e)
+        return;
+    free(e->list[0]);
+    free(e->list[1]);
+    free(e);
+}
+
+int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
+               json_t **result, const char **raw, size_t *rawlen)
+{
+    size_t t;
+    uint64_t t0 = now_ns();
+    *result = NULL;
+    *raw = NULL;
+    for (t = 0; t < NTOOLS; t++)
+        if (!strcmp(table[t].name, name))
+            break;
+    if (t == NTOOLS)
+        return -1;
+    if (t == 0 && snap->ext && (!args || !json_object_size(args))) {
+        *raw = snap->ext->list[modern ? 1 : 0];
+        *rawlen = snap->ext->len[modern ? 1 : 0];
+        stats_record(&S->stats, t, now_ns() - t0, 0);
+        return 0;
+    }
+    struct tool_ctx c = {.S = S, .snap = snap};
+    struct tool_out o = {0};
+    json_t *empty = NULL;
+    if (!args)
+        args = empty = json_object();
+    int rc;
+    if (!json_is_object(args))
+        rc = fail(&o, "Tool arguments must be a JSON object.");
+    else
+        rc = table[t].fn(&c, args, &o);
+    json_decref(empty);
+    *result = result_of(&o, rc);
+    if (modern)
+        rpc_decorate_modern(*result, -1);
+    stats_record(&S->stats, t, now_ns() - t0, rc < 0);
+    return 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * tools.h - the tool table: name, description, schemas, annotations and
+ * handler of every MCP tool, and the tools/call entry point.
+ *
+ * A handler gets the request's snapshot and its arguments and returns either
+ * a structured result or a message for the model (isError). Protocol errors
+ * (unknown tool) are the caller's business (mcp.c).
+ */
+#ifndef SKILL_TOOLS_H
+#define SKILL_TOOLS_H
+
+#include <jansson.h>
+
+#include "skills.h"
+#include "srv.h"
+
+/* Names of the tools, in table order (for stats); *n gets the count. */
+const char *const *tools_names(size_t *n);
+
+/* New reference: the "tools" array of tools/list. Call once at start-up. */
+json_t *tools_list_json(void);
+
+/*
+ * Runs tool `name` with `args` (an object or NULL). Returns 0 and sets
+ * *result (new reference: a CallToolResult object), or -1 when no such tool
+ * exists. When the call can be answered from bytes rendered with the
+ * snapshot (list_skills with no arguments), *raw and *rawlen point at them
+ * instead (borrowed, valid while snap is held) and *result is NULL.
+ */
+int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
+               json_t **result, const char **raw, size_t *rawlen);
+
+/* Snapshot hooks: pre-render the default list_skills result. */
+struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);
+void tools_ext_free(struct snapshot_ext *e);
+
+#endif

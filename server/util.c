@@ -1,0 +1,288 @@
+/*
+ * util.c - the small shared pieces every module leans on: aborting
+ * allocators, error records, capped buffers, logging, clocks, UTF-8 checks.
+ *
+ * Nothing here knows about MCP or skills. Logging is the only state, and it
+ * is set once at start-up before threads exist.
+ */
+#include "util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- memory ----------------------------------------------------------- */
+
+static void oom(size_t n)
+{
+    fprintf(stderr, "skill-mcp: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom(n);
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom(n * size);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom(n);
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+void x_install_json_alloc(void)
+{
+    json_set_alloc_funcs(xmalloc, free);
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+void err_set(struct err *e, int line, int col, const char *fmt, ...)
+{
+    va_list ap;
+    if (!e)
+        return;
+    e->line = line;
+    e->col = col;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- buffers ----------------------------------------------------------- */
+
+void buf_init(struct buf *b, size_t max)
+{
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->max = max;
+}
+
+static int buf_reserve(struct buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need < b->len || (b->max && b->len + extra > b->max))
+        return -ENOSPC;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        b->p = xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    return 0;
+}
+
+int buf_append(struct buf *b, const void *data, size_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return -ENOSPC;
+    if (n)
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+int buf_puts(struct buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    char small[256];
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -EINVAL;
+    if ((size_t)n < sizeof small)
+        return buf_append(b, small, (size_t)n);
+    if (buf_reserve(b, (size_t)n) < 0)
+        return -ENOSPC;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+void buf_reset(struct buf *b)
+{
+    b->len = 0;
+    if (b->p)
+        b->p[0] = '\0';
+}
+
+void buf_cleanup(struct buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+char *buf_steal(struct buf *b, size_t *len)
+{
+    char *p = b->p ? b->p : xstrdup("");
+    if (len)
+        *len = b->len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+static enum log_level log_min = LOG_INFO;
+static int log_json;
+
+void log_set_level(enum log_level lvl) { log_min = lvl; }
+void log_set_json(int on) { log_json = on; }
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+{
+    static const char *names[] = {"debug", "info", "warn", "error"};
+    char msg[2048], ts[40];
+    struct timespec t;
+    struct tm tm;
+    va_list ap;
+
+    if (lvl < log_min)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    clock_gettime(CLOCK_REALTIME, &t);
+    gmtime_r(&t.tv_sec, &tm);
+    snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             t.tv_nsec / 1000000);
+    if (log_json) {
+        json_t *o = json_pack("{s:s, s:s, s:s}", "ts", ts, "level", names[lvl], "msg", msg);
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+        /* One write per line, so lines from several threads never interleave. */
+        if (s)
+            fprintf(stderr, "%s\n", s);
+        free(s);
+        json_decref(o);
+    } else {
+        fprintf(stderr, "%s %-5s %s\n", ts, names[lvl], msg);
+    }
+}
+
+/* ---- time -------------------------------------------------------------- */
+
+uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+double now_ms(void)
+{
+    return (double)now_ns() / 1e6;
+}
+
+/* ---- UTF-8 ------------------------------------------------------------- */
+
+/* Length of the sequence starting at s (1..4) or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return c ? 1 : 0;
+    if (c < 0xC2)
+        return 0;
+    if (c < 0xE0) {
+        if (n < 2 || (s[1] & 0xC0) != 0x80)
+            return 0;
+        return 2;
+    }
+    if (c < 0xF0) {
+        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xE0 && s[1] < 0xA0)
+            return 0;                   /* overlong */
+        if (c == 0xED && s[1] >= 0xA0)
+            return 0;                   /* surrogate */
+        return 3;
+    }
+    if (c < 0xF5) {
+        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
+            (s[3] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xF0 && s[1] < 0x90)
+            return 0;
+        if (c == 0xF4 && s[1] >= 0x90)
+            return 0;
+        return 4;
+    }
+    return 0;
+}
+
+int utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] && p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+size_t utf8_trim(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = n, back = 0;
+    /* Walk back over at most 3 continuation bytes to the lead byte. */
+    while (i > 0 && back < 4 && (p[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0)
+        return n;
+    unsigned c = p[i - 1];
+    size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (c < 0x80)
+        return n;
+    return back + 1 >= want ? n : i - 1;
+}

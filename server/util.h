@@ -1,0 +1,80 @@
+/*
+ * util.h - allocation, error records, capped buffers and logging shared by
+ * every module.
+ *
+ * Allocation failure aborts (as redis's zmalloc does): every size that comes
+ * from outside is capped before it is allocated, so running out of memory is
+ * a machine problem, not an input problem.
+ */
+#ifndef SKILL_UTIL_H
+#define SKILL_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- memory (prefix x) ------------------------------------------------ */
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Route jansson's allocations through the functions above. Call once. */
+void x_install_json_alloc(void);
+
+/* ---- error record (like jansson's json_error_t) ---------------------- */
+
+struct err {
+    int line;       /* 1-based, 0 when unknown */
+    int col;        /* 1-based, 0 when unknown */
+    char msg[256];
+};
+
+void err_set(struct err *e, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- capped growable buffer (curl dynbuf) ---------------------------- */
+
+struct buf {
+    char *p;        /* NUL-terminated while len < cap */
+    size_t len;
+    size_t cap;
+    size_t max;     /* hard ceiling; 0 = unlimited */
+};
+
+void buf_init(struct buf *b, size_t max);
+/* Returns 0, or -ENOSPC when the append would pass max (buffer unchanged). */
+int buf_append(struct buf *b, const void *data, size_t n);
+int buf_puts(struct buf *b, const char *s);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_reset(struct buf *b);
+void buf_cleanup(struct buf *b);
+/* Hands the storage to the caller (free()), leaving b empty. */
+char *buf_steal(struct buf *b, size_t *len);
+
+/* ---- logging (stderr, one line per event) ---------------------------- */
+
+enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+void log_set_level(enum log_level lvl);
+void log_set_json(int on);
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+
+/* ---- time ------------------------------------------------------------ */
+
+uint64_t now_ns(void);      /* CLOCK_MONOTONIC */
+double now_ms(void);
+
+/* ---- UTF-8 ----------------------------------------------------------- */
+
+/* 1 when [s, s+n) is valid UTF-8 with no NUL byte. */
+int utf8_valid(const char *s, size_t n);
+/* Largest n' <= n such that [s, s+n') does not end inside a sequence. */
+size_t utf8_trim(const char *s, size_t n);
+
+#endif

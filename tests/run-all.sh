@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# make test: unit, end-to-end and conformance against the normal build, then
+# unit and end-to-end again against the ASan+UBSan build. Prints each
+# suite's summary and, last, the total as `N passed, N failed`.
+set -u
+cd "$(dirname "$0")/.."
+total_p=0; total_f=0; status=0
+declare -a lines
+
+run() {   # run NAME CMD...: captures the suite's SUMMARY line
+    local name=$1; shift
+    echo "=== $name"
+    local log; log=$(mktemp)
+    "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    local s; s=$(grep -E '^SUMMARY ' "$log" | tail -n 1)
+    rm -f "$log"
+    local p f
+    p=$(sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/p' <<<"$s")
+    f=$(sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/p' <<<"$s")
+    if [ -z "$p" ]; then p=0; f=1; s="SUMMARY $name: no summary (exit $rc)"; fi
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    total_p=$((total_p + p)); total_f=$((total_f + f))
+    [ "$f" -ne 0 ] && status=1
+    lines+=("$name: $p passed, $f failed")
+}
+
+make -s all unit-build || { echo "0 passed, 1 failed"; exit 1; }
+run unit tests/run-unit.sh build
+run e2e tests/run-e2e.sh build/skill-mcp
+run conformance tests/run-conformance.sh build/skill-mcp
+run lint tests/lint.sh build
+if make -s asan-build >/dev/null; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    run unit-asan tests/run-unit.sh build-asan
+    run e2e-asan tests/run-e2e.sh build-asan/skill-mcp
+else
+    echo "ASan build failed"; total_f=$((total_f + 1)); status=1
+fi
+run fuzz-smoke tests/fuzz/build.sh --smoke
+
+echo
+echo "=== summary"
+for l in "${lines[@]}"; do echo "  $l"; done
+echo "$total_p passed, $total_f failed"
+exit $status
