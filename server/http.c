@@ -237,6 +237,8 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
     }
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];

@@ -50,9 +50,9 @@ int main(int argc, char **argv)
     size_t ntools;
     const char *const *names = tools_names(&ntools);
     stats_init(&S.stats, names, ntools);
-    S.tools_list = tools_list_json();
     S.instructions = instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
+    tools_setup(&S);
 
     S.skills = skills_new(S.cfg.roots, S.cfg.nroots, tools_ext_build, tools_ext_free, &S);
     if (!S.skills) {
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     http_stop(http);
     loop_stop(loop);
     skills_free(S.skills);
-    json_decref(S.tools_list);
+    tools_cleanup(&S);
     stats_cleanup(&S.stats);
     return 0;
 }

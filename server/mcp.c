@@ -120,8 +120,9 @@ static int m_tools_list(struct mcp_call *c)
 {
     if (no_cursor(c) < 0)
         return -1;
-    c->cacheable = 1;
-    c->result = json_pack("{s:O}", "tools", c->S->tools_list);
+    /* Rendered once at start-up: the list never changes while running. */
+    c->raw = c->S->tools_raw[c->modern ? 1 : 0];
+    c->rawlen = c->S->tools_raw_len[c->modern ? 1 : 0];
     return 0;
 }
 

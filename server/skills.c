@@ -1044,6 +1044,7 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
 static void reclaim(struct skills *S)
 {
     struct snapshot **pp = &S->retired;
+    pthread_mutex_lock(&S->scan_mu);
     pthread_mutex_lock(&hp_fallback);
     while (*pp) {
         struct snapshot *r = *pp;
@@ -1056,6 +1057,7 @@ static void reclaim(struct skills *S)
         }
     }
     pthread_mutex_unlock(&hp_fallback);
+    pthread_mutex_unlock(&S->scan_mu);
 }
 
 static void diff(const struct snapshot *a, const struct snapshot *b, struct skills_report *r)
@@ -1100,7 +1102,9 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
         s->generation = old->generation;
     }
     r->gen_after = s->generation;
-    r->errors = json_incref(s->errors);
+    /* Reports travel to other threads: give them their own copy, since
+     * jansson's reference counts are not meant to be shared across threads. */
+    r->errors = json_deep_copy(s->errors);
     atomic_store(&S->cur, s);
     pthread_mutex_lock(&S->scan_mu);
     old->retired_next = S->retired;
@@ -1118,10 +1122,10 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
 static void report_copy(struct skills_report *dst, const struct skills_report *src)
 {
     *dst = *src;
-    dst->added = src->added ? json_incref(src->added) : json_array();
-    dst->removed = src->removed ? json_incref(src->removed) : json_array();
-    dst->changed = src->changed ? json_incref(src->changed) : json_array();
-    dst->errors = src->errors ? json_incref(src->errors) : json_array();
+    dst->added = src->added ? json_deep_copy(src->added) : json_array();
+    dst->removed = src->removed ? json_deep_copy(src->removed) : json_array();
+    dst->changed = src->changed ? json_deep_copy(src->changed) : json_array();
+    dst->errors = src->errors ? json_deep_copy(src->errors) : json_array();
 }
 
 void skills_report_cleanup(struct skills_report *r)
@@ -1161,7 +1165,7 @@ void skills_rescan(struct skills *S, int force, struct skills_report *out)
         if (!S->last.errors) {
             struct snapshot *cur = atomic_load(&S->cur);
             json_decref(out->errors);
-            out->errors = json_incref(cur->errors);
+            out->errors = json_deep_copy(cur->errors);
         }
     }
     pthread_mutex_unlock(&S->scan_mu);

@@ -18,6 +18,8 @@ struct srv {
     struct skills *skills;
     struct stats stats;
     json_t *tools_list;         /* the tools/list "tools" array */
+    char *tools_raw[2];         /* tools/list result bytes: [legacy, modern] */
+    size_t tools_raw_len[2];
     const char *instructions;   /* initialize / server/discover instructions */
     int64_t ttl_ms;             /* ttlMs on cacheable results */
 };

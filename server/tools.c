@@ -318,8 +318,9 @@ static json_t *scripts_and_files(const struct skill *k, json_t **files_out)
             json_t *v = e ? json_object_get(e, fields[j]) : NULL;
             if (!v && j > 0 && json_is_object(dflt))
                 v = json_object_get(dflt, fields[j]);
+            /* a copy: the frontmatter is shared by every thread */
             if (v && (j == 0 ? json_is_string(v) : json_is_number(v)))
-                json_object_set(s, fields[j], v);
+                json_object_set_new(s, fields[j], json_copy(v));
         }
         json_array_append_new(scripts, s);
     }
@@ -473,13 +474,13 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     iso8601(c->snap->built_at, at, sizeof at);
     o->structured = json_pack(
-        "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:O}, s:o}", "server",
+        "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:o}, s:o}", "server",
         "name", "skill-mcp", "version", SKILL_VERSION, "uptime_s",
         (double)(now_ns() - c->S->stats.started_ns) / 1e9, "index", "generation",
         (json_int_t)c->snap->generation, "skills", (json_int_t)c->snap->n, "errors",
         (json_int_t)errors, "warnings", (json_int_t)(json_array_size(c->snap->errors) - errors),
         "roots", r, "last_refresh_at", at, "last_refresh_ms", c->snap->build_ms, "problems",
-        c->snap->errors, "tools", stats_tools_json(&c->S->stats));
+        json_deep_copy(c->snap->errors), "tools", stats_tools_json(&c->S->stats));
     return 0;
 }
 
@@ -618,6 +619,28 @@ json_t *tools_list_json(void)
                          table[i].read_only, "openWorldHint", 0));
     }
     return a;
+}
+
+void tools_setup(struct srv *S)
+{
+    S->tools_list = tools_list_json();
+    for (int modern = 0; modern < 2; modern++) {
+        json_t *r = json_pack("{s:O}", "tools", S->tools_list);
+        if (modern)
+            rpc_decorate_modern(r, S->ttl_ms);
+        S->tools_raw[modern] = json_dumps(r, JSON_COMPACT);
+        S->tools_raw_len[modern] = strlen(S->tools_raw[modern]);
+        json_decref(r);
+    }
+}
+
+void tools_cleanup(struct srv *S)
+{
+    json_decref(S->tools_list);
+    free(S->tools_raw[0]);
+    free(S->tools_raw[1]);
+    S->tools_list = NULL;
+    S->tools_raw[0] = S->tools_raw[1] = NULL;
 }
 
 static json_t *result_of(struct tool_out *o, int rc)

@@ -17,8 +17,15 @@
 /* Names of the tools, in table order (for stats); *n gets the count. */
 const char *const *tools_names(size_t *n);
 
-/* New reference: the "tools" array of tools/list. Call once at start-up. */
+/* New reference: the "tools" array of tools/list. */
 json_t *tools_list_json(void);
+
+/*
+ * Fills S->tools_list and the rendered tools/list results (S->ttl_ms must be
+ * set). Call once at start-up; tools_cleanup() releases them.
+ */
+void tools_setup(struct srv *S);
+void tools_cleanup(struct srv *S);
 
 /*
  * Runs tool `name` with `args` (an object or NULL). Returns 0 and sets

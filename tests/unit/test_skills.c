@@ -1,0 +1,389 @@
+/*
+ * test_skills.c - discovery, snapshot reuse, broken skills, rescans, and the
+ * reclamation scheme under concurrent readers and swaps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "skills.h"
+#include "util.h"
+
+static char root[256];
+
+static void writef(const char *rel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void writef(const char *rel, const char *fmt, ...)
+{
+    char path[512], dir[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + strlen(root) + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "w");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+}
+
+static void skill(const char *rel, const char *name, const char *desc)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/SKILL.md", rel);
+    writef(p, "---\nname: %s\ndescription: %s\ntags: [t1, t2]\n---\n# %s\n\n## Usage\nuse it\n",
+           name, desc, name);
+}
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(p);
+}
+
+static void fresh_root(void)
+{
+    if (root[0])
+        nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    snprintf(root, sizeof root, "/tmp/skills-test-XXXXXX");
+    if (!mkdtemp(root))
+        abort();
+}
+
+/* mtime granularity can hide an edit made in the same tick: bump it. */
+static void touch_later(const char *rel)
+{
+    char path[512];
+    struct timespec ts[2];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec += 2;
+    ts[1] = ts[0];
+    utimensat(AT_FDCWD, path, ts, 0);
+}
+
+static struct skills *open_root(void)
+{
+    const char *roots[] = {root};
+    return skills_new(roots, 1, NULL, NULL, NULL);
+}
+
+TEST(discovers_top_level_and_team_skills)
+{
+    fresh_root();
+    skill("alpha", "alpha", "First skill");
+    skill("acme/billing", "billing", "Bills");
+    skill("acme/reports", "reports", "Acme reports");
+    skill("globex/reports", "reports", "Globex reports");
+    writef("notes.txt", "not a skill\n");
+    writef(".hidden/SKILL.md", "---\nname: hidden\ndescription: no\n---\n");
+    struct skills *S = open_root();
+    CHECK(S != NULL);
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 4);
+    CHECK_STR(s->v[0]->qname, "acme/billing");
+    CHECK_STR(s->v[3]->qname, "globex/reports");
+    int amb;
+    struct skill *k = skills_find(s, "billing", 7, &amb);
+    CHECK(k && !strcmp(k->qname, "acme/billing"));
+    CHECK(!skills_find(s, "reports", 7, &amb));
+    CHECK_EQ(amb, 1);
+    k = skills_find(s, "globex/reports", 14, &amb);
+    CHECK(k && !strcmp(k->team, "globex"));
+    CHECK(!skills_find(s, "nope", 4, &amb));
+    CHECK_EQ(amb, 0);
+    CHECK_EQ(k->ntags, 2);
+    skills_release(s);
+    skills_free(S);
+}
+
+TEST(lists_files_but_not_vcs_or_escaping_links)
+{
+    fresh_root();
+    skill("alpha", "alpha", "First");
+    writef("alpha/references/a.md", "ref\n");
+    writef("alpha/scripts/run.py", "print(1)\n");
+    writef("alpha/.git/config", "x\n");
+    writef("alpha/scripts/__pycache__/run.pyc", "x\n");
+    writef("outside.txt", "secret\n");
+    char link[512], target[512];
+    snprintf(link, sizeof link, "%s/alpha/references/leak.txt", root);
+    snprintf(target, sizeof target, "%s/outside.txt", root);
+    CHECK_EQ(symlink(target, link), 0);
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    int amb;
+    struct skill *k = skills_find(s, "alpha", 5, &amb);
+    CHECK(k != NULL);
+    CHECK_EQ(k->nfiles, 2);
+    CHECK_STR(k->files[0].path, "references/a.md");
+    CHECK_STR(k->files[1].path, "scripts/run.py");
+    /* the escaping link is reported */
+    char *e = json_dumps(s->errors, 0);
+    int reported = strstr(e, "symlink") != NULL;
+    free(e);
+    CHECK(reported);
+    skills_release(s);
+    skills_free(S);
+}
+
+TEST(broken_skill_reported_and_previous_version_kept)
+{
+    fresh_root();
+    skill("alpha", "alpha", "Good version");
+    skill("beta", "beta", "Beta");
+    writef("broken/SKILL.md", "---\nname: broken\ndescription: [unclosed\n");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 2);
+    CHECK_EQ(json_array_size(s->errors), 1);
+    skills_release(s);
+
+    writef("alpha/SKILL.md", "---\nname: alpha\ndescription: \"half-writ\n");
+    touch_later("alpha/SKILL.md");
+    struct skills_report r;
+    skills_rescan(S, 0, &r);
+    s = skills_acquire(S);
+    int amb;
+    struct skill *k = skills_find(s, "alpha", 5, &amb);
+    CHECK(k != NULL);
+    CHECK_STR(k->description, "Good version");
+    char *errs = json_dumps(r.errors, 0);
+    CHECK(strstr(errs, "previous version") != NULL);
+    free(errs);
+    skills_report_cleanup(&r);
+    skills_release(s);
+
+    /* an unchanged tick after that does not rebuild again */
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(r.unchanged, 1);
+    skills_report_cleanup(&r);
+    skills_free(S);
+}
+
+TEST(rescan_reports_added_changed_removed_and_reuses_entries)
+{
+    fresh_root();
+    skill("alpha", "alpha", "A");
+    skill("beta", "beta", "B");
+    skill("gamma", "gamma", "C");
+    struct skills *S = open_root();
+    struct snapshot *s0 = skills_acquire(S);
+    struct skill *beta0 = s0->v[1];
+    uint64_t g0 = s0->generation;
+
+    struct skills_report r;
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(r.unchanged, 1);
+    CHECK_EQ(r.gen_after, g0);
+    skills_report_cleanup(&r);
+
+    skill("delta", "delta", "D");
+    writef("alpha/SKILL.md", "---\nname: alpha\ndescription: A2\n---\nbody\n");
+    touch_later("alpha/SKILL.md");
+    char p[512];
+    snprintf(p, sizeof p, "%s/gamma/SKILL.md", root);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/gamma", root);
+    rmdir(p);
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(r.gen_after, g0 + 1);
+    CHECK_EQ(json_array_size(r.added), 1);
+    CHECK_STR(json_string_value(json_array_get(r.added, 0)), "delta");
+    CHECK_EQ(json_array_size(r.removed), 1);
+    CHECK_STR(json_string_value(json_array_get(r.removed, 0)), "gamma");
+    CHECK_EQ(json_array_size(r.changed), 1);
+    CHECK_STR(json_string_value(json_array_get(r.changed, 0)), "alpha");
+    skills_report_cleanup(&r);
+
+    struct snapshot *s1 = skills_acquire(S);
+    int amb;
+    /* the old snapshot is untouched while held; beta's entry is shared */
+    CHECK_STR(s0->v[0]->description, "A");
+    CHECK(skills_find(s1, "beta", 4, &amb) == beta0);
+    CHECK_STR(skills_find(s1, "alpha", 5, &amb)->description, "A2");
+    skills_release(s0);
+    skills_release(s1);
+    skills_free(S);
+}
+
+TEST(earlier_root_wins_and_shadowed_is_reported)
+{
+    fresh_root();
+    skill("one/alpha", "alpha", "from one");
+    skill("two/alpha", "alpha", "from two");
+    char r1[300], r2[300];
+    snprintf(r1, sizeof r1, "%s/one", root);
+    snprintf(r2, sizeof r2, "%s/two", root);
+    const char *roots[] = {r1, r2};
+    struct skills *S = skills_new(roots, 2, NULL, NULL, NULL);
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 1);
+    CHECK_STR(s->v[0]->description, "from one");
+    char *e = json_dumps(s->errors, 0);
+    CHECK(strstr(e, "shadowed") != NULL);
+    free(e);
+    skills_release(s);
+    skills_free(S);
+}
+
+TEST(body_is_read_once_and_sections_found)
+{
+    fresh_root();
+    skill("alpha", "alpha", "A");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    const struct skill_body *b, *b2;
+    struct skill_body *tmp;
+    const char *why;
+    CHECK_EQ(skills_body(s->v[0], &b, &tmp, &why), 0);
+    CHECK(tmp == NULL);
+    CHECK(!strncmp(b->text, "# alpha", 7));
+    CHECK_EQ(b->nsec, 2);
+    CHECK_EQ(skills_body(s->v[0], &b2, &tmp, &why), 0);
+    CHECK(b == b2);
+    skills_release(s);
+    skills_free(S);
+}
+
+TEST(name_rules)
+{
+    CHECK(skills_name_problem("csv-profile") == NULL);
+    CHECK(skills_name_problem("Csv") != NULL);
+    CHECK(skills_name_problem("-a") != NULL);
+    CHECK(skills_name_problem("a--b") != NULL);
+    CHECK(skills_name_problem("") != NULL);
+    char long_name[70];
+    memset(long_name, 'a', 65);
+    long_name[65] = '\0';
+    CHECK(skills_name_problem(long_name) != NULL);
+}
+
+/* ---- concurrency: readers never see freed memory while snapshots swap ---- */
+
+static atomic_int stop_flag;
+static atomic_long reads_done;
+
+static void *reader(void *arg)
+{
+    struct skills *S = arg;
+    while (!atomic_load(&stop_flag)) {
+        struct snapshot *s = skills_acquire(S);
+        /* Touch everything a request would: under ASan a freed snapshot or
+         * entry is reported here. */
+        size_t sum = 0;
+        for (size_t i = 0; i < s->n; i++)
+            sum += strlen(s->v[i]->qname) + strlen(s->v[i]->description);
+        int amb;
+        if (s->n && !skills_find(s, s->v[0]->qname, strlen(s->v[0]->qname), &amb))
+            abort();
+        if (sum == 0 && s->n)
+            abort();
+        skills_release(s);
+        atomic_fetch_add(&reads_done, 1);
+    }
+    return NULL;
+}
+
+TEST(concurrent_readers_and_swaps)
+{
+    fresh_root();
+    for (int i = 0; i < 20; i++) {
+        char rel[64], name[32];
+        snprintf(name, sizeof name, "s%02d", i);
+        snprintf(rel, sizeof rel, "%s", name);
+        skill(rel, name, "concurrent");
+    }
+    struct skills *S = open_root();
+    pthread_t th[4];
+    atomic_store(&stop_flag, 0);
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, reader, S);
+    uint64_t gen0;
+    {
+        struct snapshot *s = skills_acquire(S);
+        gen0 = s->generation;
+        skills_release(s);
+    }
+    for (int round = 0; round < 200; round++) {
+        struct skills_report r;
+        skills_rescan(S, 1, &r);    /* forced: a new snapshot every round */
+        skills_report_cleanup(&r);
+    }
+    atomic_store(&stop_flag, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    struct snapshot *s = skills_acquire(S);
+    CHECK(s->generation >= gen0 + 200);
+    CHECK_EQ(s->n, 20);
+    skills_release(s);
+    CHECK(atomic_load(&reads_done) > 0);
+    skills_free(S);
+}
+
+static struct skills *shared_S;
+static atomic_int reload_calls;
+
+static void *reloader(void *arg)
+{
+    struct skills_report r;
+    skills_rescan(shared_S, 1, &r);
+    atomic_fetch_add(&reload_calls, 1);
+    skills_report_cleanup(&r);
+    return NULL;
+}
+
+TEST(reloads_arriving_together_share_scans)
+{
+    fresh_root();
+    skill("alpha", "alpha", "A");
+    shared_S = open_root();
+    struct snapshot *s = skills_acquire(shared_S);
+    uint64_t g0 = s->generation;
+    skills_release(s);
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&th[i], NULL, reloader, NULL);
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    s = skills_acquire(shared_S);
+    /* Eight forced reloads at once coalesce into at most a few scans. */
+    CHECK_EQ(atomic_load(&reload_calls), 8);
+    CHECK(s->generation - g0 <= 8);
+    CHECK(s->generation - g0 >= 1);
+    printf("# 8 concurrent reloads -> %llu scans\n", (unsigned long long)(s->generation - g0));
+    skills_release(s);
+    skills_free(shared_S);
+}
+
+int main(void)
+{
+    x_install_json_alloc();
+    log_set_level(LOG_ERROR);
+    RUN(discovers_top_level_and_team_skills);
+    RUN(lists_files_but_not_vcs_or_escaping_links);
+    RUN(broken_skill_reported_and_previous_version_kept);
+    RUN(rescan_reports_added_changed_removed_and_reuses_entries);
+    RUN(earlier_root_wins_and_shadowed_is_reported);
+    RUN(body_is_read_once_and_sections_found);
+    RUN(name_rules);
+    RUN(concurrent_readers_and_swaps);
+    RUN(reloads_arriving_together_share_scans);
+    if (root[0])
+        nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    DONE();
+}
