@@ -103,6 +103,12 @@ asan: asan-build
 fuzz:
 	@tests/fuzz/build.sh
 
+bench:
+	@bench/run.sh
+
+bench-smoke:
+	@bench/run.sh --smoke
+
 lint:
 	@tests/lint.sh $(BUILD)
 

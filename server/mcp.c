@@ -44,7 +44,9 @@ void mcp_call_done(struct mcp_call *c)
     c->snap = NULL;
     json_decref(c->result);
     json_decref(c->errdata);
+    free(c->raw_owned);
     c->result = c->errdata = NULL;
+    c->raw_owned = NULL;
 }
 
 json_t *mcp_capabilities(void)
@@ -136,8 +138,8 @@ static int m_tools_call(struct mcp_call *c)
         return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
     if (json_is_null(args))
         args = NULL;
-    if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern, &c->result,
-                   &c->raw, &c->rawlen) < 0)
+    if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern,
+                   &c->raw_owned, &c->raw, &c->rawlen) < 0)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));
     return 0;

@@ -21,8 +21,9 @@ struct mcp_call {
     struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
     /* out */
     json_t *result;         /* new reference */
-    const char *raw;        /* or pre-rendered result bytes, borrowed from snap */
+    const char *raw;        /* or rendered result bytes (borrowed, or raw_owned) */
     size_t rawlen;
+    char *raw_owned;
     int err;                /* JSON-RPC error code, 0 when none */
     char errmsg[512];
     json_t *errdata;        /* new reference or NULL */

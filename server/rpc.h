@@ -28,6 +28,11 @@
 
 #define MCP_MODERN_VERSION "2026-07-28"
 
+/* What rpc_decorate_modern() adds (no ttl), as bytes to append to a result. */
+#define RPC_MODERN_TAIL                                                            \
+    ",\"resultType\":\"complete\",\"_meta\":{\"io.modelcontextprotocol/serverInfo\":" \
+    "{\"name\":\"skill-mcp\",\"version\":\"" SKILL_VERSION "\"}}"
+
 struct rpc_headers {
     const char *protocol_version;   /* MCP-Protocol-Version, or NULL */
     const char *method;             /* Mcp-Method */

@@ -149,6 +149,8 @@ static void skill_body_free_(struct skill_body *b)
         return;
     free(b->text);
     free(b->sec);
+    free(atomic_load(&b->rendered[0]));
+    free(atomic_load(&b->rendered[1]));
     free(b);
 }
 
@@ -910,7 +912,7 @@ size_t skills_suggest(const struct snapshot *s, const char *name, const char **o
 
 /* ---- bodies -------------------------------------------------------------- */
 
-int skills_body(struct skill *k, const struct skill_body **out, struct skill_body **tmp,
+int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tmp,
                 const char **why)
 {
     struct skill_body *b = atomic_load(&k->body);

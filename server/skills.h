@@ -33,6 +33,12 @@ struct skill_file {
     int64_t size;
 };
 
+/* Bytes rendered once and kept with the entry they describe. */
+struct skill_rendered {
+    size_t len;
+    char data[];
+};
+
 /* A SKILL.md body read on first use; immutable once published. */
 struct skill_body {
     char *text;             /* the body, frontmatter removed, NUL-terminated */
@@ -40,6 +46,8 @@ struct skill_body {
     struct md_section *sec;
     size_t nsec;
     struct fkey key;        /* the SKILL.md it was read from */
+    /* load_skill(name) rendered once per era, on first use (set-once CAS) */
+    _Atomic(struct skill_rendered *) rendered[2];
 };
 
 struct skill {
@@ -155,7 +163,7 @@ size_t skills_suggest(const struct snapshot *s, const char *name, const char **o
  * the snapshot is held; when *tmp is set the caller owns it and must
  * skills_body_free() it.
  */
-int skills_body(struct skill *k, const struct skill_body **out, struct skill_body **tmp,
+int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tmp,
                 const char **why);
 void skills_body_free(struct skill_body *b);
 

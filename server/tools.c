@@ -33,12 +33,15 @@
 /* What a handler produced: a structured result or a message (isError). */
 struct tool_out {
     json_t *structured;
+    const char *raw;        /* or a result rendered ahead (borrowed) */
+    size_t rawlen;
     char msg[1024];
 };
 
 struct tool_ctx {
     struct srv *S;
     struct snapshot *snap;
+    int modern;
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
@@ -52,6 +55,8 @@ struct tool {
     int read_only;
     tool_fn fn;
 };
+
+static char *render(struct tool_out *o, int rc, int modern, size_t *len);
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -328,11 +333,29 @@ static json_t *scripts_and_files(const struct skill *k, json_t **files_out)
     return scripts;
 }
 
+static json_t *load_result(const struct skill *k, const struct skill_body *b,
+                           const char *section, const char *text, size_t len)
+{
+    json_t *secs = json_array();
+    for (size_t i = 0; i < b->nsec; i++)
+        json_array_append_new(secs, json_pack("{s:s%, s:i}", "title",
+                                              b->text + b->sec[i].title_off,
+                                              b->sec[i].title_len, "level", b->sec[i].level));
+    json_t *files;
+    json_t *scripts = scripts_and_files(k, &files);
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s%, s:o, s:o, s:o}", "name", k->name,
+                          "qualified_name", k->qname, "description", k->description, "content",
+                          text, len, "sections", secs, "scripts", scripts, "files", files);
+    if (section)
+        json_object_set_new(r, "section", json_string(section));
+    return r;
+}
+
 static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name", "section", NULL};
     const char *section, *why = NULL;
-    const struct skill_body *b;
+    struct skill_body *b;
     struct skill_body *tmp;
     if (only_keys(args, o, keys) < 0)
         return -1;
@@ -343,12 +366,32 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
                     k->qname, why);
+    int whole = !section || !*section;
+    if (whole && !tmp) {
+        /* The whole-body answer depends only on this entry: render it once. */
+        struct skill_body *mb = b;
+        struct skill_rendered *r = atomic_load(&mb->rendered[c->modern]);
+        if (!r) {
+            struct tool_out full = {.structured = load_result(k, b, NULL, b->text, b->len)};
+            size_t len;
+            char *bytes = render(&full, 0, c->modern, &len);
+            struct skill_rendered *mine = xmalloc(sizeof *mine + len + 1);
+            mine->len = len;
+            memcpy(mine->data, bytes, len + 1);
+            free(bytes);
+            struct skill_rendered *expect = NULL;
+            if (atomic_compare_exchange_strong(&mb->rendered[c->modern], &expect, mine)) {
+                r = mine;
+            } else {
+                free(mine);     /* another thread rendered the same bytes first */
+                r = expect;
+            }
+        }
+        o->raw = r->data;
+        o->rawlen = r->len;
+        return 0;
+    }
 
-    json_t *secs = json_array();
-    for (size_t i = 0; i < b->nsec; i++)
-        json_array_append_new(secs, json_pack("{s:s%, s:i}", "title",
-                                              b->text + b->sec[i].title_off,
-                                              b->sec[i].title_len, "level", b->sec[i].level));
     const char *text = b->text;
     size_t len = b->len;
     if (section && *section) {
@@ -364,22 +407,14 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
                     "with one of them, or without 'section' for the whole body.",
                  k->qname, section, l.len ? l.p : "(none: the body has no headings)");
             buf_cleanup(&l);
-            json_decref(secs);
             skills_body_free(tmp);
             return -1;
         }
         text = b->text + b->sec[at].start;
         len = b->sec[at].end - b->sec[at].start;
     }
-    json_t *files;
-    json_t *scripts = scripts_and_files(k, &files);
-    json_t *r = json_pack("{s:s, s:s, s:s, s:s%, s:o, s:o, s:o}", "name", k->name,
-                          "qualified_name", k->qname, "description", k->description, "content",
-                          text, len, "sections", secs, "scripts", scripts, "files", files);
-    if (section && *section)
-        json_object_set_new(r, "section", json_string(section));
+    o->structured = load_result(k, b, whole ? NULL : section, text, len);
     skills_body_free(tmp);
-    o->structured = r;
     return 0;
 }
 
@@ -643,18 +678,37 @@ void tools_cleanup(struct srv *S)
     S->tools_raw[0] = S->tools_raw[1] = NULL;
 }
 
-static json_t *result_of(struct tool_out *o, int rc)
+/*
+ * Renders a CallToolResult as bytes. A success carries the same JSON twice
+ * (structuredContent, and serialised as the text block), so it is dumped
+ * once and escaped once more by hand instead of dumping a tree that holds
+ * it twice.
+ */
+static char *render(struct tool_out *o, int rc, int modern, size_t *len)
 {
+    struct buf b;
+    buf_init(&b, 0);
     if (rc < 0) {
         json_decref(o->structured);
-        return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", o->msg,
-                         "isError", 1);
+        o->structured = NULL;
+        buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+        buf_json_escape(&b, o->msg, strlen(o->msg));
+        buf_puts(&b, "\"}],\"isError\":true");
+    } else {
+        char *s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        size_t n1 = strlen(s1);
+        json_decref(o->structured);
+        o->structured = NULL;
+        buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+        buf_json_escape(&b, s1, n1);
+        buf_puts(&b, "\"}],\"structuredContent\":");
+        buf_append(&b, s1, n1);
+        free(s1);
     }
-    char *text = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    json_t *r = json_pack("{s:[{s:s, s:s}], s:o}", "content", "type", "text", "text", text,
-                          "structuredContent", o->structured);
-    free(text);
-    return r;
+    if (modern)
+        buf_puts(&b, RPC_MODERN_TAIL);
+    buf_puts(&b, "}");
+    return buf_steal(&b, len);
 }
 
 /* ---- pre-rendered default list ------------------------------------------- */
@@ -666,18 +720,11 @@ struct snapshot_ext {
 
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
 {
-    struct srv *S = arg;
     struct snapshot_ext *e = xcalloc(1, sizeof *e);
     for (int modern = 0; modern < 2; modern++) {
         struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT)};
-        json_t *r = result_of(&o, 0);
-        if (modern)
-            rpc_decorate_modern(r, -1);
-        e->list[modern] = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        e->len[modern] = strlen(e->list[modern]);
-        json_decref(r);
+        e->list[modern] = render(&o, 0, modern, &e->len[modern]);
     }
-    (void)S;
     return e;
 }
 
@@ -691,11 +738,11 @@ void tools_ext_free(struct snapshot_ext *e)
 }
 
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               json_t **result, const char **raw, size_t *rawlen)
+               char **owned, const char **raw, size_t *rawlen)
 {
     size_t t;
     uint64_t t0 = now_ns();
-    *result = NULL;
+    *owned = NULL;
     *raw = NULL;
     for (t = 0; t < NTOOLS; t++)
         if (!strcmp(table[t].name, name))
@@ -708,7 +755,7 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.S = S, .snap = snap};
+    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern};
     struct tool_out o = {0};
     json_t *empty = NULL;
     if (!args)
@@ -719,9 +766,13 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
     else
         rc = table[t].fn(&c, args, &o);
     json_decref(empty);
-    *result = result_of(&o, rc);
-    if (modern)
-        rpc_decorate_modern(*result, -1);
+    if (rc == 0 && o.raw) {
+        *raw = o.raw;
+        *rawlen = o.rawlen;
+    } else {
+        *owned = render(&o, rc, modern, rawlen);
+        *raw = *owned;
+    }
     stats_record(&S->stats, t, now_ns() - t0, rc < 0);
     return 0;
 }

@@ -28,14 +28,14 @@ void tools_setup(struct srv *S);
 void tools_cleanup(struct srv *S);
 
 /*
- * Runs tool `name` with `args` (an object or NULL). Returns 0 and sets
- * *result (new reference: a CallToolResult object), or -1 when no such tool
- * exists. When the call can be answered from bytes rendered with the
- * snapshot (list_skills with no arguments), *raw and *rawlen point at them
- * instead (borrowed, valid while snap is held) and *result is NULL.
+ * Runs tool `name` with `args` (an object or NULL) and renders its
+ * CallToolResult as JSON bytes in *raw and *rawlen. When *owned is set the bytes
+ * are the caller's (free *owned); otherwise they were rendered ahead (the
+ * default list_skills page, a whole load_skill body) and are borrowed, valid
+ * while snap is held. Returns 0, or -1 when no such tool exists.
  */
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               json_t **result, const char **raw, size_t *rawlen);
+               char **owned, const char **raw, size_t *rawlen);
 
 /* Snapshot hooks: pre-render the default list_skills result. */
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);

@@ -162,6 +162,43 @@ char *buf_steal(struct buf *b, size_t *len)
     return p;
 }
 
+int buf_json_escape(struct buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    /* Worst case every byte becomes \u00XX; reserve for the common case and
+     * let buf_append grow for the rest. */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        if (buf_append(b, s + run, i - run) < 0)
+            return -ENOSPC;
+        char esc[6] = {'\\', 0};
+        size_t elen = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            elen = 6;
+        }
+        if (buf_append(b, esc, elen) < 0)
+            return -ENOSPC;
+        run = i + 1;
+    }
+    return buf_append(b, s + run, n - run);
+}
+
 /* ---- logging ----------------------------------------------------------- */
 
 static enum log_level log_min = LOG_INFO;

@@ -53,6 +53,12 @@ void buf_cleanup(struct buf *b);
 /* Hands the storage to the caller (free()), leaving b empty. */
 char *buf_steal(struct buf *b, size_t *len);
 
+/*
+ * Appends s[0..n) as the inside of a JSON string (no quotes): '"', '\\' and
+ * control bytes escaped, everything else (UTF-8 included) copied as is.
+ */
+int buf_json_escape(struct buf *b, const char *s, size_t n);
+
 /* ---- logging (stderr, one line per event) ---------------------------- */
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };

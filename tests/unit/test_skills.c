@@ -247,7 +247,7 @@ TEST(body_is_read_once_and_sections_found)
     skill("alpha", "alpha", "A");
     struct skills *S = open_root();
     struct snapshot *s = skills_acquire(S);
-    const struct skill_body *b, *b2;
+    struct skill_body *b, *b2;
     struct skill_body *tmp;
     const char *why;
     CHECK_EQ(skills_body(s->v[0], &b, &tmp, &why), 0);
