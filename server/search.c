@@ -824,7 +824,8 @@ static void add_term(struct qterms *q, const char *s)
     for (size_t i = 0; i < q->n; i++)
         if (strcmp(q->term[i], s) == 0)
             return;
-    strcpy(q->term[q->n++], s);
+    /* s is a token, at most MAXTOK bytes, and term[] rows hold MAXTOK + 1 */
+    snprintf(q->term[q->n++], MAXTOK + 1, "%s", s);
 }
 
 static void query_emit(void *ctx, const char *tok, size_t len, enum tok_kind kind)
