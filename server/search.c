@@ -35,6 +35,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MAXTOK 64               /* bytes kept of one token */
