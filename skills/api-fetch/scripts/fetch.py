@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""fetch.py - fetch one URL with timeouts, bounded retries and a capped body.
+
+    fetch.py URL [--method GET] [--header K:V]... [--data STR | --json STR]
+             [--timeout S] [--retries N] [--max-bytes N] [--deadline S]
+             [--retry-on-timeout]
+
+stdout: one JSON object {status, reason, url, headers, body, truncated, binary,
+bytes, elapsed_ms, attempts} - or {error, kind, attempts, elapsed_ms} when no
+response could be obtained. stderr: progress ("attempt 2/3 after 0.5s: HTTP 503").
+
+Exit codes: 0 = 2xx/3xx response, 1 = HTTP error status (JSON still printed),
+2 = bad arguments, 3 = network error / timeout / deadline (no response).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+# Python puts the script's own directory first on sys.path (also under -E -s);
+# the explicit insert keeps the sibling import working under -P or runpy too.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # do not leave __pycache__/ in the skill folder
+import httpclient  # noqa: E402
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("fetch.py: error: %s\n(usage: fetch.py URL [--method M] [--header K:V]... "
+                         "[--timeout S] [--retries N] [--max-bytes N])\n" % message)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    ap = Parser(description="Fetch a URL with timeouts, bounded retries and a capped body.")
+    ap.add_argument("url")
+    ap.add_argument("--method", default="GET", help="HTTP method (default GET)")
+    ap.add_argument("--header", action="append", default=[], metavar="K:V",
+                    help="request header, repeatable")
+    body = ap.add_mutually_exclusive_group()
+    body.add_argument("--data", help="raw request body (UTF-8 text)")
+    body.add_argument("--json", dest="json_body", help="JSON request body (validated, sets Content-Type)")
+    ap.add_argument("--timeout", type=float, default=10.0,
+                    help="per-attempt socket timeout in seconds: connect, and each read (default 10)")
+    ap.add_argument("--retries", type=int, default=2,
+                    help="extra attempts on 429/5xx/connection errors (default 2, max 5)")
+    ap.add_argument("--max-bytes", type=int, default=16384,
+                    help="cap on the body kept in the output (default 16384)")
+    ap.add_argument("--deadline", type=float, default=60.0,
+                    help="total budget for all attempts and waits, seconds (default 60)")
+    ap.add_argument("--retry-on-timeout", action="store_true",
+                    help="also retry when the server accepted but did not answer in time")
+    a = ap.parse_args(argv)
+    if not 0 < a.timeout <= 120:
+        ap.error("--timeout must be in (0, 120]")
+    if not 0 <= a.retries <= 5:
+        ap.error("--retries must be between 0 and 5")
+    if not 0 <= a.max_bytes <= 1048576:
+        ap.error("--max-bytes must be between 0 and 1048576")
+    if not 0 < a.deadline <= 80:
+        ap.error("--deadline must be in (0, 80] (the skill's execution timeout is 90s)")
+    return a, ap
+
+
+def main(argv):
+    a, ap = parse_args(argv)
+    headers = {}
+    for h in a.header:
+        k, sep, v = h.partition(":")
+        if not sep or not k.strip():
+            ap.error("--header must look like Name:Value, got %r" % h)
+        headers[k.strip()] = v.strip()
+    data = None
+    if a.json_body is not None:
+        try:
+            data = json.dumps(json.loads(a.json_body)).encode()
+        except ValueError as e:
+            ap.error("--json is not valid JSON: %s" % e)
+        headers.setdefault("Content-Type", "application/json")
+    elif a.data is not None:
+        data = a.data.encode()
+
+    try:
+        out = httpclient.request(a.url, method=a.method, headers=headers, data=data,
+                                 timeout=a.timeout, retries=a.retries, max_bytes=a.max_bytes,
+                                 deadline_s=a.deadline, retry_on_timeout=a.retry_on_timeout)
+    except httpclient.FetchError as e:
+        if e.kind == "usage":
+            ap.error(str(e))
+        sys.stderr.write("fetch.py: %s\n" % e)
+        json.dump({"error": str(e), "kind": e.kind, "url": a.url, "attempts": e.attempts,
+                   "elapsed_ms": e.elapsed_ms}, sys.stdout)
+        sys.stdout.write("\n")
+        return 3
+
+    json.dump(out, sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+    if out.get("body_error"):
+        sys.stderr.write("fetch.py: incomplete body: %s\n" % out["body_error"])
+        return 3
+    if out["status"] >= 400:
+        sys.stderr.write("fetch.py: HTTP %d %s after %d attempt(s)\n"
+                         % (out["status"], out["reason"], out["attempts"]))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
