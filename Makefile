@@ -93,7 +93,7 @@ asan-build:
 # ThreadSanitizer over the snapshot swap test (readers racing rescans).
 tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills
-	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_skills
+	@TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build-tsan
 
 asan: asan-build
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -108,4 +108,5 @@ check "global pre audit" csv-profile 0 '"decision": "allow"' SKILL_AUDIT_LOG="$t
 check "global pre deny .." csv-profile 1 "contains '..'" -- sh -c "printf '%s' '{\"script\":\"../x\"}' | $PY $root/hooks/pre.py"
 
 echo "passed: $pass  failed: $fail"
+echo "SUMMARY skills: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
