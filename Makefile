@@ -42,14 +42,20 @@ LDFLAGS_ALL = $(SAN) $(LDFLAGS)
 
 all: $(BUILD)/skill-mcp
 
+# V=1 shows the full commands.
+Q := $(if $(V),,@)
+
 $(BUILD)/skill-mcp: $(OBJS)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/obj/%.o: server/%.c | $(BUILD)/obj
-	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) | $(BUILD)/tests
-	$(CC) $(CFLAGS_ALL) -Iserver -o $@ $< $(LIBOBJS) $(LDFLAGS_ALL) $(PKG_LIBS)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_ALL) -Iserver -o $@ $< $(LIBOBJS) $(LDFLAGS_ALL) $(PKG_LIBS)
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@

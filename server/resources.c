@@ -206,8 +206,6 @@ int res_read(struct mcp_call *c)
     }
     int text = utf8_valid(f.data, f.len);
     const char *mime = !strcmp(path, "SKILL.md") ? "text/markdown" : mime_of(path, text);
-    char canon[2048];
-    snprintf(canon, sizeof canon, "skill://%s/%s", k->qname, path);
     json_t *item;
     if (text) {
         item = json_pack("{s:s, s:s, s:s%}", "uri", uri, "mimeType", mime, "text", f.data, f.len);
@@ -217,7 +215,6 @@ int res_read(struct mcp_call *c)
         item = json_pack("{s:s, s:s, s:s}", "uri", uri, "mimeType", mime, "blob", b64);
         free(b64);
     }
-    (void)canon;
     jail_file_cleanup(&f);
     c->result = json_pack("{s:[o]}", "contents", item);
     c->cacheable = 1;

@@ -263,7 +263,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         if (!ok) {
             set_error(out, id, RPC_INVALID_REQUEST,
                       "Bad Request: unsupported MCP-Protocol-Version (supported: 2025-11-25, "
-                      "2025-06-18, 2026-07-28)",
+                      "2025-06-18, 2025-03-26 with initialize; 2026-07-28 with _meta)",
                       NULL, 1);
             goto done;
         }

@@ -169,6 +169,7 @@ static void skill_unref(struct skill *k)
     free(k->dir);
     free(k->md_path);
     json_decref(k->fm);
+    json_decref(k->warnings);
     for (size_t i = 0; i < k->ntags; i++)
         free(k->tags[i]);
     free(k->tags);
@@ -244,6 +245,9 @@ static void report(struct build *b, const char *level, const char *skill, const 
     va_end(ap);
     json_array_append_new(b->errors, json_pack("{s:s?, s:s, s:s, s:s}", "skill", skill,
                                                "path", path, "message", msg, "level", level));
+    /* Logged when found; a reused entry's warnings are carried, not re-logged. */
+    log_msg(strcmp(level, "error") ? LOG_WARN : LOG_ERROR, "skill %s: %s (%s)",
+            skill ? skill : "-", msg, path);
 }
 
 static void watch_add(struct build *b, const char *path, const struct stat *st)
@@ -600,9 +604,10 @@ static void load_one(struct build *b, unsigned root, const char *team, const cha
         atomic_fetch_add(&old->refs, 1);
         push_skill(b, old);
         add_watches_of(b, old, mdst);
-        if (skills_name_problem(old->name))
-            report(b, "warning", qname, md, "skill name '%s' %s", old->name,
-                   skills_name_problem(old->name));
+        size_t i;
+        json_t *w;
+        json_array_foreach(old->warnings, i, w)
+            json_array_append_new(b->errors, json_deep_copy(w));
         return;
     }
     if (!realpath(dirpath, real)) {
@@ -674,6 +679,7 @@ static void load_one(struct build *b, unsigned root, const char *team, const cha
         k->version = json_string_value(ver);
     take_tags(k, json_object_get(k->fm, "tags"));
 
+    size_t mark = json_array_size(b->errors);
     json_t *fmname = json_object_get(k->fm, "name");
     if (!json_is_string(fmname))
         report(b, "warning", qname, md,
@@ -695,6 +701,9 @@ static void load_one(struct build *b, unsigned root, const char *team, const cha
         report(b, "warning", qname, k->dir,
                "%d symlink(s) point outside the skill (first: %s); they are not served",
                w.escaped, w.first_escape);
+    k->warnings = json_array();
+    for (size_t i = mark; i < json_array_size(b->errors); i++)
+        json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
     push_skill(b, k);
     add_watches_of(b, k, mdst);
 }

@@ -71,6 +71,7 @@ struct skill {
     char **dir_paths;
     size_t ndirs;
     _Atomic(struct skill_body *) body;
+    json_t *warnings;       /* what discovery reported about this entry */
 };
 
 /* Opaque per-snapshot data built by a higher layer (pre-rendered replies). */
