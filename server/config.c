@@ -5,6 +5,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,7 +18,10 @@
 
 #include "util.h"
 
-enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_SECONDS, OPT_ROOT, OPT_LEVEL, OPT_FORMAT };
+enum opt_kind {
+    OPT_STR, OPT_INT, OPT_SIZE, OPT_SECONDS, OPT_ROOT, OPT_LEVEL, OPT_FORMAT, OPT_FLAG,
+    OPT_INTERP
+};
 
 struct opt {
     const char *name;
@@ -45,6 +50,24 @@ static const struct opt opts[] = {
      "extra allowed Host names, comma-separated, or * (default: loopback names when bound to loopback)"},
     {"--log-level", OPT_LEVEL, O(log_level), 0, 0, "LEVEL", "debug|info|warn|error (default info)"},
     {"--log-format", OPT_FORMAT, O(log_json), 0, 0, "FMT", "text|json (default text)"},
+    {"--no-scripts", OPT_FLAG, O(no_scripts), 0, 0, "",
+     "read-only server: run_skill_script is not offered"},
+    {"--max-script-concurrency", OPT_INT, O(max_script_concurrency), 1, 1024, "N",
+     "live script processes at most; later calls wait in order (default 8)"},
+    {"--script-timeout", OPT_SECONDS, O(script_timeout), 0, 86400, "SEC",
+     "a script's ceiling when its skill declares none (default 30)"},
+    {"--script-stall-timeout", OPT_SECONDS, O(script_stall_timeout), 0, 86400, "SEC",
+     "kill a script silent for SEC seconds, 0 disables (default 20)"},
+    {"--max-script-timeout", OPT_SECONDS, O(max_script_timeout), 0, 86400, "SEC",
+     "the most a skill may declare as its timeout (default 600)"},
+    {"--script-queue-timeout", OPT_SECONDS, O(script_queue_timeout), 0, 86400, "SEC",
+     "how long a call waits for a free slot before it ends as busy (default 30)"},
+    {"--no-network-env", OPT_FLAG, O(no_network_env), 0, 0, "",
+     "do not pass proxy and TLS variables to scripts"},
+    {"--interpreter", OPT_INTERP, 0, 0, 0, "EXT=PATH",
+     "run scripts ending in EXT with PATH (repeatable; e.g. .py=/usr/bin/python3)"},
+    {"--max-output-bytes", OPT_SIZE, O(max_output_bytes), 1024, 256L << 20, "BYTES",
+     "stdout and stderr retained per script, each (default 1048576)"},
 };
 #undef O
 
@@ -55,7 +78,7 @@ static void usage(FILE *f)
             "Serves a library of Agent Skills over MCP Streamable HTTP.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char left[64];
-        snprintf(left, sizeof left, "%s %s", opts[i].name, opts[i].arg);
+        snprintf(left, sizeof left, "%s%s%s", opts[i].name, *opts[i].arg ? " " : "", opts[i].arg);
         fprintf(f, "  %-26s %s\n", left, opts[i].help);
     }
     fprintf(f, "  %-26s %s\n  %-26s %s\n", "--help", "show this help", "--version",
@@ -121,6 +144,18 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
             }
         return bad(o->name, v, "expected debug, info, warn or error");
     }
+    case OPT_FLAG:
+        *(int *)(base + o->off) = 1;
+        return 0;
+    case OPT_INTERP: {
+        const char *eq = strchr(v, '=');
+        if (v[0] != '.' || !eq || eq == v + 1 || !eq[1] || eq[1] != '/')
+            return bad(o->name, v, "expected .EXT=/absolute/path, e.g. .py=/usr/bin/python3");
+        if (c->ninterpreters == sizeof c->interpreters / sizeof *c->interpreters)
+            return bad(o->name, v, "too many --interpreter entries");
+        c->interpreters[c->ninterpreters++] = v;
+        return 0;
+    }
     case OPT_FORMAT:
         if (!strcmp(v, "json") || !strcmp(v, "text")) {
             *(int *)(base + o->off) = !strcmp(v, "json");
@@ -142,6 +177,12 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->threads = cores > 2 ? (int)(cores > 64 ? 64 : cores) : 2;
     c->max_body = 1 << 20;
     c->log_level = LOG_INFO;
+    c->max_script_concurrency = 8;
+    c->script_timeout = 30;
+    c->script_stall_timeout = 20;
+    c->max_script_timeout = 600;
+    c->script_queue_timeout = 30;
+    c->max_output_bytes = 1 << 20;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
@@ -163,7 +204,13 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
             fprintf(stderr, "skill-mcp: unknown option '%s'\nTry 'skill-mcp --help'.\n", a);
             return -1;
         }
-        if (eq) {
+        if (o->kind == OPT_FLAG) {
+            if (eq) {
+                fprintf(stderr, "skill-mcp: option %s takes no value\n", o->name);
+                return -1;
+            }
+            val = "";
+        } else if (eq) {
             val = eq + 1;
         } else if (i + 1 < argc) {
             val = argv[++i];
@@ -176,11 +223,39 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     }
     if (c->nroots == 0)
         c->roots[c->nroots++] = "./skills";
+    if (c->script_timeout <= 0) {
+        fprintf(stderr, "skill-mcp: --script-timeout must be more than 0\n");
+        return -1;
+    }
+    if (c->max_script_timeout < c->script_timeout) {
+        fprintf(stderr, "skill-mcp: --max-script-timeout (%g) is below --script-timeout (%g)\n",
+                c->max_script_timeout, c->script_timeout);
+        return -1;
+    }
     return 0;
 }
 
 int cfg_is_loopback(const char *h)
 {
-    return !strcmp(h, "localhost") || !strncmp(h, "127.", 4) || !strcmp(h, "::1") ||
-           !strcmp(h, "[::1]");
+    char name[256];
+    size_t n = strlen(h);
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+        h++;
+        n -= 2;
+    }
+    if (n == 0 || n >= sizeof name)
+        return 0;
+    memcpy(name, h, n);
+    name[n] = '\0';
+    if (!strcasecmp(name, "localhost"))
+        return 1;
+    /* Addresses only: "127.evil.example" is a name, not a loopback address. */
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, name, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, name, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6) ||
+               (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+    return 0;
 }

@@ -23,6 +23,18 @@ struct cfg {
     const char *allowed_hosts;          /* --allowed-hosts, comma list or "*" */
     int log_level;                      /* --log-level (enum log_level) */
     int log_json;                       /* --log-format json */
+
+    /* scripts */
+    int no_scripts;                     /* --no-scripts: read-only server */
+    int max_script_concurrency;         /* --max-script-concurrency, default 8 */
+    double script_timeout;              /* --script-timeout, default 30 s */
+    double script_stall_timeout;        /* --script-stall-timeout, default 20 s; 0 = off */
+    double max_script_timeout;          /* --max-script-timeout, default 600 s */
+    double script_queue_timeout;        /* --script-queue-timeout, default 30 s */
+    int no_network_env;                 /* --no-network-env */
+    const char *interpreters[16];       /* --interpreter EXT=PATH, in order */
+    size_t ninterpreters;
+    size_t max_output_bytes;            /* --max-output-bytes, retained per stream */
 };
 
 /*

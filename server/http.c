@@ -83,7 +83,7 @@ static void host_part(const char *in, char *out, size_t cap)
 
 static int loopback_name(const char *h)
 {
-    return !strcmp(h, "localhost") || !strcmp(h, "[::1]") || !strncmp(h, "127.", 4);
+    return cfg_is_loopback(h);
 }
 
 /* Is item in the comma-separated list (or the list "*")? */

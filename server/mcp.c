@@ -32,6 +32,7 @@ int mcp_error(struct mcp_call *c, int code, json_t *data, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
     va_end(ap);
+    utf8_sanitize(c->errmsg);   /* "%.128s" of caller input may split a character */
     c->err = code;
     json_decref(c->errdata);
     c->errdata = data;

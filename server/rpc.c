@@ -54,6 +54,10 @@ static void set_error(struct rpc_out *out, json_t *id, int code, const char *msg
                       int transport)
 {
     json_t *err = json_pack("{s:i, s:s}", "code", code, "message", msg);
+    if (!err) {
+        /* msg was not valid UTF-8: never let that become a crash or bad JSON */
+        err = json_pack("{s:i, s:s}", "code", code, "message", "error (message not shown)");
+    }
     if (data)
         json_object_set_new(err, "data", data);
     json_t *r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),

@@ -11,6 +11,7 @@
 #include "tools.h"
 
 #include <errno.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ static int fail(struct tool_out *o, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(o->msg, sizeof o->msg, fmt, ap);
     va_end(ap);
+    utf8_sanitize(o->msg);      /* "%.64s" of caller input may split a character */
     return -1;
 }
 
@@ -120,14 +122,15 @@ static int opt_int(json_t *args, const char *key, long lo, long hi, long dflt, l
     *out = dflt;
     if (!v || json_is_null(v))
         return 0;
-    if (json_is_real(v) && json_real_value(v) == (double)(long)json_real_value(v))
-        *out = (long)json_real_value(v);
-    else if (json_is_integer(v))
-        *out = (long)json_integer_value(v);
-    else
+    /* Range first, conversion second: a double out of long's range is UB. */
+    double d = json_is_integer(v) ? (double)json_integer_value(v)
+               : json_is_real(v)  ? json_real_value(v)
+                                  : NAN;
+    if (isnan(d) || d != floor(d))
         return fail(o, "Argument '%s' must be a whole number from %ld to %ld.", key, lo, hi);
-    if (*out < lo || *out > hi)
-        return fail(o, "Argument '%s' must be from %ld to %ld (got %ld).", key, lo, hi, *out);
+    if (d < (double)lo || d > (double)hi)
+        return fail(o, "Argument '%s' must be from %ld to %ld (got %.0f).", key, lo, hi, d);
+    *out = (long)d;
     return 0;
 }
 
@@ -749,7 +752,7 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
             break;
     if (t == NTOOLS)
         return -1;
-    if (t == 0 && snap->ext && (!args || !json_object_size(args))) {
+    if (t == 0 && snap->ext && (!args || (json_is_object(args) && !json_object_size(args)))) {
         *raw = snap->ext->list[modern ? 1 : 0];
         *rawlen = snap->ext->len[modern ? 1 : 0];
         stats_record(&S->stats, t, now_ns() - t0, 0);

@@ -306,6 +306,24 @@ int utf8_valid(const char *s, size_t n)
     return 1;
 }
 
+void utf8_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, n - i);
+        if (!k) {
+            p[i++] = '?';
+            continue;
+        }
+        i += k;
+    }
+}
+
 size_t utf8_trim(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -80,6 +80,10 @@ double now_ms(void);
 
 /* 1 when [s, s+n) is valid UTF-8 with no NUL byte. */
 int utf8_valid(const char *s, size_t n);
+/* Replaces, in place, every byte that is not part of valid UTF-8 (and NUL
+ * bytes before the terminator cannot exist) with '?'. For messages built
+ * with "%.*s" cuts that may split a character. */
+void utf8_sanitize(char *s);
 /* Largest n' <= n such that [s, s+n') does not end inside a sequence. */
 size_t utf8_trim(const char *s, size_t n);
 

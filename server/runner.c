@@ -1,0 +1,610 @@
+/*
+ * runner.c - children, pipes and timers, all on the libuv loop thread.
+ *
+ * Life of a job: run_submit() (any thread) puts it on the incoming list and
+ * wakes the loop; the loop queues it in order and starts it when a slot is
+ * free (or ends it as `busy` when it waited too long). Starting = a scratch
+ * folder, pipes, posix_spawn (new session, so a new process group; default
+ * signal dispositions and an empty mask; every other fd closed), a pidfd
+ * watched for the exit, and the ceiling and stall timers. Output is read as
+ * it comes, retained up to a cap and counted past it, so a chatty script
+ * never blocks on a full pipe. A job finishes when the child has exited and
+ * both pipes are at EOF (or a short drain grace has passed); its handles are
+ * then closed and, once the last close callback has run, the done callback
+ * is called and the next queued job starts.
+ *
+ * Kill = SIGTERM to the process group, then SIGKILL after a grace; the group
+ * is SIGKILLed as soon as the leader is reaped, so no grandchild survives.
+ */
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define KILL_GRACE_MS 2000
+#define DRAIN_GRACE_MS 500
+#define READ_CHUNK 65536
+
+struct runner {
+    uv_loop_t *uv;
+    uv_async_t wake;
+    pthread_mutex_t mu;
+    struct run_job *incoming, **incoming_tail;   /* guarded by mu */
+    struct run_job *queue, **queue_tail;         /* loop thread only */
+    struct run_job *live_list;                   /* loop thread only */
+    int max_live;
+    uint64_t queue_timeout_ms;
+    int live;
+    int closing;
+    int closed;                 /* guarded by mu: no loop left to run jobs */
+    atomic_uint_fast64_t started, ok, failed, stalled, timeout, denied, busy;
+    atomic_int_fast64_t n_live, n_queued;
+};
+
+const char *run_status_name(enum run_status s)
+{
+    static const char *const names[] = {"ok", "failed", "stalled", "timeout", "denied", "busy"};
+    return names[s];
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+static void remove_tree(const char *dir)
+{
+    if (dir)
+        nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void kill_group(struct run_job *j, int sig)
+{
+    if (j->_pid > 0)
+        kill(-j->_pid, sig);
+}
+
+static void pump(struct runner *r);
+
+static void maybe_release(struct run_job *j)
+{
+    if (!j->_finished || j->_open_handles > 0)
+        return;
+    struct runner *r = j->_r;
+    if (j->_pidfd >= 0) {
+        close(j->_pidfd);
+        j->_pidfd = -1;
+    }
+    if (j->_t_start) {
+        for (struct run_job **pp = &r->live_list; *pp; pp = &(*pp)->_live_next)
+            if (*pp == j) {
+                *pp = j->_live_next;
+                break;
+            }
+        r->live--;
+        atomic_fetch_sub(&r->n_live, 1);
+    }
+    remove_tree(j->_scratch);
+    switch (j->status) {
+    case RUN_OK: atomic_fetch_add(&r->ok, 1); break;
+    case RUN_FAILED: atomic_fetch_add(&r->failed, 1); break;
+    case RUN_STALLED: atomic_fetch_add(&r->stalled, 1); break;
+    case RUN_TIMEOUT: atomic_fetch_add(&r->timeout, 1); break;
+    case RUN_BUSY: atomic_fetch_add(&r->busy, 1); break;
+    case RUN_DENIED: atomic_fetch_add(&r->denied, 1); break;
+    }
+    log_info("run %s %s/%s: %s in %.0f ms (stdout %llu B, stderr %llu B)", j->request_id,
+             j->skill, j->script, run_status_name(j->status), j->duration_ms,
+             (unsigned long long)j->out.total, (unsigned long long)j->err.total);
+    run_done_fn done = j->_done;
+    void *arg = j->_arg;
+    done(j, arg);
+    pump(r);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct run_job *j = h->data;
+    j->_open_handles--;
+    maybe_release(j);
+}
+
+static void close_handle(struct run_job *j, void *h)
+{
+    uv_handle_t *hh = h;
+    if (hh->data && !uv_is_closing(hh))
+        uv_close(hh, on_closed);
+}
+
+static void init_timer(struct run_job *j, uv_timer_t *t)
+{
+    uv_timer_init(j->_r->uv, t);
+    t->data = j;
+    j->_open_handles++;
+}
+
+/* ---- finishing -------------------------------------------------------------- */
+
+static void finish(struct run_job *j)
+{
+    if (j->_finished)
+        return;
+    j->_finished = 1;
+    uint64_t now = uv_hrtime();
+    j->duration_ms = (double)(now - j->_t_start) / 1e6;
+    j->silent_for_s = (double)(now - (j->_t_last ? j->_t_last : j->_t_start)) / 1e9;
+    if (j->status == RUN_OK) {
+        int st = j->_raw_status;
+        if (WIFEXITED(st)) {
+            j->exit_code = WEXITSTATUS(st);
+            j->status = j->exit_code ? RUN_FAILED : RUN_OK;
+        } else if (WIFSIGNALED(st)) {
+            j->exit_code = -1;
+            j->term_signal = WTERMSIG(st);
+            j->status = RUN_FAILED;
+        }
+    } else if (j->_exited && j->_pid > 0) {
+        int st = j->_raw_status;
+        j->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        j->term_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    }
+    close_handle(j, &j->_ceiling);
+    close_handle(j, &j->_stall);
+    close_handle(j, &j->_grace);
+    close_handle(j, &j->_exit);
+    close_handle(j, &j->_out);
+    close_handle(j, &j->_err);
+    close_handle(j, &j->_in);
+    maybe_release(j);
+}
+
+static void check_done(struct run_job *j)
+{
+    if (j->_exited && j->_out_eof && j->_err_eof)
+        finish(j);
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    static _Thread_local char chunk[READ_CHUNK];
+    buf->base = chunk;
+    buf->len = sizeof chunk;
+}
+
+static void note_last_line(struct run_job *j, const char *p, size_t n)
+{
+    /* the last non-empty line of what just arrived, if it has one */
+    size_t end = n;
+    while (end && (p[end - 1] == '\n' || p[end - 1] == '\r'))
+        end--;
+    if (!end)
+        return;
+    size_t start = end;
+    while (start && p[start - 1] != '\n')
+        start--;
+    size_t len = end - start;
+    if (len >= sizeof j->last_line)
+        len = utf8_trim(p + start, sizeof j->last_line - 1);
+    memcpy(j->last_line, p + start, len);
+    j->last_line[len] = '\0';
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct run_job *j = s->data;
+    struct run_stream *rs = s == (uv_stream_t *)&j->_out ? &j->out : &j->err;
+    if (n > 0) {
+        size_t keep = (size_t)n;
+        rs->total += (uint64_t)n;
+        if (rs->len + keep > j->retain_max) {
+            keep = j->retain_max > rs->len ? j->retain_max - rs->len : 0;
+            rs->truncated = 1;
+        }
+        if (keep) {
+            rs->data = xrealloc(rs->data, rs->len + keep + 1);
+            memcpy(rs->data + rs->len, buf->base, keep);
+            rs->len += keep;
+            rs->data[rs->len] = '\0';
+        }
+        j->_t_last = uv_hrtime();
+        note_last_line(j, buf->base, (size_t)n);
+        if (j->stall_s > 0 && !j->_killed)
+            uv_timer_again(&j->_stall);
+        return;
+    }
+    if (n < 0) {
+        if (s == (uv_stream_t *)&j->_out)
+            j->_out_eof = 1;
+        else
+            j->_err_eof = 1;
+        uv_read_stop(s);
+        close_handle(j, s);
+        check_done(j);
+    }
+}
+
+/* ---- timers ------------------------------------------------------------------ */
+
+static void on_grace(uv_timer_t *t)
+{
+    struct run_job *j = t->data;
+    if (!j->_exited) {
+        kill_group(j, SIGKILL);     /* it ignored SIGTERM */
+        return;
+    }
+    /* Exited, but something outside the group still holds a pipe open. */
+    j->_out_eof = j->_err_eof = 1;
+    finish(j);
+}
+
+static void start_kill(struct run_job *j, enum run_status why)
+{
+    if (j->_killed || j->_exited)
+        return;
+    j->_killed = 1;
+    j->status = why;
+    uv_timer_stop(&j->_ceiling);
+    uv_timer_stop(&j->_stall);
+    kill_group(j, SIGTERM);
+    uv_timer_start(&j->_grace, on_grace, KILL_GRACE_MS, 0);
+}
+
+static void on_ceiling(uv_timer_t *t)
+{
+    start_kill(t->data, RUN_TIMEOUT);
+}
+
+static void on_stall(uv_timer_t *t)
+{
+    start_kill(t->data, RUN_STALLED);
+}
+
+static void on_exit_ready(uv_poll_t *p, int status, int events)
+{
+    struct run_job *j = p->data;
+    int st;
+    pid_t got = waitpid(j->_pid, &st, WNOHANG);
+    if (got != j->_pid)
+        return;
+    j->_exited = 1;
+    j->_raw_status = st;
+    uv_poll_stop(p);
+    /* Grandchildren left in the group die with the leader. */
+    kill_group(j, SIGKILL);
+    uv_timer_stop(&j->_ceiling);
+    uv_timer_stop(&j->_stall);
+    if (!j->_out_eof || !j->_err_eof)
+        uv_timer_start(&j->_grace, on_grace, DRAIN_GRACE_MS, 0);
+    check_done(j);
+}
+
+static void on_stdin_written(uv_write_t *w, int status)
+{
+    struct run_job *j = w->data;
+    close_handle(j, &j->_in);     /* EOF for the script */
+}
+
+/* ---- starting ------------------------------------------------------------------ */
+
+/* argv/envp of the job plus HOME and TMPDIR pointing at the scratch folder. */
+static char **env_with_scratch(struct run_job *j, char *home, char *tmp)
+{
+    size_t n = 0;
+    while (j->envp && j->envp[n])
+        n++;
+    char **e = xcalloc(n + 3, sizeof *e);
+    memcpy(e, j->envp, n * sizeof *e);
+    e[n] = home;
+    e[n + 1] = tmp;
+    return e;
+}
+
+static int spawn_job(struct run_job *j)
+{
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
+    int rc = -1;
+    char tmpl[] = "/tmp/skill-mcp-run-XXXXXX";
+    char home[64], tmpv[64];
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, all;
+
+    if (!mkdtemp(tmpl)) {
+        snprintf(j->error, sizeof j->error, "cannot create a scratch folder: %s", strerror(errno));
+        return -1;
+    }
+    j->_scratch = xstrdup(tmpl);
+    snprintf(home, sizeof home, "HOME=%s", tmpl);
+    snprintf(tmpv, sizeof tmpv, "TMPDIR=%s", tmpl);
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+        (j->stdin_data ? pipe2(in, O_CLOEXEC) : ((in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)))) < 0) {
+        snprintf(j->error, sizeof j->error, "cannot create pipes: %s", strerror(errno));
+        goto out;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addchdir_np(&fa, j->cwd);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    posix_spawnattr_init(&attr);
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
+    char **envp = env_with_scratch(j, home, tmpv);
+    pid_t pid;
+    int e = posix_spawn(&pid, j->argv[0], &fa, &attr, j->argv, envp);
+    free(envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (e) {
+        snprintf(j->error, sizeof j->error, "cannot start %s: %s", j->argv[0], strerror(e));
+        goto out;
+    }
+    j->_pid = pid;
+    j->_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (j->_pidfd < 0) {
+        /* Cannot watch it: do not leave it running unwatched. */
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        snprintf(j->error, sizeof j->error, "pidfd_open failed: %s", strerror(errno));
+        j->_pid = 0;
+        goto out;
+    }
+    rc = 0;
+out:
+    if (out[1] >= 0) close(out[1]);
+    if (err[1] >= 0) close(err[1]);
+    if (in[0] >= 0) close(in[0]);
+    if (rc < 0) {
+        if (out[0] >= 0) close(out[0]);
+        if (err[0] >= 0) close(err[0]);
+        if (in[1] >= 0) close(in[1]);
+        return -1;
+    }
+    uv_loop_t *uv = j->_r->uv;
+    uv_pipe_init(uv, &j->_out, 0);
+    uv_pipe_init(uv, &j->_err, 0);
+    j->_out.data = j->_err.data = j;
+    j->_open_handles += 2;
+    uv_pipe_open(&j->_out, out[0]);
+    uv_pipe_open(&j->_err, err[0]);
+    uv_read_start((uv_stream_t *)&j->_out, on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&j->_err, on_alloc, on_read);
+    if (j->stdin_data) {
+        uv_pipe_init(uv, &j->_in, 0);
+        j->_in.data = j;
+        j->_open_handles++;
+        uv_pipe_open(&j->_in, in[1]);
+        uv_buf_t b = uv_buf_init(j->stdin_data, (unsigned)j->stdin_len);
+        j->_wreq.data = j;
+        if (uv_write(&j->_wreq, (uv_stream_t *)&j->_in, &b, 1, on_stdin_written) < 0)
+            close_handle(j, &j->_in);
+    }
+    uv_poll_init(uv, &j->_exit, j->_pidfd);
+    j->_exit.data = j;
+    j->_open_handles++;
+    uv_poll_start(&j->_exit, UV_READABLE, on_exit_ready);
+    return 0;
+}
+
+static void start_job(struct run_job *j)
+{
+    struct runner *r = j->_r;
+    j->_t_start = uv_hrtime();
+    j->queued_ms = (double)(j->_t_start - j->_t_queued) / 1e6;
+    r->live++;
+    j->_live_next = r->live_list;
+    r->live_list = j;
+    atomic_fetch_add(&r->n_live, 1);
+    atomic_fetch_add(&r->started, 1);
+    init_timer(j, &j->_ceiling);
+    init_timer(j, &j->_stall);
+    init_timer(j, &j->_grace);
+    if (spawn_job(j) < 0) {
+        log_error("run %s %s/%s: %s", j->request_id, j->skill, j->script, j->error);
+        j->status = RUN_FAILED;
+        j->exit_code = -1;
+        j->_exited = j->_out_eof = j->_err_eof = 1;
+        finish(j);
+        return;
+    }
+    uv_timer_start(&j->_ceiling, on_ceiling, (uint64_t)(j->timeout_s * 1000.0), 0);
+    if (j->stall_s > 0) {
+        uint64_t ms = (uint64_t)(j->stall_s * 1000.0);
+        uv_timer_start(&j->_stall, on_stall, ms, ms);
+    }
+}
+
+/* ---- queue --------------------------------------------------------------------- */
+
+static void unqueue(struct runner *r, struct run_job *j)
+{
+    for (struct run_job **pp = &r->queue; *pp; pp = &(*pp)->_next) {
+        if (*pp == j) {
+            *pp = j->_next;
+            if (r->queue_tail == &j->_next)
+                r->queue_tail = pp;
+            j->_next = NULL;
+            atomic_fetch_sub(&r->n_queued, 1);
+            return;
+        }
+    }
+}
+
+static void end_busy(struct run_job *j)
+{
+    j->status = RUN_BUSY;
+    j->exit_code = -1;
+    j->_finished = 1;
+    j->queued_ms = (double)(uv_hrtime() - j->_t_queued) / 1e6;
+    close_handle(j, &j->_queue);
+}
+
+static void on_queue_timeout(uv_timer_t *t)
+{
+    struct run_job *j = t->data;
+    unqueue(j->_r, j);
+    end_busy(j);
+}
+
+static void pump(struct runner *r)
+{
+    while (!r->closing && r->live < r->max_live && r->queue) {
+        struct run_job *j = r->queue;
+        unqueue(r, j);
+        uv_timer_stop(&j->_queue);
+        close_handle(j, &j->_queue);
+        start_job(j);
+    }
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct runner *r = a->data;
+    pthread_mutex_lock(&r->mu);
+    struct run_job *list = r->incoming;
+    r->incoming = NULL;
+    r->incoming_tail = &r->incoming;
+    pthread_mutex_unlock(&r->mu);
+    while (list) {
+        struct run_job *j = list;
+        list = j->_next;
+        j->_next = NULL;
+        init_timer(j, &j->_queue);
+        if (r->closing) {
+            end_busy(j);
+            continue;
+        }
+        *r->queue_tail = j;
+        r->queue_tail = &j->_next;
+        atomic_fetch_add(&r->n_queued, 1);
+        uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
+    }
+    pump(r);
+}
+
+/* ---- public -------------------------------------------------------------------- */
+
+struct runner *run_new(uv_loop_t *uv, int max_live, double queue_timeout_s)
+{
+    struct runner *r = xcalloc(1, sizeof *r);
+    r->uv = uv;
+    r->max_live = max_live > 0 ? max_live : 1;
+    r->queue_timeout_ms = (uint64_t)(queue_timeout_s * 1000.0);
+    pthread_mutex_init(&r->mu, NULL);
+    r->incoming_tail = &r->incoming;
+    r->queue_tail = &r->queue;
+    uv_async_init(uv, &r->wake, on_wake);
+    r->wake.data = r;
+    return r;
+}
+
+void run_submit(struct runner *r, struct run_job *j, run_done_fn done, void *arg)
+{
+    j->_r = r;
+    j->_done = done;
+    j->_arg = arg;
+    j->_pidfd = -1;
+    j->_t_queued = uv_hrtime();
+    j->status = RUN_OK;
+    pthread_mutex_lock(&r->mu);
+    if (r->closed) {
+        pthread_mutex_unlock(&r->mu);
+        /* Shutting down: answer now, on the caller's thread. */
+        j->status = RUN_BUSY;
+        j->exit_code = -1;
+        snprintf(j->error, sizeof j->error, "the server is shutting down");
+        atomic_fetch_add(&r->busy, 1);
+        done(j, arg);
+        return;
+    }
+    *r->incoming_tail = j;
+    r->incoming_tail = &j->_next;
+    pthread_mutex_unlock(&r->mu);
+    uv_async_send(&r->wake);
+}
+
+void run_shutdown(struct runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->closed = 1;
+    pthread_mutex_unlock(&r->mu);
+    r->closing = 1;
+    on_wake(&r->wake);      /* anything that arrived ends as busy */
+    for (struct run_job *j = r->live_list; j; j = j->_live_next)
+        start_kill(j, RUN_TIMEOUT);
+    while (r->queue) {
+        struct run_job *j = r->queue;
+        unqueue(r, j);
+        uv_timer_stop(&j->_queue);
+        end_busy(j);
+    }
+    uv_close((uv_handle_t *)&r->wake, NULL);
+}
+
+void run_free(struct runner *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+void run_job_free(struct run_job *j)
+{
+    if (!j)
+        return;
+    for (char **p = j->argv; p && *p; p++)
+        free(*p);
+    free(j->argv);
+    for (char **p = j->envp; p && *p; p++)
+        free(*p);
+    free(j->envp);
+    free(j->cwd);
+    free(j->stdin_data);
+    free(j->skill);
+    free(j->script);
+    free(j->out.data);
+    free(j->err.data);
+    free(j->_scratch);
+    free(j);
+}
+
+void run_counters(struct runner *r, struct run_counters *c)
+{
+    c->started = atomic_load(&r->started);
+    c->ok = atomic_load(&r->ok);
+    c->failed = atomic_load(&r->failed);
+    c->stalled = atomic_load(&r->stalled);
+    c->timeout = atomic_load(&r->timeout);
+    c->denied = atomic_load(&r->denied);
+    c->busy = atomic_load(&r->busy);
+    c->live = atomic_load(&r->n_live);
+    c->queued = atomic_load(&r->n_queued);
+}
+
+void run_count_denied(struct runner *r)
+{
+    atomic_fetch_add(&r->denied, 1);
+}

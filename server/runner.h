@@ -1,0 +1,107 @@
+/*
+ * runner.h - run a skill script without ever blocking an HTTP thread.
+ *
+ * A job is prepared on the HTTP thread (argv, environment, limits: nothing
+ * is started), then handed to the libuv loop thread with run_submit(). The
+ * loop thread owns the child, its pipes and its timers from then on; when
+ * the job ends, the done callback runs on the loop thread with the result.
+ *
+ * The runner enforces: at most max_live children (later jobs wait in order
+ * up to a queue timeout, then end as `busy`), a ceiling and a stall timer
+ * per job, process-group kill (SIGTERM, then SIGKILL), capped retention of
+ * stdout/stderr while draining continues, and a private scratch HOME/TMPDIR
+ * removed when the job ends.
+ */
+#ifndef SKILL_RUNNER_H
+#define SKILL_RUNNER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+enum run_status { RUN_OK, RUN_FAILED, RUN_STALLED, RUN_TIMEOUT, RUN_DENIED, RUN_BUSY };
+
+const char *run_status_name(enum run_status s);
+
+struct run_stream {
+    char *data;             /* retained bytes (malloc'd) */
+    size_t len;             /* retained */
+    uint64_t total;         /* bytes the script wrote */
+    int truncated;          /* total > len */
+};
+
+struct run_job;
+typedef void (*run_done_fn)(struct run_job *job, void *arg);
+
+struct run_job {
+    /* ---- set by the preparer (any thread), read-only afterwards ---- */
+    char **argv;            /* argv[0] is the interpreter's absolute path */
+    char **envp;
+    char *cwd;              /* the skill folder */
+    char *stdin_data;       /* NULL: the script reads EOF at once */
+    size_t stdin_len;
+    double timeout_s;       /* ceiling, > 0 */
+    double stall_s;         /* 0 disables stall detection */
+    char request_id[40];
+    char *skill;            /* qualified name, for logs and results */
+    char *script;           /* as requested, relative to the skill */
+    size_t retain_max;      /* per stream */
+
+    /* ---- result, valid in the done callback ---- */
+    enum run_status status;
+    int exit_code;          /* -1 when killed by a signal */
+    int term_signal;        /* 0 unless killed by a signal */
+    struct run_stream out, err;
+    double duration_ms;
+    double silent_for_s;    /* since the last byte of output, at the end */
+    double queued_ms;       /* time spent waiting for a slot */
+    char last_line[200];    /* last non-empty output line, for the stall hint */
+    char error[256];        /* why it could not start, when it could not */
+
+    /* ---- private to runner.c ---- */
+    struct runner *_r;
+    run_done_fn _done;
+    void *_arg;
+    struct run_job *_next, *_live_next;
+    uv_timer_t _ceiling, _stall, _grace, _queue;
+    uv_pipe_t _out, _err, _in;
+    uv_poll_t _exit;
+    uv_write_t _wreq;
+    int _pidfd;
+    int _pid;
+    int _open_handles;
+    int _exited, _out_eof, _err_eof, _killed, _finished;
+    int _raw_status;
+    uint64_t _t_start, _t_last, _t_queued;
+    char *_scratch;
+};
+
+struct runner;
+
+/*
+ * Creates the runner on uv (which the loop thread runs). max_live caps live
+ * children; queue_timeout_s bounds the wait for a slot.
+ */
+struct runner *run_new(uv_loop_t *uv, int max_live, double queue_timeout_s);
+/* Loop thread, at shutdown: kills live children and ends queued jobs as busy. */
+void run_shutdown(struct runner *r);
+void run_free(struct runner *r);
+
+/*
+ * Hands job to the loop thread (any thread may call). done(job, arg) runs
+ * on the loop thread exactly once; the job is the caller's to free with
+ * run_job_free() after that.
+ */
+void run_submit(struct runner *r, struct run_job *job, run_done_fn done, void *arg);
+void run_job_free(struct run_job *job);
+
+/* Counters for stats; any thread. */
+struct run_counters {
+    uint64_t started, ok, failed, stalled, timeout, denied, busy;
+    int64_t live, queued;
+};
+void run_counters(struct runner *r, struct run_counters *c);
+void run_count_denied(struct runner *r);
+
+#endif

@@ -1,0 +1,678 @@
+/*
+ * script.c - the policy side of run_skill_script.
+ *
+ * Interpreters: by file suffix, resolved to absolute paths once at start-up.
+ * A version-manager shim (a "#!" script earlier on PATH, like pyenv's) is
+ * passed over for the real binary behind it on PATH, since a shim costs
+ * tens of milliseconds per start. --interpreter EXT=PATH overrides.
+ *
+ * Environment: the server's own environment is never inherited. A script
+ * sees a fixed allowlist, proxy/TLS variables (unless --no-network-env), the
+ * SKILL_* variables, and the caller's `env`, whose names may not be ones
+ * that change how the loader, a shell or an interpreter starts.
+ *
+ * Jail: the script must resolve, symlinks included, to a regular file inside
+ * that skill's own scripts/ folder (openat2 RESOLVE_BENEATH from scripts/).
+ */
+#include "script.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "jail.h"
+#include "util.h"
+
+extern char **environ;
+
+#define MAX_ARGS 256
+#define MAX_ARG_BYTES (32u << 10)
+#define MAX_STDIN_BYTES (1u << 20)
+#define MAX_ENV_VARS 64
+#define MAX_ENV_VALUE (32u << 10)
+#define MAX_ENV_TOTAL (256u << 10)
+#define SHORT_CEILING_S 15.0
+
+struct interp {
+    char ext[16];
+    char *path;             /* NULL when missing */
+    const char *args[3];    /* extra interpreter arguments before the script */
+    char why[160];          /* when missing */
+};
+
+struct scripts {
+    struct interp in[24];
+    size_t n;
+    char **base_env;        /* "NAME=value", NULL-terminated */
+    size_t nbase;
+};
+
+/* ---- interpreters ------------------------------------------------------- */
+
+static int is_shim(const char *path)
+{
+    char head[2] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, head, 2);
+    close(fd);
+    return n == 2 && head[0] == '#' && head[1] == '!';
+}
+
+/* The first real binary called name on PATH (shims passed over). */
+static char *resolve(const char *name)
+{
+    const char *path = getenv("PATH");
+    char *copy = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *found = NULL, *shim = NULL, *save = NULL;
+    for (char *dir = strtok_r(copy, ":", &save); dir && !found;
+         dir = strtok_r(NULL, ":", &save)) {
+        char cand[4096], real[4096];
+        struct stat st;
+        snprintf(cand, sizeof cand, "%s/%s", *dir ? dir : ".", name);
+        if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) || access(cand, X_OK) < 0)
+            continue;
+        if (!realpath(cand, real))
+            continue;
+        if (is_shim(real)) {
+            if (!shim)
+                shim = xstrdup(real);
+            continue;
+        }
+        found = xstrdup(real);
+    }
+    free(copy);
+    if (!found && shim) {
+        log_warn("interpreter %s: only a launcher script (%s) was found on PATH; using it", name,
+                 shim);
+        return shim;
+    }
+    free(shim);
+    return found;
+}
+
+static void add_interp(struct scripts *sc, const char *ext, const char *name, const char *path)
+{
+    struct interp *it = NULL;
+    for (size_t i = 0; i < sc->n; i++)
+        if (!strcmp(sc->in[i].ext, ext))
+            it = &sc->in[i];
+    if (!it) {
+        if (sc->n == sizeof sc->in / sizeof *sc->in)
+            return;
+        it = &sc->in[sc->n++];
+        snprintf(it->ext, sizeof it->ext, "%s", ext);
+    }
+    free(it->path);
+    it->path = NULL;
+    it->why[0] = '\0';
+    memset(it->args, 0, sizeof it->args);
+    if (!strcmp(ext, ".py")) {
+        /* -E: ignore PYTHON* variables; -s: no user site. Not -I, which would
+         * also drop the script's own folder from sys.path (sibling imports). */
+        it->args[0] = "-E";
+        it->args[1] = "-s";
+    }
+    if (path) {
+        char real[4096];
+        if (realpath(path, real) && access(real, X_OK) == 0)
+            it->path = xstrdup(real);
+        else
+            snprintf(it->why, sizeof it->why, "interpreter %s for %s is not executable", path,
+                     ext);
+    } else {
+        it->path = resolve(name);
+        if (!it->path)
+            snprintf(it->why, sizeof it->why, "no %s interpreter (%s) is installed on this server",
+                     ext, name);
+    }
+    if (it->path)
+        log_info("scripts: %s runs with %s%s%s", ext, it->path, it->args[0] ? " " : "",
+                 it->args[0] ? "-E -s" : "");
+    else
+        log_warn("scripts: %s; %s scripts will be refused", it->why, ext);
+}
+
+/* ---- environment ----------------------------------------------------------- */
+
+static const char *const network_vars[] = {
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+    "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", NULL,
+};
+
+static void env_push(char ***v, size_t *n, size_t *cap, char *kv)
+{
+    if (*n + 1 >= *cap) {
+        *cap = *cap ? *cap * 2 : 32;
+        *v = xrealloc(*v, *cap * sizeof **v);
+    }
+    (*v)[(*n)++] = kv;
+    (*v)[*n] = NULL;
+}
+
+static char *kv(const char *k, const char *v)
+{
+    size_t a = strlen(k), b = strlen(v);
+    char *s = xmalloc(a + b + 2);
+    memcpy(s, k, a);
+    s[a] = '=';
+    memcpy(s + a + 1, v, b + 1);
+    return s;
+}
+
+struct scripts *script_setup(const struct cfg *c)
+{
+    struct scripts *sc = xcalloc(1, sizeof *sc);
+    size_t cap = 0;
+    add_interp(sc, ".py", "python3", NULL);
+    add_interp(sc, ".sh", "bash", NULL);
+    add_interp(sc, ".js", "node", NULL);
+    for (size_t i = 0; i < c->ninterpreters; i++) {
+        const char *spec = c->interpreters[i], *eq = strchr(spec, '=');
+        char ext[16];
+        snprintf(ext, sizeof ext, "%.*s", (int)(eq - spec), spec);
+        add_interp(sc, ext, NULL, eq + 1);
+    }
+
+    env_push(&sc->base_env, &sc->nbase, &cap, xstrdup("PATH=/usr/local/bin:/usr/bin:/bin"));
+    const char *lang = getenv("LANG");
+    env_push(&sc->base_env, &sc->nbase, &cap, kv("LANG", lang && *lang ? lang : "C.UTF-8"));
+    const char *tz = getenv("TZ");
+    if (tz)
+        env_push(&sc->base_env, &sc->nbase, &cap, kv("TZ", tz));
+    for (char **e = environ; *e; e++)
+        if (!strncmp(*e, "LC_", 3))
+            env_push(&sc->base_env, &sc->nbase, &cap, xstrdup(*e));
+    if (!c->no_network_env)
+        for (const char *const *n = network_vars; *n; n++) {
+            const char *v = getenv(*n);
+            if (v)
+                env_push(&sc->base_env, &sc->nbase, &cap, kv(*n, v));
+        }
+    return sc;
+}
+
+void script_free(struct scripts *sc)
+{
+    if (!sc)
+        return;
+    for (size_t i = 0; i < sc->n; i++)
+        free(sc->in[i].path);
+    for (size_t i = 0; i < sc->nbase; i++)
+        free(sc->base_env[i]);
+    free(sc->base_env);
+    free(sc);
+}
+
+/* Names a caller may not set: they change how a loader, shell or interpreter
+ * starts (code of the caller's choosing), or they are the server's own. */
+static const char *const denied_prefixes[] = {
+    "LD_", "DYLD_", "PYTHON", "NODE_", "NPM_CONFIG_", "PERL", "RUBY", "GEM_", "BASH_FUNC_",
+    "GIT_", "MALLOC_", "LC_", "SKILL_", "JAVA_", "_JAVA", "OPENSSL_", "SSL_", "TERMINFO",
+    NULL,
+};
+static const char *const denied_names[] = {
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "CDPATH", "GLOBIGNORE",
+    "PROMPT_COMMAND", "GCONV_PATH", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES", "HOSTALIASES",
+    "LOCALDOMAIN", "RES_OPTIONS", "PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ", "TZDIR",
+    "SHELL", "USER", "LOGNAME", "PWD", "OLDPWD", "ZDOTDIR", "XDG_CONFIG_HOME", "CURL_HOME",
+    "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "EDITOR", "VISUAL", "PAGER", "LESSOPEN",
+    "TMPPREFIX", NULL,
+};
+
+static const char *env_name_problem(const char *name)
+{
+    size_t n = strlen(name);
+    if (!n || n > 128)
+        return "names must be 1-128 characters";
+    if (!(isalpha((unsigned char)name[0]) || name[0] == '_'))
+        return "names must start with a letter or '_'";
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)name[i]) || name[i] == '_'))
+            return "names may use only letters, digits and '_'";
+    for (const char *const *p = denied_prefixes; *p; p++)
+        if (!strncasecmp(name, *p, strlen(*p)))
+            return "it could change how the interpreter or loader starts, or it is set by the "
+                   "server";
+    for (const char *const *p = denied_names; *p; p++)
+        if (!strcasecmp(name, *p))
+            return "it could change how the interpreter or loader starts, or it is set by the "
+                   "server";
+    for (const char *const *p = network_vars; *p; p++)
+        if (!strcasecmp(name, *p))
+            return "proxy and TLS variables come from the server's configuration";
+    return NULL;
+}
+
+/* ---- jail for scripts ------------------------------------------------------- */
+
+/* Resolves scripts/<rel> of dir to the real path of a regular file inside
+ * the skill's scripts/ folder. Returns NULL with *why set. */
+static char *resolve_script(const char *dir, const char *rel, const char **why)
+{
+    char sdir[4096], sreal[4096], link[64], real[4096];
+    snprintf(sdir, sizeof sdir, "%s/scripts", dir);
+    if (!realpath(sdir, sreal)) {
+        *why = "this skill has no scripts/ folder";
+        return NULL;
+    }
+    size_t dl = strlen(dir);
+    if (strncmp(sreal, dir, dl) || sreal[dl] != '/') {
+        *why = "the skill's scripts/ folder leads outside the skill";
+        return NULL;
+    }
+    int dfd = open(sreal, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        *why = "the skill's scripts/ folder cannot be opened";
+        return NULL;
+    }
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
+    int e = errno;
+    close(dfd);
+    if (fd < 0) {
+        *why = e == ENOENT || e == ENOTDIR ? "no such script in the skill's scripts/ folder"
+               : e == EXDEV || e == ELOOP ? "the script leads outside the skill's scripts/ folder"
+                                          : "the script cannot be opened";
+        return NULL;
+    }
+    struct stat st;
+    ssize_t n = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        n = readlink(link, real, sizeof real - 1);
+    } else {
+        *why = S_ISDIR(st.st_mode) ? "that is a folder, not a script" : "that is not a regular file";
+    }
+    close(fd);
+    if (n < 0) {
+        if (!*why)
+            *why = "the script cannot be resolved";
+        return NULL;
+    }
+    real[n] = '\0';
+    size_t sl = strlen(sreal);
+    if (strncmp(real, sreal, sl) || real[sl] != '/') {
+        *why = "the script leads outside the skill's scripts/ folder";
+        return NULL;
+    }
+    return xstrdup(real);
+}
+
+static const struct interp *interp_for(const struct scripts *sc, const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (!dot || strchr(dot, '/'))
+        return NULL;
+    for (size_t i = 0; i < sc->n; i++)
+        if (!strcmp(sc->in[i].ext, dot))
+            return &sc->in[i];
+    return NULL;
+}
+
+/* ---- timeouts ---------------------------------------------------------------- */
+
+json_t *script_exec_entry(const struct skill *k, const char *path)
+{
+    json_t *ex = json_object_get(k->fm, "execution");
+    if (!json_is_object(ex))
+        return NULL;
+    json_t *e = json_object_get(ex, path);
+    if (!e && !strncmp(path, "scripts/", 8))
+        e = json_object_get(ex, path + 8);
+    return json_is_object(e) ? e : NULL;
+}
+
+static double num_field(json_t *o, const char *key, double dflt)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* ---- prepare ----------------------------------------------------------------- */
+
+static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void request_id(char *out, size_t n)
+{
+    unsigned char r[8] = {0};
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        uint64_t t = now_ns();
+        memcpy(r, &t, sizeof r);
+    }
+    snprintf(out, n, "r-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7]);
+}
+
+struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
+                               const struct skill *k, json_t *args, char *why, size_t wl)
+{
+    const char *script = json_string_value(json_object_get(args, "script"));
+    json_t *jargs = json_object_get(args, "args"), *jstdin = json_object_get(args, "stdin");
+    json_t *jto = json_object_get(args, "timeout"), *jst = json_object_get(args, "stall_timeout");
+    json_t *jenv = json_object_get(args, "env");
+    const char *jwhy = NULL;
+    char rel[1100];
+
+    if (!script || !*script) {
+        fail(why, wl, "Argument 'script' is required: a path from the 'scripts' that load_skill "
+                      "lists, such as scripts/run.py.");
+        return NULL;
+    }
+    size_t slen = json_string_length(json_object_get(args, "script"));
+    if ((jwhy = jail_check(script, slen))) {
+        fail(why, wl, "Cannot run '%.200s': %s.", script, jwhy);
+        return NULL;
+    }
+    /* A bare file name means scripts/<name>; anything else must be in scripts/. */
+    if (!strchr(script, '/'))
+        snprintf(rel, sizeof rel, "%s", script);
+    else if (!strncmp(script, "scripts/", 8) && script[8])
+        snprintf(rel, sizeof rel, "%s", script + 8);
+    else {
+        fail(why, wl, "Cannot run '%.200s': only files in the skill's scripts/ folder can be run "
+                      "(hooks, references and SKILL.md cannot).", script);
+        return NULL;
+    }
+    const char *rwhy = NULL;
+    char *real = resolve_script(k->dir, rel, &rwhy);
+    if (!real) {
+        fail(why, wl, "Cannot run '%.200s' of skill '%s': %s.", script, k->qname, rwhy);
+        return NULL;
+    }
+    const struct interp *it = interp_for(sc, real);
+    if (!it || !it->path) {
+        fail(why, wl, "Cannot run '%.200s': %s.", script,
+             it ? it->why : "its file type has no interpreter on this server (.py, .sh, .js)");
+        free(real);
+        return NULL;
+    }
+
+    /* arguments, stdin, env: data, bounded */
+    size_t nargs = 0;
+    if (jargs && !json_is_null(jargs)) {
+        size_t i;
+        json_t *a;
+        if (!json_is_array(jargs) || json_array_size(jargs) > MAX_ARGS) {
+            fail(why, wl, "Argument 'args' must be a list of at most %d strings.", MAX_ARGS);
+            free(real);
+            return NULL;
+        }
+        json_array_foreach(jargs, i, a) {
+            if (!json_is_string(a) || json_string_length(a) > MAX_ARG_BYTES ||
+                memchr(json_string_value(a), '\0', json_string_length(a))) {
+                fail(why, wl, "Argument 'args' item %zu must be a string of at most %u bytes "
+                              "without NUL (numbers too: pass \"3\", not 3).", i, MAX_ARG_BYTES);
+                free(real);
+                return NULL;
+            }
+        }
+        nargs = json_array_size(jargs);
+    }
+    if (jstdin && !json_is_null(jstdin) &&
+        (!json_is_string(jstdin) || json_string_length(jstdin) > MAX_STDIN_BYTES)) {
+        fail(why, wl, "Argument 'stdin' must be a string of at most %u bytes.", MAX_STDIN_BYTES);
+        free(real);
+        return NULL;
+    }
+    if (jenv && !json_is_null(jenv)) {
+        const char *name;
+        json_t *v;
+        size_t total = 0;
+        if (!json_is_object(jenv) || json_object_size(jenv) > MAX_ENV_VARS) {
+            fail(why, wl, "Argument 'env' must be an object of at most %d string values.",
+                 MAX_ENV_VARS);
+            free(real);
+            return NULL;
+        }
+        json_object_foreach(jenv, name, v) {
+            const char *p = env_name_problem(name);
+            if (p) {
+                fail(why, wl, "Argument 'env': '%.64s' is not allowed: %s.", name, p);
+                free(real);
+                return NULL;
+            }
+            if (!json_is_string(v) || json_string_length(v) > MAX_ENV_VALUE ||
+                memchr(json_string_value(v), '\0', json_string_length(v))) {
+                fail(why, wl, "Argument 'env': '%.64s' must be a string of at most %u bytes "
+                              "without NUL.", name, MAX_ENV_VALUE);
+                free(real);
+                return NULL;
+            }
+            total += json_string_length(v) + strlen(name);
+        }
+        if (total > MAX_ENV_TOTAL) {
+            fail(why, wl, "Argument 'env' is too large (at most %u bytes in all).", MAX_ENV_TOTAL);
+            free(real);
+            return NULL;
+        }
+    }
+
+    /* timeouts: the skill decides, bounded by the server; the caller may lower */
+    char entry_key[1100];
+    snprintf(entry_key, sizeof entry_key, "scripts/%s", rel);
+    json_t *e = script_exec_entry(k, entry_key);
+    json_t *ex = json_object_get(k->fm, "execution");
+    json_t *d = json_is_object(ex) ? json_object_get(ex, "default") : NULL;
+    double to = num_field(e, "timeout", num_field(d, "timeout", c->script_timeout));
+    double st = num_field(e, "stall_timeout", num_field(d, "stall_timeout", c->script_stall_timeout));
+    if (to <= 0)
+        to = c->script_timeout;
+    if (to > c->max_script_timeout)
+        to = c->max_script_timeout;
+    if (st < 0)
+        st = 0;
+    if (jto && !json_is_null(jto)) {
+        if (!json_is_number(jto) || json_number_value(jto) <= 0) {
+            fail(why, wl, "Argument 'timeout' must be a number of seconds above 0.");
+            free(real);
+            return NULL;
+        }
+        if (json_number_value(jto) < to)
+            to = json_number_value(jto);
+    }
+    if (jst && !json_is_null(jst)) {
+        if (!json_is_number(jst) || json_number_value(jst) <= 0) {
+            fail(why, wl, "Argument 'stall_timeout' must be a number of seconds above 0 (stall "
+                          "detection cannot be switched off by the caller).");
+            free(real);
+            return NULL;
+        }
+        if (st == 0 || json_number_value(jst) < st)
+            st = json_number_value(jst);
+    }
+
+    struct run_job *j = xcalloc(1, sizeof *j);
+    size_t na = 0;
+    j->argv = xcalloc(nargs + 6, sizeof *j->argv);
+    j->argv[na++] = xstrdup(it->path);
+    for (size_t i = 0; i < 3 && it->args[i]; i++)
+        j->argv[na++] = xstrdup(it->args[i]);
+    j->argv[na++] = real;
+    for (size_t i = 0; i < nargs; i++)
+        j->argv[na++] = xstrdup(json_string_value(json_array_get(jargs, i)));
+
+    request_id(j->request_id, sizeof j->request_id);
+    size_t n = 0, cap = 0;
+    char **env = NULL;
+    for (size_t i = 0; i < sc->nbase; i++)
+        env_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
+    char budget[32];
+    snprintf(budget, sizeof budget, "%zu", c->max_output_bytes);
+    env_push(&env, &n, &cap, kv("SKILL_NAME", k->qname));
+    env_push(&env, &n, &cap, kv("SKILL_DIR", k->dir));
+    env_push(&env, &n, &cap, kv("SKILL_REQUEST_ID", j->request_id));
+    env_push(&env, &n, &cap, kv("SKILL_OUTPUT_BUDGET_BYTES", budget));
+    if (json_is_object(jenv)) {
+        const char *name;
+        json_t *v;
+        json_object_foreach(jenv, name, v)
+            env_push(&env, &n, &cap, kv(name, json_string_value(v)));
+    }
+    j->envp = env;
+    j->cwd = xstrdup(k->dir);
+    if (json_is_string(jstdin)) {
+        j->stdin_len = json_string_length(jstdin);
+        j->stdin_data = xmalloc(j->stdin_len + 1);
+        memcpy(j->stdin_data, json_string_value(jstdin), j->stdin_len + 1);
+    }
+    j->timeout_s = to;
+    j->stall_s = st;
+    j->skill = xstrdup(k->qname);
+    j->script = xstrndup(script, slen);
+    j->retain_max = c->max_output_bytes;
+    return j;
+}
+
+/* ---- result -------------------------------------------------------------------- */
+
+char *script_utf8_repair(const char *s, size_t n, size_t *outlen, int *changed)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    *changed = 0;
+    size_t i = 0, run = 0;
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch && ch < 0x80) {
+            i++;
+            continue;
+        }
+        /* find the length of a valid sequence at i */
+        size_t k = 0;
+        for (size_t len = 1; len <= 4 && i + len <= n; len++)
+            if (utf8_valid(s + i, len)) {
+                k = len;
+                break;
+            }
+        if (k) {
+            i += k;
+            continue;
+        }
+        buf_append(&b, s + run, i - run);
+        buf_append(&b, "\xEF\xBF\xBD", 3);
+        *changed = 1;
+        i++;
+        run = i;
+    }
+    buf_append(&b, s + run, n - run);
+    return buf_steal(&b, outlen);
+}
+
+static const char *signame(int sig)
+{
+    switch (sig) {
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    default: return "signal";
+    }
+}
+
+json_t *script_result(const struct run_job *j, int max_live, double queue_timeout_s)
+{
+    char hint[700];
+    size_t ol, el;
+    int oc = 0, ec = 0;
+    char *out = script_utf8_repair(j->out.data ? j->out.data : "", j->out.len, &ol, &oc);
+    char *err = script_utf8_repair(j->err.data ? j->err.data : "", j->err.len, &el, &ec);
+
+    switch (j->status) {
+    case RUN_OK:
+        snprintf(hint, sizeof hint, "The script succeeded; stdout is its answer.");
+        break;
+    case RUN_FAILED:
+        if (j->error[0])
+            snprintf(hint, sizeof hint, "The script could not be started (%s). Tell the operator; "
+                                        "retrying will not help.", j->error);
+        else if (j->term_signal)
+            snprintf(hint, sizeof hint, "The script was killed by %s. It crashed or was stopped "
+                                        "from outside; stderr may say why.",
+                     signame(j->term_signal));
+        else
+            snprintf(hint, sizeof hint, "The script exited with code %d. stderr says why: fix the "
+                                        "arguments or inputs it complains about; retrying "
+                                        "unchanged will fail the same way.", j->exit_code);
+        break;
+    case RUN_TIMEOUT:
+        if (j->timeout_s <= SHORT_CEILING_S)
+            snprintf(hint, sizeof hint,
+                     "This script should answer at once, but it was still running at its %gs "
+                     "ceiling. Do not retry with a longer timeout: the service is probably doing "
+                     "the whole job before replying (submit the work and poll for it instead), "
+                     "or a host or argument is wrong.", j->timeout_s);
+        else
+            snprintf(hint, sizeof hint,
+                     "The script was still working when it reached its %gs ceiling: it is slow, "
+                     "not stuck. Narrow the work (a smaller input, fewer pages) and call again, "
+                     "or ask the skill's author to raise its execution timeout.", j->timeout_s);
+        break;
+    case RUN_STALLED:
+        snprintf(hint, sizeof hint,
+                 "The script printed nothing for %.0fs and was stopped: it was blocked (waiting "
+                 "on the network, a lock or input), not slow.%s%s%s Check the host, URL and "
+                 "credentials; a script doing long work should print progress to stderr.",
+                 j->silent_for_s, j->last_line[0] ? " Its last output: \"" : "", j->last_line,
+                 j->last_line[0] ? "\"." : "");
+        break;
+    case RUN_BUSY:
+        snprintf(hint, sizeof hint,
+                 "All %d script slots stayed busy for %gs, so the script did not run. Retry in a "
+                 "few seconds.", max_live, queue_timeout_s);
+        if (j->error[0])
+            snprintf(hint, sizeof hint, "The script did not run: %s. Retry shortly.", j->error);
+        break;
+    case RUN_DENIED:
+        snprintf(hint, sizeof hint, "The script was not allowed to run: %s", j->error);
+        break;
+    }
+
+    json_t *r = json_pack("{s:s, s:s%, s:s%, s:f, s:f, s:f, s:b, s:I, s:I, s:s, s:s}",
+                          "status", run_status_name(j->status), "stdout", out, ol, "stderr", err,
+                          el, "duration_ms", j->duration_ms, "timeout", j->timeout_s,
+                          "stall_timeout", j->stall_s, "truncated",
+                          j->out.truncated || j->err.truncated, "stdout_bytes",
+                          (json_int_t)j->out.total, "stderr_bytes", (json_int_t)j->err.total,
+                          "hint", hint, "request_id", j->request_id);
+    json_object_set_new(r, "exit_code", j->exit_code >= 0 && j->status != RUN_BUSY
+                                            ? json_integer(j->exit_code)
+                                            : json_null());
+    if (j->term_signal)
+        json_object_set_new(r, "signal", json_string(signame(j->term_signal)));
+    if (j->status == RUN_STALLED)
+        json_object_set_new(r, "silent_for", json_real(j->silent_for_s));
+    if (oc || ec)
+        json_object_set_new(r, "utf8_repaired", json_true());
+    if (j->queued_ms >= 1)
+        json_object_set_new(r, "queued_ms", json_real(j->queued_ms));
+    free(out);
+    free(err);
+    return r;
+}

@@ -1,0 +1,41 @@
+/*
+ * script.h - what run_skill_script needs around the runner: interpreters
+ * resolved once at start-up, the clean environment, the script path jail,
+ * the timeout policy, and the result a model reads.
+ *
+ * Bytes and policy only: spawning is runner.c's business.
+ */
+#ifndef SKILL_SCRIPT_H
+#define SKILL_SCRIPT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "runner.h"
+#include "skills.h"
+
+struct scripts;
+
+/* Resolves interpreters (logging each) and the base environment. */
+struct scripts *script_setup(const struct cfg *c);
+void script_free(struct scripts *sc);
+
+/*
+ * Validates a run_skill_script call against skill k and builds the job
+ * (not started). Returns the job, or NULL with why[] telling the model what
+ * was wrong. Any thread.
+ */
+struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
+                               const struct skill *k, json_t *args, char *why, size_t whylen);
+
+/* The structured result of a finished job. New reference. */
+json_t *script_result(const struct run_job *j, int max_live, double queue_timeout_s);
+
+/* The execution: entry for a script path, falling back to nothing. Borrowed. */
+json_t *script_exec_entry(const struct skill *k, const char *path);
+
+/* UTF-8 with every invalid sequence replaced by U+FFFD; *changed says if any was. */
+char *script_utf8_repair(const char *s, size_t n, size_t *outlen, int *changed);
+
+#endif

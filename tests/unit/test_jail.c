@@ -1,0 +1,340 @@
+/*
+ * test_jail.c - path checks and confined reads (server/jail.c).
+ */
+#include "harness.h"
+#include "jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- fixture ------------------------------------------------------------- */
+
+static char base[64];       /* temp folder */
+static char skill[128];     /* base/skill: the folder reads are confined to */
+
+static void put(const char *rel, const char *data, size_t len)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    FILE *f = fopen(p, "wb");
+    if (!f) {
+        perror(p);
+        exit(2);
+    }
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+static void mk(const char *rel)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    if (mkdir(p, 0755) < 0) {
+        perror(p);
+        exit(2);
+    }
+}
+
+static void link_(const char *target, const char *rel)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    if (symlink(target, p) < 0) {
+        perror(p);
+        exit(2);
+    }
+}
+
+static void setup(void)
+{
+    snprintf(base, sizeof base, "/tmp/skill-jail-XXXXXX");
+    if (!mkdtemp(base)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    snprintf(skill, sizeof skill, "%s/skill", base);
+    mk("skill");
+    mk("skill/references");
+    mk("skill/sub");
+    put("skill/a.txt", "0123456789", 10);
+    put("skill/empty.txt", "", 0);
+    put("skill/references/a.md", "# A\nhello\n", 10);
+    put("skill/a..b.md", "dots", 4);
+    put("outside.txt", "secret", 6);
+    mk("outdir");
+    put("outdir/o.txt", "secret too", 10);
+    link_("../outside.txt", "skill/escape");
+    link_("/etc/passwd", "skill/passwd");
+    link_("a.txt", "skill/sibling");
+    link_("../a.txt", "skill/sub/up");
+    link_("../outdir", "skill/outlink");
+    link_("loop", "skill/loop");
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%s/fifo", skill);
+    if (mkfifo(fifo, 0644) < 0) {
+        perror("mkfifo");
+        exit(2);
+    }
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+static void teardown(void)
+{
+    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- jail_check ------------------------------------------------------------ */
+
+#define REFUSED(s) CHECK(jail_check((s), strlen(s)) != NULL)
+#define ACCEPTED(s) CHECK(jail_check((s), strlen(s)) == NULL)
+
+TEST(check_refuses)
+{
+    CHECK(jail_check("", 0) != NULL);
+    REFUSED("/etc/passwd");
+    REFUSED("/");
+    REFUSED("..");
+    REFUSED("../x");
+    REFUSED("a/..");
+    REFUSED("a/../b");
+    REFUSED("./a");
+    REFUSED("a/./b");
+    REFUSED(".");
+    REFUSED(".git/x");
+    REFUSED("a/.git/config");
+    REFUSED(".env");
+    REFUSED("__pycache__/x.pyc");
+    REFUSED("scripts/__pycache__/x.pyc");
+    REFUSED("node_modules/x.js");
+    REFUSED("a\\b");
+    REFUSED("..\\x");
+    CHECK(jail_check("a\0b", 3) != NULL);
+    CHECK(jail_check("a\0", 2) != NULL);
+}
+
+TEST(check_reasons)
+{
+    CHECK(strstr(jail_check("", 0), "empty"));
+    CHECK(strstr(jail_check("/x", 2), "absolute"));
+    CHECK(strstr(jail_check("a/../b", 6), "'..'"));
+    CHECK(strstr(jail_check("a\0b", 3), "NUL"));
+    CHECK(strstr(jail_check("a\\b", 3), "backslash"));
+}
+
+TEST(check_long_path)
+{
+    char p[2001];
+    memset(p, 'a', 2000);
+    p[2000] = '\0';
+    const char *why = jail_check(p, 2000);
+    CHECK(why != NULL);
+    CHECK(strstr(why, "long"));
+    /* 1024 bytes is still fine */
+    CHECK(jail_check(p, 1024) == NULL);
+    CHECK(jail_check(p, 1025) != NULL);
+}
+
+TEST(check_accepts)
+{
+    ACCEPTED("references/a.md");
+    ACCEPTED("a..b.md");
+    ACCEPTED("SKILL.md");
+    ACCEPTED("x");
+    ACCEPTED("scripts/run.py");
+    ACCEPTED("a.b/c..d/e...f");
+    /* a length that stops before the bad part: only len bytes count */
+    CHECK(jail_check("ok.md/../x", 5) == NULL);
+}
+
+/* ---- jail_read --------------------------------------------------------------- */
+
+TEST(read_normal)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "a.txt", 1 << 20, &f, &why), 0);
+    CHECK_EQ(f.len, 10);
+    CHECK_EQ(f.size, 10);
+    CHECK_EQ(f.truncated, 0);
+    CHECK_STR(f.data, "0123456789");
+    jail_file_cleanup(&f);
+    CHECK(f.data == NULL);
+    CHECK_EQ(f.len, 0);
+
+    CHECK_EQ(jail_read(skill, "references/a.md", 1 << 20, &f, &why), 0);
+    CHECK_STR(f.data, "# A\nhello\n");
+    jail_file_cleanup(&f);
+
+    CHECK_EQ(jail_read(skill, "a..b.md", 100, &f, &why), 0);
+    CHECK_STR(f.data, "dots");
+    jail_file_cleanup(&f);
+}
+
+TEST(read_empty_file)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "empty.txt", 100, &f, &why), 0);
+    CHECK_EQ(f.len, 0);
+    CHECK_EQ(f.size, 0);
+    CHECK_EQ(f.truncated, 0);
+    CHECK(f.data != NULL);
+    CHECK_EQ(f.data[0], '\0');
+    jail_file_cleanup(&f);
+}
+
+TEST(read_truncated)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "a.txt", 3, &f, &why), 0);
+    CHECK_EQ(f.len, 3);
+    CHECK_EQ(f.size, 10);
+    CHECK_EQ(f.truncated, 1);
+    CHECK_STR(f.data, "012");   /* NUL-terminated at len */
+    jail_file_cleanup(&f);
+
+    /* exactly the size: not truncated */
+    CHECK_EQ(jail_read(skill, "a.txt", 10, &f, &why), 0);
+    CHECK_EQ(f.len, 10);
+    CHECK_EQ(f.truncated, 0);
+    jail_file_cleanup(&f);
+
+    /* one short */
+    CHECK_EQ(jail_read(skill, "a.txt", 9, &f, &why), 0);
+    CHECK_EQ(f.len, 9);
+    CHECK_EQ(f.truncated, 1);
+    jail_file_cleanup(&f);
+}
+
+TEST(read_directory)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "references", 100, &f, &why), -EISDIR);
+    CHECK(why && *why);
+    CHECK(f.data == NULL);
+    CHECK_EQ(jail_read(skill, "sub", 100, &f, &why), -EISDIR);
+}
+
+TEST(read_missing)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "nope.md", 100, &f, &why), -ENOENT);
+    CHECK(why && *why);
+    CHECK_EQ(jail_read(skill, "nodir/nope.md", 100, &f, &why), -ENOENT);
+    /* a file used as a folder */
+    CHECK_EQ(jail_read(skill, "a.txt/x", 100, &f, &why), -ENOENT);
+}
+
+TEST(read_symlink_out)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "escape", 100, &f, &why), -EXDEV);
+    CHECK(why && strstr(why, "outside"));
+    CHECK(f.data == NULL);
+    /* through a symlinked folder that leaves the skill */
+    CHECK_EQ(jail_read(skill, "outlink/o.txt", 100, &f, &why), -EXDEV);
+}
+
+TEST(read_symlink_absolute)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    int r = jail_read(skill, "passwd", 1 << 16, &f, &why);
+    CHECK(r < 0);
+    CHECK_EQ(r, -EXDEV);
+    CHECK(f.data == NULL);
+}
+
+TEST(read_symlink_inside)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "sibling", 100, &f, &why), 0);
+    CHECK_STR(f.data, "0123456789");
+    jail_file_cleanup(&f);
+    /* sub/up -> ../a.txt stays inside */
+    CHECK_EQ(jail_read(skill, "sub/up", 100, &f, &why), 0);
+    CHECK_STR(f.data, "0123456789");
+    jail_file_cleanup(&f);
+}
+
+TEST(read_symlink_loop)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    int r = jail_read(skill, "loop", 100, &f, &why);
+    CHECK(r < 0);
+    CHECK(why && *why);
+    CHECK(f.data == NULL);
+}
+
+TEST(read_fifo_does_not_block)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    alarm(10);  /* a blocking open would kill the test instead of hanging it */
+    int r = jail_read(skill, "fifo", 100, &f, &why);
+    alarm(0);
+    CHECK(r < 0);
+    CHECK(r != -ENOENT);
+    CHECK(why && *why);
+    CHECK(f.data == NULL);
+}
+
+TEST(read_bad_text)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    CHECK_EQ(jail_read(skill, "../outside.txt", 100, &f, &why), -EINVAL);
+    CHECK(why && *why);
+    CHECK_EQ(jail_read(skill, "/etc/passwd", 100, &f, &why), -EINVAL);
+    CHECK_EQ(jail_read(skill, "", 100, &f, &why), -EINVAL);
+    CHECK_EQ(jail_read(skill, ".git/config", 100, &f, &why), -EINVAL);
+}
+
+TEST(read_missing_dir)
+{
+    struct jail_file f;
+    const char *why = NULL;
+    char d[200];
+    snprintf(d, sizeof d, "%s/no-such-skill", base);
+    int r = jail_read(d, "a.txt", 100, &f, &why);
+    CHECK(r < 0);
+    CHECK(why && *why);
+    CHECK(f.data == NULL);
+}
+
+int main(void)
+{
+    setup();
+    RUN(check_refuses);
+    RUN(check_reasons);
+    RUN(check_long_path);
+    RUN(check_accepts);
+    RUN(read_normal);
+    RUN(read_empty_file);
+    RUN(read_truncated);
+    RUN(read_directory);
+    RUN(read_missing);
+    RUN(read_symlink_out);
+    RUN(read_symlink_absolute);
+    RUN(read_symlink_inside);
+    RUN(read_symlink_loop);
+    RUN(read_fifo_does_not_block);
+    RUN(read_bad_text);
+    RUN(read_missing_dir);
+    teardown();
+    DONE();
+}

@@ -1,0 +1,1203 @@
+/*
+ * test_tools.c - the MCP tools (server/tools.c) driven through tools_call()
+ * over a temporary skill tree.
+ */
+#include "harness.h"
+#include "skills.h"
+#include "srv.h"
+#include "stats.h"
+#include "tools.h"
+#include "util.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- fixture: a skill tree and a server over it ------------------------- */
+
+static char base[64];
+static char root[128];
+
+static void mkpath(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    for (char *s = p + strlen(base) + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+}
+
+static void put(const char *rel, const char *data, size_t len)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    char *slash = strrchr(p, '/');
+    if (slash > p + strlen(base)) {
+        *slash = '\0';
+        mkpath(p + strlen(base) + 1);
+        *slash = '/';
+    }
+    FILE *f = fopen(p, "wb");
+    if (!f) {
+        perror(p);
+        exit(2);
+    }
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+static void puts_(const char *rel, const char *text)
+{
+    put(rel, text, strlen(text));
+}
+
+static void skill_md(const char *qname, const char *name, const char *desc, const char *extra,
+                     const char *body)
+{
+    char rel[256], text[4096];
+    snprintf(rel, sizeof rel, "skills/%s/SKILL.md", qname);
+    snprintf(text, sizeof text, "---\nname: %s\ndescription: %s\n%s---\n%s", name, desc,
+             extra ? extra : "", body);
+    puts_(rel, text);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+static void rm_tree(const char *p)
+{
+    nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#define X_BODY                                                                             \
+    "# X\n\nIntro text.\n\n## Usage\n\nUse it like this.\n\n### Details\n\nMore detail.\n\n" \
+    "## Other\n\nThe end.\n"
+
+static void make_tree(void)
+{
+    snprintf(base, sizeof base, "/tmp/skill-tools-XXXXXX");
+    if (!mkdtemp(base)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    snprintf(root, sizeof root, "%s/skills", base);
+    mkpath("skills");
+    skill_md("x", "x", "The x skill, for testing", "tags: [alpha, Beta]\nversion: \"1.0.0\"\n",
+             X_BODY);
+    puts_("skills/x/references/a.md", "# A\nhello\n");
+    put("skills/x/assets/b.bin", "\x00\xff", 2);
+    /* "ab" + EURO SIGN (3 bytes) + "cd" + GRINNING FACE (4 bytes) */
+    puts_("skills/x/utf8.txt", "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80");
+    puts_("skills/x/scripts/run.py", "print('hi')\n");
+    puts_("outside.txt", "secret outside the skills\n");
+    char p[512];
+    snprintf(p, sizeof p, "%s/skills/x/escape", base);
+    if (symlink("../../outside.txt", p) < 0) {
+        perror("symlink");
+        exit(2);
+    }
+    skill_md("y", "y", "The y skill", NULL, "# Y\n\nBody of y.\n");
+    skill_md("csv-profile", "csv-profile", "\"Profile a CSV file: columns, types, null counts\"",
+             "tags: [data, csv]\n", "# CSV profile\n\n## Usage\n\nRun it.\n");
+    skill_md("pdf", "pdf",
+             "Extract text and tables from PDF documents, fill forms, merge and split files",
+             "tags: [office, documents]\n", "# PDF\n");
+    skill_md("text-stats", "text-stats", "Count words, sentences and reading time of a text",
+             "tags: [text, writing]\n", "# Text stats\n");
+    skill_md("acme/billing", "billing", "Create and send invoices for the acme team",
+             "tags: [finance]\n", "# Billing\n\n## Invoices\n\nSend them.\n");
+    puts_("skills/acme/billing/references/a.md", "billing reference\n");
+    skill_md("acme/reports", "reports", "Weekly reports for acme", NULL, "# Acme reports\n");
+    skill_md("beta/reports", "reports", "Monthly reports for beta", NULL, "# Beta reports\n");
+}
+
+static struct srv S;
+static char *fake_argv[4];
+
+static void server_up(void)
+{
+    fake_argv[0] = "skill-mcp";
+    fake_argv[1] = "--skills";
+    fake_argv[2] = root;
+    memset(&S, 0, sizeof S);
+    if (cfg_parse(&S.cfg, 3, fake_argv) != 0)
+        exit(2);
+    size_t n;
+    const char *const *names = tools_names(&n);
+    stats_init(&S.stats, names, n);
+    S.instructions = "Test instructions.";
+    S.ttl_ms = 5000;
+    tools_setup(&S);
+    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, tools_ext_build, tools_ext_free, &S);
+    if (!S.skills)
+        exit(2);
+}
+
+static void server_down(void)
+{
+    skills_free(S.skills);
+    tools_cleanup(&S);
+    stats_cleanup(&S.stats);
+    memset(&S, 0, sizeof S);
+}
+
+/* ---- calling tools ------------------------------------------------------------ */
+
+static int last_raw;    /* the previous call was answered with borrowed, pre-rendered bytes */
+
+/*
+ * Runs tool with args; returns the parsed CallToolResult (new reference), or
+ * NULL when no such tool exists or the bytes are not valid JSON.
+ */
+static json_t *call_j(const char *tool, json_t *args, int modern)
+{
+    json_t *res = NULL;
+    char *owned = NULL;
+    const char *raw = NULL;
+    size_t rawlen = 0;
+    struct snapshot *snap = skills_acquire(S.skills);
+    int rc = tools_call(&S, snap, tool, args, modern, &owned, &raw, &rawlen);
+    last_raw = rc == 0 && raw && !owned;
+    if (rc == 0) {
+        json_error_t e;
+        if (!raw)
+            printf("# tools_call returned 0 without bytes\n");
+        else if (!(res = json_loadb(raw, rawlen, 0, &e)))
+            printf("# result does not parse: %s (byte %d)\n", e.text, e.position);
+    }
+    free(owned);
+    skills_release(snap);
+    return res;
+}
+
+static json_t *call(const char *tool, const char *args)
+{
+    json_t *a = NULL;
+    if (args) {
+        json_error_t e;
+        a = json_loads(args, 0, &e);
+        if (!a) {
+            printf("# bad test args %s: %s\n", args, e.text);
+            return NULL;
+        }
+    }
+    json_t *r = call_j(tool, a, 0);
+    json_decref(a);
+    return r;
+}
+
+static int is_error(json_t *r)
+{
+    return json_is_true(json_object_get(r, "isError"));
+}
+
+static json_t *sc(json_t *r)
+{
+    return json_object_get(r, "structuredContent");
+}
+
+static const char *text0(json_t *r)
+{
+    return json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0),
+                                             "text"));
+}
+
+static const char *sget(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static json_int_t iget(json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+/* The CallToolResult is an error whose message contains every needle. */
+#define CHECK_TOOL_ERROR(r, ...) do {                                        \
+        const char *needles_[] = {__VA_ARGS__, NULL};                        \
+        CHECK((r) != NULL);                                                  \
+        CHECK(is_error(r));                                                  \
+        CHECK(sc(r) == NULL);                                                \
+        const char *t_ = text0(r);                                           \
+        CHECK(t_ != NULL);                                                   \
+        for (const char **n_ = needles_; *n_; n_++)                          \
+            if (!strstr(t_, *n_)) {                                          \
+                H_FAIL("error text lacks \"%s\": %s", *n_, t_);              \
+                return;                                                      \
+            }                                                                \
+    } while (0)
+
+/* A successful CallToolResult whose text block is its structuredContent. */
+#define CHECK_TOOL_OK(r) do {                                                \
+        CHECK((r) != NULL);                                                  \
+        if (is_error(r)) {                                                   \
+            H_FAIL("tool error: %s", text0(r));                              \
+            return;                                                          \
+        }                                                                    \
+        CHECK(json_is_object(sc(r)));                                        \
+        json_t *t_ = json_loads(text0(r), 0, NULL);                          \
+        int same_ = json_equal(t_, sc(r));                                   \
+        json_decref(t_);                                                     \
+        CHECK(same_);                                                        \
+    } while (0)
+
+/* Qualified names of a list_skills result, comma-joined. */
+static void qnames(json_t *r, char *out, size_t cap)
+{
+    size_t i;
+    json_t *c;
+    out[0] = '\0';
+    json_array_foreach(json_object_get(sc(r), "skills"), i, c) {
+        if (i)
+            strncat(out, ",", cap - strlen(out) - 1);
+        strncat(out, sget(c, "qualified_name"), cap - strlen(out) - 1);
+    }
+}
+
+#define ALL_QNAMES "acme/billing,acme/reports,beta/reports,csv-profile,pdf,text-stats,x,y"
+
+/* ---- tools_call basics ----------------------------------------------------------- */
+
+static int call_rc(const char *tool)
+{
+    char *owned = NULL;
+    const char *raw = NULL;
+    size_t rawlen = 0;
+    struct snapshot *snap = skills_acquire(S.skills);
+    int rc = tools_call(&S, snap, tool, NULL, 0, &owned, &raw, &rawlen);
+    free(owned);
+    skills_release(snap);
+    return rc;
+}
+
+TEST(unknown_tool)
+{
+    CHECK_EQ(call_rc("no_such_tool"), -1);
+    CHECK_EQ(call_rc("run_skill_script"), -1);
+    CHECK_EQ(call_rc(""), -1);
+    CHECK_EQ(call_rc("LIST_SKILLS"), -1);
+    CHECK_EQ(call_rc("list_skills"), 0);
+}
+
+TEST(names_and_list)
+{
+    size_t n;
+    const char *const *names = tools_names(&n);
+    CHECK_EQ(n, 5);
+    CHECK_STR(names[0], "list_skills");
+    CHECK_EQ(json_array_size(S.tools_list), n);
+    for (size_t i = 0; i < n; i++)
+        CHECK_STR(sget(json_array_get(S.tools_list, i), "name"), names[i]);
+}
+
+/* ---- list_skills --------------------------------------------------------------- */
+
+TEST(list_default_fast_path)
+{
+    json_t *fast = call("list_skills", NULL);
+    CHECK(last_raw);
+    CHECK_TOOL_OK(fast);
+    json_t *empty = call("list_skills", "{}");
+    CHECK(last_raw);
+    json_t *slow = call("list_skills", "{\"limit\":50}");
+    CHECK(!last_raw);
+    CHECK_TOOL_OK(slow);
+    CHECK(json_equal(sc(fast), sc(slow)));
+    CHECK(json_equal(fast, slow));
+    CHECK(json_equal(fast, empty));
+    char q[512];
+    qnames(fast, q, sizeof q);
+    CHECK_STR(q, ALL_QNAMES);
+    CHECK_EQ(iget(sc(fast), "total"), 8);
+    CHECK(iget(sc(fast), "generation") >= 1);
+    CHECK(json_object_get(sc(fast), "next_cursor") == NULL);
+    json_decref(fast);
+    json_decref(empty);
+    json_decref(slow);
+}
+
+TEST(list_fast_path_modern)
+{
+    json_t *fast = call_j("list_skills", NULL, 1);
+    CHECK(last_raw);
+    CHECK_TOOL_OK(fast);
+    CHECK_STR(sget(fast, "resultType"), "complete");
+    CHECK(json_is_object(json_object_get(json_object_get(fast, "_meta"),
+                                         "io.modelcontextprotocol/serverInfo")));
+    /* a tool result is not cacheable */
+    CHECK(json_object_get(fast, "ttlMs") == NULL);
+    json_t *a = json_pack("{s:i}", "limit", 50);
+    json_t *slow = call_j("list_skills", a, 1);
+    json_decref(a);
+    CHECK(!last_raw);
+    CHECK(json_equal(fast, slow));
+    json_decref(fast);
+    json_decref(slow);
+}
+
+TEST(list_cards)
+{
+    json_t *r = call("list_skills", "{\"query\":\"x\"}");
+    CHECK_TOOL_OK(r);
+    json_t *c = json_array_get(json_object_get(sc(r), "skills"), 0);
+    CHECK_STR(sget(c, "name"), "x");
+    CHECK_STR(sget(c, "qualified_name"), "x");
+    CHECK_STR(sget(c, "description"), "The x skill, for testing");
+    CHECK_STR(sget(c, "version"), "1.0.0");
+    CHECK_EQ(json_array_size(json_object_get(c, "tags")), 2);
+    json_decref(r);
+
+    r = call("list_skills", "{\"limit\":500}");
+    CHECK_TOOL_OK(r);
+    size_t i;
+    json_array_foreach(json_object_get(sc(r), "skills"), i, c) {
+        if (!strcmp(sget(c, "qualified_name"), "y")) {
+            /* no tags or version in the frontmatter: the keys are absent */
+            CHECK(json_object_get(c, "tags") == NULL);
+            CHECK(json_object_get(c, "version") == NULL);
+        }
+        if (!strcmp(sget(c, "qualified_name"), "acme/billing"))
+            CHECK_STR(sget(c, "name"), "billing");
+    }
+    json_decref(r);
+}
+
+TEST(list_query_ranking)
+{
+    json_t *r = call("list_skills", "{\"query\":\"profile a csv file\"}");
+    CHECK_TOOL_OK(r);
+    json_t *first = json_array_get(json_object_get(sc(r), "skills"), 0);
+    CHECK_STR(sget(first, "qualified_name"), "csv-profile");
+    json_decref(r);
+
+    r = call("list_skills", "{\"query\":\"pdf documents\"}");
+    CHECK_TOOL_OK(r);
+    first = json_array_get(json_object_get(sc(r), "skills"), 0);
+    CHECK_STR(sget(first, "qualified_name"), "pdf");
+    json_decref(r);
+
+    r = call("list_skills", "{\"query\":\"invoices\"}");
+    CHECK_TOOL_OK(r);
+    first = json_array_get(json_object_get(sc(r), "skills"), 0);
+    CHECK_STR(sget(first, "qualified_name"), "acme/billing");
+    json_decref(r);
+
+    /* nothing matches: an empty page, not an error */
+    r = call("list_skills", "{\"query\":\"zzzqqqxxx\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(iget(sc(r), "total"), 0);
+    CHECK_EQ(json_array_size(json_object_get(sc(r), "skills")), 0);
+    json_decref(r);
+
+    /* an empty query is no query */
+    r = call("list_skills", "{\"query\":\"\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(iget(sc(r), "total"), 8);
+    json_decref(r);
+}
+
+TEST(list_tags_filter)
+{
+    char q[512];
+    json_t *r = call("list_skills", "{\"tags\":[\"ALPHA\",\"beta\"]}");
+    CHECK_TOOL_OK(r);
+    qnames(r, q, sizeof q);
+    CHECK_STR(q, "x");
+    CHECK_EQ(iget(sc(r), "total"), 1);
+    json_decref(r);
+
+    /* every tag must be carried */
+    r = call("list_skills", "{\"tags\":[\"alpha\",\"data\"]}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(iget(sc(r), "total"), 0);
+    json_decref(r);
+
+    r = call("list_skills", "{\"tags\":[\"Office\"]}");
+    CHECK_TOOL_OK(r);
+    qnames(r, q, sizeof q);
+    CHECK_STR(q, "pdf");
+    json_decref(r);
+
+    /* tags with a query */
+    r = call("list_skills", "{\"tags\":[\"csv\"],\"query\":\"file\"}");
+    CHECK_TOOL_OK(r);
+    qnames(r, q, sizeof q);
+    CHECK_STR(q, "csv-profile");
+    json_decref(r);
+
+    /* an empty list filters nothing */
+    r = call("list_skills", "{\"tags\":[]}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(iget(sc(r), "total"), 8);
+    json_decref(r);
+
+    r = call("list_skills", "{\"tags\":\"alpha\"}");
+    CHECK_TOOL_ERROR(r, "tags");
+    json_decref(r);
+    r = call("list_skills", "{\"tags\":[1]}");
+    CHECK_TOOL_ERROR(r, "tags");
+    json_decref(r);
+}
+
+TEST(list_paging)
+{
+    char all[1024] = "", q[512];
+    const char *cursor = NULL;
+    char cur[32] = "";
+    int pages = 0;
+    for (;;) {
+        json_t *a = json_pack("{s:i}", "limit", 3);
+        if (cursor)
+            json_object_set_new(a, "cursor", json_string(cursor));
+        json_t *r = call_j("list_skills", a, 0);
+        json_decref(a);
+        CHECK_TOOL_OK(r);
+        CHECK_EQ(iget(sc(r), "total"), 8);
+        size_t n = json_array_size(json_object_get(sc(r), "skills"));
+        qnames(r, q, sizeof q);
+        if (*all)
+            strcat(all, ",");
+        strcat(all, q);
+        pages++;
+        const char *next = sget(sc(r), "next_cursor");
+        if (pages < 3) {
+            CHECK_EQ(n, 3);
+            CHECK(next != NULL);
+            CHECK_EQ(atoi(next), 3 * pages);
+        } else {
+            CHECK_EQ(n, 2);
+            CHECK(next == NULL);
+        }
+        if (!next) {
+            json_decref(r);
+            break;
+        }
+        snprintf(cur, sizeof cur, "%s", next);
+        cursor = cur;
+        json_decref(r);
+        CHECK(pages < 10);
+    }
+    CHECK_EQ(pages, 3);
+    CHECK_STR(all, ALL_QNAMES);
+
+    /* past the end: an empty last page */
+    json_t *r = call("list_skills", "{\"cursor\":\"100\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(json_array_size(json_object_get(sc(r), "skills")), 0);
+    CHECK_EQ(iget(sc(r), "total"), 8);
+    CHECK(json_object_get(sc(r), "next_cursor") == NULL);
+    json_decref(r);
+
+    /* exactly one page */
+    r = call("list_skills", "{\"limit\":8}");
+    CHECK_TOOL_OK(r);
+    CHECK(json_object_get(sc(r), "next_cursor") == NULL);
+    json_decref(r);
+
+    /* a query pages too */
+    r = call("list_skills", "{\"query\":\"reports\",\"limit\":1}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(iget(sc(r), "total"), 2);
+    CHECK_STR(sget(sc(r), "next_cursor"), "1");
+    json_decref(r);
+}
+
+TEST(list_bad_arguments)
+{
+    static const char *const bad[] = {
+        "{\"cursor\":\"abc\"}",  "{\"cursor\":\"-1\"}",     "{\"cursor\":\"\"}",
+        "{\"cursor\":\"1x\"}",   "{\"cursor\":\"999999999999\"}", "{\"cursor\":5}",
+        "{\"limit\":0}",         "{\"limit\":501}",         "{\"limit\":-3}",
+        "{\"limit\":\"ten\"}",   "{\"limit\":2.5}",         "{\"limit\":true}",
+        "{\"query\":7}",         "{\"query\":[\"a\"]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *r = call("list_skills", bad[i]);
+        if (!r || !is_error(r) || sc(r)) {
+            H_FAIL("list_skills %s: expected isError", bad[i]);
+            json_decref(r);
+            return;
+        }
+        json_decref(r);
+    }
+    json_t *r = call("list_skills", "{\"limit\":0}");
+    CHECK_TOOL_ERROR(r, "limit", "500");
+    json_decref(r);
+    r = call("list_skills", "{\"cursor\":\"abc\"}");
+    CHECK_TOOL_ERROR(r, "cursor");
+    json_decref(r);
+    /* a whole number written as a real is fine */
+    r = call("list_skills", "{\"limit\":2.0}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(json_array_size(json_object_get(sc(r), "skills")), 2);
+    json_decref(r);
+    /* null means "not given" */
+    r = call("list_skills", "{\"limit\":null,\"cursor\":null,\"query\":null,\"tags\":null}");
+    CHECK_TOOL_OK(r);
+    CHECK_EQ(iget(sc(r), "total"), 8);
+    json_decref(r);
+}
+
+/*
+ * A huge real limit: opt_int() casts it to long before range-checking, which
+ * is undefined behaviour (UBSan's float-cast-overflow aborts the process).
+ * Run in a child so that an abort is a failed test, not a dead run.
+ */
+static int child_limit_is_error(const char *args)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        json_t *r = call("list_skills", args);
+        _exit(r && is_error(r) && text0(r) && strstr(text0(r), "limit") ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFSIGNALED(st))
+        printf("# child died of signal %d\n", WTERMSIG(st));
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+TEST(list_huge_real_limit)
+{
+    CHECK(child_limit_is_error("{\"limit\":1e300}"));
+    CHECK(child_limit_is_error("{\"limit\":-1e19}"));
+}
+
+TEST(list_unknown_argument)
+{
+    json_t *r = call("list_skills", "{\"foo\":1}");
+    CHECK_TOOL_ERROR(r, "'foo'", "query", "tags", "limit", "cursor");
+    json_decref(r);
+    r = call("skill_server_stats", "{\"verbose\":true}");
+    CHECK_TOOL_ERROR(r, "'verbose'");
+    json_decref(r);
+    r = call("reload_skills", "{\"force\":true}");
+    CHECK_TOOL_ERROR(r, "'force'");
+    json_decref(r);
+}
+
+TEST(arguments_not_object)
+{
+    json_t *a = json_pack("[i]", 1);
+    json_t *r = call_j("load_skill", a, 0);
+    json_decref(a);
+    CHECK_TOOL_ERROR(r, "object");
+    json_decref(r);
+    a = json_string("x");
+    r = call_j("read_skill_file", a, 0);
+    json_decref(a);
+    CHECK_TOOL_ERROR(r, "object");
+    json_decref(r);
+}
+
+/* ---- load_skill -------------------------------------------------------------- */
+
+TEST(load_whole_body)
+{
+    json_t *r = call("load_skill", "{\"name\":\"x\"}");
+    CHECK_TOOL_OK(r);
+    json_t *s = sc(r);
+    CHECK_STR(sget(s, "name"), "x");
+    CHECK_STR(sget(s, "qualified_name"), "x");
+    CHECK_STR(sget(s, "description"), "The x skill, for testing");
+    CHECK_STR(sget(s, "content"), X_BODY);
+    CHECK(!strstr(sget(s, "content"), "description:"));
+    CHECK(json_object_get(s, "section") == NULL);
+    json_t *secs = json_object_get(s, "sections");
+    CHECK_EQ(json_array_size(secs), 4);
+    CHECK_STR(sget(json_array_get(secs, 0), "title"), "X");
+    CHECK_EQ(iget(json_array_get(secs, 0), "level"), 1);
+    CHECK_STR(sget(json_array_get(secs, 2), "title"), "Details");
+    CHECK_EQ(iget(json_array_get(secs, 2), "level"), 3);
+    /* scripts/ apart; the rest as files; SKILL.md and the escaping link absent */
+    json_t *scripts = json_object_get(s, "scripts");
+    CHECK_EQ(json_array_size(scripts), 1);
+    CHECK_STR(sget(json_array_get(scripts, 0), "path"), "scripts/run.py");
+    json_t *files = json_object_get(s, "files");
+    char list[512] = "";
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+        if (i)
+            strcat(list, ",");
+        strcat(list, sget(f, "path"));
+        CHECK(json_is_integer(json_object_get(f, "size")));
+    }
+    CHECK_STR(list, "assets/b.bin,references/a.md,utf8.txt");
+    json_decref(r);
+}
+
+TEST(load_whole_body_cached)
+{
+    json_t *a = call("load_skill", "{\"name\":\"csv-profile\"}");
+    CHECK_TOOL_OK(a);
+    json_t *b = call("load_skill", "{\"name\":\"csv-profile\"}");
+    CHECK(last_raw);    /* rendered once, then served from the entry */
+    CHECK(json_equal(a, b));
+    CHECK(json_object_get(a, "resultType") == NULL);
+    /* the modern era has its own rendering */
+    json_t *args = json_pack("{s:s}", "name", "csv-profile");
+    json_t *m1 = call_j("load_skill", args, 1);
+    json_t *m2 = call_j("load_skill", args, 1);
+    json_decref(args);
+    CHECK_TOOL_OK(m1);
+    CHECK(last_raw);
+    CHECK(json_equal(m1, m2));
+    CHECK_STR(sget(m1, "resultType"), "complete");
+    CHECK(json_equal(sc(m1), sc(a)));
+    /* and the legacy one is still legacy */
+    json_t *c = call("load_skill", "{\"name\":\"csv-profile\"}");
+    CHECK(json_object_get(c, "resultType") == NULL);
+    /* a section is rendered per call */
+    json_t *d = call("load_skill", "{\"name\":\"csv-profile\",\"section\":\"usage\"}");
+    CHECK_TOOL_OK(d);
+    CHECK(!last_raw);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    json_decref(m1);
+    json_decref(m2);
+}
+
+TEST(load_section)
+{
+    json_t *r = call("load_skill", "{\"name\":\"x\",\"section\":\"usage\"}");
+    CHECK_TOOL_OK(r);
+    const char *c = sget(sc(r), "content");
+    CHECK_STR(c, "## Usage\n\nUse it like this.\n\n### Details\n\nMore detail.\n\n");
+    CHECK_STR(sget(sc(r), "section"), "usage");
+    json_decref(r);
+
+    r = call("load_skill", "{\"name\":\"x\",\"section\":\"  ## OTHER \"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "content"), "## Other\n\nThe end.\n");
+    json_decref(r);
+
+    r = call("load_skill", "{\"name\":\"x\",\"section\":\"details\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "content"), "### Details\n\nMore detail.\n\n");
+    json_decref(r);
+
+    /* an empty section is the whole body */
+    r = call("load_skill", "{\"name\":\"x\",\"section\":\"\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "content"), X_BODY);
+    json_decref(r);
+}
+
+TEST(load_unknown_section)
+{
+    json_t *r = call("load_skill", "{\"name\":\"x\",\"section\":\"Nope\"}");
+    CHECK_TOOL_ERROR(r, "Nope", "\"Usage\"", "\"Other\"", "\"Details\"", "\"X\"");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"x\",\"section\":5}");
+    CHECK_TOOL_ERROR(r, "section");
+    json_decref(r);
+}
+
+TEST(load_ambiguous_and_qualified)
+{
+    json_t *r = call("load_skill", "{\"name\":\"reports\"}");
+    CHECK_TOOL_ERROR(r, "acme/reports", "beta/reports");
+    json_decref(r);
+
+    r = call("load_skill", "{\"name\":\"beta/reports\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "qualified_name"), "beta/reports");
+    CHECK_STR(sget(sc(r), "name"), "reports");
+    CHECK_STR(sget(sc(r), "content"), "# Beta reports\n");
+    json_decref(r);
+
+    /* a unique bare name of a team skill works */
+    r = call("load_skill", "{\"name\":\"billing\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "qualified_name"), "acme/billing");
+    json_decref(r);
+}
+
+TEST(load_unknown_skill_suggests)
+{
+    json_t *r = call("load_skill", "{\"name\":\"csv-profil\"}");
+    CHECK_TOOL_ERROR(r, "csv-profil", "csv-profile");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"acme/biling\"}");
+    CHECK_TOOL_ERROR(r, "acme/billing");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"completely-unrelated-thing\"}");
+    CHECK_TOOL_ERROR(r, "list_skills");
+    json_decref(r);
+}
+
+TEST(load_bad_names)
+{
+    size_t n = 100 * 1024;
+    char *big = malloc(n + 1);
+    memset(big, 'a', n);
+    big[n] = '\0';
+    json_t *a = json_pack("{s:s}", "name", big);
+    free(big);
+    json_t *r = call_j("load_skill", a, 0);
+    json_decref(a);
+    CHECK_TOOL_ERROR(r, "name");
+    CHECK(strlen(text0(r)) < 2000);     /* the name is not echoed back in full */
+    json_decref(r);
+
+    r = call("load_skill", "{\"name\":42}");
+    CHECK_TOOL_ERROR(r, "name");
+    json_decref(r);
+    r = call("load_skill", "{}");
+    CHECK_TOOL_ERROR(r, "name");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"\"}");
+    CHECK_TOOL_ERROR(r, "name");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":null}");
+    CHECK_TOOL_ERROR(r, "name");
+    json_decref(r);
+    a = json_pack("{s:s#}", "name", "x\0y", (int)3);
+    r = call_j("load_skill", a, 0);
+    json_decref(a);
+    CHECK_TOOL_ERROR(r, "name");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"x\",\"extra\":1}");
+    CHECK_TOOL_ERROR(r, "'extra'");
+    json_decref(r);
+}
+
+/* ---- read_skill_file ---------------------------------------------------------- */
+
+TEST(read_text)
+{
+    json_t *r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"references/a.md\"}");
+    CHECK_TOOL_OK(r);
+    json_t *s = sc(r);
+    CHECK_STR(sget(s, "name"), "x");
+    CHECK_STR(sget(s, "path"), "references/a.md");
+    CHECK_STR(sget(s, "encoding"), "utf-8");
+    CHECK_STR(sget(s, "content"), "# A\nhello\n");
+    CHECK_EQ(iget(s, "size"), 10);
+    CHECK(json_is_false(json_object_get(s, "truncated")));
+    json_decref(r);
+
+    r = call("read_skill_file",
+             "{\"name\":\"acme/billing\",\"path\":\"references/a.md\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "name"), "acme/billing");
+    CHECK_STR(sget(sc(r), "content"), "billing reference\n");
+    json_decref(r);
+
+    /* SKILL.md itself is readable, frontmatter and all */
+    r = call("read_skill_file", "{\"name\":\"y\",\"path\":\"SKILL.md\"}");
+    CHECK_TOOL_OK(r);
+    CHECK(!strncmp(sget(sc(r), "content"), "---\nname: y\n", 12));
+    json_decref(r);
+}
+
+TEST(read_truncation_utf8)
+{
+    /* utf8.txt: a b E2 82 AC c d F0 9F 98 80 (11 bytes) */
+    static const struct {
+        int max;
+        const char *want;
+        int truncated;
+    } cases[] = {
+        {1, "a", 1},
+        {2, "ab", 1},
+        {3, "ab", 1},     /* cut after the lead byte of the euro sign */
+        {4, "ab", 1},     /* cut inside it */
+        {5, "ab\xe2\x82\xac", 1},
+        {7, "ab\xe2\x82\xac" "cd", 1},
+        {8, "ab\xe2\x82\xac" "cd", 1},
+        {9, "ab\xe2\x82\xac" "cd", 1},
+        {10, "ab\xe2\x82\xac" "cd", 1},
+        {11, "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80", 0},
+        {65536, "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *a = json_pack("{s:s, s:s, s:i}", "name", "x", "path", "utf8.txt", "max_bytes",
+                              cases[i].max);
+        json_t *r = call_j("read_skill_file", a, 0);
+        json_decref(a);
+        CHECK(r != NULL);
+        if (is_error(r)) {
+            H_FAIL("max_bytes %d: %s", cases[i].max, text0(r));
+            json_decref(r);
+            return;
+        }
+        json_t *s = sc(r);
+        const char *c = sget(s, "content");
+        if (!c || strcmp(c, cases[i].want) || strcmp(sget(s, "encoding"), "utf-8") ||
+            json_is_true(json_object_get(s, "truncated")) != cases[i].truncated ||
+            iget(s, "size") != 11) {
+            H_FAIL("max_bytes %d: got content \"%s\" encoding %s truncated %d", cases[i].max,
+                   c ? c : "(null)", sget(s, "encoding"),
+                   json_is_true(json_object_get(s, "truncated")));
+            json_decref(r);
+            return;
+        }
+        CHECK(utf8_valid(c, strlen(c)));
+        json_decref(r);
+    }
+}
+
+TEST(read_binary_base64)
+{
+    json_t *r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"assets/b.bin\"}");
+    CHECK_TOOL_OK(r);
+    json_t *s = sc(r);
+    CHECK_STR(sget(s, "encoding"), "base64");
+    CHECK_STR(sget(s, "content"), "AP8=");
+    CHECK_EQ(iget(s, "size"), 2);
+    CHECK(json_is_false(json_object_get(s, "truncated")));
+    unsigned char out[8];
+    CHECK_EQ(EVP_DecodeBlock(out, (const unsigned char *)"AP8=", 4), 3);
+    CHECK_EQ(out[0], 0x00);
+    CHECK_EQ(out[1], 0xff);
+    json_decref(r);
+
+    /* truncated binary */
+    r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"assets/b.bin\",\"max_bytes\":1}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "encoding"), "base64");
+    CHECK_STR(sget(sc(r), "content"), "AA==");
+    CHECK(json_is_true(json_object_get(sc(r), "truncated")));
+    json_decref(r);
+}
+
+TEST(read_traversal_refused)
+{
+    static const char *const paths[] = {"../x",        "../y/SKILL.md", "/etc/passwd",
+                                        ".git/config", "a/../../etc/passwd",
+                                        "references/../../y/SKILL.md", "..\\y\\SKILL.md",
+                                        "./SKILL.md",  ""};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        json_t *a = json_pack("{s:s, s:s}", "name", "x", "path", paths[i]);
+        json_t *r = call_j("read_skill_file", a, 0);
+        json_decref(a);
+        CHECK(r != NULL);
+        const char *t = text0(r);
+        if (!is_error(r) || sc(r) || !t || !strstr(t, "Cannot read")) {
+            H_FAIL("path \"%s\" was not refused with a reason: %s", paths[i], t ? t : "");
+            json_decref(r);
+            return;
+        }
+        json_decref(r);
+    }
+    json_t *r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"/etc/passwd\"}");
+    CHECK_TOOL_ERROR(r, "absolute");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"../y/SKILL.md\"}");
+    CHECK_TOOL_ERROR(r, "'..'");
+    json_decref(r);
+}
+
+TEST(read_nul_in_path)
+{
+    json_t *a = json_object();
+    json_object_set_new(a, "name", json_string("x"));
+    json_object_set_new(a, "path", json_stringn("references/a.md\0../../x", 23));
+    json_t *r = call_j("read_skill_file", a, 0);
+    json_decref(a);
+    CHECK_TOOL_ERROR(r, "NUL");
+    json_decref(r);
+}
+
+TEST(read_symlink_out)
+{
+    json_t *r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"escape\"}");
+    CHECK_TOOL_ERROR(r, "outside");
+    CHECK(!strstr(text0(r), "secret"));
+    json_decref(r);
+}
+
+TEST(read_directory_and_missing)
+{
+    json_t *r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"references\"}");
+    CHECK_TOOL_ERROR(r, "folder");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"references/nope.md\"}");
+    /* not found: the files that exist are listed */
+    CHECK_TOOL_ERROR(r, "references/a.md", "assets/b.bin");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"y\",\"path\":\"nope.md\"}");
+    CHECK_TOOL_ERROR(r, "SKILL.md only");
+    json_decref(r);
+}
+
+TEST(read_bad_arguments)
+{
+    json_t *r = call("read_skill_file", "{\"name\":\"x\"}");
+    CHECK_TOOL_ERROR(r, "path");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"x\",\"path\":3}");
+    CHECK_TOOL_ERROR(r, "path");
+    json_decref(r);
+    r = call("read_skill_file", "{\"path\":\"SKILL.md\"}");
+    CHECK_TOOL_ERROR(r, "name");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"x\",\"path\":\"SKILL.md\",\"max_bytes\":0}");
+    CHECK_TOOL_ERROR(r, "max_bytes");
+    json_decref(r);
+    r = call("read_skill_file",
+             "{\"name\":\"x\",\"path\":\"SKILL.md\",\"max_bytes\":1048577}");
+    CHECK_TOOL_ERROR(r, "max_bytes");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"nope\",\"path\":\"SKILL.md\"}");
+    CHECK_TOOL_ERROR(r, "nope");
+    json_decref(r);
+    r = call("read_skill_file", "{\"name\":\"reports\",\"path\":\"SKILL.md\"}");
+    CHECK_TOOL_ERROR(r, "acme/reports", "beta/reports");
+    json_decref(r);
+}
+
+/* ---- skill_server_stats ---------------------------------------------------------- */
+
+static json_int_t tool_count(json_t *stats, const char *tool, const char *what)
+{
+    return iget(json_object_get(json_object_get(sc(stats), "tools"), tool), what);
+}
+
+TEST(stats_counts)
+{
+    json_t *before = call("skill_server_stats", NULL);
+    CHECK_TOOL_OK(before);
+    json_t *r;
+    r = call("load_skill", "{\"name\":\"x\"}");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"nope\"}");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"y\"}");
+    json_decref(r);
+    r = call("list_skills", NULL);     /* the fast path counts too */
+    json_decref(r);
+    json_t *after = call("skill_server_stats", "{}");
+    CHECK_TOOL_OK(after);
+    CHECK_EQ(tool_count(after, "load_skill", "calls") - tool_count(before, "load_skill", "calls"),
+             3);
+    CHECK_EQ(tool_count(after, "load_skill", "errors") -
+                 tool_count(before, "load_skill", "errors"),
+             1);
+    CHECK_EQ(tool_count(after, "list_skills", "calls") -
+                 tool_count(before, "list_skills", "calls"),
+             1);
+    /* the first stats call is counted by the time of the second */
+    CHECK_EQ(tool_count(after, "skill_server_stats", "calls") -
+                 tool_count(before, "skill_server_stats", "calls"),
+             1);
+    json_t *tools = json_object_get(sc(after), "tools");
+    CHECK_EQ(json_object_size(tools), 5);
+    json_t *ls = json_object_get(tools, "load_skill");
+    CHECK(json_is_number(json_object_get(ls, "p50_ms")));
+    CHECK(json_number_value(json_object_get(ls, "p99_ms")) >=
+          json_number_value(json_object_get(ls, "p50_ms")));
+
+    json_t *idx = json_object_get(sc(after), "index");
+    CHECK_EQ(iget(idx, "skills"), 8);
+    CHECK(iget(idx, "generation") >= 1);
+    CHECK_EQ(iget(idx, "errors"), 0);
+    CHECK(iget(idx, "warnings") >= 1);     /* x/escape points outside */
+    CHECK_EQ(json_array_size(json_object_get(idx, "roots")), 1);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(idx, "roots"), 0)), root);
+    const char *at = sget(idx, "last_refresh_at");
+    CHECK(at && strlen(at) == 20 && at[10] == 'T' && at[19] == 'Z');
+    CHECK(json_is_array(json_object_get(idx, "problems")));
+    json_t *srvinfo = json_object_get(sc(after), "server");
+    CHECK_STR(sget(srvinfo, "name"), "skill-mcp");
+    CHECK_STR(sget(srvinfo, "version"), SKILL_VERSION);
+    CHECK(json_number_value(json_object_get(srvinfo, "uptime_s")) >= 0);
+    json_decref(before);
+    json_decref(after);
+}
+
+/* ---- reload_skills (on its own tree) ---------------------------------------- */
+
+static int has_str(json_t *a, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) if (!strcmp(json_string_value(v), s)) return 1;
+    return 0;
+}
+
+TEST(reload_reports_changes)
+{
+    json_t *r = call("reload_skills", NULL);
+    CHECK_TOOL_OK(r);
+    json_t *s = sc(r);
+    json_int_t g0 = iget(s, "generation_after");
+    CHECK_EQ(iget(s, "generation_after"), iget(s, "generation_before") + 1);
+    CHECK_EQ(json_array_size(json_object_get(s, "added")), 0);
+    CHECK_EQ(json_array_size(json_object_get(s, "removed")), 0);
+    CHECK_EQ(json_array_size(json_object_get(s, "changed")), 0);
+    CHECK(json_is_array(json_object_get(s, "errors")));
+    CHECK(json_is_number(json_object_get(s, "duration_ms")));
+    json_decref(r);
+
+    /* add one, change one, remove one */
+    skill_md("newbie", "newbie", "A brand new skill", NULL, "# New\n");
+    skill_md("y", "y", "The y skill, now rewritten at a different length", NULL,
+             "# Y\n\nA different body.\n");
+    char p[256];
+    snprintf(p, sizeof p, "%s/text-stats", root);
+    rm_tree(p);
+
+    r = call("reload_skills", "{}");
+    CHECK_TOOL_OK(r);
+    s = sc(r);
+    CHECK_EQ(iget(s, "generation_before"), g0);
+    CHECK_EQ(iget(s, "generation_after"), g0 + 1);
+    CHECK_EQ(json_array_size(json_object_get(s, "added")), 1);
+    CHECK(has_str(json_object_get(s, "added"), "newbie"));
+    CHECK_EQ(json_array_size(json_object_get(s, "removed")), 1);
+    CHECK(has_str(json_object_get(s, "removed"), "text-stats"));
+    CHECK(has_str(json_object_get(s, "changed"), "y"));
+    CHECK(!has_str(json_object_get(s, "changed"), "x"));
+    json_decref(r);
+
+    /* the new snapshot serves the changes */
+    r = call("list_skills", NULL);
+    CHECK(last_raw);
+    char q[512];
+    qnames(r, q, sizeof q);
+    CHECK_STR(q, "acme/billing,acme/reports,beta/reports,csv-profile,newbie,pdf,x,y");
+    CHECK_EQ(iget(sc(r), "generation"), g0 + 1);
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"y\"}");
+    CHECK_TOOL_OK(r);
+    CHECK_STR(sget(sc(r), "content"), "# Y\n\nA different body.\n");
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"text-stats\"}");
+    CHECK_TOOL_ERROR(r, "text-stats");
+    json_decref(r);
+
+    /* a broken SKILL.md is reported, and the old version kept */
+    skill_md("x", "x", "", NULL, "# broken\n");
+    r = call("reload_skills", NULL);
+    CHECK_TOOL_OK(r);
+    s = sc(r);
+    CHECK(json_array_size(json_object_get(s, "errors")) >= 1);
+    json_decref(r);
+    r = call("load_skill", "{\"name\":\"x\"}");
+    CHECK_TOOL_OK(r);
+    json_decref(r);
+}
+
+/*
+ * Error messages quote what the caller sent with a byte cap (%.64s, %.100s,
+ * %.200s). A cap that falls inside a multibyte character leaves half of it
+ * in the message, and render() copies the bytes as they are: the result is
+ * not valid UTF-8, so it is not valid JSON (call_j cannot parse it).
+ */
+static json_t *with_long_utf8(const char *key, size_t ascii, size_t n_e_acute)
+{
+    char v[1024];
+    size_t i = 0;
+    for (; i < ascii; i++)
+        v[i] = 'a';
+    for (size_t k = 0; k < n_e_acute; k++) {
+        v[i++] = (char)0xc3;
+        v[i++] = (char)0xa9;
+    }
+    v[i] = '\0';
+    json_t *o = json_object();
+    json_object_set_new(o, key, json_string(v));
+    return o;
+}
+
+TEST(error_text_stays_utf8_unknown_argument)
+{
+    /* the key is cut at 64 bytes: 'a' + 31.5 x U+00E9 */
+    char key[128];
+    size_t i = 0;
+    key[i++] = 'a';
+    for (int k = 0; k < 40; k++) {
+        key[i++] = (char)0xc3;
+        key[i++] = (char)0xa9;
+    }
+    key[i] = '\0';
+    json_t *a = json_object();
+    json_object_set_new(a, key, json_integer(1));
+    json_t *r = call_j("list_skills", a, 0);
+    json_decref(a);
+    CHECK(r != NULL);
+    CHECK(is_error(r));
+    json_decref(r);
+}
+
+TEST(error_text_stays_utf8_section)
+{
+    json_t *a = with_long_utf8("section", 1, 80);    /* cut at 100 bytes */
+    json_object_set_new(a, "name", json_string("x"));
+    json_t *r = call_j("load_skill", a, 0);
+    json_decref(a);
+    CHECK(r != NULL);
+    CHECK(is_error(r));
+    json_decref(r);
+}
+
+TEST(error_text_stays_utf8_path)
+{
+    json_t *a = with_long_utf8("path", 1, 150);      /* cut at 200 bytes */
+    json_object_set_new(a, "name", json_string("x"));
+    json_t *r = call_j("read_skill_file", a, 0);
+    json_decref(a);
+    CHECK(r != NULL);
+    CHECK(is_error(r));
+    json_decref(r);
+}
+
+int main(void)
+{
+    x_install_json_alloc();
+    log_set_level(LOG_WARN);
+    make_tree();
+    server_up();
+
+    RUN(unknown_tool);
+    RUN(names_and_list);
+    RUN(list_default_fast_path);
+    RUN(list_fast_path_modern);
+    RUN(list_cards);
+    RUN(list_query_ranking);
+    RUN(list_tags_filter);
+    RUN(list_paging);
+    RUN(list_bad_arguments);
+    RUN(list_huge_real_limit);
+    RUN(list_unknown_argument);
+    RUN(arguments_not_object);
+    RUN(load_whole_body);
+    RUN(load_whole_body_cached);
+    RUN(load_section);
+    RUN(load_unknown_section);
+    RUN(load_ambiguous_and_qualified);
+    RUN(load_unknown_skill_suggests);
+    RUN(load_bad_names);
+    RUN(read_text);
+    RUN(read_truncation_utf8);
+    RUN(read_binary_base64);
+    RUN(read_traversal_refused);
+    RUN(read_nul_in_path);
+    RUN(read_symlink_out);
+    RUN(read_directory_and_missing);
+    RUN(read_bad_arguments);
+    RUN(error_text_stays_utf8_unknown_argument);
+    RUN(error_text_stays_utf8_section);
+    RUN(error_text_stays_utf8_path);
+    RUN(stats_counts);
+    RUN(reload_reports_changes);    /* last: it edits the tree */
+
+    server_down();
+    rm_tree(base);
+    DONE();
+}
