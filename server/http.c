@@ -18,8 +18,11 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "rpc.h"
+#include "runner.h"
+#include "tools.h"
 #include "util.h"
 
 struct http {
@@ -31,6 +34,14 @@ struct http {
 struct req {
     struct buf body;
     int too_big;
+    /* a script call in flight: the connection is suspended until done */
+    struct MHD_Connection *con;
+    struct srv *S;
+    json_t *id;
+    int modern;
+    char *resp;
+    size_t resp_len;
+    int ready;
 };
 
 static enum MHD_Result send_bytes(struct MHD_Connection *con, unsigned status, char *body,
@@ -154,6 +165,19 @@ static int accepts_json(const char *accept)
            strcasestr(accept, "application/*");
 }
 
+/* Loop thread: the script ended; render the answer and wake the connection. */
+static void on_job_done(struct run_job *job, void *arg)
+{
+    struct req *rq = arg;
+    size_t len;
+    char *result = tools_render_run(rq->S, job, rq->modern, &len);
+    rq->resp = rpc_wrap_raw(rq->id, result, len, &rq->resp_len);
+    free(result);
+    run_job_free(job);
+    rq->ready = 1;
+    MHD_resume_connection(rq->con);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **ctx)
@@ -192,6 +216,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         *ctx = rq;
         return MHD_YES;
     }
+    if (rq->ready) {
+        char *b = rq->resp;
+        rq->resp = NULL;
+        return send_bytes(con, MHD_HTTP_OK, b, rq->resp_len, "application/json");
+    }
     if (*upload_size) {
         if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
             rq->too_big = 1;
@@ -214,6 +243,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     switch (out.kind) {
     case RPC_OUT_ACCEPTED:
         return send_bytes(con, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
+    case RPC_OUT_PENDING:
+        /* Never block this thread on a script: park the connection and let
+         * the loop thread resume it with the answer. */
+        rq->con = con;
+        rq->S = S;
+        rq->id = out.id;
+        rq->modern = out.modern;
+        MHD_suspend_connection(con);
+        run_submit(S->runner, out.job, on_job_done, rq);
+        return MHD_YES;
     case RPC_OUT_RESULT:
         break;
     case RPC_OUT_ERROR:
@@ -232,6 +271,8 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
     struct req *rq = *ctx;
     if (rq) {
         buf_cleanup(&rq->body);
+        json_decref(rq->id);
+        free(rq->resp);
         free(rq);
         *ctx = NULL;
     }
@@ -272,7 +313,7 @@ struct http *http_start(struct srv *S, int *port)
     h->S = S;
     h->loopback = cfg_is_loopback(S->cfg.host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(
@@ -290,6 +331,15 @@ struct http *http_start(struct srv *S, int *port)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : S->cfg.port;
     return h;
+}
+
+void http_quiesce(struct http *h)
+{
+    if (h) {
+        MHD_socket s = MHD_quiesce_daemon(h->d);
+        if (s != MHD_INVALID_SOCKET)
+            close(s);
+    }
 }
 
 void http_stop(struct http *h)

@@ -15,6 +15,8 @@ struct http;
  * --port 0). Call from the main thread.
  */
 struct http *http_start(struct srv *S, int *port);
+/* Stops accepting new connections (requests on open ones still arrive). */
+void http_quiesce(struct http *h);
 void http_stop(struct http *h);
 
 #endif

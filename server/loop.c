@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <uv.h>
 
+#include "runner.h"
 #include "skills.h"
 #include "util.h"
 
@@ -54,6 +55,8 @@ static void on_stop(uv_async_t *a)
 {
     struct loop *l = a->data;
     l->stopping = 1;
+    if (l->S->runner)
+        run_shutdown(l->S->runner);
     if (l->interval_ms)
         uv_close((uv_handle_t *)&l->timer, NULL);
     uv_close((uv_handle_t *)&l->stop, NULL);
@@ -78,6 +81,10 @@ struct loop *loop_start(struct srv *S, double interval_s)
         log_error("cannot start the event loop");
         return NULL;
     }
+    /* Handles are created here, before the loop thread runs; from then on
+     * only that thread touches them. */
+    if (!S->cfg.no_scripts)
+        S->runner = run_new(&l->uv, S->cfg.max_script_concurrency, S->cfg.script_queue_timeout);
     uv_async_init(&l->uv, &l->stop, on_stop);
     l->stop.data = l;
     if (l->interval_ms) {
@@ -101,5 +108,7 @@ void loop_stop(struct loop *l)
     uv_async_send(&l->stop);
     pthread_join(l->thread, NULL);
     uv_loop_close(&l->uv);
+    run_free(l->S->runner);
+    l->S->runner = NULL;
     free(l);
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "http.h"
 #include "loop.h"
+#include "script.h"
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
@@ -25,7 +26,15 @@ static const char instructions[] =
     "specific tasks. Call list_skills first (pass a query describing the task to rank skills "
     "by relevance). Before acting on a skill, call load_skill to read its instructions (or "
     "one section of them), then follow them. Use read_skill_file for the references a skill "
-    "points to.";
+    "points to, and run_skill_script to run a skill's bundled scripts rather than "
+    "re-implementing them.";
+
+static const char instructions_read_only[] =
+    "This server is a library of skills: expert instructions, references and scripts for "
+    "specific tasks. Call list_skills first (pass a query describing the task to rank skills "
+    "by relevance). Before acting on a skill, call load_skill to read its instructions (or "
+    "one section of them), then follow them. Use read_skill_file for the references a skill "
+    "points to. This server does not run scripts.";
 
 int main(int argc, char **argv)
 {
@@ -50,9 +59,11 @@ int main(int argc, char **argv)
     size_t ntools;
     const char *const *names = tools_names(&ntools);
     stats_init(&S.stats, names, ntools);
-    S.instructions = instructions;
+    S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
+    if (!S.cfg.no_scripts)
+        S.scripts = script_setup(&S.cfg);
 
     S.skills = skills_new(S.cfg.roots, S.cfg.nroots, tools_ext_build, tools_ext_free, &S);
     if (!S.skills) {
@@ -86,10 +97,14 @@ int main(int argc, char **argv)
         break;
     }
 
-    http_stop(http);
+    /* Scripts still running are stopped and answered before the HTTP side
+     * goes: libmicrohttpd must not be stopped with suspended connections. */
+    http_quiesce(http);
     loop_stop(loop);
+    http_stop(http);
     skills_free(S.skills);
     tools_cleanup(&S);
+    script_free(S.scripts);
     stats_cleanup(&S.stats);
     return 0;
 }

@@ -46,6 +46,8 @@ void mcp_call_done(struct mcp_call *c)
     json_decref(c->result);
     json_decref(c->errdata);
     free(c->raw_owned);
+    run_job_free(c->job);
+    c->job = NULL;
     c->result = c->errdata = NULL;
     c->raw_owned = NULL;
 }
@@ -140,7 +142,7 @@ static int m_tools_call(struct mcp_call *c)
     if (json_is_null(args))
         args = NULL;
     if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern,
-                   &c->raw_owned, &c->raw, &c->rawlen) < 0)
+                   &c->raw_owned, &c->raw, &c->rawlen, &c->job) < 0)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));
     return 0;

@@ -24,6 +24,7 @@ struct mcp_call {
     const char *raw;        /* or rendered result bytes (borrowed, or raw_owned) */
     size_t rawlen;
     char *raw_owned;
+    struct run_job *job;    /* or a script to run; the answer comes later */
     int err;                /* JSON-RPC error code, 0 when none */
     char errmsg[512];
     json_t *errdata;        /* new reference or NULL */

@@ -43,6 +43,7 @@ enum rpc_kind {
     RPC_OUT_RESULT,         /* 200 */
     RPC_OUT_ERROR,          /* a JSON-RPC error; see code and transport */
     RPC_OUT_ACCEPTED,       /* a notification: 202, no body */
+    RPC_OUT_PENDING,        /* a script must run first: see job */
 };
 
 struct rpc_out {
@@ -53,6 +54,8 @@ struct rpc_out {
     char *body;             /* malloc'd response bytes, NULL when accepted */
     size_t len;
     const char *method;     /* borrowed static string for logs, or NULL */
+    struct run_job *job;    /* RPC_OUT_PENDING: the caller submits it */
+    json_t *id;             /* RPC_OUT_PENDING: the request id (new reference) */
 };
 
 /* Any HTTP thread. Fills *out; free out->body. */

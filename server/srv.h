@@ -12,6 +12,8 @@
 #include "stats.h"
 
 struct skills;
+struct runner;
+struct scripts;
 
 struct srv {
     struct cfg cfg;
@@ -22,6 +24,8 @@ struct srv {
     size_t tools_raw_len[2];
     const char *instructions;   /* initialize / server/discover instructions */
     int64_t ttl_ms;             /* ttlMs on cacheable results */
+    struct runner *runner;      /* lives on the loop thread; run_submit from anywhere */
+    struct scripts *scripts;    /* interpreters and base environment */
 };
 
 #endif

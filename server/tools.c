@@ -22,6 +22,7 @@
 #include "jail.h"
 #include "markdown.h"
 #include "rpc.h"
+#include "script.h"
 #include "search.h"
 #include "util.h"
 
@@ -36,6 +37,7 @@ struct tool_out {
     json_t *structured;
     const char *raw;        /* or a result rendered ahead (borrowed) */
     size_t rawlen;
+    struct run_job *job;    /* or a script to run: the answer comes later */
     char msg[1024];
 };
 
@@ -55,6 +57,7 @@ struct tool {
     const char *output_schema;
     int read_only;
     tool_fn fn;
+    int runs_scripts;       /* absent under --no-scripts */
 };
 
 static char *render(struct tool_out *o, int rc, int modern, size_t *len);
@@ -519,6 +522,19 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
         (json_int_t)errors, "warnings", (json_int_t)(json_array_size(c->snap->errors) - errors),
         "roots", r, "last_refresh_at", at, "last_refresh_ms", c->snap->build_ms, "problems",
         json_deep_copy(c->snap->errors), "tools", stats_tools_json(&c->S->stats));
+    if (c->S->runner) {
+        struct run_counters rc;
+        run_counters(c->S->runner, &rc);
+        json_object_set_new(o->structured, "scripts",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
+                                      "started", (json_int_t)rc.started, "ok", (json_int_t)rc.ok,
+                                      "failed", (json_int_t)rc.failed, "stalled",
+                                      (json_int_t)rc.stalled, "timeout", (json_int_t)rc.timeout,
+                                      "denied", (json_int_t)rc.denied, "busy",
+                                      (json_int_t)rc.busy, "live", (json_int_t)rc.live,
+                                      "queued", (json_int_t)rc.queued, "max_concurrency",
+                                      c->S->cfg.max_script_concurrency));
+    }
     return 0;
 }
 
@@ -534,6 +550,25 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
                               (json_int_t)r.gen_after, "added", r.added, "removed", r.removed,
                               "changed", r.changed, "errors", r.errors, "duration_ms", r.ms);
     skills_report_cleanup(&r);
+    return 0;
+}
+
+/* ---- run_skill_script ------------------------------------------------------ */
+
+static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
+{
+    static const char *const keys[] = {"name",    "script",        "args", "stdin",
+                                       "timeout", "stall_timeout", "env",  NULL};
+    if (only_keys(args, o, keys) < 0)
+        return -1;
+    struct skill *k = need_skill(c, args, o);
+    if (!k)
+        return -1;
+    o->job = script_prepare(c->S->scripts, &c->S->cfg, k, args, o->msg, sizeof o->msg);
+    if (!o->job) {
+        utf8_sanitize(o->msg);
+        return -1;
+    }
     return 0;
 }
 
@@ -563,7 +598,7 @@ static const struct tool table[] = {
      "},\"total\":{\"type\":\"integer\"},\"generation\":{\"type\":\"integer\"},"
      "\"next_cursor\":{\"type\":\"string\"}},\"required\":[\"skills\",\"total\","
      "\"generation\"]}",
-     1, t_list_skills},
+     1, t_list_skills, 0},
     {"load_skill", "Load a skill",
      "Load a skill's instructions (its SKILL.md body), or one section of it by heading. Load a "
      "skill before acting on it. The result also lists the skill's scripts and other files.",
@@ -587,7 +622,7 @@ static const struct tool table[] = {
      "\"required\":[\"path\",\"size\"]}}},"
      "\"required\":[\"name\",\"qualified_name\",\"content\",\"sections\",\"scripts\","
      "\"files\"]}",
-     1, t_load_skill},
+     1, t_load_skill, 0},
     {"read_skill_file", "Read a skill file",
      "Read one file bundled with a skill (a reference, template or script source), by its "
      "path inside the skill folder, e.g. references/api.md. Text comes back as UTF-8, other "
@@ -602,7 +637,7 @@ static const struct tool table[] = {
      "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
      "\"content\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}},"
      "\"required\":[\"name\",\"path\",\"size\",\"encoding\",\"content\",\"truncated\"]}",
-     1, t_read_skill_file},
+     1, t_read_skill_file, 0},
     {"skill_server_stats", "Server statistics",
      "Index state (generation, skill count, problems, last refresh) and per-tool call counts "
      "and latency percentiles.",
@@ -610,7 +645,7 @@ static const struct tool table[] = {
      "{\"type\":\"object\",\"properties\":{\"server\":{\"type\":\"object\"},"
      "\"index\":{\"type\":\"object\"},\"tools\":{\"type\":\"object\"}},"
      "\"required\":[\"server\",\"index\",\"tools\"]}",
-     1, t_stats},
+     1, t_stats, 0},
     {"reload_skills", "Reload skills",
      "Rescan the skill folders now and report what changed (added, removed, changed, "
      "problems). The server also does this by itself every few seconds.",
@@ -623,7 +658,41 @@ static const struct tool table[] = {
      "\"errors\":{\"type\":\"array\"},\"duration_ms\":{\"type\":\"number\"}},"
      "\"required\":[\"generation_before\",\"generation_after\",\"added\",\"removed\","
      "\"changed\",\"errors\"]}",
-     0, t_reload},
+     0, t_reload, 0},
+    {"run_skill_script", "Run a skill script",
+     "Run one of a skill's bundled scripts (a path from the 'scripts' that load_skill lists) "
+     "and get its output: stdout is the answer, stderr the diagnostics. Use this rather than "
+     "re-implementing what a script does. Secrets go in 'env', never in 'args'. The result's "
+     "'status' (ok, failed, stalled, timeout, busy) and 'hint' say what to do next.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name\"},"
+     "\"script\":{\"type\":\"string\",\"description\":\"path inside the skill, e.g. "
+     "scripts/run.py\"},"
+     "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
+     "\"command-line arguments, passed as data (no shell)\"},"
+     "\"stdin\":{\"type\":\"string\",\"description\":\"text fed to the script's standard "
+     "input; without it the script reads end-of-file\"},"
+     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"seconds; "
+     "may only lower the skill's ceiling\"},"
+     "\"stall_timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":"
+     "\"seconds without output before the script is stopped; may only lower it\"},"
+     "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+     "\"description\":\"extra environment variables, e.g. API tokens\"}},"
+     "\"required\":[\"name\",\"script\"],\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"failed\",\"stalled\","
+     "\"timeout\",\"denied\",\"busy\"]},"
+     "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":\"string\"},"
+     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+     "\"duration_ms\":{\"type\":\"number\"},\"timeout\":{\"type\":\"number\"},"
+     "\"stall_timeout\":{\"type\":\"number\"},\"silent_for\":{\"type\":\"number\"},"
+     "\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
+     "\"stderr_bytes\":{\"type\":\"integer\"},\"utf8_repaired\":{\"type\":\"boolean\"},"
+     "\"queued_ms\":{\"type\":\"number\"},\"hint\":{\"type\":\"string\"},"
+     "\"request_id\":{\"type\":\"string\"}},"
+     "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\",\"duration_ms\","
+     "\"timeout\",\"stall_timeout\",\"truncated\",\"hint\",\"request_id\"]}",
+     0, t_run, 1},
 };
 
 #define NTOOLS (sizeof table / sizeof table[0])
@@ -637,10 +706,12 @@ const char *const *tools_names(size_t *n)
     return names;
 }
 
-json_t *tools_list_json(void)
+json_t *tools_list_json(int scripts)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < NTOOLS; i++) {
+        if (table[i].runs_scripts && !scripts)
+            continue;
         json_error_t e;
         json_t *in = json_loads(table[i].input_schema, 0, &e);
         json_t *out = json_loads(table[i].output_schema, 0, &e);
@@ -653,15 +724,16 @@ json_t *tools_list_json(void)
                          table[i].name, "title", table[i].title, "description",
                          table[i].description, "inputSchema", in, "outputSchema", out,
                          "annotations", "title", table[i].title, "readOnlyHint",
-                         table[i].read_only, "destructiveHint", 0, "idempotentHint",
-                         table[i].read_only, "openWorldHint", 0));
+                         table[i].read_only, "destructiveHint", table[i].runs_scripts,
+                         "idempotentHint", table[i].read_only, "openWorldHint",
+                         table[i].runs_scripts));
     }
     return a;
 }
 
 void tools_setup(struct srv *S)
 {
-    S->tools_list = tools_list_json();
+    S->tools_list = tools_list_json(!S->cfg.no_scripts);
     for (int modern = 0; modern < 2; modern++) {
         json_t *r = json_pack("{s:O}", "tools", S->tools_list);
         if (modern)
@@ -687,8 +759,12 @@ void tools_cleanup(struct srv *S)
  * once and escaped once more by hand instead of dumping a tree that holds
  * it twice.
  */
+static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len);
+
 static char *render(struct tool_out *o, int rc, int modern, size_t *len)
 {
+    if (rc == 0)
+        return render_ex(o, 1, modern, len);
     struct buf b;
     buf_init(&b, 0);
     if (rc < 0) {
@@ -697,21 +773,47 @@ static char *render(struct tool_out *o, int rc, int modern, size_t *len)
         buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
         buf_json_escape(&b, o->msg, strlen(o->msg));
         buf_puts(&b, "\"}],\"isError\":true");
-    } else {
-        char *s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        size_t n1 = strlen(s1);
-        json_decref(o->structured);
-        o->structured = NULL;
-        buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
-        buf_json_escape(&b, s1, n1);
-        buf_puts(&b, "\"}],\"structuredContent\":");
-        buf_append(&b, s1, n1);
-        free(s1);
     }
     if (modern)
         buf_puts(&b, RPC_MODERN_TAIL);
     buf_puts(&b, "}");
     return buf_steal(&b, len);
+}
+
+/* A structured result; !ok marks it isError (a script that did not succeed). */
+static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    char *s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    size_t n1 = strlen(s1);
+    json_decref(o->structured);
+    o->structured = NULL;
+    buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+    buf_json_escape(&b, s1, n1);
+    buf_puts(&b, "\"}],\"structuredContent\":");
+    buf_append(&b, s1, n1);
+    free(s1);
+    if (!ok)
+        buf_puts(&b, ",\"isError\":true");
+    if (modern)
+        buf_puts(&b, RPC_MODERN_TAIL);
+    buf_puts(&b, "}");
+    return buf_steal(&b, len);
+}
+
+char *tools_render_run(struct srv *S, struct run_job *j, int modern, size_t *len)
+{
+    size_t t;
+    for (t = 0; t < NTOOLS; t++)
+        if (table[t].runs_scripts)
+            break;
+    struct tool_out o = {.structured = script_result(j, S->cfg.max_script_concurrency,
+                                                     S->cfg.script_queue_timeout)};
+    int ok = j->status == RUN_OK;
+    char *bytes = render_ex(&o, ok, modern, len);
+    stats_record(&S->stats, t, (uint64_t)((j->duration_ms + j->queued_ms) * 1e6), !ok);
+    return bytes;
 }
 
 /* ---- pre-rendered default list ------------------------------------------- */
@@ -741,16 +843,17 @@ void tools_ext_free(struct snapshot_ext *e)
 }
 
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               char **owned, const char **raw, size_t *rawlen)
+               char **owned, const char **raw, size_t *rawlen, struct run_job **job)
 {
     size_t t;
     uint64_t t0 = now_ns();
     *owned = NULL;
     *raw = NULL;
+    *job = NULL;
     for (t = 0; t < NTOOLS; t++)
         if (!strcmp(table[t].name, name))
             break;
-    if (t == NTOOLS)
+    if (t == NTOOLS || (table[t].runs_scripts && S->cfg.no_scripts))
         return -1;
     if (t == 0 && snap->ext && (!args || (json_is_object(args) && !json_object_size(args)))) {
         *raw = snap->ext->list[modern ? 1 : 0];
@@ -769,6 +872,10 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
     else
         rc = table[t].fn(&c, args, &o);
     json_decref(empty);
+    if (rc == 0 && o.job) {
+        *job = o.job;       /* stats are recorded when it ends */
+        return 0;
+    }
     if (rc == 0 && o.raw) {
         *raw = o.raw;
         *rawlen = o.rawlen;

@@ -11,14 +11,16 @@
 
 #include <jansson.h>
 
+#include "runner.h"
 #include "skills.h"
 #include "srv.h"
 
 /* Names of the tools, in table order (for stats); *n gets the count. */
 const char *const *tools_names(size_t *n);
 
-/* New reference: the "tools" array of tools/list. */
-json_t *tools_list_json(void);
+/* New reference: the "tools" array of tools/list (run_skill_script only
+ * when scripts is non-zero). */
+json_t *tools_list_json(int scripts);
 
 /*
  * Fills S->tools_list and the rendered tools/list results (S->ttl_ms must be
@@ -32,10 +34,15 @@ void tools_cleanup(struct srv *S);
  * CallToolResult as JSON bytes in *raw and *rawlen. When *owned is set the bytes
  * are the caller's (free *owned); otherwise they were rendered ahead (the
  * default list_skills page, a whole load_skill body) and are borrowed, valid
- * while snap is held. Returns 0, or -1 when no such tool exists.
+ * while snap is held. For run_skill_script, *job is set instead: a prepared
+ * job whose answer is rendered by tools_render_run() when it ends. Returns
+ * 0, or -1 when no such tool exists.
  */
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               char **owned, const char **raw, size_t *rawlen);
+               char **owned, const char **raw, size_t *rawlen, struct run_job **job);
+
+/* The CallToolResult bytes of a finished job (malloc'd); records its stats. */
+char *tools_render_run(struct srv *S, struct run_job *j, int modern, size_t *len);
 
 /* Snapshot hooks: pre-render the default list_skills result. */
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);

@@ -121,15 +121,16 @@ static void make_tree(void)
 }
 
 static struct srv S;
-static char *fake_argv[4];
+static char *fake_argv[8];
 
 static void server_up(void)
 {
     fake_argv[0] = "skill-mcp";
     fake_argv[1] = "--skills";
     fake_argv[2] = root;
+    fake_argv[3] = "--no-scripts";  /* the read tools alone; scripts have their own tests */
     memset(&S, 0, sizeof S);
-    if (cfg_parse(&S.cfg, 3, fake_argv) != 0)
+    if (cfg_parse(&S.cfg, 4, fake_argv) != 0)
         exit(2);
     size_t n;
     const char *const *names = tools_names(&n);
@@ -165,7 +166,8 @@ static json_t *call_j(const char *tool, json_t *args, int modern)
     const char *raw = NULL;
     size_t rawlen = 0;
     struct snapshot *snap = skills_acquire(S.skills);
-    int rc = tools_call(&S, snap, tool, args, modern, &owned, &raw, &rawlen);
+    struct run_job *job = NULL;
+    int rc = tools_call(&S, snap, tool, args, modern, &owned, &raw, &rawlen, &job);
     last_raw = rc == 0 && raw && !owned;
     if (rc == 0) {
         json_error_t e;
@@ -273,7 +275,8 @@ static int call_rc(const char *tool)
     const char *raw = NULL;
     size_t rawlen = 0;
     struct snapshot *snap = skills_acquire(S.skills);
-    int rc = tools_call(&S, snap, tool, NULL, 0, &owned, &raw, &rawlen);
+    struct run_job *job = NULL;
+    int rc = tools_call(&S, snap, tool, NULL, 0, &owned, &raw, &rawlen, &job);
     free(owned);
     skills_release(snap);
     return rc;
@@ -292,9 +295,12 @@ TEST(names_and_list)
 {
     size_t n;
     const char *const *names = tools_names(&n);
-    CHECK_EQ(n, 5);
+    CHECK_EQ(n, 6);
     CHECK_STR(names[0], "list_skills");
-    CHECK_EQ(json_array_size(S.tools_list), n);
+    CHECK_STR(names[5], "run_skill_script");
+    /* --no-scripts: listed for stats, absent from tools/list */
+    CHECK_EQ(json_array_size(S.tools_list), 5);
+    n = 5;
     for (size_t i = 0; i < n; i++)
         CHECK_STR(sget(json_array_get(S.tools_list, i), "name"), names[i]);
 }
@@ -996,7 +1002,7 @@ TEST(stats_counts)
                  tool_count(before, "skill_server_stats", "calls"),
              1);
     json_t *tools = json_object_get(sc(after), "tools");
-    CHECK_EQ(json_object_size(tools), 5);
+    CHECK_EQ(json_object_size(tools), 6);
     json_t *ls = json_object_get(tools, "load_skill");
     CHECK(json_is_number(json_object_get(ls, "p50_ms")));
     CHECK(json_number_value(json_object_get(ls, "p99_ms")) >=

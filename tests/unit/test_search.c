@@ -1,0 +1,686 @@
+/*
+ * test_search.c - the BM25F relevance index (server/search.c).
+ */
+#include "harness.h"
+#include "search.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define NHITS 64
+
+/* ---- helpers ----------------------------------------------------------- */
+
+struct lib {
+    const char *name;
+    const char *desc;
+    const char *tags[4];
+};
+
+static struct search_index *build(const struct lib *l, size_t n)
+{
+    struct search_doc *d = calloc(n ? n : 1, sizeof *d);
+    for (size_t i = 0; i < n; i++) {
+        d[i].name = l[i].name;
+        d[i].description = l[i].desc;
+        d[i].tags = l[i].tags;
+        while (d[i].ntags < 4 && l[i].tags[d[i].ntags])
+            d[i].ntags++;
+    }
+    struct search_index *idx = search_new(d, n);
+    free(d);
+    return idx;
+}
+
+/* Position of doc in hits[0..k), or -1. */
+static int pos(const struct search_hit *h, size_t k, uint32_t doc)
+{
+    for (size_t i = 0; i < k; i++)
+        if (h[i].doc == doc)
+            return (int)i;
+    return -1;
+}
+
+static size_t min_sz(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- a realistic library ---------------------------------------------- */
+
+enum { XLSX, CSV, PDF, DOCX, TEXTSTATS, REPO, APIFETCH, REST, ASYNC, INTERNAL, NLIB };
+
+static const struct lib library[NLIB] = {
+    { "xlsx", "Create, edit and analyze Excel spreadsheets (.xlsx) with formulas and charts",
+      { "office", "excel", "finance", NULL } },
+    { "csv-profile", "Profile a CSV file: columns, types, null counts",
+      { "data", "csv", NULL } },
+    { "pdf", "Extract text and tables from PDF documents, fill forms, merge and split files",
+      { "office", "documents", NULL } },
+    { "docx", "Create and edit Word documents with tracked changes; export them to PDF",
+      { "office", "documents", NULL } },
+    { "text-stats", "Count words, sentences and reading time of a text",
+      { "text", "writing", NULL } },
+    { "repo-digest", "Summarize a git repository: layout, languages and recent commits",
+      { "git", "code", NULL } },
+    { "api-fetch", "Fetch JSON from an HTTP API with retries and timeouts",
+      { "http", "api", NULL } },
+    { "rest-client", "Call REST endpoints over HTTP: GET, POST, headers and auth",
+      { "http", "web", NULL } },
+    { "async-job", "Run long jobs in the background and poll their status",
+      { "jobs", "background", NULL } },
+    { "internal-api", "Query the company's internal API for employee and project records",
+      { "api", "internal", NULL } },
+};
+
+static struct search_index *lib_idx;
+
+TEST(spreadsheet_finds_xlsx)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "spreadsheet", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, XLSX);
+    CHECK(h[0].score > 0);
+    n = search_query(lib_idx, "spreadsheets", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, XLSX);
+    n = search_query(lib_idx, "SpreadSheets!", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, XLSX);
+}
+
+TEST(csv_finds_csv_profile)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "csv", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, CSV);
+    n = search_query(lib_idx, "csv-profile", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, CSV);
+    n = search_query(lib_idx, "  CSV-Profile ", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, CSV);
+    n = search_query(lib_idx, "profiling", h, NHITS);   /* stems to profil */
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, CSV);
+}
+
+TEST(multi_term_query)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "excel charts", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, XLSX);
+    /* OR semantics: a doc matching more terms ranks higher */
+    n = search_query(lib_idx, "documents pdf", h, NHITS);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, PDF);
+    CHECK_EQ(h[1].doc, DOCX);
+}
+
+TEST(prefix_of_last_term)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "spread", h, NHITS);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, XLSX);
+    n = search_query(lib_idx, "excel form", h, NHITS);     /* form -> formula */
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, XLSX);
+    n = search_query(lib_idx, "repo", h, NHITS);           /* repo -> repository */
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, REPO);
+    /* only the last term is a prefix */
+    n = search_query(lib_idx, "spread csv", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(pos(h, min_sz(n, NHITS), XLSX), -1);
+    CHECK_EQ(h[0].doc, CSV);
+    /* one character is not enough for a prefix */
+    CHECK_EQ(search_query(lib_idx, "x", h, NHITS), 0);
+    /* the last word of a hyphenated query is the prefix */
+    n = search_query(lib_idx, "csv-prof", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, CSV);
+    /* past the distinct-term cap, the last term still counts */
+    char many[2048] = "";
+    for (int i = 0; i < 100; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "zz%d ", i);
+    strcat(many, "spread");
+    n = search_query(lib_idx, many, h, NHITS);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, XLSX);
+}
+
+TEST(prefix_scores_below_exact)
+{
+    static const struct lib l[] = {
+        { "one", "charter documents for a company", { NULL } },
+        { "two", "chart tools for plots", { NULL } },
+    };
+    struct search_index *idx = build(l, 2);
+    struct search_hit h[4];
+    size_t n = search_query(idx, "chart", h, 4);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, 1);
+    CHECK_EQ(h[1].doc, 0);
+    CHECK(h[0].score > h[1].score);
+    CHECK(h[1].score > 0);
+    search_free(idx);
+}
+
+TEST(http_api_ranks_api_skills)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "http api", h, NHITS);
+    CHECK_EQ(n, 3);
+    int a = pos(h, n, APIFETCH), r = pos(h, n, REST), i = pos(h, n, INTERNAL);
+    CHECK(a >= 0 && r >= 0 && i >= 0);
+    CHECK_EQ(h[0].doc, APIFETCH);          /* matches both terms twice */
+    CHECK(h[0].score > h[1].score);
+}
+
+TEST(no_hits)
+{
+    struct search_hit h[NHITS];
+    CHECK_EQ(search_query(lib_idx, "qwxzv", h, NHITS), 0);
+    CHECK_EQ(search_query(lib_idx, "", h, NHITS), 0);
+    CHECK_EQ(search_query(lib_idx, "   ", h, NHITS), 0);
+    CHECK_EQ(search_query(lib_idx, "the of and", h, NHITS), 0);
+    CHECK_EQ(search_query(lib_idx, "a an the to for with", h, NHITS), 0);
+    CHECK_EQ(search_query(lib_idx, "!!! ... --- ??? ,;:", h, NHITS), 0);
+    CHECK_EQ(search_query(lib_idx, "\xe3\x80\x82\xe2\x80\x94", h, NHITS), 0); /* 。— */
+    CHECK_EQ(search_query(lib_idx, NULL, h, NHITS), 0);
+    CHECK_EQ(search_query(NULL, "csv", h, NHITS), 0);
+}
+
+TEST(tag_only_match)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "finance", h, NHITS);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, XLSX);
+}
+
+TEST(name_beats_description)
+{
+    struct search_hit h[NHITS];
+    size_t n = search_query(lib_idx, "pdf", h, NHITS);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, PDF);
+    CHECK_EQ(h[1].doc, DOCX);
+    CHECK(h[0].score > h[1].score);
+
+    /* name-only vs description-only, no exact-name bonus involved */
+    static const struct lib l[] = {
+        { "notes", "A ledger of the invoices", { NULL } },
+        { "ledger-sync", "Synchronise accounts", { NULL } },
+    };
+    struct search_index *idx = build(l, 2);
+    n = search_query(idx, "ledger", h, NHITS);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, 1);
+    search_free(idx);
+}
+
+TEST(exact_name_first)
+{
+    static const struct lib l[] = {
+        { "stats-report", "text stats, text stats, text stats: text-stats for any text",
+          { "text", "stats", "text-stats", NULL } },
+        { "text-stats", "Count words of a document", { NULL } },
+        { "it", "Information technology helpdesk", { NULL } },
+        { "use-it", "Something else entirely", { NULL } },
+    };
+    struct search_index *idx = build(l, 4);
+    struct search_hit h[8];
+    size_t n = search_query(idx, "text-stats", h, 8);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, 1);
+    CHECK(h[0].score > h[1].score);
+    n = search_query(idx, "TEXT-STATS", h, 8);
+    CHECK_EQ(h[0].doc, 1);
+    /* a stopword name is still found by its exact name */
+    n = search_query(idx, "it", h, 8);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, 2);
+    n = search_query(idx, "use-it", h, 8);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, 3);
+    search_free(idx);
+}
+
+TEST(stemming)
+{
+    static const struct lib l[] = {
+        { "one", "Analyzing software libraries quickly", { NULL } },
+        { "two", "Created running processes", { NULL } },
+    };
+    struct search_index *idx = build(l, 2);
+    struct search_hit h[4];
+    CHECK_EQ(search_query(idx, "analyze", h, 4), 1);
+    CHECK_EQ(search_query(idx, "library", h, 4), 1);
+    CHECK_EQ(search_query(idx, "quick", h, 4), 1);
+    CHECK_EQ(search_query(idx, "create", h, 4), 1);
+    CHECK_EQ(h[0].doc, 1);
+    CHECK_EQ(search_query(idx, "runs", h, 4), 1);
+    CHECK_EQ(search_query(idx, "process", h, 4), 1);
+    CHECK_EQ(search_query(idx, "soft", h, 4), 1);      /* prefix */
+    search_free(idx);
+}
+
+TEST(unicode_words)
+{
+    static const struct lib l[] = {
+        { "cafe", "Caf\xc3\xa9 menu planner", { NULL } },
+        { "ru", "\xd0\xa2\xd0\xb0\xd0\xb1\xd0\xbb\xd0\xb8\xd1\x86\xd0\xb0 data", { NULL } },
+        { "wide", "Read \xef\xbc\xb0\xef\xbc\xa4\xef\xbc\xa6 files", { NULL } },   /* ＰＤＦ */
+    };
+    struct search_index *idx = build(l, 3);
+    struct search_hit h[4];
+    CHECK_EQ(search_query(idx, "CAF\xc3\x89", h, 4), 1);             /* CAFÉ */
+    CHECK_EQ(h[0].doc, 0);
+    CHECK_EQ(search_query(idx, "caf", h, 4), 1);                     /* prefix */
+    CHECK_EQ(search_query(idx, "\xd1\x82\xd0\xb0\xd0\xb1\xd0\xbb\xd0\xb8\xd1\x86\xd0\xb0", h, 4), 1);
+    CHECK_EQ(h[0].doc, 1);
+    CHECK_EQ(search_query(idx, "pdf", h, 4), 1);
+    CHECK_EQ(h[0].doc, 2);
+    search_free(idx);
+}
+
+/* ---- CJK --------------------------------------------------------------- */
+
+TEST(cjk)
+{
+    static const struct lib l[] = {
+        { "chart-convert", "\xe5\xb0\x86\xe7\x94\xb5\xe5\xad\x90\xe8\xa1\xa8\xe6\xa0\xbc"
+          "\xe8\xbd\xac\xe6\x8d\xa2\xe4\xb8\xba\xe5\x9b\xbe\xe8\xa1\xa8", { NULL } },
+          /* 将电子表格转换为图表 */
+        { "email-gen", "\xe7\x94\x9f\xe6\x88\x90\xe7\x94\xb5\xe5\xad\x90\xe9\x82\xae\xe4\xbb\xb6",
+          { NULL } },                                   /* 生成电子邮件 */
+        { "translate", "\xe7\xbf\xbb\xe8\xaf\x91\xe6\x96\x87\xe6\x9c\xac", { NULL } },
+          /* 翻译文本 */
+        { "jp-sheet", "\xe3\x82\xb9\xe3\x83\x97\xe3\x83\xac\xe3\x83\x83\xe3\x83\x89\xe3\x82\xb7"
+          "\xe3\x83\xbc\xe3\x83\x88\xe3\x82\x92\xe5\xa4\x89\xe6\x8f\x9b\xe3\x81\x99\xe3\x82\x8b",
+          { NULL } },                                   /* スプレッドシートを変換する */
+        { "pdf", "Extract tables from PDF files", { NULL } },
+        { "ko", "\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4 \xeb\xac\xb8\xec\x84\x9c \xec\x9a\x94\xec\x95\xbd",
+          { NULL } },                                   /* 한국어 문서 요약 */
+    };
+    struct search_index *idx = build(l, 6);
+    struct search_hit h[8];
+
+    /* 电子表格 */
+    size_t n = search_query(idx, "\xe7\x94\xb5\xe5\xad\x90\xe8\xa1\xa8\xe6\xa0\xbc", h, 8);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, 0);
+    CHECK_EQ(h[1].doc, 1);
+    CHECK(h[0].score > h[1].score);
+    /* 表格 */
+    n = search_query(idx, "\xe8\xa1\xa8\xe6\xa0\xbc", h, 8);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, 0);
+    /* スプレッドシート */
+    n = search_query(idx, "\xe3\x82\xb9\xe3\x83\x97\xe3\x83\xac\xe3\x83\x83\xe3\x83\x89"
+                     "\xe3\x82\xb7\xe3\x83\xbc\xe3\x83\x88", h, 8);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, 3);
+    /* pdf 表格 */
+    n = search_query(idx, "pdf \xe8\xa1\xa8\xe6\xa0\xbc", h, 8);
+    CHECK_EQ(n, 2);
+    CHECK(pos(h, n, 0) >= 0);
+    CHECK(pos(h, n, 4) >= 0);
+    /* 문서 */
+    n = search_query(idx, "\xeb\xac\xb8\xec\x84\x9c", h, 8);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, 5);
+    /* a CJK word glued to ASCII: pdf表格 */
+    n = search_query(idx, "pdf\xe8\xa1\xa8\xe6\xa0\xbc", h, 8);
+    CHECK_EQ(n, 2);
+    search_free(idx);
+}
+
+/* ---- determinism --------------------------------------------------------- */
+
+TEST(ties_by_index_and_max)
+{
+    static const struct lib l[] = {
+        { "n0", "alpha beta gamma", { NULL } },
+        { "n1", "alpha beta gamma", { NULL } },
+        { "n2", "alpha beta gamma", { NULL } },
+        { "n3", "alpha beta beta", { NULL } },
+        { "n4", "alpha beta gamma", { NULL } },
+        { "n5", "alpha beta gamma", { NULL } },
+        { "n6", "delta", { NULL } },
+    };
+    struct search_index *idx = build(l, 7);
+    struct search_hit h[8], h2[2];
+    size_t n = search_query(idx, "beta", h, 8);
+    CHECK_EQ(n, 6);
+    CHECK_EQ(h[0].doc, 3);
+    CHECK(h[0].score > h[1].score);
+    static const uint32_t want[] = { 3, 0, 1, 2, 4, 5 };
+    for (size_t i = 0; i < 6; i++)
+        CHECK_EQ(h[i].doc, want[i]);
+    for (size_t i = 2; i < 6; i++)
+        CHECK(h[i].score == h[1].score);
+    CHECK_EQ(search_query(idx, "beta", h2, 2), 6);
+    CHECK_EQ(h2[0].doc, 3);
+    CHECK_EQ(h2[1].doc, 0);
+    CHECK(h2[1].score == h[1].score);
+    CHECK_EQ(search_query(idx, "beta", NULL, 0), 6);
+    CHECK_EQ(search_query(idx, "beta", h2, 0), 6);
+    search_free(idx);
+}
+
+TEST(max_smaller_than_total)
+{
+    struct search_hit all[NHITS], top[2];
+    size_t n = search_query(lib_idx, "office documents text", all, NHITS);
+    CHECK(n >= 4);
+    CHECK_EQ(search_query(lib_idx, "office documents text", top, 2), n);
+    CHECK_EQ(top[0].doc, all[0].doc);
+    CHECK_EQ(top[1].doc, all[1].doc);
+    CHECK(top[1].score == all[1].score);
+    for (size_t i = 1; i < n; i++)
+        CHECK(all[i - 1].score > all[i].score
+              || (all[i - 1].score == all[i].score && all[i - 1].doc < all[i].doc));
+}
+
+/* ---- a large synthetic index ------------------------------------------- */
+
+#define BIGN 5000
+#define VOCAB 2000
+
+static char vocab[VOCAB][16];
+static char big_names[BIGN][24];
+static char big_descs[BIGN][400];
+static char big_tags[20][8];
+static const char *big_tagp[BIGN][1];
+static struct search_doc big_docs[BIGN];
+static struct search_index *big_idx;
+static double big_build_ms;
+
+static uint32_t rng = 12345;
+
+static uint32_t rnd(void)
+{
+    rng = rng * 1103515245u + 12345u;
+    return rng >> 8;
+}
+
+static void make_big(void)
+{
+    static const char *syl[16] = { "ka", "lo", "mi", "nu", "pe", "ra", "si", "to",
+                                   "vu", "be", "do", "fi", "gu", "ha", "jo", "ze" };
+    for (int k = 0; k < VOCAB; k++)
+        snprintf(vocab[k], sizeof vocab[k], "%s%s%s%c", syl[k % 16], syl[(k / 16) % 16],
+                 syl[(k / 256) % 16], 'a' + k % 7 + (k / 4096));
+    for (int t = 0; t < 20; t++)
+        snprintf(big_tags[t], sizeof big_tags[t], "tag%d", t);
+    for (int i = 0; i < BIGN; i++) {
+        snprintf(big_names[i], sizeof big_names[i], "skill-%d", i);
+        char *p = big_descs[i];
+        size_t left = sizeof big_descs[i];
+        if (i % 100 == 0) {
+            snprintf(p, left, "zebra quartz marker");
+        } else {
+            int words = 20 + (int)(rnd() % 20);
+            for (int w = 0; w < words; w++) {
+                uint32_t a = rnd() % VOCAB, b = rnd() % VOCAB;
+                int len = snprintf(p, left, "%s ", vocab[(a * b) / VOCAB]);
+                p += len;
+                left -= (size_t)len;
+            }
+        }
+        big_tagp[i][0] = big_tags[i % 20];
+        big_docs[i].name = big_names[i];
+        big_docs[i].description = big_descs[i];
+        big_docs[i].tags = i % 100 ? big_tagp[i] : NULL;
+        big_docs[i].ntags = i % 100 ? 1 : 0;
+    }
+}
+
+TEST(big_build)
+{
+    make_big();
+    double best = 1e9;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_ms();
+        struct search_index *idx = search_new(big_docs, BIGN);
+        double t = now_ms() - t0;
+        if (t < best)
+            best = t;
+        if (rep < 4)
+            search_free(idx);
+        else
+            big_idx = idx;
+    }
+    big_build_ms = best;
+    printf("# build %d docs: %.2f ms\n", BIGN, best);
+    CHECK(big_idx != NULL);
+}
+
+TEST(big_sparse_and_dense_ties)
+{
+    struct search_hit h[NHITS];
+    CHECK(big_idx != NULL);
+    /* 50 identical docs, few postings: the sparse path */
+    size_t n = search_query(big_idx, "zebra", h, NHITS);
+    CHECK_EQ(n, BIGN / 100);
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ(h[i].doc, i * 100);
+        CHECK(h[i].score == h[0].score);
+    }
+    /* every doc's name holds "skill" once, names equally long: the dense path */
+    n = search_query(big_idx, "skill", h, 10);
+    CHECK_EQ(n, BIGN);
+    for (size_t i = 0; i < 10; i++)
+        CHECK_EQ(h[i].doc, i);
+    /* the exact name goes first among the 5000 */
+    n = search_query(big_idx, "skill-4321", h, 10);
+    CHECK_EQ(n, BIGN);
+    CHECK_EQ(h[0].doc, 4321);
+    CHECK(h[0].score > h[1].score);
+    /* a tag */
+    n = search_query(big_idx, "tag7", h, NHITS);
+    CHECK_EQ(n, BIGN / 20);
+    CHECK_EQ(h[0].doc % 20, 7);
+}
+
+static const char *const big_queries[] = {
+    "zebra", "skill", "skill-42", "kalomi", "kaloa", "pe", "ra si to", "tag3 zebra",
+    "marker quartz", "nuhaze", "qwxzv", "ka", "jo lo", "skill-4999", "tag19", "fi",
+};
+#define NBQ (sizeof big_queries / sizeof big_queries[0])
+
+TEST(big_query_speed)
+{
+    struct search_hit h[20];
+    CHECK(big_idx != NULL);
+    size_t reps = 200, total = 0;
+    double t0 = now_ms();
+    for (size_t r = 0; r < reps; r++)
+        for (size_t q = 0; q < NBQ; q++)
+            total += search_query(big_idx, big_queries[q], h, 20);
+    double t = now_ms() - t0;
+    printf("# query (%zu docs, mixed): %.1f us avg\n", (size_t)BIGN,
+           t * 1000.0 / (double)(reps * NBQ));
+    CHECK(total > 0);
+}
+
+/* ---- concurrency --------------------------------------------------------- */
+
+struct ref {
+    size_t total, k;
+    struct search_hit h[20];
+};
+
+static struct ref refs[NBQ];
+
+struct worker_arg {
+    size_t id, bad;
+};
+
+static void *worker(void *arg)
+{
+    struct worker_arg *w = arg;
+    struct search_hit h[20];
+    for (size_t i = 0; i < 2000; i++) {
+        size_t q = (i * 7 + w->id) % NBQ;
+        size_t n = search_query(big_idx, big_queries[q], h, 20);
+        if (n != refs[q].total || memcmp(h, refs[q].h, refs[q].k * sizeof h[0]) != 0)
+            w->bad++;
+    }
+    return NULL;
+}
+
+TEST(concurrent_queries)
+{
+    CHECK(big_idx != NULL);
+    for (size_t q = 0; q < NBQ; q++) {
+        refs[q].total = search_query(big_idx, big_queries[q], refs[q].h, 20);
+        refs[q].k = min_sz(refs[q].total, 20);
+    }
+    pthread_t th[4];
+    struct worker_arg wa[4];
+    for (size_t i = 0; i < 4; i++) {
+        wa[i].id = i;
+        wa[i].bad = 0;
+        CHECK(pthread_create(&th[i], NULL, worker, &wa[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(wa[i].bad, 0);
+}
+
+/* ---- edge cases ------------------------------------------------------------ */
+
+TEST(empty_index)
+{
+    struct search_hit h[4];
+    struct search_index *idx = search_new(NULL, 0);
+    CHECK(idx != NULL);
+    CHECK_EQ(search_query(idx, "csv", h, 4), 0);
+    CHECK_EQ(search_query(idx, "", h, 4), 0);
+    search_free(idx);
+    struct search_doc d = { "x", "y", NULL, 0 };
+    idx = search_new(&d, 0);
+    CHECK_EQ(search_query(idx, "x", h, 4), 0);
+    search_free(idx);
+    search_free(NULL);
+}
+
+TEST(null_fields)
+{
+    const char *tags[] = { "alpha", NULL, "" };
+    struct search_doc d[] = {
+        { "no-desc", NULL, NULL, 0 },
+        { NULL, "orphan description", NULL, 0 },
+        { "tagged", NULL, tags, 3 },
+        { "", "", NULL, 0 },
+    };
+    struct search_index *idx = search_new(d, 4);
+    struct search_hit h[4];
+    /* desc is a prefix of description */
+    CHECK_EQ(search_query(idx, "no-desc", h, 4), 2);
+    CHECK_EQ(h[0].doc, 0);
+    CHECK_EQ(h[1].doc, 1);
+    CHECK_EQ(search_query(idx, "orphan", h, 4), 1);
+    CHECK_EQ(h[0].doc, 1);
+    CHECK_EQ(search_query(idx, "alpha", h, 4), 1);
+    CHECK_EQ(h[0].doc, 2);
+    search_free(idx);
+}
+
+TEST(long_description_and_query)
+{
+    size_t big = 100 * 1024;
+    char *desc = malloc(big + 1);
+    CHECK(desc != NULL);
+    static const char words[] = "lorem ipsum dolor sit amet spreadsheet ";
+    for (size_t i = 0; i < big; i++)
+        desc[i] = words[i % (sizeof words - 1)];
+    desc[big] = '\0';
+    char *word = malloc(big + 1);           /* one 100 KB word */
+    memset(word, 'q', big);
+    word[big] = '\0';
+    struct search_doc d[] = {
+        { "long", desc, NULL, 0 },
+        { "short", "a spreadsheet tool", NULL, 0 },
+        { "huge-word", word, NULL, 0 },
+    };
+    struct search_index *idx = search_new(d, 3);
+    struct search_hit h[4];
+    CHECK_EQ(search_query(idx, "spreadsheet", h, 4), 2);
+    CHECK_EQ(search_query(idx, "ipsum", h, 4), 1);
+    CHECK_EQ(search_query(idx, "qqqq", h, 4), 1);       /* prefix of the truncated word */
+    CHECK_EQ(h[0].doc, 2);
+    /* 100 KB queries: many words, and one huge word */
+    CHECK(search_query(idx, desc, h, 4) >= 2);
+    CHECK_EQ(search_query(idx, word, h, 4), 1);
+    for (size_t i = 0; i < big; i++)
+        word[i] = (char)(0x80 + i % 0x7f);      /* junk bytes */
+    CHECK(search_query(idx, word, h, 4) <= 3);
+    free(desc);
+    free(word);
+    search_free(idx);
+}
+
+TEST(invalid_utf8)
+{
+    struct search_doc d[] = {
+        { "bad\xff", "\xff\xfe broken \xc3 \xe4\xb8 table \xed\xa0\x80 \xf4\x90\x80\x80 end\xc0\xaf",
+          NULL, 0 },
+        { "ok", "fine \xe7\x94\xb5\xe5", NULL, 0 },    /* 电 then a truncated char */
+    };
+    struct search_index *idx = search_new(d, 2);
+    struct search_hit h[4];
+    CHECK_EQ(search_query(idx, "table", h, 4), 1);
+    CHECK_EQ(search_query(idx, "broken end", h, 4), 1);
+    CHECK_EQ(search_query(idx, "\xe7\x94\xb5", h, 4), 1);
+    CHECK_EQ(h[0].doc, 1);
+    CHECK_EQ(search_query(idx, "\xff\xfe\xc3", h, 4), 0);
+    CHECK_EQ(search_query(idx, "bad\xff", h, 4), 1);    /* exact name, raw bytes */
+    search_free(idx);
+}
+
+int main(void)
+{
+    lib_idx = build(library, NLIB);
+    RUN(spreadsheet_finds_xlsx);
+    RUN(csv_finds_csv_profile);
+    RUN(multi_term_query);
+    RUN(prefix_of_last_term);
+    RUN(prefix_scores_below_exact);
+    RUN(http_api_ranks_api_skills);
+    RUN(no_hits);
+    RUN(tag_only_match);
+    RUN(name_beats_description);
+    RUN(exact_name_first);
+    RUN(stemming);
+    RUN(unicode_words);
+    RUN(cjk);
+    RUN(ties_by_index_and_max);
+    RUN(max_smaller_than_total);
+    RUN(big_build);
+    RUN(big_sparse_and_dense_ties);
+    RUN(big_query_speed);
+    RUN(concurrent_queries);
+    RUN(empty_index);
+    RUN(null_fields);
+    RUN(long_description_and_query);
+    RUN(invalid_utf8);
+    search_free(lib_idx);
+    search_free(big_idx);
+    DONE();
+}
