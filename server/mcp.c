@@ -137,6 +137,8 @@ static int m_tools_call(struct mcp_call *c)
     json_t *args = json_object_get(c->params, "arguments");
     if (!json_is_string(name))
         return mcp_error(c, RPC_INVALID_PARAMS, NULL, "tools/call needs params.name (a string)");
+    if (strlen(json_string_value(name)) != json_string_length(name))
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Unknown tool: the name contains a NUL byte");
     if (args && !json_is_null(args) && !json_is_object(args))
         return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
     if (json_is_null(args))

@@ -157,6 +157,8 @@ int res_read(struct mcp_call *c)
     const char *uri = json_string_value(u), *why;
     if (!uri)
         return mcp_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
+    if (strlen(uri) != json_string_length(u))
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
     if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096)
         return not_found(c, uri, "this server serves skill:// URIs only");
 
@@ -180,8 +182,18 @@ int res_read(struct mcp_call *c)
         path = s1 ? s1 + 1 : "";
     }
     if (!k) {
-        rc = not_found(c, uri, amb ? "the skill name is shared by several teams; use team/skill"
-                                   : "no such skill");
+        char reason[600] = "no such skill";
+        if (amb) {
+            const char *names[8];
+            char bare[256];
+            snprintf(bare, sizeof bare, "%.*s", (int)(s1 ? s1 - rest : (ptrdiff_t)strlen(rest)), rest);
+            size_t n = skills_sharing(s, bare, names, 8);
+            snprintf(reason, sizeof reason, "'%s' names several skills:", bare);
+            for (size_t i = 0; i < n; i++)
+                snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
+                         "%s skill://%s/SKILL.md", i ? "," : "", names[i]);
+        }
+        rc = not_found(c, uri, reason);
         goto out;
     }
     if (!*path)

@@ -145,18 +145,20 @@ static int check_modern(const struct rpc_headers *h, json_t *id, const char *met
 {
     char val[1024];
     const char *v = json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
-    if (!v || strcmp(v, MCP_MODERN_VERSION)) {
-        json_t *data = json_pack("{s:[s,s,s], s:s?}", "supported", MCP_MODERN_VERSION,
-                                 "2025-11-25", "2025-06-18", "requested", v);
-        set_error(out, id, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version", data, 1);
-        return -1;
-    }
-    if (!h->protocol_version || header_value(h->protocol_version, val, sizeof val) < 0 ||
+    /* The header must repeat _meta first; only when they agree does the
+     * version itself matter (-32020 before -32022). */
+    if (!v || !h->protocol_version || header_value(h->protocol_version, val, sizeof val) < 0 ||
         strcmp(val, v)) {
         set_error(out, id, RPC_HEADER_MISMATCH,
                   "MCP-Protocol-Version header is missing or does not match "
                   "_meta.io.modelcontextprotocol/protocolVersion",
                   NULL, 1);
+        return -1;
+    }
+    if (strcmp(v, MCP_MODERN_VERSION)) {
+        json_t *data = json_pack("{s:[s,s,s], s:s}", "supported", MCP_MODERN_VERSION,
+                                 "2025-11-25", "2025-06-18", "requested", v);
+        set_error(out, id, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version", data, 1);
         return -1;
     }
     if (!h->method || header_value(h->method, val, sizeof val) < 0 || strcmp(val, method)) {
@@ -190,7 +192,8 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     memset(out, 0, sizeof *out);
 
     if (len == 0 || too_deep(body, len) ||
-        !(req = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr))) {
+        !(req = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                           &jerr))) {
         set_error(out, NULL, RPC_PARSE_ERROR,
                   len == 0 ? "Parse error: empty body" : "Parse error: the body is not valid JSON",
                   NULL, 0);
@@ -235,6 +238,11 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         goto done;
     }
     const char *method = json_string_value(mj);
+    if (strlen(method) != json_string_length(mj)) {
+        set_error(out, id, RPC_INVALID_REQUEST, "Invalid Request: method contains a NUL byte",
+                  NULL, 0);
+        goto done;
+    }
     json_t *params = json_object_get(req, "params");
     if (params && !json_is_object(params) && !json_is_null(params)) {
         set_error(out, id, RPC_INVALID_REQUEST, "Invalid Request: params must be an object",
