@@ -1,0 +1,293 @@
+// Raw HTTP: JSON-RPC error codes, notifications, methods, Origin/Host
+// checks, body limits, and the modern (2026-07-28) stateless era.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  startServer, raw, post, postModern, modernMeta, MODERN, JSON_HEADERS, TEST_TIMEOUT, RUNNER_OFFERED,
+} from './lib/harness.mjs';
+
+const opts = { timeout: TEST_TIMEOUT };
+const MAX_BODY = 65536;
+
+let s;
+before(async () => { s = await startServer({ args: ['--max-body', String(MAX_BODY)] }); });
+after(async () => { await s?.stop(); });
+
+function rpcError(r, code, status) {
+  if (status !== undefined) assert.equal(r.status, status, `HTTP status; body: ${r.text.slice(0, 300)}`);
+  assert.ok(r.json, `a JSON body: ${r.text.slice(0, 300)}`);
+  assert.equal(r.json.jsonrpc, '2.0');
+  assert.equal(r.json.error?.code, code, `error code; body: ${r.text.slice(0, 300)}`);
+  assert.equal(typeof r.json.error.message, 'string');
+  assert.equal(r.json.result, undefined);
+  return r.json.error;
+}
+
+const listTools = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+
+// ---- legacy JSON-RPC --------------------------------------------------------
+
+test('a plain legacy request (no initialize, stateless) is served as JSON', opts, async () => {
+  const r = await post(s.url, listTools, { 'mcp-protocol-version': '2025-11-25' });
+  assert.equal(r.status, 200);
+  assert.match(String(r.headers['content-type']), /^application\/json/);
+  assert.equal(r.json.id, 1);
+  assert.ok(Array.isArray(r.json.result.tools));
+});
+
+test('request ids: string ids echoed, id null refused', opts, async () => {
+  const a = await post(s.url, { ...listTools, id: 'abc-1' });
+  assert.equal(a.json.id, 'abc-1');
+  const b = await post(s.url, { ...listTools, id: null });
+  rpcError(b, -32600);
+});
+
+test('malformed JSON -> -32700', opts, async () => {
+  const r = await post(s.url, '{"jsonrpc":"2.0","id":1,"method":');
+  rpcError(r, -32700);
+  assert.equal(r.json.id, null);
+});
+
+test('binary garbage body -> -32700 (server keeps serving)', opts, async () => {
+  const junk = Buffer.alloc(4096);
+  for (let i = 0; i < junk.length; i++) junk[i] = (i * 131 + 7) & 0xff;
+  const r = await post(s.url, junk);
+  rpcError(r, -32700);
+  const ok = await post(s.url, listTools);
+  assert.equal(ok.status, 200);
+});
+
+test('empty body -> -32700 or -32600', opts, async () => {
+  const r = await post(s.url, '');
+  assert.ok([-32700, -32600].includes(r.json?.error?.code), r.text);
+});
+
+test('batch array -> -32600', opts, async () => {
+  rpcError(await post(s.url, [listTools, { ...listTools, id: 2 }]), -32600);
+  rpcError(await post(s.url, []), -32600);
+});
+
+test('not an object / missing jsonrpc / wrong version / bad method -> -32600', opts, async () => {
+  rpcError(await post(s.url, '"hello"'), -32600);
+  rpcError(await post(s.url, '42'), -32600);
+  rpcError(await post(s.url, { id: 1, method: 'tools/list' }), -32600);
+  rpcError(await post(s.url, { jsonrpc: '1.0', id: 1, method: 'tools/list' }), -32600);
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: 1, method: 17 }), -32600);
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list' }), -32600);
+});
+
+test('unknown method -> -32601 with the request id', opts, async () => {
+  const r = await post(s.url, { jsonrpc: '2.0', id: 99, method: 'no/such/method' });
+  rpcError(r, -32601);
+  assert.equal(r.json.id, 99);
+});
+
+test('params of the wrong type -> -32602', opts, async () => {
+  // Non-structured params violate JSON-RPC itself: -32600 is as good as -32602.
+  const str = await post(s.url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: 'list_skills' });
+  assert.ok([-32600, -32602].includes(str.json?.error?.code), str.text);
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { arguments: {} } }), -32602);
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'nope', arguments: {} } }), -32602);
+});
+
+test('notification -> 202 with an empty body', opts, async () => {
+  for (const method of ['notifications/initialized', 'notifications/cancelled', 'notifications/whatever']) {
+    const r = await post(s.url, { jsonrpc: '2.0', method, params: {} });
+    assert.equal(r.status, 202, `${method}: ${r.status} ${r.text}`);
+    assert.equal(r.text, '');
+  }
+});
+
+test('GET and DELETE -> 405', opts, async () => {
+  const g = await raw(s.url, { method: 'GET', headers: { accept: 'text/event-stream' } });
+  assert.equal(g.status, 405);
+  const d = await raw(s.url, { method: 'DELETE', headers: { 'mcp-session-id': 'abc' } });
+  assert.equal(d.status, 405);
+  const p = await raw(s.url, { method: 'PUT', headers: JSON_HEADERS, body: JSON.stringify(listTools) });
+  assert.ok(p.status === 405 || p.status === 404, `PUT: ${p.status}`);
+});
+
+test('another path -> 404', opts, async () => {
+  const u = new URL(s.url);
+  u.pathname = '/not-mcp';
+  const r = await post(u.toString(), listTools);
+  assert.equal(r.status, 404);
+});
+
+test('Origin: loopback allowed, anything else 403', opts, async () => {
+  const port = s.port;
+  for (const o of [`http://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://localhost']) {
+    const r = await post(s.url, listTools, { origin: o });
+    assert.equal(r.status, 200, `Origin ${o}: ${r.status}`);
+  }
+  for (const o of ['http://evil.example.com', `http://127.0.0.1.evil.example:${port}`, 'null', 'https://localhost.evil.com']) {
+    const r = await post(s.url, listTools, { origin: o });
+    assert.equal(r.status, 403, `Origin ${o}: ${r.status}`);
+  }
+});
+
+test('Host not localhost when bound to loopback -> 403 (DNS rebinding)', opts, async () => {
+  const bad = await post(s.url, listTools, { host: 'evil.example.com' });
+  assert.equal(bad.status, 403);
+  const both = await post(s.url, listTools, { host: 'evil.example.com', origin: 'http://evil.example.com' });
+  assert.equal(both.status, 403);
+  // A DNS name that merely starts with "127." or "localhost" is not loopback.
+  for (const h of [`127.0.0.1.evil.example:${s.port}`, 'localhost.evil.example', `127.evil.example:${s.port}`]) {
+    const r = await post(s.url, listTools, { host: h });
+    assert.equal(r.status, 403, `Host ${h}: ${r.status}`);
+  }
+  for (const h of [`localhost:${s.port}`, `127.0.0.1:${s.port}`, 'localhost', `[::1]:${s.port}`]) {
+    const ok = await post(s.url, listTools, { host: h });
+    assert.equal(ok.status, 200, `Host ${h}: ${ok.status}`);
+  }
+});
+
+test('body over --max-body -> 413, and the server keeps serving', opts, async () => {
+  const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'list_skills', arguments: { query: 'x'.repeat(MAX_BODY + 10) } } });
+  const r = await post(s.url, big);
+  assert.equal(r.status, 413);
+  const ok = await post(s.url, listTools);
+  assert.equal(ok.status, 200);
+});
+
+test('a 100 KB skill name (under --max-body of a default server) is a clean error', opts, async () => {
+  // This server's limit is 64 KiB: 100 KB is 413. Use 60 KB here; tools.test covers 100 KB.
+  const r = await post(s.url, { jsonrpc: '2.0', id: 8, method: 'tools/call',
+    params: { name: 'load_skill', arguments: { name: 'y'.repeat(60 * 1024) } } });
+  assert.equal(r.status, 200);
+  assert.equal(r.json.result?.isError ?? (r.json.error?.code === -32602), true, r.text.slice(0, 200));
+  assert.ok(r.text.length < 8192, 'the error does not echo the whole name');
+});
+
+test('Content-Type not JSON -> 415 (or a JSON-RPC error), never a result', opts, async () => {
+  const r = await raw(s.url, { headers: { 'content-type': 'text/plain', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify(listTools) });
+  assert.ok(r.status === 415 || (r.status >= 400 && r.status < 500), `status ${r.status}`);
+  assert.equal(r.json?.result, undefined);
+});
+
+// ---- modern era (2026-07-28) ----------------------------------------------------
+
+test('modern server/discover: resultType, versions, capabilities, caching hints', opts, async () => {
+  const r = await postModern(s.url, 'server/discover');
+  assert.equal(r.status, 200, r.text);
+  const res = r.json.result;
+  assert.equal(res.resultType, 'complete');
+  assert.ok(res.supportedVersions.includes(MODERN), JSON.stringify(res.supportedVersions));
+  assert.ok(res.capabilities.tools && res.capabilities.resources && res.capabilities.prompts);
+  assert.ok(Number.isInteger(res.ttlMs) && res.ttlMs >= 0, `ttlMs ${res.ttlMs}`);
+  assert.ok(['public', 'private'].includes(res.cacheScope), `cacheScope ${res.cacheScope}`);
+  assert.equal(res._meta?.['io.modelcontextprotocol/serverInfo']?.name, 'skill-mcp');
+  assert.equal(typeof res.instructions, 'string');
+  assert.equal(r.headers['mcp-session-id'], undefined);
+});
+
+test('modern tools/list, prompts/list, resources/*: resultType + ttlMs/cacheScope', opts, async () => {
+  for (const [method, params] of [['tools/list', {}], ['prompts/list', {}], ['resources/list', {}],
+    ['resources/templates/list', {}], ['resources/read', { uri: 'skill://csv-profile/SKILL.md' }]]) {
+    const r = await postModern(s.url, method, params);
+    assert.equal(r.status, 200, `${method}: ${r.text.slice(0, 300)}`);
+    const res = r.json.result;
+    assert.equal(res.resultType, 'complete', method);
+    assert.ok(Number.isInteger(res.ttlMs) && res.ttlMs >= 0, `${method} ttlMs`);
+    assert.ok(['public', 'private'].includes(res.cacheScope), `${method} cacheScope`);
+  }
+  const t = await postModern(s.url, 'tools/list');
+  assert.equal(t.json.result.tools.some((x) => x.name === 'run_skill_script'), RUNNER_OFFERED,
+    'run_skill_script in tools/list iff docs/tools.md documents it as offered');
+});
+
+test('modern tools/call works statelessly and has resultType complete', opts, async () => {
+  const r = await postModern(s.url, 'tools/call', { name: 'list_skills', arguments: { query: 'spreadsheet' } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result.resultType, 'complete');
+  assert.equal(r.json.result.structuredContent.skills[0].qualified_name, 'csv-profile');
+  const e = await postModern(s.url, 'tools/call', { name: 'no_such_tool', arguments: {} });
+  rpcError(e, -32602, 200);
+});
+
+test('modern header mismatch -> 400 -32020', opts, async () => {
+  // Mcp-Method differs from the body.
+  rpcError(await postModern(s.url, 'tools/list', {}, { headers: { 'mcp-method': 'prompts/list' } }), -32020, 400);
+  // Mcp-Method missing.
+  const noMethod = { ...JSON_HEADERS, 'mcp-protocol-version': MODERN };
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } }, noMethod),
+    -32020, 400);
+  // MCP-Protocol-Version differs from _meta.
+  rpcError(await postModern(s.url, 'tools/list', {}, { headers: { 'mcp-protocol-version': '2025-11-25' } }), -32020, 400);
+  // Header and _meta disagree, _meta naming an unknown version: still a mismatch
+  // (-32020), not -32022 (conformance sep-2575-http-server-header-mismatch-400).
+  rpcError(await postModern(s.url, 'server/discover', {}, {
+    meta: modernMeta({ 'io.modelcontextprotocol/protocolVersion': 'v999.0.0' }),
+  }), -32020, 400);
+  // Mcp-Name differs from params.name / missing.
+  rpcError(await postModern(s.url, 'tools/call', { name: 'list_skills', arguments: {} },
+    { headers: { 'mcp-name': 'load_skill' } }), -32020, 400);
+  const noName = { ...JSON_HEADERS, 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call' };
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'list_skills', arguments: {}, _meta: modernMeta() } }, noName), -32020, 400);
+  // Values are case-sensitive.
+  rpcError(await postModern(s.url, 'tools/list', {}, { headers: { 'mcp-method': 'TOOLS/LIST' } }), -32020, 400);
+});
+
+test('modern headers: names case-insensitive, OWS around Mcp-Name accepted', opts, async () => {
+  const r = await postModern(s.url, 'tools/call', { name: 'list_skills', arguments: {} },
+    { headers: { 'mcp-name': '  list_skills  ' } });
+  assert.equal(r.status, 200, r.text);
+  const h = { ...JSON_HEADERS, 'MCP-PROTOCOL-VERSION': MODERN, 'MCP-METHOD': 'tools/list' };
+  const u = await post(s.url, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: modernMeta() } }, h);
+  assert.equal(u.status, 200, u.text);
+});
+
+test('modern Mcp-Name accepts the =?base64?...?= form', opts, async () => {
+  const enc = `=?base64?${Buffer.from('list_skills').toString('base64')}?=`;
+  const r = await postModern(s.url, 'tools/call', { name: 'list_skills', arguments: {} }, { headers: { 'mcp-name': enc } });
+  assert.equal(r.status, 200, r.text);
+});
+
+test('modern unsupported version -> 400 -32022 with data.supported', opts, async () => {
+  const v = '2099-01-01';
+  const r = await postModern(s.url, 'server/discover', {}, {
+    meta: modernMeta({ 'io.modelcontextprotocol/protocolVersion': v }),
+    headers: { 'mcp-protocol-version': v },
+  });
+  const err = rpcError(r, -32022, 400);
+  assert.ok(Array.isArray(err.data?.supported) && err.data.supported.includes(MODERN), JSON.stringify(err.data));
+  assert.equal(err.data.requested, v);
+});
+
+test('modern request missing _meta fields -> 400 -32602', opts, async () => {
+  const h = { ...JSON_HEADERS, 'mcp-protocol-version': MODERN, 'mcp-method': 'server/discover' };
+  const noCaps = { 'io.modelcontextprotocol/protocolVersion': MODERN };
+  rpcError(await post(s.url, { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: noCaps } }, h),
+    -32602, 400);
+  // clientInfo is optional.
+  const noInfo = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} };
+  const ok = await post(s.url, { jsonrpc: '2.0', id: 2, method: 'server/discover', params: { _meta: noInfo } }, h);
+  assert.equal(ok.status, 200, ok.text);
+});
+
+test('modern unknown method and removed legacy methods -> 404 -32601', opts, async () => {
+  for (const m of ['no/such/method', 'initialize', 'ping', 'logging/setLevel', 'resources/subscribe']) {
+    const r = await postModern(s.url, m, {}, { id: 77 });
+    rpcError(r, -32601, 404);
+    assert.equal(r.json.id, 77);
+  }
+});
+
+test('modern unknown resource -> -32602 with data.uri', opts, async () => {
+  const uri = 'skill://no-such-skill/SKILL.md';
+  const r = await postModern(s.url, 'resources/read', { uri });
+  const err = rpcError(r, -32602);
+  assert.equal(err.data?.uri, uri);
+});
+
+test('modern notification -> 202', opts, async () => {
+  const h = { ...JSON_HEADERS, 'mcp-protocol-version': MODERN, 'mcp-method': 'notifications/cancelled' };
+  const r = await post(s.url, { jsonrpc: '2.0', method: 'notifications/cancelled',
+    params: { requestId: 5, _meta: modernMeta() } }, h);
+  assert.equal(r.status, 202, r.text);
+  assert.equal(r.text, '');
+});

@@ -1,0 +1,271 @@
+// Shared helpers for the skill-mcp end-to-end tests.
+//
+// Every test file starts its own server (build/skill-mcp, or $SKILL_MCP_BIN)
+// on --port 0 over a temporary COPY of fixtures/skills, reads the real port
+// from the "listening on http://127.0.0.1:PORT/mcp" log line, and kills it by
+// PID when done (stop(), called from an after() hook; a process 'exit' hook is
+// the last resort so no server outlives the test run).
+
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const E2E_DIR = path.resolve(HERE, '..');
+export const REPO = path.resolve(E2E_DIR, '..', '..');
+export const FIXTURES = path.join(E2E_DIR, 'fixtures', 'skills');
+export const BIN = process.env.SKILL_MCP_BIN
+  ? path.resolve(process.env.SKILL_MCP_BIN)
+  : path.join(REPO, 'build', 'skill-mcp');
+
+export const MODERN = '2026-07-28';
+
+// run_skill_script is offered once docs/tools.md stops saying "Not yet offered"
+// (the contract document decides what the tests expect).
+export const RUNNER_OFFERED = !/##\s*run_skill_script\s+Not yet offered/.test(
+  fs.readFileSync(path.join(REPO, 'docs', 'tools.md'), 'utf8'));
+export const TEST_TIMEOUT = 20_000; // hard per-test ceiling (node:test `timeout`)
+
+const live = new Set();
+process.on('exit', () => {
+  for (const p of live) {
+    try { process.kill(p.pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+});
+
+/** Copy the fixture library into a fresh temp dir; returns {dir, skills}. */
+export function copyFixtures() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-e2e-'));
+  const skills = path.join(dir, 'skills');
+  fs.cpSync(FIXTURES, skills, { recursive: true });
+  return { dir, skills };
+}
+
+/**
+ * Start a server.
+ *   opts.setup(skillsDir, tmpDir)  runs on the temp copy before the server starts
+ *   opts.refresh                   --refresh-interval (default 0: no timer)
+ *   opts.args                      extra flags
+ *   opts.skillsDirs                override the --skills list entirely
+ */
+export async function startServer(opts = {}) {
+  const { dir, skills } = copyFixtures();
+  if (opts.setup) {
+    try {
+      await opts.setup(skills, dir);
+    } catch (e) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+  const roots = opts.skillsDirs ?? [skills];
+  const args = [];
+  for (const r of roots) args.push('--skills', r);
+  args.push('--host', '127.0.0.1', '--port', '0',
+    '--refresh-interval', String(opts.refresh ?? 0), ...(opts.args ?? []));
+  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  live.add(proc);
+  let log = '';
+  let exited = null;
+  proc.on('exit', (code, signal) => { exited = { code, signal }; live.delete(proc); });
+  const url = await new Promise((resolve, reject) => {
+    const fail = (e) => {
+      try { process.kill(proc.pid, 'SIGKILL'); } catch { /* not started or gone */ }
+      fs.rmSync(dir, { recursive: true, force: true });
+      reject(e);
+    };
+    const timer = setTimeout(() => {
+      fail(new Error(`server did not report "listening on" within 10 s; stderr:\n${log}`));
+    }, 10_000);
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (chunk) => {
+      log += chunk;
+      const m = /listening on (http:\/\/127\.0\.0\.1:(\d+)(\/[^\s)]*)?)/.exec(log);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    proc.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      fail(new Error(`server exited early (code ${code}, signal ${signal}); stderr:\n${log}`));
+    });
+    proc.on('error', (e) => { clearTimeout(timer); fail(e); });
+  });
+  const u = new URL(url);
+  const server = {
+    url, port: Number(u.port), path: u.pathname, proc, dir, skills,
+    get log() { return log; },
+    get exited() { return exited; },
+    async stop() {
+      if (!exited) {
+        const gone = new Promise((r) => proc.once('exit', r));
+        try { process.kill(proc.pid, 'SIGTERM'); } catch { /* gone */ }
+        const t = setTimeout(() => { try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
+        await gone;
+        clearTimeout(t);
+      }
+      live.delete(proc);
+      fs.rmSync(dir, { recursive: true, force: true });
+      // Under ASan/UBSan (make asan) a report on stderr fails the file, and a
+      // server that died of a signal other than the SIGTERM we sent is a crash.
+      const m = /(ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:|SUMMARY: \w+Sanitizer)[^]{0,1500}/.exec(log);
+      if (m) throw new Error(`server sanitizer report:\n${m[0]}`);
+      const ex = exited;
+      if (ex && ex.signal && ex.signal !== 'SIGTERM' && ex.signal !== 'SIGKILL') {
+        throw new Error(`server died of ${ex.signal}; stderr tail:\n${log.slice(-1500)}`);
+      }
+    },
+  };
+  return server;
+}
+
+/** An official SDK client connected (legacy initialize handshake) to url. */
+export async function connect(url, name = 'skill-mcp-e2e') {
+  const client = new Client({ name, version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  return client;
+}
+
+/** tools/call; returns the raw CallToolResult. */
+export async function call(client, name, args = {}) {
+  return client.callTool({ name, arguments: args });
+}
+
+/** tools/call that must succeed: checks the text block equals structuredContent. */
+export async function callOk(assert, client, name, args = {}) {
+  const r = await call(client, name, args);
+  assert.notEqual(r.isError, true, `${name} failed: ${r.content?.[0]?.text}`);
+  assert.ok(r.structuredContent && typeof r.structuredContent === 'object',
+    `${name}: structuredContent missing`);
+  assert.equal(r.content?.[0]?.type, 'text');
+  assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent,
+    `${name}: content[0].text must be the same JSON as structuredContent`);
+  return r.structuredContent;
+}
+
+/** tools/call that must come back as a tool error: returns its text. */
+export async function callErr(assert, client, name, args = {}) {
+  const r = await call(client, name, args);
+  assert.equal(r.isError, true, `${name}(${JSON.stringify(args).slice(0, 200)}) should be isError, got ${JSON.stringify(r).slice(0, 400)}`);
+  assert.equal(r.structuredContent, undefined, 'an isError result carries no structuredContent');
+  assert.equal(r.content?.[0]?.type, 'text');
+  assert.ok(r.content[0].text.length > 0, 'isError text must not be empty');
+  return r.content[0].text;
+}
+
+/**
+ * Raw HTTP request with full control over headers (Host included) and body.
+ * Returns {status, headers, text, json}.
+ */
+export function raw(url, { method = 'POST', headers = {}, body } = {}) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname + u.search, method,
+      headers: { ...headers },
+      timeout: 10_000,
+    }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json;
+        try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+        resolve({ status: res.statusCode, headers: res.headers, text, json });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('raw request timed out')));
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+export const JSON_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+};
+
+/** POST one JSON-RPC message (object or string) on the legacy path. */
+export function post(url, msg, headers = {}) {
+  return raw(url, {
+    headers: { ...JSON_HEADERS, ...headers },
+    body: typeof msg === 'string' || Buffer.isBuffer(msg) ? msg : JSON.stringify(msg),
+  });
+}
+
+/** _meta for a modern (2026-07-28) request. */
+export function modernMeta(extra = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientInfo': { name: 'skill-mcp-e2e', version: '1.0.0' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+    ...extra,
+  };
+}
+
+/** POST a modern-era request with matching MCP-Protocol-Version / Mcp-Method / Mcp-Name. */
+export function postModern(url, method, params = {}, { id = 1, headers = {}, meta } = {}) {
+  const p = { ...params, _meta: meta ?? modernMeta() };
+  const h = { ...JSON_HEADERS, 'mcp-protocol-version': MODERN, 'mcp-method': method };
+  const nm = params.name ?? params.uri;
+  if (nm !== undefined && ['tools/call', 'resources/read', 'prompts/get'].includes(method)) h['mcp-name'] = nm;
+  return post(url, { jsonrpc: '2.0', id, method, params: p }, { ...h, ...headers });
+}
+
+/** Poll fn() until it returns a truthy value or ms elapse; returns the last value. */
+export async function poll(fn, ms = 5000, every = 100) {
+  const end = Date.now() + ms;
+  let v;
+  for (;;) {
+    v = await fn();
+    if (v || Date.now() >= end) return v;
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+/** Run the binary to completion (CLI tests). */
+export function runCli(args, timeout = 10_000) {
+  const r = spawnSync(BIN, args, { encoding: 'utf8', timeout });
+  return { code: r.status, signal: r.signal, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** Every page of list_skills with the given args. */
+export async function allPages(client, args, callOkFn) {
+  const pages = [];
+  let cursor;
+  for (let i = 0; i < 100; i++) {
+    const r = await callOkFn(client, 'list_skills', cursor ? { ...args, cursor } : args);
+    pages.push(r);
+    if (r.next_cursor === undefined) break;
+    cursor = r.next_cursor;
+  }
+  return pages;
+}
+
+/**
+ * A call that must be refused: an isError tool result (short text, no
+ * structuredContent) or a JSON-RPC invalid-params error. "\u0000" inside a
+ * string is valid JSON, so a NUL byte must be refused like any other bad
+ * argument, not as a parse error. Returns how.
+ */
+export async function expectRefused(assert, client, tool, args) {
+  const label = `${tool}(${JSON.stringify(args).slice(0, 100)})`;
+  try {
+    const r = await client.callTool({ name: tool, arguments: args });
+    assert.equal(r.isError, true, `${label} should be refused, got ${JSON.stringify(r).slice(0, 300)}`);
+    assert.equal(r.structuredContent, undefined, `${label}: isError result carries no structuredContent`);
+    assert.ok(r.content?.[0]?.text?.length > 0, `${label}: isError needs a text`);
+    assert.ok(r.content[0].text.length < 4096, `${label}: error text stays short`);
+    return { isError: true, text: r.content[0].text };
+  } catch (e) {
+    if (e?.code === undefined) throw e;
+    assert.equal(e.code, -32602, `${label}: expected isError or -32602, got error ${e.code}: ${e.message}`);
+    return { code: e.code, message: e.message };
+  }
+}

@@ -1,0 +1,294 @@
+// Every tool on its happy path and its documented error paths (docs/tools.md).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import {
+  startServer, connect, call, callOk as callOkA, callErr as callErrA, allPages, TEST_TIMEOUT, FIXTURES,
+  expectRefused,
+} from './lib/harness.mjs';
+
+const opts = { timeout: TEST_TIMEOUT };
+const callOk = (c, n, a) => callOkA(assert, c, n, a);
+const callErr = (c, n, a) => callErrA(assert, c, n, a);
+
+// The fixture library: 7 good skills (broken-skill has bad frontmatter).
+const GOOD = ['acme/billing', 'acme/reports', 'csv-profile', 'deploy-runner', 'git-helper',
+  'globex/reports', 'pdf-tools'];
+
+let s;
+let client;
+before(async () => {
+  s = await startServer();
+  client = await connect(s.url);
+});
+after(async () => {
+  try { await client?.close(); } finally { await s?.stop(); }
+});
+
+// ---- list_skills -----------------------------------------------------------
+
+test('list_skills: every good skill, qualified-name order, fields per docs', opts, async () => {
+  const r = await callOk(client, 'list_skills', {});
+  assert.deepEqual(r.skills.map((k) => k.qualified_name), GOOD);
+  assert.equal(r.total, GOOD.length);
+  assert.equal(typeof r.generation, 'number');
+  assert.equal(r.next_cursor, undefined, 'one page: no next_cursor');
+  const csv = r.skills.find((k) => k.qualified_name === 'csv-profile');
+  assert.equal(csv.name, 'csv-profile');
+  assert.match(csv.description, /^Profile CSV files/);
+  assert.deepEqual(csv.tags, ['data', 'spreadsheet', 'csv']);
+  assert.equal(csv.version, '1.2.0');
+  const billing = r.skills.find((k) => k.qualified_name === 'acme/billing');
+  assert.equal(billing.name, 'billing');
+  const git = r.skills.find((k) => k.qualified_name === 'git-helper');
+  assert.equal(git.version, undefined, 'version absent when the frontmatter has none');
+  assert.equal(r.skills.some((k) => k.name === 'broken-skill'), false, 'a broken skill is not listed');
+  for (const k of r.skills) {
+    assert.equal(typeof k.description, 'string');
+    assert.ok(k.description.length > 0);
+  }
+});
+
+test('list_skills query ranks by relevance: "spreadsheet" -> csv-profile first', opts, async () => {
+  const r = await callOk(client, 'list_skills', { query: 'spreadsheet' });
+  assert.equal(r.skills[0]?.qualified_name, 'csv-profile');
+  assert.ok(r.skills.some((k) => k.qualified_name === 'acme/reports'), 'acme/reports mentions spreadsheet too');
+  assert.equal(r.total, r.skills.length);
+  assert.ok(!r.skills.some((k) => k.qualified_name === 'git-helper'), 'non-matching skills are left out');
+});
+
+test('list_skills query: other rankings', opts, async () => {
+  assert.equal((await callOk(client, 'list_skills', { query: 'pdf' })).skills[0]?.qualified_name, 'pdf-tools');
+  assert.equal((await callOk(client, 'list_skills', { query: 'refund invoices' })).skills[0]?.qualified_name, 'acme/billing');
+  assert.equal((await callOk(client, 'list_skills', { query: 'merge conflicts rebase' })).skills[0]?.qualified_name, 'git-helper');
+  const none = await callOk(client, 'list_skills', { query: 'zzyzx-quux' });
+  assert.deepEqual(none.skills, []);
+  assert.equal(none.total, 0);
+});
+
+test('list_skills tags filter keeps skills carrying every tag', opts, async () => {
+  const r = await callOk(client, 'list_skills', { tags: ['reporting'] });
+  assert.deepEqual(r.skills.map((k) => k.qualified_name), ['acme/reports', 'globex/reports']);
+  assert.equal(r.total, 2);
+  const both = await callOk(client, 'list_skills', { tags: ['reporting', 'acme'] });
+  assert.deepEqual(both.skills.map((k) => k.qualified_name), ['acme/reports']);
+  const none = await callOk(client, 'list_skills', { tags: ['reporting', 'pdf'] });
+  assert.equal(none.total, 0);
+  const withQuery = await callOk(client, 'list_skills', { query: 'spreadsheet', tags: ['acme'] });
+  assert.deepEqual(withQuery.skills.map((k) => k.qualified_name), ['acme/reports']);
+});
+
+test('list_skills limit + cursor pages through everything exactly once', opts, async () => {
+  for (const limit of [1, 2, 3, 7, 500]) {
+    const pages = await allPages(client, { limit }, callOk);
+    const names = pages.flatMap((p) => p.skills.map((k) => k.qualified_name));
+    assert.deepEqual(names, GOOD, `limit ${limit}`);
+    for (const p of pages) {
+      assert.equal(p.total, GOOD.length, 'total counts all matches on every page');
+      assert.ok(p.skills.length <= limit);
+    }
+    assert.equal(pages.length, Math.ceil(GOOD.length / limit));
+    assert.equal(pages.at(-1).next_cursor, undefined);
+  }
+  // Paging a query keeps the ranking and never repeats an entry.
+  const q = await allPages(client, { query: 'reports spreadsheet', limit: 1 }, callOk);
+  const qn = q.flatMap((p) => p.skills.map((k) => k.qualified_name));
+  assert.equal(new Set(qn).size, qn.length, 'no duplicates across pages');
+  assert.equal(qn.length, q[0].total);
+  const whole = await callOk(client, 'list_skills', { query: 'reports spreadsheet' });
+  assert.deepEqual(qn, whole.skills.map((k) => k.qualified_name));
+});
+
+test('list_skills bad arguments are refused, and the server keeps serving', opts, async () => {
+  for (const args of [{ limit: 'ten' }, { limit: 0 }, { limit: 501 }, { limit: 1.5 }, { tags: 'data' },
+    { tags: [1, 2] }, { query: 42 }, { cursor: 'not-a-cursor' }, { cursor: '-5' }, { unknown_arg: true }]) {
+    await expectRefused(assert, client, 'list_skills', args);
+  }
+  const r = await callOk(client, 'list_skills', {});
+  assert.equal(r.total, GOOD.length);
+});
+
+// ---- load_skill ------------------------------------------------------------
+
+test('load_skill: body without frontmatter, sections, scripts, files', opts, async () => {
+  const r = await callOk(client, 'load_skill', { name: 'csv-profile' });
+  assert.equal(r.name, 'csv-profile');
+  assert.equal(r.qualified_name, 'csv-profile');
+  assert.match(r.description, /spreadsheet/);
+  assert.equal(r.section, undefined, 'section only when asked for');
+  assert.ok(r.content.includes('# CSV profile'));
+  assert.ok(r.content.includes('### Options'));
+  assert.equal(r.content.includes('name: csv-profile'), false, 'frontmatter removed');
+  assert.equal(r.content.includes('---\n'), false);
+  assert.deepEqual(r.sections, [
+    { title: 'CSV profile', level: 1 },
+    { title: 'Usage', level: 2 },
+    { title: 'Options', level: 3 },
+    { title: 'Limits', level: 3 },
+    { title: 'Output', level: 2 },
+    { title: 'Troubleshooting', level: 2 },
+  ], 'headings inside code fences are not sections');
+  assert.deepEqual(r.scripts.map((x) => x.path), ['scripts/profile.py']);
+  const fmt = fs.statSync(path.join(FIXTURES, 'csv-profile/references/format.md')).size;
+  assert.deepEqual(r.files, [{ path: 'references/format.md', size: fmt }]);
+});
+
+test('load_skill: scripts carry their execution: entry (with default fallback)', opts, async () => {
+  const r = await callOk(client, 'load_skill', { name: 'deploy-runner' });
+  const byPath = Object.fromEntries(r.scripts.map((x) => [x.path, x]));
+  assert.deepEqual(Object.keys(byPath).sort(), ['scripts/check.py', 'scripts/deploy.sh']);
+  assert.equal(byPath['scripts/deploy.sh'].description, 'Deploy the current build to staging.');
+  assert.equal(byPath['scripts/deploy.sh'].timeout, 120);
+  assert.equal(byPath['scripts/deploy.sh'].stall_timeout, 60);
+  assert.equal(byPath['scripts/check.py'].description, 'Check the health endpoint of a deployed service.');
+  assert.equal(byPath['scripts/check.py'].timeout, 10);
+  assert.equal(byPath['scripts/check.py'].stall_timeout, 20, 'stall_timeout falls back to execution.default');
+  assert.deepEqual(r.files, []);
+  // A skill without an execution: block has scripts with no declared values.
+  const csv = await callOk(client, 'load_skill', { name: 'csv-profile' });
+  assert.deepEqual(csv.scripts, [{ path: 'scripts/profile.py' }]);
+});
+
+test('load_skill section: case-insensitive, includes subsections', opts, async () => {
+  const r = await callOk(client, 'load_skill', { name: 'csv-profile', section: 'usage' });
+  assert.equal(typeof r.section, 'string');
+  assert.equal(r.section.toLowerCase(), 'usage');
+  assert.ok(r.content.startsWith('## Usage'), r.content);
+  assert.ok(r.content.includes('### Options'));
+  assert.ok(r.content.includes('### Limits'));
+  assert.equal(r.content.includes('## Output'), false, 'stops at the next same-level heading');
+  const sub = await callOk(client, 'load_skill', { name: 'csv-profile', section: 'OPTIONS' });
+  assert.ok(sub.content.startsWith('### Options'));
+  assert.equal(sub.content.includes('### Limits'), false);
+  const last = await callOk(client, 'load_skill', { name: 'csv-profile', section: 'Troubleshooting' });
+  assert.ok(last.content.includes('--header-rows 2'));
+  assert.ok(last.content.includes('# Not a heading'), 'the fenced block belongs to the last section');
+});
+
+test('load_skill unknown section lists the sections that exist', opts, async () => {
+  const text = await callErr(client, 'load_skill', { name: 'csv-profile', section: 'Installation' });
+  for (const t of ['Usage', 'Options', 'Output', 'Troubleshooting']) {
+    assert.ok(text.includes(t), `error should list section ${t}: ${text}`);
+  }
+});
+
+test('load_skill: ambiguous bare name lists both qualified names', opts, async () => {
+  const text = await callErr(client, 'load_skill', { name: 'reports' });
+  assert.ok(text.includes('acme/reports'), text);
+  assert.ok(text.includes('globex/reports'), text);
+  const a = await callOk(client, 'load_skill', { name: 'acme/reports' });
+  assert.equal(a.qualified_name, 'acme/reports');
+  assert.equal(a.name, 'reports');
+  assert.ok(a.content.includes('Acme reports'));
+  const g = await callOk(client, 'load_skill', { name: 'globex/reports' });
+  assert.ok(g.content.includes('Globex reports'));
+});
+
+test('load_skill: a unique bare team-skill name works, and so does its qualified name', opts, async () => {
+  const a = await callOk(client, 'load_skill', { name: 'billing' });
+  const b = await callOk(client, 'load_skill', { name: 'acme/billing' });
+  assert.equal(a.qualified_name, 'acme/billing');
+  assert.deepEqual(a, b);
+  assert.deepEqual(a.files, [{ path: 'references/refunds.md',
+    size: fs.statSync(path.join(FIXTURES, 'acme/billing/references/refunds.md')).size }]);
+});
+
+test('load_skill: unknown skill suggests the closest name', opts, async () => {
+  const text = await callErr(client, 'load_skill', { name: 'csv-profil' });
+  assert.ok(text.includes('csv-profile'), `should suggest csv-profile: ${text}`);
+  const t2 = await callErr(client, 'load_skill', { name: 'acme/biling' });
+  assert.ok(t2.includes('billing'), `should suggest acme/billing: ${t2}`);
+  const t3 = await callErr(client, 'load_skill', { name: 'broken-skill' });
+  assert.ok(t3.length > 0);
+});
+
+test('load_skill bad arguments: refused, server keeps serving', opts, async () => {
+  for (const args of [{}, { name: 42 }, { name: null }, { name: '' }, { name: ['csv-profile'] },
+    { name: 'csv-profile', section: 3 }, { name: 'x'.repeat(100 * 1024) },
+    { name: '../csv-profile' }, { name: '/etc' }, { name: 'csv-profile/../git-helper' }]) {
+    await expectRefused(assert, client, 'load_skill', args);
+  }
+  await callOk(client, 'load_skill', { name: 'csv-profile' });
+});
+
+test('load_skill: a NUL byte in the name is refused (valid JSON, bad argument)', opts, async () => {
+  await expectRefused(assert, client, 'load_skill', { name: 'csv-profile\u0000' });
+  await callOk(client, 'load_skill', { name: 'csv-profile' });
+});
+
+// ---- read_skill_file -------------------------------------------------------
+
+test('read_skill_file: a text file', opts, async () => {
+  const want = fs.readFileSync(path.join(FIXTURES, 'acme/billing/references/refunds.md'), 'utf8');
+  const r = await callOk(client, 'read_skill_file', { name: 'acme/billing', path: 'references/refunds.md' });
+  assert.equal(r.path, 'references/refunds.md');
+  assert.equal(r.encoding, 'utf-8');
+  assert.equal(r.content, want);
+  assert.equal(r.size, Buffer.byteLength(want));
+  assert.equal(r.truncated, false);
+  assert.ok(r.name === 'billing' || r.name === 'acme/billing', r.name);
+  const md = await callOk(client, 'read_skill_file', { name: 'csv-profile', path: 'SKILL.md' });
+  assert.ok(md.content.startsWith('---\n'), 'SKILL.md itself is readable verbatim');
+});
+
+test('read_skill_file: max_bytes truncates', opts, async () => {
+  const full = fs.readFileSync(path.join(FIXTURES, 'csv-profile/references/format.md'), 'utf8');
+  const r = await callOk(client, 'read_skill_file', { name: 'csv-profile', path: 'references/format.md', max_bytes: 100 });
+  assert.equal(r.truncated, true);
+  assert.equal(r.size, Buffer.byteLength(full), 'size is the whole file size');
+  assert.ok(Buffer.byteLength(r.content) <= 100);
+  assert.ok(Buffer.byteLength(r.content) > 0);
+  assert.ok(full.startsWith(r.content));
+  const whole = await callOk(client, 'read_skill_file', { name: 'csv-profile', path: 'references/format.md' });
+  assert.equal(whole.truncated, false);
+  assert.equal(whole.content, full);
+});
+
+test('read_skill_file: binary comes back base64', opts, async () => {
+  const want = fs.readFileSync(path.join(FIXTURES, 'pdf-tools/assets/logo.png'));
+  const r = await callOk(client, 'read_skill_file', { name: 'pdf-tools', path: 'assets/logo.png' });
+  assert.equal(r.encoding, 'base64');
+  assert.equal(r.size, want.length);
+  assert.equal(r.truncated, false);
+  assert.ok(Buffer.from(r.content, 'base64').equals(want), 'base64 decodes to the exact bytes');
+});
+
+test('read_skill_file: missing file and bad max_bytes', opts, async () => {
+  const t = await callErr(client, 'read_skill_file', { name: 'csv-profile', path: 'references/nope.md' });
+  assert.ok(t.includes('format.md') || /not found|no such|does not exist/i.test(t), t);
+  for (const args of [{ name: 'csv-profile', path: 'SKILL.md', max_bytes: 'lots' },
+    { name: 'csv-profile', path: 'SKILL.md', max_bytes: -1 },
+    { name: 'csv-profile', path: 'SKILL.md', max_bytes: 1048577 },
+    { name: 'csv-profile' }, { path: 'SKILL.md' }, { name: 'csv-profile', path: 7 }]) {
+    await expectRefused(assert, client, 'read_skill_file', args);
+  }
+});
+
+// ---- skill_server_stats ----------------------------------------------------
+
+test('skill_server_stats: fields, and counters increase with calls', opts, async () => {
+  const a = await callOk(client, 'skill_server_stats', {});
+  assert.equal(a.server.name, 'skill-mcp');
+  assert.match(a.server.version, /^\d+\.\d+\.\d+/);
+  assert.equal(typeof a.server.uptime_s, 'number');
+  assert.equal(a.index.skills, GOOD.length);
+  assert.ok(a.index.errors >= 1, 'the broken fixture counts as an error');
+  assert.equal(typeof a.index.generation, 'number');
+  assert.ok(Array.isArray(a.index.roots) && a.index.roots.length === 1);
+  assert.equal(typeof a.index.last_refresh_at, 'string');
+  assert.ok(!Number.isNaN(Date.parse(a.index.last_refresh_at)));
+  assert.equal(typeof a.index.last_refresh_ms, 'number');
+  const before = a.tools?.list_skills?.calls ?? 0;
+  const errBefore = a.tools?.load_skill?.errors ?? 0;
+  await callOk(client, 'list_skills', {});
+  await callOk(client, 'list_skills', { query: 'pdf' });
+  await call(client, 'load_skill', { name: 'no-such-skill' });
+  const b = await callOk(client, 'skill_server_stats', {});
+  assert.ok(b.tools.list_skills.calls >= before + 2, `calls ${before} -> ${b.tools.list_skills.calls}`);
+  assert.ok(b.tools.load_skill.errors >= errBefore + 1, 'tool errors are counted');
+  for (const k of ['p50_ms', 'p95_ms', 'p99_ms']) assert.equal(typeof b.tools.list_skills[k], 'number');
+  assert.ok(b.tools.list_skills.p50_ms <= b.tools.list_skills.p99_ms);
+  assert.ok(b.server.uptime_s >= a.server.uptime_s);
+});

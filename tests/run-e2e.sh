@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/run-e2e.sh BINARY - the end-to-end suite (tests/e2e/*.test.mjs) against
+# a skill-mcp binary. Each test file starts its own server on --port 0.
+#
+# Last line of output, always: "SUMMARY e2e: P passed, F failed".
+# Exit status: 0 when every test passed, 1 otherwise (runner crash included).
+#
+# Environment: E2E_TIMEOUT (seconds, default 150) bounds the whole run;
+# E2E_FILES overrides the test files (space-separated, relative to the repo).
+set -u
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+e2e="$here/e2e"
+
+summary() { echo "SUMMARY e2e: $1 passed, $2 failed"; }
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 BINARY" >&2
+    summary 0 1
+    exit 2
+fi
+bin="$1"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+if [ ! -x "$bin" ]; then
+    echo "run-e2e: $bin is not an executable (run make first)" >&2
+    summary 0 1
+    exit 1
+fi
+export SKILL_MCP_BIN="$bin"
+
+if ! command -v node >/dev/null 2>&1; then
+    echo "run-e2e: node is not installed (needed for the MCP SDK client)" >&2
+    summary 0 1
+    exit 1
+fi
+
+# Dependencies: install from the lockfile when missing or out of date.
+stamp="$e2e/node_modules/.package-lock.json"
+if [ ! -d "$e2e/node_modules/@modelcontextprotocol/sdk" ] || [ ! -f "$stamp" ] \
+    || [ "$e2e/package-lock.json" -nt "$stamp" ]; then
+    echo "run-e2e: npm ci in tests/e2e" >&2
+    if ! (cd "$e2e" && npm ci --no-audit --no-fund >&2); then
+        echo "run-e2e: npm ci failed" >&2
+        summary 0 1
+        exit 1
+    fi
+fi
+
+cd "$repo" || exit 1
+files="${E2E_FILES:-}"
+if [ -z "$files" ]; then
+    files="$(ls tests/e2e/*.test.mjs 2>/dev/null | tr '\n' ' ')"
+fi
+if [ -z "$files" ]; then
+    echo "run-e2e: no test files in tests/e2e" >&2
+    summary 0 1
+    exit 1
+fi
+
+log="$(mktemp "${TMPDIR:-/tmp}/skill-mcp-e2e.XXXXXX")"
+trap 'rm -f "$log"' EXIT
+
+# The runner (and every server it spawned) dies with the global timeout;
+# the harness kills its servers on exit, and the process group goes too.
+# shellcheck disable=SC2086
+timeout --kill-after=10 "${E2E_TIMEOUT:-150}" \
+    node --test --test-concurrency=2 --test-reporter=tap $files 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+
+pass="$(sed -n 's/^# pass \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
+fail="$(sed -n 's/^# fail \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
+cancelled="$(sed -n 's/^# cancelled \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
+
+if [ -z "$pass" ] || [ -z "$fail" ]; then
+    # The runner crashed or timed out before its closing lines.
+    [ "$rc" = 124 ] && echo "run-e2e: timed out after ${E2E_TIMEOUT:-150} s" >&2
+    echo "run-e2e: the test runner did not finish (exit $rc)" >&2
+    summary "${pass:-0}" "$(( ${fail:-0} + 1 ))"
+    exit 1
+fi
+fail=$(( fail + ${cancelled:-0} ))
+
+if [ "$fail" -gt 0 ]; then
+    echo
+    echo "Failed tests:"
+    # Each "not ok" line with the first lines of its error message.
+    awk '
+        /^ *not ok / { sub(/^ */, ""); print "  " $0; inerr = 0; shown = 0; want = 1; next }
+        !want { next }
+        /^ *\.\.\.$/ { want = 0; next }
+        /^ *error: \|-$/ { inerr = 1; next }
+        /^ *error: / { sub(/^ *error: /, ""); print "      " $0; next }
+        inerr && /^ *(code|name|expected|actual|operator|stack|failureType):/ { inerr = 0 }
+        inerr && NF && shown < 4 { sub(/^ */, ""); print "      " $0; shown++ }
+    ' "$log"
+fi
+summary "$pass" "$fail"
+if [ "$fail" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    exit 1
+fi
+exit 0
