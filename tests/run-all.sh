@@ -30,7 +30,7 @@ run unit tests/run-unit.sh build
 run e2e tests/run-e2e.sh build/skill-mcp
 run conformance tests/run-conformance.sh build/skill-mcp
 run lint tests/lint.sh build
-run skills tests/fakeapi/run_examples.sh
+run skills bash tests/fakeapi/run_examples.sh
 if make -s asan-build >/dev/null; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run unit-asan tests/run-unit.sh build-asan
@@ -38,7 +38,7 @@ if make -s asan-build >/dev/null; then
 else
     echo "ASan build failed"; total_f=$((total_f + 1)); status=1
 fi
-run fuzz-smoke tests/fuzz/build.sh --smoke
+run fuzz-smoke env FUZZ_TIME=10 tests/fuzz/build.sh --smoke
 run tsan make -s tsan
 run bench-smoke bench/run.sh --smoke
 

@@ -43,6 +43,8 @@ find tests/data/frontmatter -name SKILL.md | sort | while read -r f; do
 done
 
 status=0
+passed=0
+failed=0
 for t in frontmatter markdown; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
@@ -55,8 +57,11 @@ for t in frontmatter markdown; do
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
         tail -n 40 "$OUT/fuzz_$t.log" >&2
         status=1
+        failed=$((failed + 1))
     else
         grep -E '^#[0-9]+.*DONE' "$OUT/fuzz_$t.log" | tail -n 1 || true
+        passed=$((passed + 1))
     fi
 done
+echo "SUMMARY fuzz: $passed passed, $failed failed"
 exit $status
