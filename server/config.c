@@ -20,7 +20,7 @@
 
 enum opt_kind {
     OPT_STR, OPT_INT, OPT_SIZE, OPT_SECONDS, OPT_ROOT, OPT_LEVEL, OPT_FORMAT, OPT_FLAG,
-    OPT_INTERP
+    OPT_INTERP, OPT_LONG, OPT_FRACTION
 };
 
 struct opt {
@@ -68,6 +68,16 @@ static const struct opt opts[] = {
      "run scripts ending in EXT with PATH (repeatable; e.g. .py=/usr/bin/python3)"},
     {"--max-output-bytes", OPT_SIZE, O(max_output_bytes), 1024, 256L << 20, "BYTES",
      "stdout and stderr retained per script, each (default 1048576)"},
+    {"--hooks-dir", OPT_STR, O(hooks_dir), 0, 0, "DIR",
+     "global pre/post hooks run around every script (default: none)"},
+    {"--hook-timeout", OPT_SECONDS, O(hook_timeout), 0, 3600, "SEC",
+     "ceiling of one hook run (default 10)"},
+    {"--context-tokens", OPT_LONG, O(context_tokens), 1000, 100000000L, "N",
+     "the client's context window in tokens (default 128000)"},
+    {"--context-share", OPT_FRACTION, O(context_share), 0, 1, "F",
+     "the share of the window one tool result may use (default 0.25)"},
+    {"--max-result-chars", OPT_SIZE, O(max_result_chars), 1000, 100000000L, "N",
+     "hard cap on one tool result's text, in characters (default 48000)"},
 };
 #undef O
 
@@ -127,6 +137,26 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
             *(size_t *)(base + o->off) = (size_t)n;
         return 0;
     }
+    case OPT_LONG: {
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < o->min || n > o->max) {
+            char why[96];
+            snprintf(why, sizeof why, "expected a whole number from %ld to %ld", o->min,
+                     o->max);
+            return bad(o->name, v, why);
+        }
+        *(long *)(base + o->off) = n;
+        return 0;
+    }
+    case OPT_FRACTION: {
+        errno = 0;
+        double d = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(d) || d <= 0 || d > 1)
+            return bad(o->name, v, "expected a fraction above 0 and at most 1, e.g. 0.25");
+        *(double *)(base + o->off) = d;
+        return 0;
+    }
     case OPT_SECONDS: {
         errno = 0;
         double d = strtod(v, &end);
@@ -183,6 +213,10 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->max_script_timeout = 600;
     c->script_queue_timeout = 30;
     c->max_output_bytes = 1 << 20;
+    c->hook_timeout = 10;
+    c->context_tokens = 128000;
+    c->context_share = 0.25;
+    c->max_result_chars = 48000;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;

@@ -35,6 +35,13 @@ struct cfg {
     const char *interpreters[16];       /* --interpreter EXT=PATH, in order */
     size_t ninterpreters;
     size_t max_output_bytes;            /* --max-output-bytes, retained per stream */
+    const char *hooks_dir;              /* --hooks-dir: global pre/post hooks */
+    double hook_timeout;                /* --hook-timeout, default 10 s */
+
+    /* output shaping */
+    long context_tokens;                /* --context-tokens, default 128000 */
+    double context_share;               /* --context-share, default 0.25 */
+    size_t max_result_chars;            /* --max-result-chars, default 48000 */
 };
 
 /*
