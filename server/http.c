@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "hooks.h"
 #include "rpc.h"
 #include "runner.h"
 #include "tools.h"
@@ -165,15 +166,15 @@ static int accepts_json(const char *accept)
            strcasestr(accept, "application/*");
 }
 
-/* Loop thread: the script ended; render the answer and wake the connection. */
-static void on_job_done(struct run_job *job, void *arg)
+/* Loop thread (or this thread when shutting down): the script and its
+ * hooks ended; render the answer and wake the connection. */
+static void on_run_done(json_t *result, int ok, double ms, void *arg)
 {
     struct req *rq = arg;
     size_t len;
-    char *result = tools_render_run(rq->S, job, rq->modern, &len);
-    rq->resp = rpc_wrap_raw(rq->id, result, len, &rq->resp_len);
-    free(result);
-    run_job_free(job);
+    char *bytes = tools_render_run(rq->S, result, ok, ms, rq->modern, &len);
+    rq->resp = rpc_wrap_raw(rq->id, bytes, len, &rq->resp_len);
+    free(bytes);
     rq->ready = 1;
     MHD_resume_connection(rq->con);
 }
@@ -251,7 +252,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         rq->id = out.id;
         rq->modern = out.modern;
         MHD_suspend_connection(con);
-        run_submit(S->runner, out.job, on_job_done, rq);
+        hook_start(out.plan, on_run_done, rq);
         return MHD_YES;
     case RPC_OUT_RESULT:
         break;

@@ -47,7 +47,7 @@ const char *jail_check(const char *rel, size_t len)
     return NULL;
 }
 
-static int open_beneath(int dirfd, const char *rel)
+int jail_open_beneath(int dirfd, const char *rel)
 {
     struct open_how how = {
         .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
@@ -71,20 +71,17 @@ static int open_beneath(int dirfd, const char *rel)
     return cur;
 }
 
-int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
-              const char **why)
+int jail_root(const char *dir)
 {
-    struct stat st;
-    memset(out, 0, sizeof *out);
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return dfd < 0 ? -errno : dfd;
+}
+
+int jail_open(int rootfd, const char *rel, struct stat *st, const char **why)
+{
     if ((*why = jail_check(rel, strlen(rel))))
         return -EINVAL;
-    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        *why = "the skill folder cannot be opened";
-        return -EIO;
-    }
-    int fd = open_beneath(dfd, rel);
-    close(dfd);
+    int fd = jail_open_beneath(rootfd, rel);
     if (fd < 0) {
         switch (-fd) {
         case ENOENT:
@@ -100,21 +97,40 @@ int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *ou
             return fd;
         }
     }
-    if (fstat(fd, &st) < 0) {
+    if (fstat(fd, st) < 0) {
         close(fd);
         *why = "the file cannot be read";
         return -EIO;
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (S_ISDIR(st->st_mode)) {
         close(fd);
         *why = "that is a folder, not a file";
         return -EISDIR;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st->st_mode)) {
         close(fd);
         *why = "that is not a regular file";
         return -EINVAL;
     }
+    return fd;
+}
+
+int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
+              const char **why)
+{
+    struct stat st;
+    memset(out, 0, sizeof *out);
+    if ((*why = jail_check(rel, strlen(rel))))
+        return -EINVAL;
+    int dfd = jail_root(dir);
+    if (dfd < 0) {
+        *why = "the skill folder cannot be opened";
+        return -EIO;
+    }
+    int fd = jail_open(dfd, rel, &st, why);
+    close(dfd);
+    if (fd < 0)
+        return fd;
     size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max;
     out->data = xmalloc(want + 1);
     size_t got = 0;

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /*
  * Why rel may not be asked for, or NULL when its text is acceptable:
@@ -36,5 +37,23 @@ struct jail_file {
 int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
               const char **why);
 void jail_file_cleanup(struct jail_file *f);
+
+/*
+ * Opens rel (already checked by jail_check) read-only beneath the folder
+ * dirfd: openat2 RESOLVE_BENEATH, or on kernels without it a walk that
+ * refuses every symlink. Returns an fd or a negative errno (-EXDEV when the
+ * path would leave the folder).
+ */
+int jail_open_beneath(int dirfd, const char *rel);
+
+/* An O_PATH descriptor of the skill folder dir, or a negative errno. */
+int jail_root(const char *dir);
+
+/*
+ * Opens rel beneath rootfd (from jail_root) for reading, as jail_read does,
+ * and fstats it into *st. Returns the descriptor of a regular file (close
+ * it), or a negative errno with *why set, as jail_read. Any thread.
+ */
+int jail_open(int rootfd, const char *rel, struct stat *st, const char **why);
 
 #endif

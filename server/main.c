@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     if (!S.cfg.no_scripts)
         S.scripts = script_setup(&S.cfg);
 
-    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, tools_ext_build, tools_ext_free, &S);
+    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, S.cfg.hooks_dir, tools_ext_build, tools_ext_free, &S);
     if (!S.skills) {
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;

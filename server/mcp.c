@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hooks.h"
 #include "rpc.h"
 #include "tools.h"
 #include "util.h"
@@ -46,8 +47,8 @@ void mcp_call_done(struct mcp_call *c)
     json_decref(c->result);
     json_decref(c->errdata);
     free(c->raw_owned);
-    run_job_free(c->job);
-    c->job = NULL;
+    hook_plan_free(c->plan);
+    c->plan = NULL;
     c->result = c->errdata = NULL;
     c->raw_owned = NULL;
 }
@@ -144,7 +145,7 @@ static int m_tools_call(struct mcp_call *c)
     if (json_is_null(args))
         args = NULL;
     if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern,
-                   &c->raw_owned, &c->raw, &c->rawlen, &c->job) < 0)
+                   &c->raw_owned, &c->raw, &c->rawlen, &c->plan) < 0)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));
     return 0;

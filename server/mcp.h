@@ -24,7 +24,7 @@ struct mcp_call {
     const char *raw;        /* or rendered result bytes (borrowed, or raw_owned) */
     size_t rawlen;
     char *raw_owned;
-    struct run_job *job;    /* or a script to run; the answer comes later */
+    struct hook_plan *plan; /* or a script to run; the answer comes later */
     int err;                /* JSON-RPC error code, 0 when none */
     char errmsg[512];
     json_t *errdata;        /* new reference or NULL */
@@ -52,5 +52,25 @@ json_t *mcp_capabilities(void);
 int res_list(struct mcp_call *c);
 int res_templates(struct mcp_call *c);
 int res_read(struct mcp_call *c);
+/* Offset cursor of a paginated list (params.cursor); -1 after an error. */
+int res_offset_cursor(struct mcp_call *c, size_t *off);
+/* MIME type by file extension; for an unknown one text/plain (text > 0),
+ * application/octet-stream (text == 0) or NULL (text < 0). */
+const char *res_mime_of(const char *path, int text);
+/*
+ * Resolves uri (which starts with "skill://") to its skill and the
+ * percent-decoded path inside it ("" for the skill itself; not yet
+ * jail-checked). *owned backs *path: free it. Returns 0, or -1 after a
+ * -32602 "Resource not found" error on c.
+ */
+int res_locate(struct mcp_call *c, const char *uri, struct skill **k, const char **path,
+               char **owned);
+
+/* skillsext.c: the MCP Skills extension (SEP-2640) and skills as prompts */
+int skillsext_list(struct mcp_call *c);
+int skillsext_get(struct mcp_call *c);
+int skillsext_dir_read(struct mcp_call *c);
+int skillsext_prompts_list(struct mcp_call *c);
+int skillsext_prompts_get(struct mcp_call *c);
 
 #endif

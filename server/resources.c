@@ -38,17 +38,17 @@ static const struct {
     {".zip", "application/zip"},    {".gz", "application/gzip"},
 };
 
-static const char *mime_of(const char *path, int text)
+const char *res_mime_of(const char *path, int text)
 {
     const char *dot = strrchr(path, '.');
     if (dot && !strchr(dot, '/'))
         for (size_t i = 0; i < sizeof mimes / sizeof *mimes; i++)
             if (!strcasecmp(dot, mimes[i].ext))
                 return mimes[i].mime;
-    return text ? "text/plain" : "application/octet-stream";
+    return text < 0 ? NULL : text ? "text/plain" : "application/octet-stream";
 }
 
-static int offset_cursor(struct mcp_call *c, size_t *off)
+int res_offset_cursor(struct mcp_call *c, size_t *off)
 {
     json_t *cur = json_object_get(c->params, "cursor");
     *off = 0;
@@ -69,7 +69,7 @@ static int offset_cursor(struct mcp_call *c, size_t *off)
 int res_list(struct mcp_call *c)
 {
     size_t off;
-    if (offset_cursor(c, &off) < 0)
+    if (res_offset_cursor(c, &off) < 0)
         return -1;
     struct snapshot *s = mcp_snapshot(c);
     json_t *a = json_array();
@@ -94,7 +94,7 @@ int res_list(struct mcp_call *c)
 int res_templates(struct mcp_call *c)
 {
     size_t off;
-    if (offset_cursor(c, &off) < 0)
+    if (res_offset_cursor(c, &off) < 0)
         return -1;
     c->result = json_pack(
         "{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "resourceTemplates", "uriTemplate",
@@ -151,25 +151,18 @@ static int not_found(struct mcp_call *c, const char *uri, const char *why)
                      "Resource not found: %.300s (%s)", uri, why);
 }
 
-int res_read(struct mcp_call *c)
+int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const char **pathout,
+               char **owned)
 {
-    json_t *u = json_object_get(c->params, "uri");
-    const char *uri = json_string_value(u), *why;
-    if (!uri)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
-    if (strlen(uri) != json_string_length(u))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
-    if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096)
-        return not_found(c, uri, "this server serves skill:// URIs only");
-
     char *rest = xstrdup(uri + 8);
     struct snapshot *s = mcp_snapshot(c);
     struct skill *k = NULL;
     const char *path = NULL;
-    int amb = 0, rc = -1;
+    int amb = 0;
+    *owned = NULL;
     if (pct_decode(rest) < 0) {
-        rc = not_found(c, uri, "bad percent-encoding");
-        goto out;
+        free(rest);
+        return not_found(c, uri, "bad percent-encoding");
     }
     /* skill-path is one or two segments; prefer the longer one that exists. */
     char *s1 = strchr(rest, '/');
@@ -193,9 +186,32 @@ int res_read(struct mcp_call *c)
                 snprintf(reason + strlen(reason), sizeof reason - strlen(reason),
                          "%s skill://%s/SKILL.md", i ? "," : "", names[i]);
         }
-        rc = not_found(c, uri, reason);
-        goto out;
+        free(rest);
+        return not_found(c, uri, reason);
     }
+    *kout = k;
+    *pathout = path;
+    *owned = rest;
+    return 0;
+}
+
+int res_read(struct mcp_call *c)
+{
+    json_t *u = json_object_get(c->params, "uri");
+    const char *uri = json_string_value(u), *why;
+    if (!uri)
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
+    if (strlen(uri) != json_string_length(u))
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
+    if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096)
+        return not_found(c, uri, "this server serves skill:// URIs only");
+
+    char *rest;
+    struct skill *k;
+    const char *path;
+    int rc = -1;
+    if (res_locate(c, uri, &k, &path, &rest) < 0)
+        return -1;
     if (!*path)
         path = "SKILL.md";
     else if (!strncmp(path, "files/", 6) && !has_file(k, path))
@@ -217,7 +233,7 @@ int res_read(struct mcp_call *c)
         goto out;
     }
     int text = utf8_valid(f.data, f.len);
-    const char *mime = !strcmp(path, "SKILL.md") ? "text/markdown" : mime_of(path, text);
+    const char *mime = !strcmp(path, "SKILL.md") ? "text/markdown" : res_mime_of(path, text);
     json_t *item;
     if (text) {
         item = json_pack("{s:s, s:s, s:s%}", "uri", uri, "mimeType", mime, "text", f.data, f.len);

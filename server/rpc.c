@@ -298,11 +298,11 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     if (c.err) {
         set_error(out, id, c.err, c.errmsg, c.errdata, 0);
         c.errdata = NULL;
-    } else if (c.job) {
+    } else if (c.plan) {
         out->kind = RPC_OUT_PENDING;
-        out->job = c.job;
+        out->plan = c.plan;
         out->id = json_deep_copy(id);
-        c.job = NULL;
+        c.plan = NULL;
     } else if (c.raw) {
         out->kind = RPC_OUT_RESULT;
         out->body = rpc_wrap_raw(id, c.raw, c.rawlen, &out->len);

@@ -54,7 +54,7 @@ struct rpc_out {
     char *body;             /* malloc'd response bytes, NULL when accepted */
     size_t len;
     const char *method;     /* borrowed static string for logs, or NULL */
-    struct run_job *job;    /* RPC_OUT_PENDING: the caller submits it */
+    struct hook_plan *plan; /* RPC_OUT_PENDING: the caller starts it */
     json_t *id;             /* RPC_OUT_PENDING: the request id (new reference) */
 };
 

@@ -37,6 +37,7 @@ typedef void (*run_done_fn)(struct run_job *job, void *arg);
 struct run_job {
     /* ---- set by the preparer (any thread), read-only afterwards ---- */
     char **argv;            /* argv[0] is the interpreter's absolute path */
+    size_t argv_fixed;      /* entries before the caller's args (interpreter, flags, script) */
     char **envp;
     char *cwd;              /* the skill folder */
     char *stdin_data;       /* NULL: the script reads EOF at once */

@@ -54,6 +54,8 @@ struct scripts {
     size_t n;
     char **base_env;        /* "NAME=value", NULL-terminated */
     size_t nbase;
+    char **hook_env;        /* the server's HOOK_* variables: configuration for hooks */
+    size_t nhook;
 };
 
 /* ---- interpreters ------------------------------------------------------- */
@@ -118,10 +120,12 @@ static void add_interp(struct scripts *sc, const char *ext, const char *name, co
     it->why[0] = '\0';
     memset(it->args, 0, sizeof it->args);
     if (!strcmp(ext, ".py")) {
-        /* -E: ignore PYTHON* variables; -s: no user site. Not -I, which would
-         * also drop the script's own folder from sys.path (sibling imports). */
+        /* -E: ignore PYTHON* variables; -s: no user site; -B: write no
+         * __pycache__ into the skill library. Not -I, which would also drop
+         * the script's own folder from sys.path (sibling imports). */
         it->args[0] = "-E";
         it->args[1] = "-s";
+        it->args[2] = "-B";
     }
     if (path) {
         char real[4096];
@@ -138,7 +142,7 @@ static void add_interp(struct scripts *sc, const char *ext, const char *name, co
     }
     if (it->path)
         log_info("scripts: %s runs with %s%s%s", ext, it->path, it->args[0] ? " " : "",
-                 it->args[0] ? "-E -s" : "");
+                 it->args[0] ? "-E -s -B" : "");
     else
         log_warn("scripts: %s; %s scripts will be refused", it->why, ext);
 }
@@ -194,6 +198,10 @@ struct scripts *script_setup(const struct cfg *c)
     for (char **e = environ; *e; e++)
         if (!strncmp(*e, "LC_", 3))
             env_push(&sc->base_env, &sc->nbase, &cap, xstrdup(*e));
+    size_t hcap = 0;
+    for (char **e = environ; *e; e++)
+        if (!strncmp(*e, "HOOK_", 5))
+            env_push(&sc->hook_env, &sc->nhook, &hcap, xstrdup(*e));
     if (!c->no_network_env)
         for (const char *const *n = network_vars; *n; n++) {
             const char *v = getenv(*n);
@@ -212,6 +220,9 @@ void script_free(struct scripts *sc)
     for (size_t i = 0; i < sc->nbase; i++)
         free(sc->base_env[i]);
     free(sc->base_env);
+    for (size_t i = 0; i < sc->nhook; i++)
+        free(sc->hook_env[i]);
+    free(sc->hook_env);
     free(sc);
 }
 
@@ -231,7 +242,7 @@ static const char *const denied_names[] = {
     "TMPPREFIX", NULL,
 };
 
-static const char *env_name_problem(const char *name)
+const char *script_env_problem(const char *name)
 {
     size_t n = strlen(name);
     if (!n || n > 128)
@@ -277,10 +288,8 @@ static char *resolve_script(const char *dir, const char *rel, const char **why)
         *why = "the skill's scripts/ folder cannot be opened";
         return NULL;
     }
-    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-    int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof how);
-    int e = errno;
+    int fd = jail_open_beneath(dfd, rel);
+    int e = fd < 0 ? -fd : 0;
     close(dfd);
     if (fd < 0) {
         *why = e == ENOENT || e == ENOTDIR ? "no such script in the skill's scripts/ folder"
@@ -447,7 +456,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
             return NULL;
         }
         json_object_foreach(jenv, name, v) {
-            const char *p = env_name_problem(name);
+            const char *p = script_env_problem(name);
             if (p) {
                 fail(why, wl, "Argument 'env': '%.64s' is not allowed: %s.", name, p);
                 free(real);
@@ -510,6 +519,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     for (size_t i = 0; i < 3 && it->args[i]; i++)
         j->argv[na++] = xstrdup(it->args[i]);
     j->argv[na++] = real;
+    j->argv_fixed = na;
     for (size_t i = 0; i < nargs; i++)
         j->argv[na++] = xstrdup(json_string_value(json_array_get(jargs, i)));
 
@@ -543,6 +553,69 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     j->script = xstrndup(script, slen);
     j->retain_max = c->max_output_bytes;
     return j;
+}
+
+struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, const char *path,
+                                const char *cwd, const char *input, size_t input_len,
+                                const char *skill, const char *skill_dir,
+                                const char *request_id, const char *kind, char *why, size_t wl)
+{
+    const struct interp *it = interp_for(sc, path);
+    if (!it || !it->path) {
+        fail(why, wl, "%s hook %s cannot run: %s", kind, path,
+             it ? it->why : "its file type has no interpreter on this server");
+        return NULL;
+    }
+    struct run_job *j = xcalloc(1, sizeof *j);
+    size_t na = 0;
+    j->argv = xcalloc(6, sizeof *j->argv);
+    j->argv[na++] = xstrdup(it->path);
+    for (size_t i = 0; i < 3 && it->args[i]; i++)
+        j->argv[na++] = xstrdup(it->args[i]);
+    j->argv[na++] = xstrdup(path);
+    size_t n = 0, cap = 0;
+    char **env = NULL;
+    for (size_t i = 0; i < sc->nbase; i++)
+        env_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
+    env_push(&env, &n, &cap, kv("SKILL_NAME", skill));
+    env_push(&env, &n, &cap, kv("SKILL_DIR", skill_dir));
+    env_push(&env, &n, &cap, kv("SKILL_REQUEST_ID", request_id));
+    env_push(&env, &n, &cap, kv("SKILL_HOOK", kind));
+    /* Hooks are the operator's code: they also get the server's HOOK_*
+     * variables (an audit log path, a policy file); scripts never do. */
+    for (size_t i = 0; i < sc->nhook; i++)
+        env_push(&env, &n, &cap, xstrdup(sc->hook_env[i]));
+    j->envp = env;
+    j->cwd = xstrdup(cwd);
+    j->stdin_len = input_len;
+    j->stdin_data = xmalloc(input_len + 1);
+    memcpy(j->stdin_data, input, input_len);
+    j->stdin_data[input_len] = '\0';
+    j->timeout_s = c->hook_timeout > 0 ? c->hook_timeout : 10;
+    double stall = c->script_stall_timeout > 0 ? c->script_stall_timeout : j->timeout_s;
+    j->stall_s = stall < j->timeout_s ? stall : 0;
+    snprintf(j->request_id, sizeof j->request_id, "%s", request_id);
+    j->skill = xstrdup(skill);
+    const char *base = strrchr(path, '/');
+    j->script = xstrdup(base ? base + 1 : path);
+    j->retain_max = 1u << 20;
+    return j;
+}
+
+void script_job_setenv(struct run_job *j, const char *name, const char *value)
+{
+    size_t nl = strlen(name), n = 0;
+    while (j->envp[n])
+        n++;
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(j->envp[i], name, nl) && j->envp[i][nl] == '=') {
+            free(j->envp[i]);
+            j->envp[i] = kv(name, value);
+            return;
+        }
+    j->envp = xrealloc(j->envp, (n + 2) * sizeof *j->envp);
+    j->envp[n] = kv(name, value);
+    j->envp[n + 1] = NULL;
 }
 
 /* ---- result -------------------------------------------------------------------- */

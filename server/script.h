@@ -29,6 +29,24 @@ void script_free(struct scripts *sc);
 struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
                                const struct skill *k, json_t *args, char *why, size_t whylen);
 
+/*
+ * A job running hook `path` (absolute) with `input` on stdin, in folder cwd,
+ * for a call on skill (its folder skill_dir) with request_id; kind ("skill
+ * pre", ...) is in SKILL_HOOK. NULL with why[] when the hook's type has no
+ * interpreter. Any thread.
+ */
+struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, const char *path,
+                                const char *cwd, const char *input, size_t input_len,
+                                const char *skill, const char *skill_dir,
+                                const char *request_id, const char *kind, char *why,
+                                size_t whylen);
+
+/* Checks a variable name a caller or a pre hook wants to set; NULL if fine. */
+const char *script_env_problem(const char *name);
+
+/* Adds or replaces NAME=value in a job's environment (name already checked). */
+void script_job_setenv(struct run_job *j, const char *name, const char *value);
+
 /* The structured result of a finished job. New reference. */
 json_t *script_result(const struct run_job *j, int max_live, double queue_timeout_s);
 

@@ -47,6 +47,7 @@
 struct skills {
     const char *roots[64];
     size_t nroots;
+    const char *hooks_dir;
     _Atomic(struct snapshot *) cur;
     snapshot_ext_build_fn ext_build;
     snapshot_ext_free_fn ext_free;
@@ -170,6 +171,8 @@ static void skill_unref(struct skill *k)
     free(k->md_path);
     json_decref(k->fm);
     json_decref(k->warnings);
+    free(k->hook_pre);
+    free(k->hook_post);
     for (size_t i = 0; i < k->ntags; i++)
         free(k->tags[i]);
     free(k->tags);
@@ -198,6 +201,8 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
     free(s->shared);
     search_free(s->search);
     json_decref(s->errors);
+    free(s->hook_pre);
+    free(s->hook_post);
     for (size_t i = 0; i < s->nw; i++)
         free(s->w[i].path);
     free(s->w);
@@ -582,6 +587,34 @@ static void add_watches_of(struct build *b, const struct skill *k, const struct 
     }
 }
 
+/* "hooks/pre.py" is a pre hook; one per kind (the first in name order). */
+static int hook_kind(const char *file, const char *kind)
+{
+    size_t n = strlen(kind);
+    return !strncmp(file, kind, n) && file[n] == '.' && file[n + 1] && !strchr(file + n + 1, '/');
+}
+
+static void find_skill_hooks(struct build *b, struct skill *k)
+{
+    for (size_t i = 0; i < k->nfiles; i++) {
+        const char *p = k->files[i].path;
+        if (strncmp(p, "hooks/", 6))
+            continue;
+        char abs[PATH_MAX];
+        snprintf(abs, sizeof abs, "%s/%s", k->dir, p);
+        for (int kind = 0; kind < 2; kind++) {
+            char **slot = kind ? &k->hook_post : &k->hook_pre;
+            if (!hook_kind(p + 6, kind ? "post" : "pre"))
+                continue;
+            if (*slot)
+                report(b, "warning", k->qname, abs,
+                       "more than one %s hook; only %s runs", kind ? "post" : "pre", *slot);
+            else
+                *slot = xstrdup(abs);
+        }
+    }
+}
+
 /* One skill folder: reuse, (re)parse, or report. */
 static void load_one(struct build *b, unsigned root, const char *team, const char *name,
                      const char *dirpath, const struct stat *mdst)
@@ -701,11 +734,48 @@ static void load_one(struct build *b, unsigned root, const char *team, const cha
         report(b, "warning", qname, k->dir,
                "%d symlink(s) point outside the skill (first: %s); they are not served",
                w.escaped, w.first_escape);
+    find_skill_hooks(b, k);
     k->warnings = json_array();
     for (size_t i = mark; i < json_array_size(b->errors); i++)
         json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
     push_skill(b, k);
     add_watches_of(b, k, mdst);
+}
+
+/* The global hooks folder: watched like a skill folder, so hooks change on reload. */
+static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
+{
+    struct stat st;
+    size_t n;
+    char real[PATH_MAX];
+    if (!dir)
+        return;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(dir, real)) {
+        report(b, "error", NULL, dir, "--hooks-dir is not a readable directory; no global hooks");
+        watch_add(b, dir, NULL);
+        return;
+    }
+    watch_add(b, dir, &st);
+    char **names = list_dir(real, &n);
+    for (size_t i = 0; i < n; i++) {
+        char abs[PATH_MAX];
+        struct stat fst;
+        snprintf(abs, sizeof abs, "%s/%s", real, names[i]);
+        if (stat(abs, &fst) < 0 || !S_ISREG(fst.st_mode))
+            continue;
+        for (int kind = 0; kind < 2; kind++) {
+            char **slot = kind ? &s->hook_post : &s->hook_pre;
+            if (!hook_kind(names[i], kind ? "post" : "pre"))
+                continue;
+            watch_add(b, abs, &fst);
+            if (*slot)
+                report(b, "warning", NULL, abs, "more than one global %s hook; only %s runs",
+                       kind ? "post" : "pre", *slot);
+            else
+                *slot = xstrdup(abs);
+        }
+    }
+    free_names(names, n);
 }
 
 static void scan_team(struct build *b, unsigned root, const char *team, const char *teampath,
@@ -1025,6 +1095,7 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
         scan_root(&b, (unsigned)i, S->roots[i]);
 
     struct snapshot *s = xcalloc(1, sizeof *s);
+    scan_hooks_dir(&b, s, S->hooks_dir);
     atomic_init(&s->refs, 0);
     s->generation = gen;
     s->v = b.v;
@@ -1185,11 +1256,12 @@ void skills_rescan(struct skills *S, int force, struct skills_report *out)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
-struct skills *skills_new(const char *const *roots, size_t nroots,
+struct skills *skills_new(const char *const *roots, size_t nroots, const char *hooks_dir,
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg)
 {
     struct skills *S = xcalloc(1, sizeof *S);
+    S->hooks_dir = hooks_dir;
     size_t usable = 0;
     if (nroots > 64)
         nroots = 64;

@@ -72,6 +72,8 @@ struct skill {
     size_t ndirs;
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry */
+    char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
+    char *hook_post;        /* absolute path of hooks/post.*, or NULL */
 };
 
 /* Opaque per-snapshot data built by a higher layer (pre-rendered replies). */
@@ -100,6 +102,8 @@ struct snapshot {
     struct watch *w;        /* everything the refresher stats */
     size_t nw;
     struct snapshot_ext *ext;
+    char *hook_pre;         /* global hooks (--hooks-dir), absolute, or NULL */
+    char *hook_post;
     double build_ms;
     int64_t built_at;       /* wall clock, seconds */
     struct snapshot *retired_next;
@@ -117,11 +121,13 @@ struct skills_report {
 
 /*
  * Creates the index over roots[0..nroots) and builds the first snapshot.
+ * hooks_dir (may be NULL) holds the global pre.* / post.* hooks; it is
+ * rescanned with the skills, so hooks change on reload.
  * ext_build/ext_free (may be NULL) attach pre-rendered data to every
  * snapshot. Returns NULL after logging when no root is a readable
  * directory. Call from the main thread before serving.
  */
-struct skills *skills_new(const char *const *roots, size_t nroots,
+struct skills *skills_new(const char *const *roots, size_t nroots, const char *hooks_dir,
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg);
 void skills_free(struct skills *S);

@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "hooks.h"
 #include "jail.h"
 #include "markdown.h"
 #include "rpc.h"
@@ -37,7 +38,7 @@ struct tool_out {
     json_t *structured;
     const char *raw;        /* or a result rendered ahead (borrowed) */
     size_t rawlen;
-    struct run_job *job;    /* or a script to run: the answer comes later */
+    struct hook_plan *plan; /* or a script to run: the answer comes later */
     char msg[1024];
 };
 
@@ -564,11 +565,13 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skill *k = need_skill(c, args, o);
     if (!k)
         return -1;
-    o->job = script_prepare(c->S->scripts, &c->S->cfg, k, args, o->msg, sizeof o->msg);
-    if (!o->job) {
+    struct run_job *job = script_prepare(c->S->scripts, &c->S->cfg, k, args, o->msg, sizeof o->msg);
+    if (!job) {
         utf8_sanitize(o->msg);
         return -1;
     }
+    /* Which hooks exist was found when the snapshot was built. */
+    o->plan = hook_plan_new(c->S, c->snap, k, job, args, NULL);
     return 0;
 }
 
@@ -802,17 +805,15 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     return buf_steal(&b, len);
 }
 
-char *tools_render_run(struct srv *S, struct run_job *j, int modern, size_t *len)
+char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int modern, size_t *len)
 {
     size_t t;
     for (t = 0; t < NTOOLS; t++)
         if (table[t].runs_scripts)
             break;
-    struct tool_out o = {.structured = script_result(j, S->cfg.max_script_concurrency,
-                                                     S->cfg.script_queue_timeout)};
-    int ok = j->status == RUN_OK;
+    struct tool_out o = {.structured = result};
     char *bytes = render_ex(&o, ok, modern, len);
-    stats_record(&S->stats, t, (uint64_t)((j->duration_ms + j->queued_ms) * 1e6), !ok);
+    stats_record(&S->stats, t, (uint64_t)(ms * 1e6), !ok);
     return bytes;
 }
 
@@ -843,13 +844,13 @@ void tools_ext_free(struct snapshot_ext *e)
 }
 
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               char **owned, const char **raw, size_t *rawlen, struct run_job **job)
+               char **owned, const char **raw, size_t *rawlen, struct hook_plan **plan)
 {
     size_t t;
     uint64_t t0 = now_ns();
     *owned = NULL;
     *raw = NULL;
-    *job = NULL;
+    *plan = NULL;
     for (t = 0; t < NTOOLS; t++)
         if (!strcmp(table[t].name, name))
             break;
@@ -872,8 +873,8 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
     else
         rc = table[t].fn(&c, args, &o);
     json_decref(empty);
-    if (rc == 0 && o.job) {
-        *job = o.job;       /* stats are recorded when it ends */
+    if (rc == 0 && o.plan) {
+        *plan = o.plan;     /* stats are recorded when it ends */
         return 0;
     }
     if (rc == 0 && o.raw) {

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "hooks.h"
 #include "runner.h"
 #include "skills.h"
 #include "srv.h"
@@ -34,15 +35,17 @@ void tools_cleanup(struct srv *S);
  * CallToolResult as JSON bytes in *raw and *rawlen. When *owned is set the bytes
  * are the caller's (free *owned); otherwise they were rendered ahead (the
  * default list_skills page, a whole load_skill body) and are borrowed, valid
- * while snap is held. For run_skill_script, *job is set instead: a prepared
- * job whose answer is rendered by tools_render_run() when it ends. Returns
- * 0, or -1 when no such tool exists.
+ * while snap is held. For run_skill_script, *plan is set instead: the script
+ * and its hooks, to be started with hook_start(); its answer is rendered by
+ * tools_render_run(). Returns 0, or -1 when no such tool exists.
  */
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               char **owned, const char **raw, size_t *rawlen, struct run_job **job);
+               char **owned, const char **raw, size_t *rawlen, struct hook_plan **plan);
 
-/* The CallToolResult bytes of a finished job (malloc'd); records its stats. */
-char *tools_render_run(struct srv *S, struct run_job *j, int modern, size_t *len);
+/* The CallToolResult bytes (malloc'd) of a finished run_skill_script
+ * (steals result); records its stats. */
+char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int modern,
+                       size_t *len);
 
 /* Snapshot hooks: pre-render the default list_skills result. */
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);

@@ -139,7 +139,7 @@ static void server_up(void)
     S.instructions = "Test instructions.";
     S.ttl_ms = 5000;
     tools_setup(&S);
-    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, tools_ext_build, tools_ext_free, &S);
+    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, S.cfg.hooks_dir, tools_ext_build, tools_ext_free, &S);
     if (!S.skills)
         exit(2);
 }

@@ -79,7 +79,7 @@ static void touch_later(const char *rel)
 static struct skills *open_root(void)
 {
     const char *roots[] = {root};
-    return skills_new(roots, 1, NULL, NULL, NULL);
+    return skills_new(roots, 1, NULL, NULL, NULL, NULL);
 }
 
 TEST(discovers_top_level_and_team_skills)
@@ -230,7 +230,7 @@ TEST(earlier_root_wins_and_shadowed_is_reported)
     snprintf(r1, sizeof r1, "%s/one", root);
     snprintf(r2, sizeof r2, "%s/two", root);
     const char *roots[] = {r1, r2};
-    struct skills *S = skills_new(roots, 2, NULL, NULL, NULL);
+    struct skills *S = skills_new(roots, 2, NULL, NULL, NULL, NULL);
     struct snapshot *s = skills_acquire(S);
     CHECK_EQ(s->n, 1);
     CHECK_STR(s->v[0]->description, "from one");

@@ -138,7 +138,7 @@ static void server_up(void)
     S.instructions = "Test instructions.";
     S.ttl_ms = 5000;
     tools_setup(&S);
-    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, tools_ext_build, tools_ext_free, &S);
+    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, S.cfg.hooks_dir, tools_ext_build, tools_ext_free, &S);
     if (!S.skills)
         exit(2);
 }
@@ -166,7 +166,7 @@ static json_t *call_j(const char *tool, json_t *args, int modern)
     const char *raw = NULL;
     size_t rawlen = 0;
     struct snapshot *snap = skills_acquire(S.skills);
-    struct run_job *job = NULL;
+    struct hook_plan *job = NULL;
     int rc = tools_call(&S, snap, tool, args, modern, &owned, &raw, &rawlen, &job);
     last_raw = rc == 0 && raw && !owned;
     if (rc == 0) {
@@ -275,7 +275,7 @@ static int call_rc(const char *tool)
     const char *raw = NULL;
     size_t rawlen = 0;
     struct snapshot *snap = skills_acquire(S.skills);
-    struct run_job *job = NULL;
+    struct hook_plan *job = NULL;
     int rc = tools_call(&S, snap, tool, NULL, 0, &owned, &raw, &rawlen, &job);
     free(owned);
     skills_release(snap);

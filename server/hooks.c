@@ -1,0 +1,367 @@
+/*
+ * hooks.c - pre/post hooks around a script.
+ *
+ * Order: global pre, skill pre, script, skill post, global post. The org
+ * policy (global pre) rejects early and cheaply; the org audit (global post)
+ * sees what actually goes out, after the skill's own post hook. A denial
+ * stops the chain at once.
+ *
+ * pre:  stdin {skill, script, args, mode, caller, request_id, env_keys}.
+ *       exit 0 allows; stdout may be {"env": {...}, "args": [...], "note": "..."}.
+ *       non-zero denies; the reason is {"reason": ...} on stdout, or stderr.
+ * post: stdin the same plus {"result": {...}}.
+ *       exit 0 passes the result on, or changes it with {"result": {...}}
+ *       (fields given replace the script's); non-zero fails the call, and
+ *       the script's output is withheld (a redaction hook that breaks must
+ *       not let the unredacted output through).
+ * Anything malformed (not JSON, wrong types, too large) fails the call with
+ * a message naming the hook; a hook that hangs is stopped like a script.
+ */
+#include "hooks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "script.h"
+#include "util.h"
+
+enum { ST_GLOBAL_PRE, ST_SKILL_PRE, ST_SCRIPT, ST_SKILL_POST, ST_GLOBAL_POST, ST_DONE };
+
+struct hook_plan {
+    struct srv *S;
+    struct run_job *script;     /* owned until it has run */
+    char *path[5];              /* hook per stage (NULL: none); [ST_SCRIPT] unused */
+    char *cwd[5];
+    json_t *input;              /* what every hook reads */
+    json_t *result;             /* the script's result, once it ran */
+    int ok;
+    char note[1024];
+    int stage;
+    uint64_t t0;
+    char skill[300], skill_dir[4096], request_id[40];
+    double timeout_s, stall_s;
+    hook_done_fn done;
+    void *arg;
+};
+
+static const char *const stage_name[] = {"global pre", "skill pre", "script", "skill post",
+                                         "global post"};
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? xstrndup(path, (size_t)(slash - path)) : xstrdup(".");
+}
+
+struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
+                                struct run_job *job, json_t *args, json_t *caller)
+{
+    struct hook_plan *p = xcalloc(1, sizeof *p);
+    p->S = S;
+    p->script = job;
+    snprintf(p->skill, sizeof p->skill, "%s", k->qname);
+    snprintf(p->skill_dir, sizeof p->skill_dir, "%s", k->dir);
+    snprintf(p->request_id, sizeof p->request_id, "%s", job->request_id);
+    p->timeout_s = job->timeout_s;
+    p->stall_s = job->stall_s;
+    const char *paths[5] = {snap->hook_pre, k->hook_pre, NULL, k->hook_post, snap->hook_post};
+    for (int i = 0; i < 5; i++) {
+        if (!paths[i])
+            continue;
+        p->path[i] = xstrdup(paths[i]);
+        /* skill hooks run in the skill folder, global ones in theirs */
+        p->cwd[i] = (i == ST_SKILL_PRE || i == ST_SKILL_POST) ? xstrdup(k->dir) : dir_of(paths[i]);
+    }
+    json_t *env_keys = json_array();
+    json_t *env = json_object_get(args, "env");
+    const char *name;
+    json_t *v;
+    if (json_is_object(env))
+        json_object_foreach(env, name, v) json_array_append_new(env_keys, json_string(name));
+    json_t *a = json_object_get(args, "args");
+    p->input = json_pack("{s:s, s:s, s:o, s:s, s:o, s:s, s:o}", "skill", k->qname, "script",
+                         job->script, "args", json_is_array(a) ? json_deep_copy(a) : json_array(),
+                         "mode", "sync", "caller", caller ? json_deep_copy(caller) : json_null(),
+                         "request_id", job->request_id, "env_keys", env_keys);
+    return p;
+}
+
+void hook_plan_free(struct hook_plan *p)
+{
+    if (!p)
+        return;
+    run_job_free(p->script);
+    for (int i = 0; i < 5; i++) {
+        free(p->path[i]);
+        free(p->cwd[i]);
+    }
+    json_decref(p->input);
+    json_decref(p->result);
+    free(p);
+}
+
+/* ---- results the chain makes itself -------------------------------------- */
+
+/* A result for a call whose script did not run or whose output is withheld. */
+static json_t *synthetic(struct hook_plan *p, const char *status, const char *hint)
+{
+    return json_pack("{s:s, s:n, s:s, s:s, s:f, s:f, s:f, s:b, s:i, s:i, s:s, s:s}", "status",
+                     status, "exit_code", "stdout", "", "stderr", "", "duration_ms",
+                     (double)(now_ns() - p->t0) / 1e6, "timeout", p->timeout_s,
+                     "stall_timeout", p->stall_s, "truncated", 0, "stdout_bytes", 0,
+                     "stderr_bytes", 0, "hint", hint, "request_id", p->request_id);
+}
+
+static void finish(struct hook_plan *p)
+{
+    if (p->note[0] && json_is_object(p->result))
+        json_object_set_new(p->result, "note", json_string(p->note));
+    json_t *r = p->result;
+    p->result = NULL;
+    hook_done_fn done = p->done;
+    void *arg = p->arg;
+    int ok = p->ok;
+    double ms = (double)(now_ns() - p->t0) / 1e6;
+    hook_plan_free(p);
+    done(r, ok, ms, arg);
+}
+
+static void fail_call(struct hook_plan *p, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail_call(struct hook_plan *p, const char *status, const char *fmt, ...)
+{
+    char hint[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(hint, sizeof hint, fmt, ap);
+    va_end(ap);
+    utf8_sanitize(hint);
+    json_decref(p->result);
+    p->result = synthetic(p, status, hint);
+    p->ok = 0;
+    if (!strcmp(status, "denied") && p->S->runner)
+        run_count_denied(p->S->runner);
+    log_info("run %s: %s", p->request_id, hint);
+    finish(p);
+}
+
+/* The hook's own reason: {"reason": ...} on stdout, else stderr, trimmed. */
+static void reason_of(const struct run_job *h, char *out, size_t n)
+{
+    json_t *j = h->out.len ? json_loadb(h->out.data, h->out.len, 0, NULL) : NULL;
+    const char *r = json_string_value(json_object_get(j, "reason"));
+    if (r)
+        snprintf(out, n, "%s", r);
+    else if (h->err.len)
+        snprintf(out, n, "%.*s", (int)h->err.len, h->err.data);
+    else
+        snprintf(out, n, "exit code %d, no reason given", h->exit_code);
+    json_decref(j);
+    size_t len = strlen(out);
+    while (len && (out[len - 1] == '\n' || out[len - 1] == '\r' || out[len - 1] == ' '))
+        out[--len] = '\0';
+}
+
+/* Parses a hook's stdout: empty means "no change"; otherwise a JSON object. */
+static int parse_out(const struct run_job *h, json_t **obj, const char **why)
+{
+    *obj = NULL;
+    size_t i = 0;
+    while (i < h->out.len && strchr(" \t\r\n", h->out.data[i]))
+        i++;
+    if (i == h->out.len)
+        return 0;
+    if (h->out.truncated) {
+        *why = "its output is too large";
+        return -1;
+    }
+    json_error_t e;
+    *obj = json_loadb(h->out.data, h->out.len, 0, &e);
+    if (!json_is_object(*obj)) {
+        json_decref(*obj);
+        *obj = NULL;
+        *why = "its output is not a JSON object";
+        return -1;
+    }
+    return 0;
+}
+
+static void advance(struct hook_plan *p);
+
+/* ---- pre -------------------------------------------------------------------- */
+
+static int apply_pre(struct hook_plan *p, json_t *o, const char **why)
+{
+    json_t *env = json_object_get(o, "env"), *args = json_object_get(o, "args");
+    json_t *note = json_object_get(o, "note");
+    const char *name;
+    json_t *v;
+    if ((env && !json_is_object(env)) || (args && !json_is_array(args)) ||
+        (note && !json_is_string(note))) {
+        *why = "'env' must be an object, 'args' a list of strings, 'note' a string";
+        return -1;
+    }
+    json_object_foreach(env, name, v) {
+        if (!json_is_string(v) || script_env_problem(name)) {
+            *why = "its 'env' sets a variable that is not allowed, or a non-string value";
+            return -1;
+        }
+    }
+    size_t i;
+    json_array_foreach(args, i, v) if (!json_is_string(v)) {
+        *why = "its 'args' must be a list of strings";
+        return -1;
+    }
+    json_object_foreach(env, name, v) script_job_setenv(p->script, name, json_string_value(v));
+    if (args) {
+        /* argv = interpreter, flags, script, then the args the hook replaces */
+        struct run_job *j = p->script;
+        for (size_t k = j->argv_fixed; j->argv[k]; k++)
+            free(j->argv[k]);
+        j->argv = xrealloc(j->argv, (j->argv_fixed + 1 + json_array_size(args)) * sizeof *j->argv);
+        size_t w = j->argv_fixed;
+        json_array_foreach(args, i, v) j->argv[w++] = xstrdup(json_string_value(v));
+        j->argv[w] = NULL;
+        json_object_set_new(p->input, "args", json_deep_copy(args));
+    }
+    if (note) {
+        size_t len = strlen(p->note);
+        snprintf(p->note + len, sizeof p->note - len, "%s%s", len ? " " : "",
+                 json_string_value(note));
+    }
+    return 0;
+}
+
+static void on_hook_done(struct run_job *h, void *arg)
+{
+    struct hook_plan *p = arg;
+    const char *stage = stage_name[p->stage];
+    const char *path = p->path[p->stage];
+    int pre = p->stage < ST_SCRIPT;
+    char reason[600];
+
+    if (h->status != RUN_OK) {
+        int denied = h->status == RUN_FAILED && h->exit_code > 0;
+        reason_of(h, reason, sizeof reason);
+        if (pre && denied)
+            fail_call(p, "denied", "Denied by the %s hook (%s): %s", stage, path, reason);
+        else if (denied)
+            fail_call(p, "failed", "The %s hook (%s) failed the call: %s. The script's output "
+                                   "is withheld.", stage, path, reason);
+        else
+            fail_call(p, "failed", "The %s hook (%s) did not finish (%s%s%s); the call is "
+                                   "failed.%s", stage, path, run_status_name(h->status),
+                      h->term_signal ? ", killed by a signal" : "",
+                      h->error[0] ? ", " : "", pre ? "" : " The script's output is withheld.");
+        run_job_free(h);
+        return;
+    }
+    json_t *o;
+    const char *why = NULL;
+    if (parse_out(h, &o, &why) < 0) {
+        fail_call(p, "failed", "The %s hook (%s) returned malformed output: %s.", stage, path,
+                  why);
+        run_job_free(h);
+        return;
+    }
+    run_job_free(h);
+    if (o && pre && apply_pre(p, o, &why) < 0) {
+        fail_call(p, "failed", "The %s hook (%s) returned malformed output: %s.", stage, path,
+                  why);
+        json_decref(o);
+        return;
+    }
+    if (o && !pre) {
+        json_t *r = json_object_get(o, "result");
+        if (r && !json_is_object(r)) {
+            fail_call(p, "failed", "The %s hook (%s) returned malformed output: 'result' must "
+                                   "be an object.", stage, path);
+            json_decref(o);
+            return;
+        }
+        if (r) {
+            json_object_update(p->result, r);
+            /* the replaced result must still be a result the client can read */
+            const char *st = json_string_value(json_object_get(p->result, "status"));
+            static const char *const ok_status[] = {"ok", "failed", "stalled", "timeout",
+                                                    "denied", "busy", NULL};
+            int valid = st && json_is_string(json_object_get(p->result, "stdout")) &&
+                        json_is_string(json_object_get(p->result, "stderr")) &&
+                        json_is_string(json_object_get(p->result, "hint"));
+            int known = 0;
+            for (const char *const *s = ok_status; st && *s; s++)
+                known |= !strcmp(st, *s);
+            if (!valid || !known) {
+                fail_call(p, "failed", "The %s hook (%s) returned a result with missing or "
+                                       "wrong-typed fields (status, stdout, stderr, hint).",
+                          stage, path);
+                json_decref(o);
+                return;
+            }
+            p->ok = !strcmp(st, "ok");
+        }
+    }
+    json_decref(o);
+    p->stage++;
+    advance(p);
+}
+
+/* ---- script ------------------------------------------------------------------ */
+
+static void on_script_done(struct run_job *j, void *arg)
+{
+    struct hook_plan *p = arg;
+    p->result = script_result(j, p->S->cfg.max_script_concurrency, p->S->cfg.script_queue_timeout);
+    p->ok = j->status == RUN_OK;
+    run_job_free(j);
+    p->script = NULL;
+    p->stage++;
+    advance(p);
+}
+
+static void advance(struct hook_plan *p)
+{
+    while (p->stage < ST_DONE) {
+        if (p->stage == ST_SCRIPT) {
+            struct run_job *j = p->script;
+            run_submit(p->S->runner, j, on_script_done, p);
+            return;
+        }
+        if (!p->path[p->stage] || (p->stage > ST_SCRIPT && !p->result)) {
+            p->stage++;
+            continue;
+        }
+        json_t *in = p->input;
+        if (p->stage > ST_SCRIPT) {
+            in = json_deep_copy(p->input);
+            json_object_set(in, "result", p->result);
+        }
+        char *text = json_dumps(in, JSON_COMPACT);
+        if (in != p->input)
+            json_decref(in);
+        char why[300];
+        struct run_job *h = script_hook_job(p->S->scripts, &p->S->cfg, p->path[p->stage],
+                                            p->cwd[p->stage], text, strlen(text), p->skill,
+                                            p->skill_dir, p->request_id, stage_name[p->stage],
+                                            why, sizeof why);
+        free(text);
+        if (!h) {
+            fail_call(p, "failed", "The %s hook cannot run: %s.", stage_name[p->stage], why);
+            return;
+        }
+        run_submit(p->S->runner, h, on_hook_done, p);
+        return;
+    }
+    finish(p);
+}
+
+void hook_start(struct hook_plan *p, hook_done_fn done, void *arg)
+{
+    p->done = done;
+    p->arg = arg;
+    p->t0 = now_ns();
+    p->stage = ST_GLOBAL_PRE;
+    advance(p);
+}

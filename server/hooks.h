@@ -1,0 +1,36 @@
+/*
+ * hooks.h - the chain around one script: global pre, skill pre, script,
+ * skill post, global post. Hooks are ordinary scripts run by the same
+ * runner; they speak JSON on stdin/stdout (docs/hooks.md).
+ *
+ * A plan is built on the HTTP thread from the request's snapshot (which
+ * hooks exist was found when the snapshot was built: no stat here), then
+ * started; every later step runs on the loop thread, and the done callback
+ * runs there once with the final result.
+ */
+#ifndef SKILL_HOOKS_H
+#define SKILL_HOOKS_H
+
+#include <jansson.h>
+
+#include "runner.h"
+#include "skills.h"
+#include "srv.h"
+
+struct hook_plan;
+
+/* result: new reference, a run_skill_script result object; ok: status ok. */
+typedef void (*hook_done_fn)(json_t *result, int ok, double ms, void *arg);
+
+/*
+ * Takes ownership of job (a prepared script). args are the call's
+ * arguments (borrowed; what hooks see is copied). caller (borrowed, may be
+ * NULL) identifies the client for the hooks.
+ */
+struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
+                                struct run_job *job, json_t *args, json_t *caller);
+void hook_start(struct hook_plan *p, hook_done_fn done, void *arg);
+/* Frees a plan that was never started. */
+void hook_plan_free(struct hook_plan *p);
+
+#endif
