@@ -357,6 +357,18 @@ static void advance(struct hook_plan *p)
     finish(p);
 }
 
+void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t len, void *arg),
+                     void *arg)
+{
+    p->script->on_stderr_line = fn;
+    p->script->line_arg = arg;
+}
+
+const char *hook_request_id(const struct hook_plan *p)
+{
+    return p->request_id;
+}
+
 void hook_start(struct hook_plan *p, hook_done_fn done, void *arg)
 {
     p->done = done;

@@ -30,6 +30,12 @@ typedef void (*hook_done_fn)(json_t *result, int ok, double ms, void *arg);
 struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
                                 struct run_job *job, json_t *args, json_t *caller);
 void hook_start(struct hook_plan *p, hook_done_fn done, void *arg);
+/* Streams the script's stderr lines to fn (loop thread) while it runs. */
+void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t len, void *arg),
+                     void *arg);
+/* The call's request id (for run_cancel); valid until the done callback. */
+const char *hook_request_id(const struct hook_plan *p);
+
 /* Frees a plan that was never started. */
 void hook_plan_free(struct hook_plan *p);
 

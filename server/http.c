@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "hooks.h"
 #include "rpc.h"
 #include "runner.h"
+#include "script.h"
 #include "tools.h"
 #include "util.h"
 
@@ -166,6 +168,179 @@ static int accepts_json(const char *accept)
            strcasestr(accept, "application/*");
 }
 
+/* ---- live progress over SSE -------------------------------------------------
+ *
+ * When the client accepts text/event-stream and asked for progress (a
+ * progressToken, or a 2026-07-28 logLevel), the answer is a stream: stderr
+ * lines go out as notifications while the script runs, then the response.
+ * The loop thread appends events; libmicrohttpd pulls them through
+ * sse_read(), which parks the connection when there is nothing to send.
+ * The mutex orders "suspend" before "resume". A stream closed by the client
+ * before the answer cancels the script.
+ */
+struct sse {
+    pthread_mutex_t mu;
+    struct buf out;
+    size_t off;
+    int done, suspended, gone, refs;
+    struct MHD_Connection *con;
+    struct srv *S;
+    json_t *id, *token;
+    int log, modern;
+    double progress;
+    char logger[300], request_id[40];
+};
+
+static void sse_unref_locked(struct sse *e)
+{
+    if (--e->refs > 0) {
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+    pthread_mutex_unlock(&e->mu);
+    pthread_mutex_destroy(&e->mu);
+    buf_cleanup(&e->out);
+    json_decref(e->id);
+    json_decref(e->token);
+    free(e);
+}
+
+static void sse_push(struct sse *e, const char *json, size_t len)
+{
+    pthread_mutex_lock(&e->mu);
+    if (!e->gone) {
+        buf_puts(&e->out, "event: message\ndata: ");
+        buf_append(&e->out, json, len);
+        buf_puts(&e->out, "\n\n");
+        if (e->suspended) {
+            e->suspended = 0;
+            MHD_resume_connection(e->con);
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Loop thread: one stderr line of the running script. */
+static void sse_line(const char *line, size_t len, void *arg)
+{
+    struct sse *e = arg;
+    size_t n;
+    int changed;
+    char *text = script_utf8_repair(line, len, &n, &changed);
+    json_t *note;
+    e->progress += 1;
+    if (e->token) {
+        note = json_pack("{s:s, s:s, s:{s:O, s:f, s:s%}}", "jsonrpc", "2.0", "method",
+                         "notifications/progress", "params", "progressToken", e->token,
+                         "progress", e->progress, "message", text, n);
+        char *j = json_dumps(note, JSON_COMPACT);
+        sse_push(e, j, strlen(j));
+        free(j);
+        json_decref(note);
+    }
+    if (e->log) {
+        note = json_pack("{s:s, s:s, s:{s:s, s:s, s:s%}}", "jsonrpc", "2.0", "method",
+                         "notifications/message", "params", "level", "info", "logger",
+                         e->logger, "data", text, n);
+        char *j = json_dumps(note, JSON_COMPACT);
+        sse_push(e, j, strlen(j));
+        free(j);
+        json_decref(note);
+    }
+    free(text);
+}
+
+/* Loop thread: the answer, last event of the stream. */
+static void sse_done(json_t *result, int ok, double ms, void *arg)
+{
+    struct sse *e = arg;
+    size_t len, rlen;
+    char *bytes = tools_render_run(e->S, result, ok, ms, e->modern, &len);
+    char *resp = rpc_wrap_raw(e->id, bytes, len, &rlen);
+    free(bytes);
+    sse_push(e, resp, rlen);
+    free(resp);
+    pthread_mutex_lock(&e->mu);
+    e->done = 1;
+    if (e->suspended) {
+        e->suspended = 0;
+        MHD_resume_connection(e->con);
+    }
+    sse_unref_locked(e);
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct sse *e = cls;
+    pthread_mutex_lock(&e->mu);
+    size_t avail = e->out.len - e->off;
+    if (avail) {
+        size_t n = avail < max ? avail : max;
+        memcpy(out, e->out.p + e->off, n);
+        e->off += n;
+        if (e->off == e->out.len) {
+            buf_reset(&e->out);
+            e->off = 0;
+        }
+        pthread_mutex_unlock(&e->mu);
+        return (ssize_t)n;
+    }
+    if (e->done) {
+        pthread_mutex_unlock(&e->mu);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    e->suspended = 1;
+    MHD_suspend_connection(e->con);
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+/* libmicrohttpd is done with the response: sent, or the client went away. */
+static void sse_free(void *cls)
+{
+    struct sse *e = cls;
+    pthread_mutex_lock(&e->mu);
+    e->gone = 1;
+    if (!e->done && e->S->runner)
+        run_cancel(e->S->runner, e->request_id);   /* a closed stream cancels */
+    sse_unref_locked(e);
+}
+
+static int wants_stream(struct MHD_Connection *con, const struct rpc_out *out)
+{
+    const char *accept =
+        MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    return (out->progress_token || out->log_stream) && accept &&
+           strcasestr(accept, "text/event-stream");
+}
+
+static enum MHD_Result start_stream(struct MHD_Connection *con, struct srv *S,
+                                    struct rpc_out *out)
+{
+    struct sse *e = xcalloc(1, sizeof *e);
+    pthread_mutex_init(&e->mu, NULL);
+    buf_init(&e->out, 0);
+    e->refs = 2;            /* the response, and the run */
+    e->con = con;
+    e->S = S;
+    e->id = out->id;
+    e->token = out->progress_token;
+    e->log = out->log_stream;
+    e->modern = out->modern;
+    snprintf(e->request_id, sizeof e->request_id, "%s", hook_request_id(out->plan));
+    snprintf(e->logger, sizeof e->logger, "run_skill_script");
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, e, sse_free);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    hook_set_stream(out->plan, sse_line, e);
+    hook_start(out->plan, sse_done, e);
+    return ret;
+}
+
 /* Loop thread (or this thread when shutting down): the script and its
  * hooks ended; render the answer and wake the connection. */
 static void on_run_done(json_t *result, int ok, double ms, void *arg)
@@ -245,6 +420,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     case RPC_OUT_ACCEPTED:
         return send_bytes(con, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case RPC_OUT_PENDING:
+        if (wants_stream(con, &out))
+            return start_stream(con, S, &out);
+        json_decref(out.progress_token);
         /* Never block this thread on a script: park the connection and let
          * the loop thread resume it with the answer. */
         rq->con = con;

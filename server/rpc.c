@@ -302,6 +302,11 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         out->kind = RPC_OUT_PENDING;
         out->plan = c.plan;
         out->id = json_deep_copy(id);
+        json_t *tok = json_object_get(meta, "progressToken");
+        if (json_is_string(tok) || json_is_integer(tok))
+            out->progress_token = json_deep_copy(tok);
+        out->log_stream = modern && json_is_string(json_object_get(
+                                        meta, "io.modelcontextprotocol/logLevel"));
         c.plan = NULL;
     } else if (c.raw) {
         out->kind = RPC_OUT_RESULT;

@@ -56,6 +56,8 @@ struct rpc_out {
     const char *method;     /* borrowed static string for logs, or NULL */
     struct hook_plan *plan; /* RPC_OUT_PENDING: the caller starts it */
     json_t *id;             /* RPC_OUT_PENDING: the request id (new reference) */
+    json_t *progress_token; /* RPC_OUT_PENDING: _meta.progressToken, or NULL (new ref) */
+    int log_stream;         /* RPC_OUT_PENDING: modern _meta logLevel asks for log lines */
 };
 
 /* Any HTTP thread. Fills *out; free out->body. */

@@ -45,6 +45,8 @@ struct runner {
     struct run_job *incoming, **incoming_tail;   /* guarded by mu */
     struct run_job *queue, **queue_tail;         /* loop thread only */
     struct run_job *live_list;                   /* loop thread only */
+    char cancels[16][40];                        /* guarded by mu: request ids */
+    int ncancels;
     int max_live;
     uint64_t queue_timeout_ms;
     int live;
@@ -206,6 +208,26 @@ static void note_last_line(struct run_job *j, const char *p, size_t n)
     j->last_line[len] = '\0';
 }
 
+/* Hands complete stderr lines to on_stderr_line; an over-long line is
+ * passed on in pieces so a line never grows without bound. */
+static void split_lines(struct run_job *j, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (ch == '\n' || j->_linelen == sizeof j->_line) {
+            size_t len = j->_linelen;
+            while (len && j->_line[len - 1] == '\r')
+                len--;
+            if (len)
+                j->on_stderr_line(j->_line, len, j->line_arg);
+            j->_linelen = 0;
+            if (ch == '\n')
+                continue;
+        }
+        j->_line[j->_linelen++] = ch;
+    }
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct run_job *j = s->data;
@@ -225,6 +247,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         }
         j->_t_last = uv_hrtime();
         note_last_line(j, buf->base, (size_t)n);
+        if (j->on_stderr_line && s == (uv_stream_t *)&j->_err)
+            split_lines(j, buf->base, (size_t)n);
         if (j->stall_s > 0 && !j->_killed)
             uv_timer_again(&j->_stall);
         return;
@@ -479,13 +503,36 @@ static void pump(struct runner *r)
     }
 }
 
+static void cancel_one(struct runner *r, const char *id)
+{
+    for (struct run_job *j = r->live_list; j; j = j->_live_next)
+        if (!strcmp(j->request_id, id) && !j->_killed) {
+            j->cancelled = 1;
+            snprintf(j->error, sizeof j->error, "cancelled by the client");
+            start_kill(j, RUN_FAILED);
+        }
+    for (struct run_job *j = r->queue; j; j = j->_next)
+        if (!strcmp(j->request_id, id)) {
+            j->cancelled = 1;
+            snprintf(j->error, sizeof j->error, "cancelled by the client");
+            unqueue(r, j);
+            uv_timer_stop(&j->_queue);
+            end_busy(j);
+            return;
+        }
+}
+
 static void on_wake(uv_async_t *a)
 {
     struct runner *r = a->data;
+    char cancels[16][40];
     pthread_mutex_lock(&r->mu);
     struct run_job *list = r->incoming;
     r->incoming = NULL;
     r->incoming_tail = &r->incoming;
+    int nc = r->ncancels;
+    memcpy(cancels, r->cancels, sizeof cancels);
+    r->ncancels = 0;
     pthread_mutex_unlock(&r->mu);
     while (list) {
         struct run_job *j = list;
@@ -501,7 +548,21 @@ static void on_wake(uv_async_t *a)
         atomic_fetch_add(&r->n_queued, 1);
         uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
     }
+    for (int i = 0; i < nc; i++)
+        cancel_one(r, cancels[i]);
     pump(r);
+}
+
+void run_cancel(struct runner *r, const char *request_id)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->closed || r->ncancels == (int)(sizeof r->cancels / sizeof r->cancels[0])) {
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    snprintf(r->cancels[r->ncancels++], sizeof r->cancels[0], "%s", request_id);
+    pthread_mutex_unlock(&r->mu);
+    uv_async_send(&r->wake);
 }
 
 /* ---- public -------------------------------------------------------------------- */

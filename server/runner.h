@@ -48,6 +48,9 @@ struct run_job {
     char *skill;            /* qualified name, for logs and results */
     char *script;           /* as requested, relative to the skill */
     size_t retain_max;      /* per stream */
+    /* optional: each complete stderr line as it arrives (loop thread) */
+    void (*on_stderr_line)(const char *line, size_t len, void *arg);
+    void *line_arg;
 
     /* ---- result, valid in the done callback ---- */
     enum run_status status;
@@ -59,6 +62,7 @@ struct run_job {
     double queued_ms;       /* time spent waiting for a slot */
     char last_line[200];    /* last non-empty output line, for the stall hint */
     char error[256];        /* why it could not start, when it could not */
+    int cancelled;          /* stopped at the client's request */
 
     /* ---- private to runner.c ---- */
     struct runner *_r;
@@ -76,6 +80,8 @@ struct run_job {
     int _raw_status;
     uint64_t _t_start, _t_last, _t_queued;
     char *_scratch;
+    char _line[512];        /* partial stderr line for on_stderr_line */
+    size_t _linelen;
 };
 
 struct runner;
@@ -96,6 +102,13 @@ void run_free(struct runner *r);
  */
 void run_submit(struct runner *r, struct run_job *job, run_done_fn done, void *arg);
 void run_job_free(struct run_job *job);
+
+/*
+ * Stops the running or queued job whose request_id matches, as soon as the
+ * loop thread gets to it (any thread). The job ends as `failed` with a hint
+ * saying the client cancelled it. Unknown ids are ignored.
+ */
+void run_cancel(struct runner *r, const char *request_id);
 
 /* Counters for stats; any thread. */
 struct run_counters {

@@ -682,7 +682,10 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
         snprintf(hint, sizeof hint, "The script succeeded; stdout is its answer.");
         break;
     case RUN_FAILED:
-        if (j->error[0])
+        if (j->cancelled)
+            snprintf(hint, sizeof hint, "The client cancelled the call; the script was stopped. "
+                                        "Whatever it printed before is above.");
+        else if (j->error[0])
             snprintf(hint, sizeof hint, "The script could not be started (%s). Tell the operator; "
                                         "retrying will not help.", j->error);
         else if (j->term_signal)
@@ -716,6 +719,11 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
                  j->last_line[0] ? "\"." : "");
         break;
     case RUN_BUSY:
+        if (j->cancelled) {
+            snprintf(hint, sizeof hint, "The client cancelled the call before the script "
+                                        "started; nothing ran.");
+            break;
+        }
         snprintf(hint, sizeof hint,
                  "All %d script slots stayed busy for %gs, so the script did not run. Retry in a "
                  "few seconds.", max_live, queue_timeout_s);
