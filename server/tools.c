@@ -692,7 +692,7 @@ static const struct tool table[] = {
      "\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
      "\"stderr_bytes\":{\"type\":\"integer\"},\"utf8_repaired\":{\"type\":\"boolean\"},"
      "\"queued_ms\":{\"type\":\"number\"},\"hint\":{\"type\":\"string\"},"
-     "\"request_id\":{\"type\":\"string\"}},"
+     "\"request_id\":{\"type\":\"string\"},\"note\":{\"type\":\"string\"}},"
      "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\",\"duration_ms\","
      "\"timeout\",\"stall_timeout\",\"truncated\",\"hint\",\"request_id\"]}",
      0, t_run, 1},
