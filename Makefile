@@ -111,6 +111,7 @@ fuzz:
 
 bench:
 	@bench/run.sh
+	@bench/scripts.sh
 
 bench-smoke:
 	@bench/run.sh --smoke

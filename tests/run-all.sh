@@ -41,6 +41,7 @@ fi
 run fuzz-smoke env FUZZ_TIME=10 tests/fuzz/build.sh --smoke
 run tsan make -s tsan
 run bench-smoke bench/run.sh --smoke
+run bench-scripts-smoke bench/scripts.sh --smoke
 
 echo
 echo "=== summary"
