@@ -260,6 +260,51 @@ TEST(body_is_read_once_and_sections_found)
     skills_free(S);
 }
 
+TEST(bad_skill_files_are_reported_and_never_fatal)
+{
+    fresh_root();
+    skill("good", "good", "Still served");
+    writef("empty/SKILL.md", "%s", "");
+    writef("unclosed/SKILL.md", "---\nname: unclosed\ndescription: no end fence\n# Body\n");
+    writef("nofence/SKILL.md", "# Just markdown\n");
+    /* binary garbage and a 10 MB file */
+    char path[512];
+    snprintf(path, sizeof path, "%s/binary", root);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/binary/SKILL.md", root);
+    FILE *f = fopen(path, "wb");
+    for (int i = 0; i < 4096; i++)
+        fputc((i * 7919) & 0xff, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/huge", root);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/huge/SKILL.md", root);
+    f = fopen(path, "wb");
+    fputs("---\nname: huge\ndescription: big\n---\n", f);
+    for (int i = 0; i < 10 * 1024; i++) {
+        char line[1024];
+        memset(line, 'x', sizeof line - 1);
+        line[sizeof line - 1] = '\n';
+        fwrite(line, 1, sizeof line, f);
+    }
+    fclose(f);
+    struct skills *S = open_root();
+    CHECK(S != NULL);
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 1);
+    CHECK_STR(s->v[0]->qname, "good");
+    char *e = json_dumps(s->errors, 0);
+    int ok = strstr(e, "SKILL.md is empty") && strstr(e, "not closed") &&
+             strstr(e, "over the 4 MiB limit") && strstr(e, "\"skill\": \"binary\"") &&
+             strstr(e, "\"skill\": \"nofence\"");
+    if (!ok)
+        printf("# errors: %s\n", e);
+    free(e);
+    CHECK(ok);
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(name_rules)
 {
     CHECK(skills_name_problem("csv-profile") == NULL);
@@ -380,6 +425,7 @@ int main(void)
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(body_is_read_once_and_sections_found);
+    RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(name_rules);
     RUN(concurrent_readers_and_swaps);
     RUN(reloads_arriving_together_share_scans);
