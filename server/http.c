@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "rpc.h"
 #include "runner.h"
 #include "script.h"
+#include "skills.h"
 #include "tools.h"
 #include "util.h"
 
@@ -32,11 +34,16 @@ struct http {
     struct MHD_Daemon *d;
     struct srv *S;
     int loopback;
+    atomic_int draining;        /* quiesced: /readyz says 503 */
 };
 
 struct req {
     struct buf body;
     int too_big;
+    uint64_t t0;
+    unsigned status;            /* what was answered, for the log and metrics */
+    const char *method;         /* JSON-RPC method (static) */
+    char tool[64];
     /* a script call in flight: the connection is suspended until done */
     struct MHD_Connection *con;
     struct srv *S;
@@ -354,6 +361,99 @@ static void on_run_done(json_t *result, int ok, double ms, void *arg)
     MHD_resume_connection(rq->con);
 }
 
+/* ---- operations endpoints -------------------------------------------------
+ *
+ * GET /healthz (alive), /readyz (index loaded, not draining) and /metrics
+ * (Prometheus text). They never go through the MCP path. Health probes come
+ * from load balancers with any Host header, so only /metrics is subject to
+ * the Host/Origin check. Returns -1 for paths that are not operations
+ * endpoints.
+ */
+static enum MHD_Result ops_text(struct MHD_Connection *con, struct req *rq, unsigned status,
+                                struct buf *b, const char *ctype)
+{
+    size_t len;
+    char *p = buf_steal(b, &len);
+    rq->status = 1;     /* not an MCP request: kept out of the request log */
+    return send_bytes(con, status, p, len, ctype);
+}
+
+static void metrics_text(struct http *h, struct buf *b)
+{
+    struct srv *S = h->S;
+    struct snapshot *s = skills_acquire(S->skills);
+    size_t problems = 0, i;
+    json_t *e;
+    json_array_foreach(s->errors, i, e) if (!strcmp(
+        json_string_value(json_object_get(e, "level")), "error")) problems++;
+    buf_printf(b,
+               "# HELP skill_mcp_up The server is answering.\n# TYPE skill_mcp_up gauge\n"
+               "skill_mcp_up 1\n"
+               "# HELP skill_mcp_uptime_seconds Seconds since start.\n"
+               "# TYPE skill_mcp_uptime_seconds gauge\nskill_mcp_uptime_seconds %.1f\n"
+               "# HELP skill_mcp_index_generation Generation of the skill index.\n"
+               "# TYPE skill_mcp_index_generation gauge\nskill_mcp_index_generation %llu\n"
+               "# HELP skill_mcp_skills Skills served.\n# TYPE skill_mcp_skills gauge\n"
+               "skill_mcp_skills %zu\n"
+               "# HELP skill_mcp_index_problems Broken skills and other errors in the index.\n"
+               "# TYPE skill_mcp_index_problems gauge\nskill_mcp_index_problems %zu\n"
+               "# HELP skill_mcp_index_build_seconds Time the current index took to build.\n"
+               "# TYPE skill_mcp_index_build_seconds gauge\nskill_mcp_index_build_seconds %g\n",
+               (double)(now_ns() - S->stats.started_ns) / 1e9,
+               (unsigned long long)s->generation, s->n, problems, s->build_ms / 1000.0);
+    skills_release(s);
+    if (S->runner) {
+        struct run_counters c;
+        run_counters(S->runner, &c);
+        buf_puts(b, "# HELP skill_mcp_scripts_total Scripts by outcome.\n"
+                    "# TYPE skill_mcp_scripts_total counter\n");
+        const char *names[] = {"started", "ok", "failed", "stalled", "timeout", "denied", "busy"};
+        uint64_t vals[] = {c.started, c.ok, c.failed, c.stalled, c.timeout, c.denied, c.busy};
+        for (int k = 0; k < 7; k++)
+            buf_printf(b, "skill_mcp_scripts_total{outcome=\"%s\"} %llu\n", names[k],
+                       (unsigned long long)vals[k]);
+        buf_printf(b, "# HELP skill_mcp_scripts_live Script processes running now.\n"
+                      "# TYPE skill_mcp_scripts_live gauge\nskill_mcp_scripts_live %lld\n"
+                      "# HELP skill_mcp_scripts_queued Calls waiting for a script slot.\n"
+                      "# TYPE skill_mcp_scripts_queued gauge\nskill_mcp_scripts_queued %lld\n",
+                   (long long)c.live, (long long)c.queued);
+    }
+    stats_prometheus(&S->stats, b);
+}
+
+/* 1 with *ret set when url is an operations endpoint, else 0. */
+static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *url,
+                        struct req *rq, enum MHD_Result *ret)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    if (!strcmp(url, "/healthz")) {
+        buf_puts(&b, "ok\n");
+        *ret = ops_text(con, rq, MHD_HTTP_OK, &b, "text/plain; charset=utf-8");
+        return 1;
+    }
+    if (!strcmp(url, "/readyz")) {
+        int draining = atomic_load(&h->draining);
+        buf_puts(&b, draining ? "draining\n" : "ready\n");
+        *ret = ops_text(con, rq, draining ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, &b,
+                        "text/plain; charset=utf-8");
+        return 1;
+    }
+    if (!strcmp(url, "/metrics")) {
+        const char *why = check_peer(h, con);
+        if (why) {
+            rq->status = 1;
+            *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            return 1;
+        }
+        metrics_text(h, &b);
+        *ret = ops_text(con, rq, MHD_HTTP_OK, &b, "text/plain; version=0.0.4; charset=utf-8");
+        return 1;
+    }
+    buf_cleanup(&b);
+    return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **ctx)
@@ -363,38 +463,48 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     struct req *rq = *ctx;
 
     if (!rq) {
+        rq = xcalloc(1, sizeof *rq);
+        rq->t0 = now_ns();
+        buf_init(&rq->body, S->cfg.max_body);
+        *ctx = rq;
+#define REFUSE(st, msg) (rq->status = (st), send_error(con, (st), RPC_INVALID_REQUEST, (msg)))
+        enum MHD_Result r;
+        if (!strcmp(method, "GET") && strcmp(url, S->cfg.path) && ops_endpoint(h, con, url, rq, &r))
+            return r;
         if (strcmp(url, S->cfg.path))
-            return send_error(con, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
-                              "Not Found: the MCP endpoint is elsewhere");
+            return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
         const char *why = check_peer(h, con);
         if (why)
-            return send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            return REFUSE(MHD_HTTP_FORBIDDEN, why);
         if (strcmp(method, "POST"))
-            return send_error(con, MHD_HTTP_METHOD_NOT_ALLOWED, RPC_INVALID_REQUEST,
-                              "Method Not Allowed: this server is stateless; POST JSON-RPC "
-                              "requests to this endpoint");
+            return REFUSE(MHD_HTTP_METHOD_NOT_ALLOWED,
+                          "Method Not Allowed: this server is stateless; POST JSON-RPC "
+                          "requests to this endpoint");
         const char *ct =
             MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!media_is(ct, "application/json"))
-            return send_error(con, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, RPC_INVALID_REQUEST,
-                              "Unsupported Media Type: Content-Type must be application/json");
+            return REFUSE(MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                          "Unsupported Media Type: Content-Type must be application/json");
         if (!accepts_json(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
                                                       MHD_HTTP_HEADER_ACCEPT)))
-            return send_error(con, MHD_HTTP_NOT_ACCEPTABLE, RPC_INVALID_REQUEST,
-                              "Not Acceptable: the client must accept application/json");
+            return REFUSE(MHD_HTTP_NOT_ACCEPTABLE,
+                          "Not Acceptable: the client must accept application/json");
         const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
-            return send_error(con, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
-                              "Payload Too Large: the body is over --max-body");
-        rq = xcalloc(1, sizeof *rq);
-        buf_init(&rq->body, S->cfg.max_body);
-        *ctx = rq;
+            return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE,
+                          "Payload Too Large: the body is over --max-body");
+        rq->status = 0;
+        return MHD_YES;
+    }
+    if (rq->status && !rq->ready) {
+        *upload_size = 0;   /* refused above; the upload is discarded */
         return MHD_YES;
     }
     if (rq->ready) {
         char *b = rq->resp;
         rq->resp = NULL;
+        rq->status = MHD_HTTP_OK;
         return send_bytes(con, MHD_HTTP_OK, b, rq->resp_len, "application/json");
     }
     if (*upload_size) {
@@ -404,8 +514,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         return MHD_YES;
     }
     if (rq->too_big)
-        return send_error(con, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
-                          "Payload Too Large: the body is over --max-body");
+        return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE, "Payload Too Large: the body is over --max-body");
+#undef REFUSE
 
     struct rpc_headers hd = {
         .protocol_version = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
@@ -416,12 +526,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     struct rpc_out out;
     rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
     unsigned status = MHD_HTTP_OK;
+    rq->method = out.method;
+    memcpy(rq->tool, out.tool, sizeof rq->tool);
     switch (out.kind) {
     case RPC_OUT_ACCEPTED:
+        rq->status = MHD_HTTP_ACCEPTED;
         return send_bytes(con, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case RPC_OUT_PENDING:
-        if (wants_stream(con, &out))
+        if (wants_stream(con, &out)) {
+            rq->status = MHD_HTTP_OK;
             return start_stream(con, S, &out);
+        }
         json_decref(out.progress_token);
         /* Never block this thread on a script: park the connection and let
          * the loop thread resume it with the answer. */
@@ -441,6 +556,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             status = MHD_HTTP_NOT_FOUND;
         break;
     }
+    rq->status = status;
     return send_bytes(con, status, out.body, out.len, "application/json");
 }
 
@@ -449,6 +565,13 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
 {
     struct req *rq = *ctx;
     if (rq) {
+        struct http *h = cls;
+        if (rq->status && rq->status != 1) {
+            double ms = (double)(now_ns() - rq->t0) / 1e6;
+            stats_request(&h->S->stats, rq->method, rq->status);
+            log_request(rq->method, rq->tool, rq->status, ms,
+                        toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
+        }
         buf_cleanup(&rq->body);
         json_decref(rq->id);
         free(rq->resp);
@@ -515,6 +638,7 @@ struct http *http_start(struct srv *S, int *port)
 void http_quiesce(struct http *h)
 {
     if (h) {
+        atomic_store(&h->draining, 1);
         MHD_socket s = MHD_quiesce_daemon(h->d);
         if (s != MHD_INVALID_SOCKET)
             close(s);

@@ -55,9 +55,10 @@ void mcp_call_done(struct mcp_call *c)
 
 json_t *mcp_capabilities(void)
 {
-    return json_pack("{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0,
-                     "resources", "listChanged", 0, "subscribe", 0, "prompts", "listChanged",
-                     0, "logging");
+    return json_pack("{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}, s:{s:{s:b}}}", "tools",
+                     "listChanged", 0, "resources", "listChanged", 0, "subscribe", 0, "prompts",
+                     "listChanged", 0, "logging", "extensions", "io.modelcontextprotocol/skills",
+                     "directoryRead", 1);
 }
 
 static json_t *server_info(void)
@@ -151,23 +152,6 @@ static int m_tools_call(struct mcp_call *c)
     return 0;
 }
 
-static int m_prompts_list(struct mcp_call *c)
-{
-    if (no_cursor(c) < 0)
-        return -1;
-    c->cacheable = 1;
-    c->result = json_pack("{s:[]}", "prompts");
-    return 0;
-}
-
-static int m_prompts_get(struct mcp_call *c)
-{
-    json_t *name = json_object_get(c->params, "name");
-    return mcp_error(c, RPC_INVALID_PARAMS, name ? json_pack("{s:O}", "name", name) : NULL,
-                     "Unknown prompt: %.128s",
-                     json_is_string(name) ? json_string_value(name) : "(no name)");
-}
-
 static int m_res_list(struct mcp_call *c) { return res_list(c); }
 static int m_res_templates(struct mcp_call *c) { return res_templates(c); }
 static int m_res_read(struct mcp_call *c) { return res_read(c); }
@@ -188,8 +172,11 @@ static const struct method methods[] = {
     {"resources/list", m_res_list, ERA_LEGACY | ERA_MODERN},
     {"resources/templates/list", m_res_templates, ERA_LEGACY | ERA_MODERN},
     {"resources/read", m_res_read, ERA_LEGACY | ERA_MODERN},
-    {"prompts/list", m_prompts_list, ERA_LEGACY | ERA_MODERN},
-    {"prompts/get", m_prompts_get, ERA_LEGACY | ERA_MODERN},
+    {"prompts/list", skillsext_prompts_list, ERA_LEGACY | ERA_MODERN},
+    {"prompts/get", skillsext_prompts_get, ERA_LEGACY | ERA_MODERN},
+    {"skills/list", skillsext_list, ERA_LEGACY | ERA_MODERN},
+    {"skills/get", skillsext_get, ERA_LEGACY | ERA_MODERN},
+    {"resources/directory/read", skillsext_dir_read, ERA_LEGACY | ERA_MODERN},
 };
 
 int mcp_dispatch(struct mcp_call *c, const char *method)

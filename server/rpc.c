@@ -295,6 +295,11 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         goto done;
     }
     out->method = c.method;
+    if (c.method && !strcmp(c.method, "tools/call")) {
+        const char *tn = json_string_value(json_object_get(params, "name"));
+        snprintf(out->tool, sizeof out->tool, "%s", tn ? tn : "");
+        utf8_sanitize(out->tool);
+    }
     if (c.err) {
         set_error(out, id, c.err, c.errmsg, c.errdata, 0);
         c.errdata = NULL;

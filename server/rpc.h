@@ -54,6 +54,7 @@ struct rpc_out {
     char *body;             /* malloc'd response bytes, NULL when accepted */
     size_t len;
     const char *method;     /* borrowed static string for logs, or NULL */
+    char tool[64];          /* tools/call: the tool's name, for logs and metrics */
     struct hook_plan *plan; /* RPC_OUT_PENDING: the caller starts it */
     json_t *id;             /* RPC_OUT_PENDING: the request id (new reference) */
     json_t *progress_token; /* RPC_OUT_PENDING: _meta.progressToken, or NULL (new ref) */

@@ -8,6 +8,81 @@
 
 #include "util.h"
 
+#include <string.h>
+
+static const char *const method_names[STATS_METHODS] = {
+    "initialize", "ping", "logging/setLevel", "server/discover", "tools/list", "tools/call",
+    "resources/list", "resources/templates/list", "resources/read", "prompts/list",
+    "prompts/get", "skills/list", "skills/get", "resources/directory/read", "notification",
+    "other",
+};
+static const char *const status_names[STATS_STATUS] = {"200", "202", "400", "403_404_405",
+                                                       "406_413_415", "5xx"};
+
+static unsigned status_slot(unsigned s)
+{
+    return s == 200 ? 0 : s == 202 ? 1 : s == 400 ? 2 : (s >= 403 && s <= 405) ? 3
+           : s >= 500 ? 5 : 4;
+}
+
+void stats_request(struct stats *st, const char *method, unsigned http_status)
+{
+    unsigned m = STATS_METHODS - 1;
+    if (!method && http_status == 202)
+        m = STATS_METHODS - 2;
+    for (unsigned i = 0; method && i < STATS_METHODS - 2; i++)
+        if (!strcmp(method, method_names[i])) {
+            m = i;
+            break;
+        }
+    atomic_fetch_add_explicit(&st->requests[m][status_slot(http_status)], 1,
+                              memory_order_relaxed);
+}
+
+void stats_prometheus(const struct stats *st, struct buf *b)
+{
+    buf_puts(b, "# HELP skill_mcp_requests_total MCP requests answered, by JSON-RPC method and "
+                "HTTP status.\n# TYPE skill_mcp_requests_total counter\n");
+    for (unsigned m = 0; m < STATS_METHODS; m++)
+        for (unsigned s = 0; s < STATS_STATUS; s++) {
+            uint64_t v = atomic_load_explicit(&st->requests[m][s], memory_order_relaxed);
+            if (v)
+                buf_printf(b, "skill_mcp_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
+                           method_names[m], status_names[s], (unsigned long long)v);
+        }
+    buf_puts(b, "# HELP skill_mcp_tool_calls_total Tool calls, by tool and outcome.\n"
+                "# TYPE skill_mcp_tool_calls_total counter\n");
+    for (size_t t = 0; t < st->ntools; t++) {
+        uint64_t calls = atomic_load(&st->tools[t].calls), errs = atomic_load(&st->tools[t].errors);
+        buf_printf(b, "skill_mcp_tool_calls_total{tool=\"%s\",outcome=\"ok\"} %llu\n",
+                   st->names[t], (unsigned long long)(calls - errs));
+        buf_printf(b, "skill_mcp_tool_calls_total{tool=\"%s\",outcome=\"error\"} %llu\n",
+                   st->names[t], (unsigned long long)errs);
+    }
+    buf_puts(b, "# HELP skill_mcp_tool_duration_seconds Tool call latency (scripts: until the "
+                "answer).\n# TYPE skill_mcp_tool_duration_seconds histogram\n");
+    for (size_t t = 0; t < st->ntools; t++) {
+        uint64_t cum = 0;
+        double sum_est = 0;
+        /* Export every 4th boundary: the powers of two of microseconds. */
+        for (unsigned i = 0; i < STATS_BUCKETS; i++) {
+            uint64_t v = atomic_load_explicit(&st->tools[t].b[i], memory_order_relaxed);
+            cum += v;
+            sum_est += (double)v * pow(2.0, i / 4.0) / 1e6;
+            if (i % 4 == 0)
+                buf_printf(b, "skill_mcp_tool_duration_seconds_bucket{tool=\"%s\",le=\"%g\"} "
+                              "%llu\n",
+                           st->names[t], pow(2.0, i / 4.0) / 1e6, (unsigned long long)cum);
+        }
+        buf_printf(b, "skill_mcp_tool_duration_seconds_bucket{tool=\"%s\",le=\"+Inf\"} %llu\n",
+                   st->names[t], (unsigned long long)cum);
+        buf_printf(b, "skill_mcp_tool_duration_seconds_sum{tool=\"%s\"} %g\n", st->names[t],
+                   sum_est);
+        buf_printf(b, "skill_mcp_tool_duration_seconds_count{tool=\"%s\"} %llu\n", st->names[t],
+                   (unsigned long long)cum);
+    }
+}
+
 void stats_init(struct stats *st, const char *const *names, size_t n)
 {
     st->tools = xcalloc(n, sizeof *st->tools);

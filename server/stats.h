@@ -20,8 +20,13 @@ struct stats_hist {
     atomic_uint_fast64_t b[STATS_BUCKETS];
 };
 
+/* HTTP-level outcomes by JSON-RPC method (the last slot counts the rest). */
+#define STATS_METHODS 16
+#define STATS_STATUS 6          /* 200, 202, 400, 403/404/405, 413/415/406, 5xx */
+
 struct stats {
     struct stats_hist *tools;   /* one per tool, indexed as the tool table */
+    atomic_uint_fast64_t requests[STATS_METHODS][STATS_STATUS];
     const char *const *names;
     size_t ntools;
     uint64_t started_ns;
@@ -34,5 +39,12 @@ void stats_cleanup(struct stats *st);
 void stats_record(struct stats *st, size_t tool, uint64_t ns, int is_error);
 /* New reference: {tool: {calls, errors, p50_ms, p95_ms, p99_ms}}. */
 json_t *stats_tools_json(const struct stats *st);
+
+/* Any thread: one HTTP request answered (method may be NULL). */
+void stats_request(struct stats *st, const char *method, unsigned http_status);
+
+/* Appends the Prometheus text of the counters and histograms to b. */
+struct buf;
+void stats_prometheus(const struct stats *st, struct buf *b);
 
 #endif

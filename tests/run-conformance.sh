@@ -106,7 +106,7 @@ url="http://127.0.0.1:$port/mcp"
 echo "conformance: server $bin on $url (skills: $skills)"
 
 LEGACY_SCENARIOS="server-initialize ping logging-set-level tools-list resources-list prompts-list dns-rebinding-protection"
-MODERN_SCENARIOS="server-stateless http-header-validation caching sep-2164-resource-not-found tools-list resources-list prompts-list dns-rebinding-protection"
+MODERN_SCENARIOS="server-stateless http-header-validation caching sep-2164-resource-not-found tools-list resources-list prompts-list dns-rebinding-protection sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory"
 
 total_pass=0
 total_fail=0

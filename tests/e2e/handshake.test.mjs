@@ -102,9 +102,13 @@ test('tools/list is deterministic', opts, async () => {
   assert.deepEqual(a, b);
 });
 
-test('prompts/list returns an empty list', opts, async () => {
+test('prompts/list: every skill is a prompt with an optional task argument', opts, async () => {
   const r = await client.listPrompts();
-  assert.deepEqual(r.prompts, []);
+  assert.ok(r.prompts.length > 0);
+  for (const p of r.prompts) {
+    assert.equal(typeof p.name, 'string');
+    assert.deepEqual(p.arguments.map((a) => [a.name, a.required]), [['task', false]]);
+  }
 });
 
 test('unknown tool is a JSON-RPC -32602 error, not a tool result', opts, async () => {

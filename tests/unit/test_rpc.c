@@ -772,7 +772,18 @@ TEST(prompts)
     json_t *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\"}");
     CHECK_RPC_RESULT(r);
     CHECK(json_is_array(json_object_get(result(r), "prompts")));
-    CHECK_EQ(json_array_size(json_object_get(result(r), "prompts")), 0);
+    /* every skill is a prompt, by qualified name, with an optional "task" */
+    CHECK_EQ(json_array_size(json_object_get(result(r), "prompts")), 8);
+    json_t *p0 = json_array_get(json_object_get(result(r), "prompts"), 0);
+    CHECK_STR(sget(p0, "name"), "acme/billing");
+    CHECK_STR(sget(json_array_get(json_object_get(p0, "arguments"), 0), "name"), "task");
+    json_decref(r);
+    r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\","
+            "\"params\":{\"name\":\"y\",\"arguments\":{\"task\":\"do it\"}}}");
+    CHECK_RPC_RESULT(r);
+    json_t *m0 = json_array_get(json_object_get(result(r), "messages"), 0);
+    CHECK_STR(sget(m0, "role"), "user");
+    CHECK_STR(sget(json_object_get(m0, "content"), "text"), "# Y\n\nBody of y.\n\n\nTask: do it");
     json_decref(r);
     r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\","
             "\"params\":{\"name\":\"p\"}}");
@@ -783,7 +794,7 @@ TEST(prompts)
     CHECK_RPC_ERROR(r, RPC_INVALID_PARAMS, 0, "1");
     json_decref(r);
     r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\","
-            "\"params\":{\"cursor\":\"1\"}}");
+            "\"params\":{\"cursor\":\"x\"}}");
     CHECK_RPC_ERROR(r, RPC_INVALID_PARAMS, 0, "1");
     json_decref(r);
 }

@@ -1,0 +1,503 @@
+/*
+ * skillsext.c - the MCP Skills extension (SEP-2640, "io.modelcontextprotocol/
+ * skills" with directoryRead) and every skill as an MCP prompt.
+ *
+ *   skills/list               paginated Skill entries {uri, frontmatter, resources}
+ *   skills/get                one entry, by its SKILL.md URI
+ *   resources/directory/read  direct children of a folder of a skill
+ *   prompts/list, prompts/get every skill as a prompt with an optional "task"
+ *
+ * Entries and folders come from the request's snapshot; file digests and
+ * sizes from manifest.c (cached, revalidated with a stat per file), so they
+ * describe exactly the bytes resources/read serves. A skill whose folder
+ * name is not its frontmatter name, or whose name breaks the Agent Skills
+ * naming rules, cannot have a conforming URI: it is left out of skills/list
+ * (reported in the result's _meta and in the log) but skills/get, the
+ * resources and the tools still serve it. See docs/skills-extension.md.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail.h"
+#include "manifest.h"
+#include "mcp.h"
+#include "rpc.h"
+#include "util.h"
+
+#define SKILLS_PAGE 50
+#define DIR_PAGE 100
+#define PROMPTS_PAGE 100
+#define EXT_MAX_FILES 512
+#define EXT_MAX_BYTES (16ll << 20)
+#define RESOURCE_MAX_BYTES (16ll << 20)   /* what resources/read serves */
+#define META_WARNINGS "io.modelcontextprotocol.skills/warnings"
+#define META_OMITTED "io.modelcontextprotocol.skills/omitted"
+
+/* Generation of the last snapshot whose omissions were logged. */
+static atomic_uint_fast64_t logged_gen;
+
+/* ---- URIs ------------------------------------------------------------------ */
+
+/* Appends s percent-encoded: unreserved, sub-delims, ':', '@' and '/' stay. */
+static void uri_escape(struct buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char ch = *p;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            strchr("-._~!$&'()*+,;=:@/", ch)) {
+            buf_append(b, p, 1);
+        } else {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            buf_append(b, e, 3);
+        }
+    }
+}
+
+/* "skill://<qname>[/<rel>]", malloc'd. */
+static char *skill_uri(const struct skill *k, const char *rel)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "skill://");
+    uri_escape(&b, k->qname);
+    if (rel && *rel) {
+        buf_puts(&b, "/");
+        uri_escape(&b, rel);
+    }
+    return buf_steal(&b, NULL);
+}
+
+/* Why k cannot appear in skills/list, or NULL. */
+static const char *unlisted_reason(const struct skill *k, char *tmp, size_t cap)
+{
+    json_t *n = json_object_get(k->fm, "name");
+    const char *p;
+    if (!json_is_string(n)) {
+        snprintf(tmp, cap, "frontmatter has no 'name'; the extension's URI rule needs it to "
+                           "equal the folder name '%s'", k->name);
+        return tmp;
+    }
+    if (strcmp(json_string_value(n), k->name)) {
+        snprintf(tmp, cap, "frontmatter name '%.100s' differs from the folder name '%s'; the "
+                           "extension's URI rule needs them equal",
+                 json_string_value(n), k->name);
+        return tmp;
+    }
+    if ((p = skills_name_problem(k->name))) {
+        snprintf(tmp, cap, "skill name '%s' %s (Agent Skills naming rules)", k->name, p);
+        return tmp;
+    }
+    return NULL;
+}
+
+/* The skill's own discovery warning about a cut file list, if any. */
+static int list_was_cut(const struct skill *k)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(k->warnings, i, w) {
+        const char *m = json_string_value(json_object_get(w, "message"));
+        if (m && strstr(m, "the file list is cut"))
+            return 1;
+    }
+    return 0;
+}
+
+/* resultType, ttlMs and cacheScope on both eras (Inspector checks them). */
+static void cacheable(struct mcp_call *c, json_t *result)
+{
+    json_object_set_new(result, "resultType", json_string("complete"));
+    json_object_set_new(result, "ttlMs", json_integer(c->S->ttl_ms));
+    json_object_set_new(result, "cacheScope", json_string("public"));
+    c->cacheable = 1;
+    c->result = result;
+}
+
+static void warn(json_t **w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(json_t **w, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    utf8_sanitize(msg);
+    if (!*w)
+        *w = json_array();
+    json_array_append_new(*w, json_string(msg));
+}
+
+/*
+ * The Skill entry of k, or NULL with *why set when its SKILL.md cannot be
+ * read now. extra (may be NULL) is one more warning to carry.
+ */
+static json_t *entry_of(const struct skill *k, const char *extra, const char **why)
+{
+    struct manifest m;
+    if (manifest_build(k, &m, why) < 0)
+        return NULL;
+    json_t *res = json_array(), *warnings = NULL;
+    char *uri = skill_uri(k, "SKILL.md");
+    for (size_t i = 0; i < m.n; i++) {
+        char *u = skill_uri(k, m.v[i].path);
+        json_array_append_new(res, json_pack("{s:s, s:s, s:I}", "uri", u, "digest",
+                                             m.v[i].digest, "size", (json_int_t)m.v[i].size));
+        if (m.v[i].size > RESOURCE_MAX_BYTES)
+            warn(&warnings, "%s is over 16 MiB: resources/read does not serve it", m.v[i].path);
+        free(u);
+    }
+    if (extra)
+        warn(&warnings, "%s", extra);
+    if (m.n > EXT_MAX_FILES)
+        warn(&warnings, "%zu files: over the extension's limit of %d files per skill", m.n,
+             EXT_MAX_FILES);
+    if (m.total > EXT_MAX_BYTES)
+        warn(&warnings, "%lld bytes in all: over the extension's limit of 16 MiB per skill",
+             (long long)m.total);
+    if (m.skipped)
+        warn(&warnings, "%zu file(s) found by the last scan cannot be opened now and are left out",
+             m.skipped);
+    if (list_was_cut(k))
+        warn(&warnings, "the skill folder is too large or too deep to list completely; this "
+                        "manifest is cut");
+    json_t *e = json_pack("{s:s, s:o, s:o}", "uri", uri, "frontmatter", json_deep_copy(k->fm),
+                          "resources", res);
+    if (warnings)
+        json_object_set_new(e, "_meta", json_pack("{s:o}", META_WARNINGS, warnings));
+    free(uri);
+    manifest_cleanup(&m);
+    return e;
+}
+
+/* Logs, once per snapshot generation, the skills the extension cannot list. */
+static void log_omissions(const struct snapshot *s)
+{
+    uint_fast64_t seen = atomic_load(&logged_gen);
+    if (s->generation <= seen ||
+        !atomic_compare_exchange_strong(&logged_gen, &seen, (uint_fast64_t)s->generation))
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct skill *k = s->v[i];
+        char tmp[300];
+        const char *why = unlisted_reason(k, tmp, sizeof tmp);
+        if (why) {
+            log_warn("skills/list: '%s' is left out: %s (the tools, resources and skills/get "
+                     "still serve it)",
+                     k->qname, why);
+            continue;
+        }
+        int64_t total = k->md_key.size;
+        for (size_t j = 0; j < k->nfiles; j++)
+            total += k->files[j].size;
+        if (k->nfiles + 1 > EXT_MAX_FILES || total > EXT_MAX_BYTES)
+            log_warn("skills/list: '%s' has %zu files, %lld bytes: over the extension's limits "
+                     "(%d files, 16 MiB); listed with a warning",
+                     k->qname, k->nfiles + 1, (long long)total, EXT_MAX_FILES);
+    }
+}
+
+/* ---- skills/list, skills/get ------------------------------------------------- */
+
+int skillsext_list(struct mcp_call *c)
+{
+    size_t off;
+    if (res_offset_cursor(c, &off) < 0)
+        return -1;
+    struct snapshot *s = mcp_snapshot(c);
+    log_omissions(s);
+    json_t *skills = json_array(), *omitted = json_array();
+    size_t listed = 0, next = 0;
+    for (size_t i = off; i < s->n; i++) {
+        const struct skill *k = s->v[i];
+        char tmp[300];
+        const char *why = unlisted_reason(k, tmp, sizeof tmp);
+        if (!why && listed == SKILLS_PAGE) {
+            next = i;
+            break;
+        }
+        json_t *e = why ? NULL : entry_of(k, NULL, &why);
+        if (!e) {
+            char *uri = skill_uri(k, "SKILL.md");
+            json_array_append_new(omitted, json_pack("{s:s, s:s}", "uri", uri, "reason", why));
+            free(uri);
+            continue;
+        }
+        json_array_append_new(skills, e);
+        listed++;
+    }
+    json_t *r = json_pack("{s:o}", "skills", skills);
+    if (next) {
+        char cur[32];
+        snprintf(cur, sizeof cur, "%zu", next);
+        json_object_set_new(r, "nextCursor", json_string(cur));
+    }
+    if (json_array_size(omitted))
+        json_object_set_new(r, "_meta", json_pack("{s:o}", META_OMITTED, omitted));
+    else
+        json_decref(omitted);
+    cacheable(c, r);
+    return 0;
+}
+
+static int unknown_skill(struct mcp_call *c, const char *uri, const char *why)
+{
+    return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                     "Unknown skill: %.300s (%s)", uri, why);
+}
+
+/* The params.uri of a skill:// request, or NULL after an error. */
+static const char *uri_param(struct mcp_call *c, const char *method)
+{
+    json_t *u = json_object_get(c->params, "uri");
+    const char *uri = json_string_value(u);
+    if (!uri) {
+        mcp_error(c, RPC_INVALID_PARAMS, NULL, "%s needs params.uri (a string)", method);
+        return NULL;
+    }
+    if (strlen(uri) != json_string_length(u)) {
+        mcp_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
+        return NULL;
+    }
+    if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096) {
+        mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                  "Resource not found: %.300s (this server serves skill:// URIs only)", uri);
+        return NULL;
+    }
+    return uri;
+}
+
+int skillsext_get(struct mcp_call *c)
+{
+    const char *uri = uri_param(c, "skills/get"), *path, *why;
+    struct skill *k;
+    char *owned;
+    if (!uri)
+        return -1;
+    if (res_locate(c, uri, &k, &path, &owned) < 0)
+        return unknown_skill(c, uri, "no such skill");
+    /* Only the canonical form names a skill: skill://<qualified-name>/SKILL.md */
+    size_t ql = strlen(k->qname);
+    int canonical = !strncmp(owned, k->qname, ql) && !strcmp(owned + ql, "/SKILL.md");
+    free(owned);
+    if (!canonical)
+        return unknown_skill(c, uri, "a skill is named by skill://<qualified-name>/SKILL.md");
+    char tmp[300];
+    const char *unlisted = unlisted_reason(k, tmp, sizeof tmp);
+    char extra[400];
+    if (unlisted)
+        snprintf(extra, sizeof extra, "not in skills/list: %s", unlisted);
+    json_t *e = entry_of(k, unlisted ? extra : NULL, &why);
+    if (!e)
+        return unknown_skill(c, uri, why);
+    cacheable(c, json_pack("{s:o}", "skill", e));
+    return 0;
+}
+
+/* ---- resources/directory/read ------------------------------------------------ */
+
+struct child {
+    const char *rel;        /* path inside the skill */
+    const char *name;       /* last segment */
+    int dir;
+};
+
+static int child_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct child *)a)->name, ((const struct child *)b)->name);
+}
+
+/* If rel is a direct child of dir ("" = root), its last segment; else NULL. */
+static const char *child_of(const char *dir, size_t dl, const char *rel)
+{
+    if (dl) {
+        if (strncmp(rel, dir, dl) || rel[dl] != '/')
+            return NULL;
+        rel += dl + 1;
+    }
+    return *rel && !strchr(rel, '/') ? rel : NULL;
+}
+
+/* k's folder paths relative to its root ("" for the root itself). */
+static const char *dir_rel(const struct skill *k, size_t i)
+{
+    const char *p = k->dir_paths[i];
+    size_t n = strlen(k->dir);
+    if (strncmp(p, k->dir, n) || (p[n] && p[n] != '/'))
+        return NULL;
+    return p[n] ? p + n + 1 : "";
+}
+
+int skillsext_dir_read(struct mcp_call *c)
+{
+    const char *uri = uri_param(c, "resources/directory/read"), *path, *why;
+    struct skill *k;
+    char *owned;
+    size_t off;
+    if (!uri || res_offset_cursor(c, &off) < 0)
+        return -1;
+    if (res_locate(c, uri, &k, &path, &owned) < 0)
+        return -1;
+    char *dir = xstrdup(path);
+    free(owned);
+    size_t dl = strlen(dir);
+    while (dl && dir[dl - 1] == '/')
+        dir[--dl] = '\0';
+    int rc = -1;
+    if (dl && (why = jail_check(dir, dl))) {
+        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                       "Resource not found: %.300s (%s)", uri, why);
+        goto out;
+    }
+    int found = !dl;
+    for (size_t i = 0; !found && i < k->ndirs; i++) {
+        const char *r = dir_rel(k, i);
+        found = r && !strcmp(r, dir);
+    }
+    if (!found) {
+        int file = !strcmp(dir, "SKILL.md");
+        for (size_t i = 0; !file && i < k->nfiles; i++)
+            file = !strcmp(k->files[i].path, dir);
+        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                       "%s: %.300s", file ? "Not a directory" : "Directory not found", uri);
+        goto out;
+    }
+
+    struct child *v = xmalloc((k->nfiles + k->ndirs + 1) * sizeof *v);
+    size_t n = 0;
+    const char *nm;
+    if (!dl)
+        v[n++] = (struct child){"SKILL.md", "SKILL.md", 0};
+    for (size_t i = 0; i < k->ndirs; i++) {
+        const char *r = dir_rel(k, i);
+        if (r && (nm = child_of(dir, dl, r)))
+            v[n++] = (struct child){r, nm, 1};
+    }
+    for (size_t i = 0; i < k->nfiles; i++)
+        if ((nm = child_of(dir, dl, k->files[i].path)))
+            v[n++] = (struct child){k->files[i].path, nm, 0};
+    qsort(v, n, sizeof *v, child_cmp);
+
+    json_t *a = json_array();
+    for (size_t i = off; i < n && i < off + DIR_PAGE; i++) {
+        char *u = skill_uri(k, v[i].rel);
+        const char *mime = v[i].dir ? "inode/directory"
+                           : !strcmp(v[i].rel, "SKILL.md") ? "text/markdown"
+                                                            : res_mime_of(v[i].rel, -1);
+        json_t *item = json_pack("{s:s, s:s}", "uri", u, "name", v[i].name);
+        if (mime)
+            json_object_set_new(item, "mimeType", json_string(mime));
+        json_array_append_new(a, item);
+        free(u);
+    }
+    json_t *r = json_pack("{s:o}", "resources", a);
+    if (off + DIR_PAGE < n) {
+        char next[32];
+        snprintf(next, sizeof next, "%zu", off + DIR_PAGE);
+        json_object_set_new(r, "nextCursor", json_string(next));
+    }
+    free(v);
+    cacheable(c, r);
+    rc = 0;
+out:
+    free(dir);
+    return rc;
+}
+
+/* ---- prompts ----------------------------------------------------------------- */
+
+int skillsext_prompts_list(struct mcp_call *c)
+{
+    size_t off;
+    if (res_offset_cursor(c, &off) < 0)
+        return -1;
+    struct snapshot *s = mcp_snapshot(c);
+    json_t *a = json_array();
+    for (size_t i = off; i < s->n && i < off + PROMPTS_PAGE; i++) {
+        const struct skill *k = s->v[i];
+        json_t *title = json_object_get(k->fm, "title");
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b}]}", "name", k->qname, "title",
+                         json_is_string(title) ? json_string_value(title) : k->qname,
+                         "description", k->description, "arguments", "name", "task",
+                         "description",
+                         "What to do with this skill; appended to the instructions", "required",
+                         0));
+    }
+    c->result = json_pack("{s:o}", "prompts", a);
+    if (off + PROMPTS_PAGE < s->n) {
+        char next[32];
+        snprintf(next, sizeof next, "%zu", off + PROMPTS_PAGE);
+        json_object_set_new(c->result, "nextCursor", json_string(next));
+    }
+    c->cacheable = 1;
+    return 0;
+}
+
+int skillsext_prompts_get(struct mcp_call *c)
+{
+    json_t *name = json_object_get(c->params, "name");
+    json_t *args = json_object_get(c->params, "arguments");
+    json_t *task = NULL;
+    const char *nm = json_string_value(name), *why;
+    if (!nm)
+        return mcp_error(c, RPC_INVALID_PARAMS, name ? json_pack("{s:O}", "name", name) : NULL,
+                         "prompts/get needs params.name (a string)");
+    if (strlen(nm) != json_string_length(name))
+        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Unknown prompt: the name contains a NUL byte");
+    if (args && !json_is_null(args)) {
+        if (!json_is_object(args))
+            return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
+        task = json_object_get(args, "task");
+        if (json_is_null(task))
+            task = NULL;
+        if (task && !json_is_string(task))
+            return mcp_error(c, RPC_INVALID_PARAMS, NULL, "arguments.task must be a string");
+    }
+    struct snapshot *s = mcp_snapshot(c);
+    int amb = 0;
+    struct skill *k = skills_find(s, nm, strlen(nm), &amb);
+    if (!k) {
+        if (amb) {
+            const char *names[8];
+            char list[600] = "";
+            size_t n = skills_sharing(s, nm, names, 8);
+            for (size_t i = 0; i < n; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                         names[i]);
+            return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+                             "Ambiguous prompt: '%.128s' names several skills: %s", nm, list);
+        }
+        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+                         "Unknown prompt: %.128s", nm);
+    }
+    struct skill_body *b, *tmp = NULL;
+    if (skills_body(k, &b, &tmp, &why) < 0)
+        return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",
+                         k->qname, why);
+    struct buf t;
+    buf_init(&t, 0);
+    size_t lead = 0;   /* the blank line(s) between frontmatter and body */
+    while (lead < b->len && (b->text[lead] == '\n' || b->text[lead] == '\r'))
+        lead++;
+    buf_append(&t, b->text + lead, b->len - lead);
+    if (task && json_string_length(task)) {
+        buf_puts(&t, "\n\nTask: ");
+        buf_append(&t, json_string_value(task), json_string_length(task));
+    }
+    size_t len;
+    char *text = buf_steal(&t, &len);
+    if (tmp)
+        skills_body_free(tmp);
+    c->result = json_pack("{s:s, s:[{s:s, s:{s:s, s:s%}}]}", "description", k->description,
+                          "messages", "role", "user", "content", "type", "text", "text", text,
+                          len);
+    free(text);
+    if (!c->result)
+        return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' is not valid UTF-8",
+                         k->qname);
+    return 0;
+}
