@@ -6,7 +6,9 @@ is bounded in time:
   * each attempt has a socket timeout (connect, and each read),
   * the whole call has a deadline (all attempts + all waits),
   * retries are bounded, with exponential backoff + jitter, on 429/5xx and on
-    connection errors; Retry-After is honoured when it fits in the deadline,
+    connection errors; every wait is at most max_backoff: a Retry-After that
+    asks for longer ends the call with a clear error instead,
+  * a line goes to stderr before each attempt ("attempt 1/3: GET URL (timeout 10 s)"),
   * the body is read in chunks and capped at max_bytes (a response that never
     ends cannot keep us reading forever),
   * a heartbeat line goes to stderr while we wait, so a stall detector watching
@@ -95,9 +97,17 @@ def parse_retry_after(value, now=None):
 
 
 def backoff_delay(retry_no, base, cap):
-    """Exponential backoff with jitter: base*2^(n-1), capped, +/-25% jitter."""
-    d = min(cap, base * (2 ** (retry_no - 1)))
-    return round(d * random.uniform(0.75, 1.25), 2)
+    """Exponential backoff with jitter: base*2^(n-1), +/-25% jitter, never above cap."""
+    d = base * (2 ** (retry_no - 1)) * random.uniform(0.75, 1.25)
+    return round(min(cap, d), 2)
+
+
+def _display_url(url):
+    """The URL without user:password@ (it goes to stderr, which is streamed)."""
+    p = urllib.parse.urlsplit(url)
+    if "@" not in p.netloc:
+        return url
+    return urllib.parse.urlunsplit((p.scheme, p.netloc.rpartition("@")[2], p.path, p.query, p.fragment))
 
 
 def _opener(url):
@@ -184,6 +194,7 @@ def request(url, method="GET", headers=None, data=None, timeout=10.0, retries=2,
     opener = _opener(url)
     hdrs = {"User-Agent": "skill-api-fetch/1.0", "Accept": "*/*"}
     hdrs.update(headers or {})
+    shown_url = _display_url(url)
 
     def elapsed_ms():
         return int((time.monotonic() - t0) * 1000)
@@ -196,6 +207,8 @@ def request(url, method="GET", headers=None, data=None, timeout=10.0, retries=2,
             raise FetchError("deadline of %gs spent before attempt %d" % (deadline_s, attempt),
                              "timeout", attempt - 1, elapsed_ms())
         per_try = min(timeout, remaining)
+        log("attempt %d/%d: %s %s (timeout %g s)" % (attempt, attempts_total, method, shown_url,
+                                                     round(per_try, 1)))
         req = urllib.request.Request(url, data=data, headers=hdrs, method=method)
         why, wait_hint, retryable, resp = None, None, False, None
         try:
@@ -252,9 +265,15 @@ def request(url, method="GET", headers=None, data=None, timeout=10.0, retries=2,
                     out["body_error"] = body_error
                 return out
 
-        # Retry: compute the wait, keep it inside the deadline.
+        # Retry: compute the wait, keep it inside the backoff cap and the deadline.
+        # Every wait is at most max_backoff, so the budget printed by fetch.py
+        # (timeout x attempts + max_backoff x retries) is a true upper bound.
         if wait_hint is not None:
             delay, src = wait_hint, "Retry-After"
+            if delay > max_backoff:
+                raise FetchError("%s; the server asked for a %gs wait (Retry-After), more than the %gs "
+                                 "backoff cap; wait that long, then call again (do not loop)"
+                                 % (why, delay, max_backoff), "retry_after", attempt, elapsed_ms())
         else:
             delay, src = backoff_delay(attempt, backoff, max_backoff), "backoff"
         remaining = deadline - time.monotonic()
@@ -262,7 +281,7 @@ def request(url, method="GET", headers=None, data=None, timeout=10.0, retries=2,
             raise FetchError("%s; the next attempt would need a %.1fs wait (%s) but only %.1fs of the "
                              "%gs deadline is left" % (why, delay, src, max(0, remaining), deadline_s),
                              "timeout", attempt, elapsed_ms())
-        log("attempt %d/%d after %gs: %s" % (attempt + 1, attempts_total, delay, why))
+        log("%s; waiting %gs (%s) before attempt %d/%d" % (why, delay, src, attempt + 1, attempts_total))
         _sleep_with_progress(delay, heartbeat)
 
 

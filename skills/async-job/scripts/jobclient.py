@@ -1,7 +1,8 @@
-"""jobclient.py - shared helpers for submit.py, poll.py and result.py.
+"""jobclient.py - shared helpers for submit.py, result.py and poll.py.
 
 Talks to the job API at env API_BASE_URL (bearer token from env API_TOKEN,
 optional, never printed). Standard library only; every request has a timeout.
+Nothing here writes files.
 """
 
 import json
@@ -48,15 +49,17 @@ def check_job_id(prog, job_id):
     return urllib.parse.quote(job_id, safe="")
 
 
-def call(method, url, body=None, timeout=10.0, max_bytes=262144):
+def call(method, url, body=None, timeout=10.0, max_bytes=262144, extra_headers=None):
     """One HTTP request; returns (status, parsed JSON or text, headers).
 
     HTTP error statuses are returned, not raised. Raises ApiError on network
     failure or timeout (message says which)."""
     headers = {"Accept": "application/json", "User-Agent": "skill-async-job/1.0"}
+    headers.update(extra_headers or {})
     data = None
     if body is not None:
-        data = json.dumps(body).encode("utf-8")
+        # bytes are sent as they are (submit.py hashes exactly what it sends)
+        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
         headers["Content-Type"] = "application/json"
     token = os.environ.get("API_TOKEN")
     if token:
@@ -91,6 +94,10 @@ def call(method, url, body=None, timeout=10.0, max_bytes=262144):
     except ValueError:
         payload = text[:2000]
     return status, payload, resp.headers
+
+
+def result_hint(job_id):
+    return 'run_skill_script(name="async-job", script="scripts/result.py", args=["%s"])' % job_id
 
 
 def emit(obj):
