@@ -41,7 +41,12 @@ static const struct opt opts[] = {
     {"--path", OPT_STR, O(path), 0, 0, "PATH", "MCP endpoint path (default /mcp)"},
     {"--refresh-interval", OPT_SECONDS, O(refresh_interval), 0, 86400, "SEC",
      "re-stat the skill tree every SEC seconds, 0 disables (default 5)"},
-    {"--threads", OPT_INT, O(threads), 1, 256, "N", "HTTP threads (default: cores, at least 2)"},
+    {"--threads", OPT_INT, O(threads), 1, 256, "N",
+     "HTTP threads per worker (default: cores, at least 2)"},
+    {"--workers", OPT_INT, O(workers), 1, 64, "N",
+     "worker processes serving one port, restarted if they crash (default 1)"},
+    {"--shutdown-timeout", OPT_SECONDS, O(shutdown_timeout), 0, 3600, "SEC",
+     "on SIGTERM, finish requests and scripts in flight for up to SEC (default 30)"},
     {"--max-body", OPT_SIZE, O(max_body), 1024, 64L << 20, "BYTES",
      "largest request body accepted (default 1048576)"},
     {"--allowed-origins", OPT_STR, O(allowed_origins), 0, 0, "LIST",
@@ -207,6 +212,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->threads = cores > 2 ? (int)(cores > 64 ? 64 : cores) : 2;
     c->max_body = 1 << 20;
     c->log_level = LOG_INFO;
+    c->workers = 1;
+    c->shutdown_timeout = 30;
     c->max_script_concurrency = 8;
     c->script_timeout = 30;
     c->script_stall_timeout = 20;

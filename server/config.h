@@ -21,6 +21,8 @@ struct cfg {
     size_t max_body;                    /* --max-body bytes */
     const char *allowed_origins;        /* --allowed-origins, comma list or "*" */
     const char *allowed_hosts;          /* --allowed-hosts, comma list or "*" */
+    int workers;                        /* --workers N processes on one port, default 1 */
+    double shutdown_timeout;            /* --shutdown-timeout: drain before exit, default 30 s */
     int log_level;                      /* --log-level (enum log_level) */
     int log_json;                       /* --log-format json */
 

@@ -35,6 +35,7 @@ struct http {
     struct srv *S;
     int loopback;
     atomic_int draining;        /* quiesced: /readyz says 503 */
+    atomic_long active;         /* requests in flight, scripts included */
 };
 
 struct req {
@@ -465,6 +466,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (!rq) {
         rq = xcalloc(1, sizeof *rq);
         rq->t0 = now_ns();
+        atomic_fetch_add(&h->active, 1);
         buf_init(&rq->body, S->cfg.max_body);
         *ctx = rq;
 #define REFUSE(st, msg) (rq->status = (st), send_error(con, (st), RPC_INVALID_REQUEST, (msg)))
@@ -566,6 +568,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
     struct req *rq = *ctx;
     if (rq) {
         struct http *h = cls;
+        atomic_fetch_sub(&h->active, 1);
         if (rq->status && rq->status != 1) {
             double ms = (double)(now_ns() - rq->t0) / 1e6;
             stats_request(&h->S->stats, rq->method, rq->status);
@@ -592,47 +595,70 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("http: %s", msg);
 }
 
-struct http *http_start(struct srv *S, int *port)
+int http_listen(const struct cfg *c, int *port)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *ai = NULL;
-    char portstr[16];
-    const char *host = S->cfg.host;
-    char bare[256];
+    char portstr[16], bare[256];
+    const char *host = c->host;
     if (host[0] == '[') {
         host_part(host, bare, sizeof bare);
         bare[strlen(bare) - 1] = '\0';
         host = bare + 1;
     }
-    snprintf(portstr, sizeof portstr, "%d", S->cfg.port);
+    snprintf(portstr, sizeof portstr, "%d", c->port);
     int gai = getaddrinfo(host, portstr, &hints, &ai);
     if (gai) {
-        log_error("cannot resolve --host %s: %s", S->cfg.host, gai_strerror(gai));
-        return NULL;
+        log_error("cannot resolve --host %s: %s", c->host, gai_strerror(gai));
+        return -1;
     }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+        log_error("cannot listen on %s:%d: %s", c->host, c->port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+struct http *http_start(struct srv *S, int listen_fd)
+{
     struct http *h = xcalloc(1, sizeof *h);
     h->S = S;
     h->loopback = cfg_is_loopback(S->cfg.host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
-    if (ai->ai_family == AF_INET6)
+    if (strchr(S->cfg.host, ':'))
         flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)S->cfg.threads, MHD_OPTION_NOTIFY_COMPLETED,
         on_done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, h, MHD_OPTION_END);
-    freeaddrinfo(ai);
     if (!h->d) {
-        log_error("cannot listen on %s:%d: %s", S->cfg.host, S->cfg.port,
+        log_error("cannot start the HTTP server: %s",
                   errno ? strerror(errno) : "libmicrohttpd refused to start");
         free(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = info ? info->port : S->cfg.port;
     return h;
+}
+
+long http_active(struct http *h)
+{
+    return h ? atomic_load(&h->active) : 0;
 }
 
 void http_quiesce(struct http *h)

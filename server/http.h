@@ -10,11 +10,20 @@
 struct http;
 
 /*
- * Binds cfg host:port and starts serving with cfg threads. Returns NULL
- * after logging why it could not. *port gets the bound port (useful with
- * --port 0). Call from the main thread.
+ * Creates the listening socket for cfg host:port (before workers are forked,
+ * so they all accept on it). Returns the fd, or -1 after logging why; *port
+ * gets the bound port (useful with --port 0).
  */
-struct http *http_start(struct srv *S, int *port);
+int http_listen(const struct cfg *c, int *port);
+
+/*
+ * Starts serving listen_fd with cfg threads. Returns NULL after logging why
+ * it could not. Call from the main thread (of a worker).
+ */
+struct http *http_start(struct srv *S, int listen_fd);
+
+/* Requests in flight, running scripts included (for a graceful drain). */
+long http_active(struct http *h);
 /* Stops accepting new connections (requests on open ones still arrive). */
 void http_quiesce(struct http *h);
 void http_stop(struct http *h);

@@ -6,7 +6,11 @@
  * every other thread), so no handler ever runs inside library code.
  * SIGHUP rescans the skills now; SIGINT/SIGTERM stop the server.
  */
+#include <errno.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,7 @@
 #include "config.h"
 #include "http.h"
 #include "loop.h"
+#include "runner.h"
 #include "script.h"
 #include "skills.h"
 #include "srv.h"
@@ -29,12 +34,192 @@ static const char instructions[] =
     "points to, and run_skill_script to run a skill's bundled scripts rather than "
     "re-implementing them.";
 
+static void log_listening(const struct srv *S, int port)
+{
+    const char *h = S->cfg.host;
+    int v6 = strchr(h, ':') && h[0] != '[';
+    log_info("skill-mcp %s listening on http://%s%s%s:%d%s (%d worker(s) x %d threads, "
+             "refresh %gs)",
+             SKILL_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, S->cfg.path,
+             S->cfg.workers, S->cfg.threads, S->cfg.refresh_interval);
+}
+
 static const char instructions_read_only[] =
     "This server is a library of skills: expert instructions, references and scripts for "
     "specific tasks. Call list_skills first (pass a query describing the task to rank skills "
     "by relevance). Before acting on a skill, call load_skill to read its instructions (or "
     "one section of them), then follow them. Use read_skill_file for the references a skill "
     "points to. This server does not run scripts.";
+
+/* ---- one serving process ------------------------------------------------- */
+
+/*
+ * Serves listen_fd until SIGINT/SIGTERM, then drains: stop accepting, wait
+ * for requests in flight (running scripts included) up to
+ * --shutdown-timeout, stop what is left, exit. A second signal cuts the
+ * drain short. Returns the process exit code.
+ */
+static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announce, int port)
+{
+    S->skills = skills_new(S->cfg.roots, S->cfg.nroots, S->cfg.hooks_dir, tools_ext_build,
+                           tools_ext_free, S);
+    if (!S->skills) {
+        fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
+        return 2;
+    }
+    struct loop *loop = loop_start(S, S->cfg.refresh_interval);
+    struct http *http = loop ? http_start(S, listen_fd) : NULL;
+    if (!http) {
+        loop_stop(loop);
+        skills_free(S->skills);
+        return 1;
+    }
+    if (announce)
+        log_listening(S, port);
+
+    int sig = 0;
+    for (;;) {
+        if (sigwait(sigs, &sig) || sig == SIGCHLD)
+            continue;   /* scripts are watched through pidfds, not SIGCHLD */
+        if (sig == SIGHUP) {
+            log_info("SIGHUP: rescanning skills");
+            skills_rescan(S->skills, 1, NULL);
+            continue;
+        }
+        break;
+    }
+    log_info("%s: draining (up to %gs)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+             S->cfg.shutdown_timeout);
+    http_quiesce(http);
+    uint64_t end = now_ns() + (uint64_t)(S->cfg.shutdown_timeout * 1e9);
+    while (http_active(http) > 0 && now_ns() < end) {
+        struct timespec ts = {0, 50 * 1000000};
+        int got = sigtimedwait(sigs, NULL, &ts);
+        if (got == SIGTERM || got == SIGINT) {
+            log_warn("second signal: stopping now");
+            break;
+        }
+    }
+    if (http_active(http) > 0)
+        log_warn("%ld request(s) still in flight; stopping them", http_active(http));
+    /* Scripts still running are stopped and answered before the HTTP side
+     * goes: libmicrohttpd must not be stopped with suspended connections. */
+    loop_stop(loop);
+    http_stop(http);
+    skills_free(S->skills);
+    return 0;
+}
+
+/* ---- the supervising master (--workers N > 1) ------------------------------ */
+
+struct worker {
+    pid_t pid;
+    uint64_t started_ns, restart_at_ns;
+    double backoff_s;
+    int recent_crashes;
+    uint64_t window_start_ns;
+};
+
+static pid_t spawn_worker(struct srv *S, int listen_fd, const sigset_t *sigs, int index)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char tag[16];
+        snprintf(tag, sizeof tag, "w%d", index);
+        log_set_tag(tag);
+        /* The worker's threads are created here, after the fork. */
+        exit(serve(S, listen_fd, sigs, 0, 0));
+    }
+    if (pid < 0)
+        log_error("cannot fork worker %d: %s", index, strerror(errno));
+    return pid;
+}
+
+static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int port)
+{
+    int n = S->cfg.workers;
+    struct worker *w = xcalloc((size_t)n, sizeof *w);
+    for (int i = 0; i < n; i++) {
+        w[i].pid = spawn_worker(S, listen_fd, sigs, i);
+        w[i].started_ns = now_ns();
+        w[i].backoff_s = 1;
+    }
+    log_set_tag("master");
+    log_listening(S, port);
+    int stopping = 0;
+    uint64_t deadline = 0;
+    for (;;) {
+        struct timespec ts = {0, 200 * 1000000};
+        int sig = sigtimedwait(sigs, NULL, &ts);
+        if (sig == SIGHUP) {
+            log_info("SIGHUP: forwarded to %d workers", n);
+            for (int i = 0; i < n; i++)
+                if (w[i].pid > 0)
+                    kill(w[i].pid, SIGHUP);
+        } else if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
+            stopping = 1;
+            deadline = now_ns() + (uint64_t)((S->cfg.shutdown_timeout + 5) * 1e9);
+            log_info("%s: draining %d workers", sig == SIGINT ? "SIGINT" : "SIGTERM", n);
+            for (int i = 0; i < n; i++)
+                if (w[i].pid > 0)
+                    kill(w[i].pid, SIGTERM);
+        }
+        /* reap */
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            for (int i = 0; i < n; i++) {
+                if (w[i].pid != pid)
+                    continue;
+                w[i].pid = 0;
+                if (stopping)
+                    break;
+                uint64_t now = now_ns();
+                double lived = (double)(now - w[i].started_ns) / 1e9;
+                if (now - w[i].window_start_ns > 60ull * 1000000000u) {
+                    w[i].window_start_ns = now;
+                    w[i].recent_crashes = 0;
+                }
+                w[i].recent_crashes++;
+                w[i].backoff_s = lived > 10 ? 1 : (w[i].backoff_s * 2 > 30 ? 30 : w[i].backoff_s * 2);
+                w[i].restart_at_ns = now + (uint64_t)((lived > 10 ? 0 : w[i].backoff_s) * 1e9);
+                if (WIFSIGNALED(st))
+                    log_error("worker %d (pid %d) killed by signal %d after %.1fs", i, pid,
+                              WTERMSIG(st), lived);
+                else
+                    log_error("worker %d (pid %d) exited with %d after %.1fs", i, pid,
+                              WEXITSTATUS(st), lived);
+                if (w[i].recent_crashes >= 5)
+                    log_error("worker %d is crash-looping: %d exits in the last minute; "
+                              "restarting every %.0fs", i, w[i].recent_crashes, w[i].backoff_s);
+            }
+        }
+        if (stopping) {
+            int alive = 0;
+            for (int i = 0; i < n; i++)
+                alive += w[i].pid > 0;
+            if (!alive)
+                break;
+            if (now_ns() > deadline) {
+                log_warn("workers did not stop in time; killing them");
+                for (int i = 0; i < n; i++)
+                    if (w[i].pid > 0)
+                        kill(w[i].pid, SIGKILL);
+                deadline = now_ns() + 1000000000ull * 3600;
+            }
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            if (!w[i].pid && now_ns() >= w[i].restart_at_ns) {
+                w[i].pid = spawn_worker(S, listen_fd, sigs, i);
+                w[i].started_ns = now_ns();
+                if (w[i].pid > 0)
+                    log_info("worker %d restarted (pid %d)", i, w[i].pid);
+            }
+    }
+    free(w);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -53,58 +238,35 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGCHLD);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Everything the workers share is set up before they are forked. */
     size_t ntools;
     const char *const *names = tools_names(&ntools);
     stats_init(&S.stats, names, ntools);
+    S.run_shared = x_shared_alloc(sizeof *S.run_shared);
     S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
     if (!S.cfg.no_scripts)
         S.scripts = script_setup(&S.cfg);
-
-    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, S.cfg.hooks_dir, tools_ext_build, tools_ext_free, &S);
-    if (!S.skills) {
-        fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
-        return 2;
-    }
-    struct loop *loop = loop_start(&S, S.cfg.refresh_interval);
     int port = 0;
-    struct http *http = loop ? http_start(&S, &port) : NULL;
-    if (!http) {
-        loop_stop(loop);
-        skills_free(S.skills);
-        return 1;
-    }
-    const char *h = S.cfg.host;
-    int v6 = strchr(h, ':') && h[0] != '[';
-    log_info("skill-mcp %s listening on http://%s%s%s:%d%s (%d threads, refresh %gs)",
-             SKILL_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, S.cfg.path, S.cfg.threads,
-             S.cfg.refresh_interval);
+    int listen_fd = http_listen(&S.cfg, &port);
 
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&sigs, &sig))
-            continue;
-        if (sig == SIGHUP) {
-            log_info("SIGHUP: rescanning skills");
-            skills_rescan(S.skills, 1, NULL);
-            continue;
-        }
-        log_info("%s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        break;
-    }
+    if (listen_fd < 0)
+        rc = 1;
+    else if (S.cfg.workers > 1)
+        rc = supervise(&S, listen_fd, &sigs, port);
+    else
+        rc = serve(&S, listen_fd, &sigs, 1, port);
 
-    /* Scripts still running are stopped and answered before the HTTP side
-     * goes: libmicrohttpd must not be stopped with suspended connections. */
-    http_quiesce(http);
-    loop_stop(loop);
-    http_stop(http);
-    skills_free(S.skills);
+    if (listen_fd >= 0)
+        close(listen_fd);
     tools_cleanup(&S);
     script_free(S.scripts);
     stats_cleanup(&S.stats);
-    return 0;
+    x_shared_free(S.run_shared, sizeof *S.run_shared);
+    return rc;
 }

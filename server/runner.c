@@ -52,8 +52,9 @@ struct runner {
     int live;
     int closing;
     int closed;                 /* guarded by mu: no loop left to run jobs */
-    atomic_uint_fast64_t started, ok, failed, stalled, timeout, denied, busy;
-    atomic_int_fast64_t n_live, n_queued;
+    struct run_shared *sh;      /* the instance's counters (shared memory) */
+    uv_timer_t retry;           /* another worker holds the free slots: look again soon */
+    int retry_armed;
 };
 
 const char *run_status_name(enum run_status s)
@@ -99,16 +100,16 @@ static void maybe_release(struct run_job *j)
                 break;
             }
         r->live--;
-        atomic_fetch_sub(&r->n_live, 1);
+        atomic_fetch_sub(&r->sh->live, 1);
     }
     remove_tree(j->_scratch);
     switch (j->status) {
-    case RUN_OK: atomic_fetch_add(&r->ok, 1); break;
-    case RUN_FAILED: atomic_fetch_add(&r->failed, 1); break;
-    case RUN_STALLED: atomic_fetch_add(&r->stalled, 1); break;
-    case RUN_TIMEOUT: atomic_fetch_add(&r->timeout, 1); break;
-    case RUN_BUSY: atomic_fetch_add(&r->busy, 1); break;
-    case RUN_DENIED: atomic_fetch_add(&r->denied, 1); break;
+    case RUN_OK: atomic_fetch_add(&r->sh->ok, 1); break;
+    case RUN_FAILED: atomic_fetch_add(&r->sh->failed, 1); break;
+    case RUN_STALLED: atomic_fetch_add(&r->sh->stalled, 1); break;
+    case RUN_TIMEOUT: atomic_fetch_add(&r->sh->timeout, 1); break;
+    case RUN_BUSY: atomic_fetch_add(&r->sh->busy, 1); break;
+    case RUN_DENIED: atomic_fetch_add(&r->sh->denied, 1); break;
     }
     log_info("run %s %s/%s: %s in %.0f ms (stdout %llu B, stderr %llu B)", j->request_id,
              j->skill, j->script, run_status_name(j->status), j->duration_ms,
@@ -440,8 +441,7 @@ static void start_job(struct run_job *j)
     r->live++;
     j->_live_next = r->live_list;
     r->live_list = j;
-    atomic_fetch_add(&r->n_live, 1);
-    atomic_fetch_add(&r->started, 1);
+    atomic_fetch_add(&r->sh->started, 1);
     init_timer(j, &j->_ceiling);
     init_timer(j, &j->_stall);
     init_timer(j, &j->_grace);
@@ -470,7 +470,7 @@ static void unqueue(struct runner *r, struct run_job *j)
             if (r->queue_tail == &j->_next)
                 r->queue_tail = pp;
             j->_next = NULL;
-            atomic_fetch_sub(&r->n_queued, 1);
+            atomic_fetch_sub(&r->sh->queued, 1);
             return;
         }
     }
@@ -492,9 +492,34 @@ static void on_queue_timeout(uv_timer_t *t)
     end_busy(j);
 }
 
+/* Takes one of the instance's script slots, shared by its workers. */
+static int reserve_slot(struct runner *r)
+{
+    int_fast64_t n = atomic_load(&r->sh->live);
+    while (n < r->max_live)
+        if (atomic_compare_exchange_weak(&r->sh->live, &n, n + 1))
+            return 1;
+    return 0;
+}
+
+static void on_retry(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    r->retry_armed = 0;
+    pump(r);
+}
+
 static void pump(struct runner *r)
 {
-    while (!r->closing && r->live < r->max_live && r->queue) {
+    while (!r->closing && r->queue) {
+        if (!reserve_slot(r)) {
+            /* Slots held by other workers free up without waking this loop. */
+            if (!r->retry_armed && !r->closing) {
+                r->retry_armed = 1;
+                uv_timer_start(&r->retry, on_retry, 10, 0);
+            }
+            break;
+        }
         struct run_job *j = r->queue;
         unqueue(r, j);
         uv_timer_stop(&j->_queue);
@@ -545,7 +570,7 @@ static void on_wake(uv_async_t *a)
         }
         *r->queue_tail = j;
         r->queue_tail = &j->_next;
-        atomic_fetch_add(&r->n_queued, 1);
+        atomic_fetch_add(&r->sh->queued, 1);
         uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
     }
     for (int i = 0; i < nc; i++)
@@ -567,10 +592,14 @@ void run_cancel(struct runner *r, const char *request_id)
 
 /* ---- public -------------------------------------------------------------------- */
 
-struct runner *run_new(uv_loop_t *uv, int max_live, double queue_timeout_s)
+struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int max_live,
+                       double queue_timeout_s)
 {
     struct runner *r = xcalloc(1, sizeof *r);
     r->uv = uv;
+    r->sh = sh;
+    uv_timer_init(uv, &r->retry);
+    r->retry.data = r;
     r->max_live = max_live > 0 ? max_live : 1;
     r->queue_timeout_ms = (uint64_t)(queue_timeout_s * 1000.0);
     pthread_mutex_init(&r->mu, NULL);
@@ -596,7 +625,7 @@ void run_submit(struct runner *r, struct run_job *j, run_done_fn done, void *arg
         j->status = RUN_BUSY;
         j->exit_code = -1;
         snprintf(j->error, sizeof j->error, "the server is shutting down");
-        atomic_fetch_add(&r->busy, 1);
+        atomic_fetch_add(&r->sh->busy, 1);
         done(j, arg);
         return;
     }
@@ -622,6 +651,7 @@ void run_shutdown(struct runner *r)
         end_busy(j);
     }
     uv_close((uv_handle_t *)&r->wake, NULL);
+    uv_close((uv_handle_t *)&r->retry, NULL);
 }
 
 void run_free(struct runner *r)
@@ -654,18 +684,18 @@ void run_job_free(struct run_job *j)
 
 void run_counters(struct runner *r, struct run_counters *c)
 {
-    c->started = atomic_load(&r->started);
-    c->ok = atomic_load(&r->ok);
-    c->failed = atomic_load(&r->failed);
-    c->stalled = atomic_load(&r->stalled);
-    c->timeout = atomic_load(&r->timeout);
-    c->denied = atomic_load(&r->denied);
-    c->busy = atomic_load(&r->busy);
-    c->live = atomic_load(&r->n_live);
-    c->queued = atomic_load(&r->n_queued);
+    c->started = atomic_load(&r->sh->started);
+    c->ok = atomic_load(&r->sh->ok);
+    c->failed = atomic_load(&r->sh->failed);
+    c->stalled = atomic_load(&r->sh->stalled);
+    c->timeout = atomic_load(&r->sh->timeout);
+    c->denied = atomic_load(&r->sh->denied);
+    c->busy = atomic_load(&r->sh->busy);
+    c->live = atomic_load(&r->sh->live);
+    c->queued = atomic_load(&r->sh->queued);
 }
 
 void run_count_denied(struct runner *r)
 {
-    atomic_fetch_add(&r->denied, 1);
+    atomic_fetch_add(&r->sh->denied, 1);
 }

@@ -16,6 +16,7 @@
 #define SKILL_RUNNER_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -87,10 +88,21 @@ struct run_job {
 struct runner;
 
 /*
- * Creates the runner on uv (which the loop thread runs). max_live caps live
- * children; queue_timeout_s bounds the wait for a slot.
+ * Counters and the live-children count shared by every worker of an
+ * instance (allocate with x_shared_alloc before forking), so the cap on
+ * live scripts holds for the instance, not per worker.
  */
-struct runner *run_new(uv_loop_t *uv, int max_live, double queue_timeout_s);
+struct run_shared {
+    atomic_uint_fast64_t started, ok, failed, stalled, timeout, denied, busy;
+    atomic_int_fast64_t live, queued;
+};
+
+/*
+ * Creates the runner on uv (which the loop thread runs). max_live caps live
+ * children across sh's users; queue_timeout_s bounds the wait for a slot.
+ */
+struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int max_live,
+                       double queue_timeout_s);
 /* Loop thread, at shutdown: kills live children and ends queued jobs as busy. */
 void run_shutdown(struct runner *r);
 void run_free(struct runner *r);

@@ -13,6 +13,7 @@
 
 struct skills;
 struct runner;
+struct run_shared;
 struct scripts;
 
 struct srv {
@@ -25,6 +26,7 @@ struct srv {
     const char *instructions;   /* initialize / server/discover instructions */
     int64_t ttl_ms;             /* ttlMs on cacheable results */
     struct runner *runner;      /* lives on the loop thread; run_submit from anywhere */
+    struct run_shared *run_shared; /* script counters shared by the instance's workers */
     struct scripts *scripts;    /* interpreters and base environment */
 };
 

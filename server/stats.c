@@ -85,7 +85,11 @@ void stats_prometheus(const struct stats *st, struct buf *b)
 
 void stats_init(struct stats *st, const char *const *names, size_t n)
 {
-    st->tools = xcalloc(n, sizeof *st->tools);
+    size_t tools = n * sizeof *st->tools;
+    st->shared_size = tools + sizeof(atomic_uint_fast64_t[STATS_METHODS][STATS_STATUS]);
+    char *mem = x_shared_alloc(st->shared_size);
+    st->tools = (struct stats_hist *)mem;
+    st->requests = (atomic_uint_fast64_t(*)[STATS_STATUS])(mem + tools);
     st->names = names;
     st->ntools = n;
     st->started_ns = now_ns();
@@ -93,8 +97,9 @@ void stats_init(struct stats *st, const char *const *names, size_t n)
 
 void stats_cleanup(struct stats *st)
 {
-    free(st->tools);
+    x_shared_free(st->tools, st->shared_size);
     st->tools = NULL;
+    st->requests = NULL;
 }
 
 static unsigned bucket_of(uint64_t ns)

@@ -24,15 +24,21 @@ struct stats_hist {
 #define STATS_METHODS 16
 #define STATS_STATUS 6          /* 200, 202, 400, 403/404/405, 413/415/406, 5xx */
 
+/*
+ * The counters live in one shared mapping made before workers are forked,
+ * so every worker of an instance counts into the same numbers.
+ */
 struct stats {
     struct stats_hist *tools;   /* one per tool, indexed as the tool table */
-    atomic_uint_fast64_t requests[STATS_METHODS][STATS_STATUS];
+    atomic_uint_fast64_t (*requests)[STATS_STATUS];     /* [STATS_METHODS] */
+    size_t shared_size;
     const char *const *names;
     size_t ntools;
     uint64_t started_ns;
 };
 
-/* names is borrowed for the life of st. Call before threads start. */
+/* names is borrowed for the life of st. Call before threads start and
+ * before workers are forked. */
 void stats_init(struct stats *st, const char *const *names, size_t n);
 void stats_cleanup(struct stats *st);
 /* Any thread. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 /* ---- memory ----------------------------------------------------------- */
@@ -57,6 +58,20 @@ char *xstrndup(const char *s, size_t n)
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
+}
+
+void *x_shared_alloc(size_t n)
+{
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        oom(n);
+    return p;
+}
+
+void x_shared_free(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n ? n : 1);
 }
 
 void x_install_json_alloc(void)
@@ -207,6 +222,9 @@ static int log_json;
 void log_set_level(enum log_level lvl) { log_min = lvl; }
 void log_set_json(int on) { log_json = on; }
 
+static char log_tag[16];
+void log_set_tag(const char *tag) { snprintf(log_tag, sizeof log_tag, "%s", tag); }
+
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
     static const char *names[] = {"debug", "info", "warn", "error"};
@@ -226,7 +244,8 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
              t.tv_nsec / 1000000);
     if (log_json) {
-        json_t *o = json_pack("{s:s, s:s, s:s}", "ts", ts, "level", names[lvl], "msg", msg);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s?}", "ts", ts, "level", names[lvl], "msg", msg,
+                              "proc", log_tag[0] ? log_tag : NULL);
         char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
         /* One write per line, so lines from several threads never interleave. */
         if (s)
@@ -234,7 +253,8 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
         free(s);
         json_decref(o);
     } else {
-        fprintf(stderr, "%s %-5s %s\n", ts, names[lvl], msg);
+        fprintf(stderr, "%s %-5s %s%s%s\n", ts, names[lvl], log_tag[0] ? log_tag : "",
+                log_tag[0] ? " " : "", msg);
     }
 }
 

@@ -20,6 +20,9 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* Zeroed memory shared with processes forked later (worker counters). */
+void *x_shared_alloc(size_t n);
+void x_shared_free(void *p, size_t n);
 /* Route jansson's allocations through the functions above. Call once. */
 void x_install_json_alloc(void);
 
@@ -65,6 +68,8 @@ enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level lvl);
 void log_set_json(int on);
+/* A short tag ("master", "w0") on every line of this process. */
+void log_set_tag(const char *tag);
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One line per answered request: structured fields in JSON mode. */
 void log_request(const char *method, const char *tool, unsigned status, double ms,
