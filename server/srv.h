@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "shape.h"
 #include "stats.h"
 
 struct skills;
@@ -25,6 +26,7 @@ struct srv {
     size_t tools_raw_len[2];
     const char *instructions;   /* initialize / server/discover instructions */
     int64_t ttl_ms;             /* ttlMs on cacheable results */
+    struct shape_budget budget; /* what one copy of a tool result may use */
     struct runner *runner;      /* lives on the loop thread; run_submit from anywhere */
     struct run_shared *run_shared; /* script counters shared by the instance's workers */
     struct scripts *scripts;    /* interpreters and base environment */

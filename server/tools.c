@@ -25,6 +25,7 @@
 #include "rpc.h"
 #include "script.h"
 #include "search.h"
+#include "shape.h"
 #include "util.h"
 
 #define LIST_DEFAULT_LIMIT 50
@@ -36,6 +37,8 @@
 /* What a handler produced: a structured result or a message (isError). */
 struct tool_out {
     json_t *structured;
+    const struct shape_budget *budget;  /* fit the result to this (NULL: as is) */
+    const char *hint;       /* how to narrow the call, when it had to be cut */
     const char *raw;        /* or a result rendered ahead (borrowed) */
     size_t rawlen;
     struct hook_plan *plan; /* or a script to run: the answer comes later */
@@ -59,9 +62,11 @@ struct tool {
     int read_only;
     tool_fn fn;
     int runs_scripts;       /* absent under --no-scripts */
+    const char *narrow;     /* how to ask for less, when a result had to be cut */
 };
 
 static char *render(struct tool_out *o, int rc, int modern, size_t *len);
+static int over_budget(const struct shape_budget *b, const char *s, size_t n);
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -259,6 +264,29 @@ static json_t *list_page(const struct snapshot *s, const char *query, json_t *ta
     return r;
 }
 
+/*
+ * Cuts a list page to the budget here rather than in render_ex, so that
+ * next_cursor can point just past the cards that were kept and none is
+ * skipped.
+ */
+static void fit_list(json_t *r, const struct shape_budget *b, size_t offset, const char *hint)
+{
+    if (!b)
+        return;
+    char *s = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    int over = over_budget(b, s, strlen(s));
+    free(s);
+    if (!over || !shape_json(r, b, hint))
+        return;
+    size_t kept = json_array_size(json_object_get(r, "skills"));
+    size_t total = (size_t)json_integer_value(json_object_get(r, "total"));
+    if (offset + kept < total) {
+        char cur[32];
+        snprintf(cur, sizeof cur, "%zu", offset + kept);
+        json_object_set_new(r, "next_cursor", json_string(cur));
+    }
+}
+
 static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"query", "tags", "limit", "cursor", NULL};
@@ -294,6 +322,7 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (query && !*query)
         query = NULL;
     o->structured = list_page(c->snap, query, tags, offset, (size_t)limit);
+    fit_list(o->structured, o->budget, offset, o->hint);
     return 0;
 }
 
@@ -379,7 +408,8 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         struct skill_body *mb = b;
         struct skill_rendered *r = atomic_load(&mb->rendered[c->modern]);
         if (!r) {
-            struct tool_out full = {.structured = load_result(k, b, NULL, b->text, b->len)};
+            struct tool_out full = {.structured = load_result(k, b, NULL, b->text, b->len),
+                                    .budget = &c->S->budget, .hint = o->hint};
             size_t len;
             char *bytes = render(&full, 0, c->modern, &len);
             struct skill_rendered *mine = xmalloc(sizeof *mine + len + 1);
@@ -601,7 +631,8 @@ static const struct tool table[] = {
      "},\"total\":{\"type\":\"integer\"},\"generation\":{\"type\":\"integer\"},"
      "\"next_cursor\":{\"type\":\"string\"}},\"required\":[\"skills\",\"total\","
      "\"generation\"]}",
-     1, t_list_skills, 0},
+     1, t_list_skills, 0,
+     "pass a query or tags to list fewer skills, a smaller limit, or the next_cursor"},
     {"load_skill", "Load a skill",
      "Load a skill's instructions (its SKILL.md body), or one section of it by heading. Load a "
      "skill before acting on it. The result also lists the skill's scripts and other files.",
@@ -625,7 +656,8 @@ static const struct tool table[] = {
      "\"required\":[\"path\",\"size\"]}}},"
      "\"required\":[\"name\",\"qualified_name\",\"content\",\"sections\",\"scripts\","
      "\"files\"]}",
-     1, t_load_skill, 0},
+     1, t_load_skill, 0,
+     "load one section at a time: call load_skill with section set to one of 'sections'"},
     {"read_skill_file", "Read a skill file",
      "Read one file bundled with a skill (a reference, template or script source), by its "
      "path inside the skill folder, e.g. references/api.md. Text comes back as UTF-8, other "
@@ -640,7 +672,8 @@ static const struct tool table[] = {
      "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
      "\"content\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}},"
      "\"required\":[\"name\",\"path\",\"size\",\"encoding\",\"content\",\"truncated\"]}",
-     1, t_read_skill_file, 0},
+     1, t_read_skill_file, 0,
+     "read less at once: pass a smaller max_bytes"},
     {"skill_server_stats", "Server statistics",
      "Index state (generation, skill count, problems, last refresh) and per-tool call counts "
      "and latency percentiles.",
@@ -648,7 +681,7 @@ static const struct tool table[] = {
      "{\"type\":\"object\",\"properties\":{\"server\":{\"type\":\"object\"},"
      "\"index\":{\"type\":\"object\"},\"tools\":{\"type\":\"object\"}},"
      "\"required\":[\"server\",\"index\",\"tools\"]}",
-     1, t_stats, 0},
+     1, t_stats, 0, NULL},
     {"reload_skills", "Reload skills",
      "Rescan the skill folders now and report what changed (added, removed, changed, "
      "problems). The server also does this by itself every few seconds.",
@@ -661,7 +694,7 @@ static const struct tool table[] = {
      "\"errors\":{\"type\":\"array\"},\"duration_ms\":{\"type\":\"number\"}},"
      "\"required\":[\"generation_before\",\"generation_after\",\"added\",\"removed\","
      "\"changed\",\"errors\"]}",
-     0, t_reload, 0},
+     0, t_reload, 0, NULL},
     {"run_skill_script", "Run a skill script",
      "Run one of a skill's bundled scripts (a path from the 'scripts' that load_skill lists) "
      "and get its output: stdout is the answer, stderr the diagnostics. Use this rather than "
@@ -695,7 +728,7 @@ static const struct tool table[] = {
      "\"request_id\":{\"type\":\"string\"},\"note\":{\"type\":\"string\"}},"
      "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\",\"duration_ms\","
      "\"timeout\",\"stall_timeout\",\"truncated\",\"hint\",\"request_id\"]}",
-     0, t_run, 1},
+     0, t_run, 1, NULL},
 };
 
 #define NTOOLS (sizeof table / sizeof table[0])
@@ -736,7 +769,23 @@ json_t *tools_list_json(int scripts)
 
 void tools_setup(struct srv *S)
 {
+    /* A result carries its JSON twice (text block and structuredContent),
+     * and the text escapes it once more: each copy gets under half. */
+    struct shape_budget whole =
+        shape_budget_of(S->cfg.context_tokens, S->cfg.context_share, S->cfg.max_result_chars);
+    S->budget.max_tokens = whole.max_tokens * 45 / 100;
+    S->budget.max_chars = whole.max_chars * 45 / 100;
     S->tools_list = tools_list_json(!S->cfg.no_scripts);
+    if (S->cfg.max_result_chars > 48000) {
+        /* Claude Code moves results over about 50,000 characters to a file
+         * unless the tool declares it allows more. */
+        size_t i;
+        json_t *t;
+        json_array_foreach(S->tools_list, i, t)
+            json_object_set_new(t, "_meta",
+                                json_pack("{s:I}", "anthropic/maxResultSizeChars",
+                                          (json_int_t)S->cfg.max_result_chars));
+    }
     for (int modern = 0; modern < 2; modern++) {
         json_t *r = json_pack("{s:O}", "tools", S->tools_list);
         if (modern)
@@ -783,13 +832,28 @@ static char *render(struct tool_out *o, int rc, int modern, size_t *len)
     return buf_steal(&b, len);
 }
 
-/* A structured result; !ok marks it isError (a script that did not succeed). */
+static int over_budget(const struct shape_budget *b, const char *s, size_t n)
+{
+    /* chars never exceed bytes, so a short result needs no counting */
+    if (b->max_chars && n > b->max_chars && shape_chars(s, n) > b->max_chars)
+        return 1;
+    return b->max_tokens && n > b->max_tokens && shape_tokens(s, n) > b->max_tokens;
+}
+
+/* A structured result, fitted to o->budget (shaping is the last step before
+ * the wire, after the hooks); !ok marks it isError. */
 static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
 {
     struct buf b;
     buf_init(&b, 0);
     char *s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
     size_t n1 = strlen(s1);
+    if (o->budget && over_budget(o->budget, s1, n1) &&
+        shape_json(o->structured, o->budget, o->hint)) {
+        free(s1);
+        s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        n1 = strlen(s1);
+    }
     json_decref(o->structured);
     o->structured = NULL;
     buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
@@ -811,7 +875,9 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
     for (t = 0; t < NTOOLS; t++)
         if (table[t].runs_scripts)
             break;
-    struct tool_out o = {.structured = result};
+    struct tool_out o = {.structured = result, .budget = &S->budget,
+                         .hint = "the script printed more than fits: call it with arguments "
+                                 "that make it print less (a filter, a limit, a smaller input)"};
     char *bytes = render_ex(&o, ok, modern, len);
     stats_record(&S->stats, t, (uint64_t)(ms * 1e6), !ok);
     return bytes;
@@ -826,9 +892,12 @@ struct snapshot_ext {
 
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
 {
+    struct srv *S = arg;
     struct snapshot_ext *e = xcalloc(1, sizeof *e);
     for (int modern = 0; modern < 2; modern++) {
-        struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT)};
+        struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT),
+                             .budget = &S->budget, .hint = table[0].narrow};
+        fit_list(o.structured, o.budget, 0, o.hint);
         e->list[modern] = render(&o, 0, modern, &e->len[modern]);
     }
     return e;
@@ -863,7 +932,7 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
         return 0;
     }
     struct tool_ctx c = {.S = S, .snap = snap, .modern = modern};
-    struct tool_out o = {0};
+    struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
