@@ -89,8 +89,10 @@ static const struct opt opts[] = {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: skill-mcp [options]\n\n"
-            "Serves a library of Agent Skills over MCP Streamable HTTP.\n\noptions:\n");
+            "usage: skill-mcp [options]\n"
+            "       skill-mcp export DIR [--skills DIR ...]\n\n"
+            "Serves a library of Agent Skills over MCP Streamable HTTP; `export` writes its\n"
+            "Agent Skills discovery index and artifacts to DIR as static files.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[i].name, *opts[i].arg ? " " : "", opts[i].arg);

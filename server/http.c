@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "discovery.h"
 #include "hooks.h"
 #include "rpc.h"
 #include "runner.h"
@@ -44,6 +45,7 @@ struct req {
     uint64_t t0;
     unsigned status;            /* what was answered, for the log and metrics */
     const char *method;         /* JSON-RPC method (static) */
+    const char *ops;            /* an operations endpoint (borrowed url), or NULL */
     char tool[64];
     /* a script call in flight: the connection is suspended until done */
     struct MHD_Connection *con;
@@ -422,6 +424,12 @@ static void metrics_text(struct http *h, struct buf *b)
     stats_prometheus(&S->stats, b);
 }
 
+static int is_ops_path(const char *url)
+{
+    return !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics") ||
+           !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX));
+}
+
 /* 1 with *ret set when url is an operations endpoint, else 0. */
 static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *url,
                         struct req *rq, enum MHD_Result *ret)
@@ -438,6 +446,32 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
         buf_puts(&b, draining ? "draining\n" : "ready\n");
         *ret = ops_text(con, rq, draining ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, &b,
                         "text/plain; charset=utf-8");
+        return 1;
+    }
+    if (!strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX))) {
+        /* The Agent Skills discovery index and its artifacts: the bytes are
+         * what the digests cover, so never any Content-Encoding. */
+        const char *why = check_peer(h, con);
+        if (why) {
+            rq->status = 1;
+            *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            return 1;
+        }
+        char *body = NULL;
+        size_t len = 0;
+        const char *ctype = NULL;
+        struct snapshot *snap = skills_acquire(h->S->skills);
+        int rc = discovery_get(snap, url, &body, &len, &ctype);
+        skills_release(snap);
+        buf_cleanup(&b);
+        rq->status = 1;
+        if (rc == 0)
+            *ret = send_bytes(con, MHD_HTTP_OK, body, len, ctype);
+        else
+            *ret = send_error(con, rc == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                              RPC_INVALID_REQUEST,
+                              rc == -ENOENT ? "Not Found: no such skill artifact"
+                                            : "the artifact cannot be built; see the server log");
         return 1;
     }
     if (!strcmp(url, "/metrics")) {
@@ -470,9 +504,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         buf_init(&rq->body, S->cfg.max_body);
         *ctx = rq;
 #define REFUSE(st, msg) (rq->status = (st), send_error(con, (st), RPC_INVALID_REQUEST, (msg)))
-        enum MHD_Result r;
-        if (!strcmp(method, "GET") && strcmp(url, S->cfg.path) && ops_endpoint(h, con, url, rq, &r))
-            return r;
+        if (!strcmp(method, "GET") && strcmp(url, S->cfg.path) && is_ops_path(url)) {
+            /* Answer on the next call, after the (empty) request body, so
+             * the connection can be kept alive for the next probe. */
+            rq->ops = url;
+            return MHD_YES;
+        }
         if (strcmp(url, S->cfg.path))
             return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
         const char *why = check_peer(h, con);
@@ -498,6 +535,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                           "Payload Too Large: the body is over --max-body");
         rq->status = 0;
         return MHD_YES;
+    }
+    if (rq->ops && !rq->status) {
+        enum MHD_Result r = MHD_NO;
+        *upload_size = 0;
+        ops_endpoint(h, con, rq->ops, rq, &r);
+        return r;
     }
     if (rq->status && !rq->ready) {
         *upload_size = 0;   /* refused above; the upload is discarded */

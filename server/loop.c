@@ -84,7 +84,7 @@ struct loop *loop_start(struct srv *S, double interval_s)
     /* Handles are created here, before the loop thread runs; from then on
      * only that thread touches them. */
     if (!S->cfg.no_scripts)
-        S->runner = run_new(&l->uv, S->run_shared, S->cfg.max_script_concurrency,
+        S->runner = run_new(&l->uv, S->run_shared, S->worker, S->cfg.max_script_concurrency,
                             S->cfg.script_queue_timeout);
     uv_async_init(&l->uv, &l->stop, on_stop);
     l->stop.data = l;

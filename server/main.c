@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "discovery.h"
 #include "http.h"
 #include "loop.h"
 #include "runner.h"
@@ -94,8 +96,11 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     uint64_t end = now_ns() + (uint64_t)(S->cfg.shutdown_timeout * 1e9);
     while (http_active(http) > 0 && now_ns() < end) {
         struct timespec ts = {0, 50 * 1000000};
-        int got = sigtimedwait(sigs, NULL, &ts);
-        if (got == SIGTERM || got == SIGINT) {
+        siginfo_t si;
+        int got = sigtimedwait(sigs, &si, &ts);
+        /* Ctrl-C or a whole-group kill reaches a worker directly and then
+         * again from the master: only a signal from elsewhere cuts the drain. */
+        if ((got == SIGTERM || got == SIGINT) && si.si_pid != getppid()) {
             log_warn("second signal: stopping now");
             break;
         }
@@ -105,6 +110,11 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     /* Scripts still running are stopped and answered before the HTTP side
      * goes: libmicrohttpd must not be stopped with suspended connections. */
     loop_stop(loop);
+    /* The stopped scripts' answers were just handed back: let them go out. */
+    for (int i = 0; i < 40 && http_active(http) > 0; i++) {
+        struct timespec ts = {0, 25 * 1000000};
+        nanosleep(&ts, NULL);
+    }
     http_stop(http);
     skills_free(S->skills);
     return 0;
@@ -122,11 +132,17 @@ struct worker {
 
 static pid_t spawn_worker(struct srv *S, int listen_fd, const sigset_t *sigs, int index)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
         char tag[16];
         snprintf(tag, sizeof tag, "w%d", index);
         log_set_tag(tag);
+        /* A master killed outright must not leave its workers serving. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            exit(0);
+        S->worker = index;
         /* The worker's threads are created here, after the fork. */
         exit(serve(S, listen_fd, sigs, 0, 0));
     }
@@ -159,6 +175,9 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
         } else if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
             stopping = 1;
             deadline = now_ns() + (uint64_t)((S->cfg.shutdown_timeout + 5) * 1e9);
+            /* New connections must be refused, not left waiting on a socket
+             * no worker will accept from again. */
+            close(listen_fd);
             log_info("%s: draining %d workers", sig == SIGINT ? "SIGINT" : "SIGTERM", n);
             for (int i = 0; i < n; i++)
                 if (w[i].pid > 0)
@@ -181,8 +200,13 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
                     w[i].recent_crashes = 0;
                 }
                 w[i].recent_crashes++;
-                w[i].backoff_s = lived > 10 ? 1 : (w[i].backoff_s * 2 > 30 ? 30 : w[i].backoff_s * 2);
+                /* Its scripts die with it, and its script slots come back. */
+                run_shared_reap(S->run_shared, i);
+                if (lived > 10)
+                    w[i].backoff_s = 1;
                 w[i].restart_at_ns = now + (uint64_t)((lived > 10 ? 0 : w[i].backoff_s) * 1e9);
+                if (lived <= 10)
+                    w[i].backoff_s = w[i].backoff_s * 2 > 30 ? 30 : w[i].backoff_s * 2;
                 if (WIFSIGNALED(st))
                     log_error("worker %d (pid %d) killed by signal %d after %.1fs", i, pid,
                               WTERMSIG(st), lived);
@@ -221,10 +245,41 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
     return 0;
 }
 
+/*
+ * skill-mcp export DIR [--skills ...]: the discovery index and its artifacts
+ * as static files, byte-identical to what the server serves.
+ */
+static int export_main(int argc, char **argv)
+{
+    struct cfg c;
+    if (argc < 3 || argv[2][0] == '-') {
+        fprintf(stderr, "usage: skill-mcp export DIR [--skills DIR ...]\n");
+        return 2;
+    }
+    const char *dir = argv[2];
+    argv[2] = argv[0];      /* cfg_parse reads flags after its argv[0] */
+    int rc = cfg_parse(&c, argc - 2, argv + 2);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    log_set_level(LOG_WARN);
+    x_install_json_alloc();
+    struct skills *sk = skills_new(c.roots, c.nroots, NULL, NULL, NULL, NULL);
+    if (!sk)
+        return 2;
+    struct snapshot *snap = skills_acquire(sk);
+    rc = discovery_export(snap, dir);
+    skills_release(snap);
+    skills_free(sk);
+    discovery_cache_clear();
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     struct srv S = {0};
     sigset_t sigs;
+    if (argc > 1 && !strcmp(argv[1], "export"))
+        return export_main(argc, argv);
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
@@ -246,7 +301,7 @@ int main(int argc, char **argv)
     size_t ntools;
     const char *const *names = tools_names(&ntools);
     stats_init(&S.stats, names, ntools);
-    S.run_shared = x_shared_alloc(sizeof *S.run_shared);
+    S.run_shared = run_shared_new(S.cfg.max_script_concurrency, &S.run_shared_size);
     S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
@@ -255,6 +310,7 @@ int main(int argc, char **argv)
     int port = 0;
     int listen_fd = http_listen(&S.cfg, &port);
 
+    /* serve() and supervise() close listen_fd when they stop accepting. */
     if (listen_fd < 0)
         rc = 1;
     else if (S.cfg.workers > 1)
@@ -262,11 +318,9 @@ int main(int argc, char **argv)
     else
         rc = serve(&S, listen_fd, &sigs, 1, port);
 
-    if (listen_fd >= 0)
-        close(listen_fd);
     tools_cleanup(&S);
     script_free(S.scripts);
     stats_cleanup(&S.stats);
-    x_shared_free(S.run_shared, sizeof *S.run_shared);
+    x_shared_free(S.run_shared, S.run_shared_size);
     return rc;
 }

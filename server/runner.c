@@ -53,6 +53,7 @@ struct runner {
     int closing;
     int closed;                 /* guarded by mu: no loop left to run jobs */
     struct run_shared *sh;      /* the instance's counters (shared memory) */
+    int worker;                 /* this process's index among the workers */
     uv_timer_t retry;           /* another worker holds the free slots: look again soon */
     int retry_armed;
 };
@@ -93,6 +94,13 @@ static void maybe_release(struct run_job *j)
         close(j->_pidfd);
         j->_pidfd = -1;
     }
+    if (j->_slot >= 0) {
+        struct run_slot *sl = &r->sh->slots[j->_slot];
+        atomic_store(&sl->pgid, 0);
+        atomic_store(&sl->owner, 0);
+        j->_slot = -1;
+        atomic_fetch_sub(&r->sh->live, 1);
+    }
     if (j->_t_start) {
         for (struct run_job **pp = &r->live_list; *pp; pp = &(*pp)->_live_next)
             if (*pp == j) {
@@ -100,7 +108,6 @@ static void maybe_release(struct run_job *j)
                 break;
             }
         r->live--;
-        atomic_fetch_sub(&r->sh->live, 1);
     }
     remove_tree(j->_scratch);
     switch (j->status) {
@@ -387,6 +394,8 @@ static int spawn_job(struct run_job *j)
         goto out;
     }
     j->_pid = pid;
+    if (j->_slot >= 0)
+        atomic_store(&j->_r->sh->slots[j->_slot].pgid, pid);
     j->_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (j->_pidfd < 0) {
         /* Cannot watch it: do not leave it running unwatched. */
@@ -471,6 +480,7 @@ static void unqueue(struct runner *r, struct run_job *j)
                 r->queue_tail = pp;
             j->_next = NULL;
             atomic_fetch_sub(&r->sh->queued, 1);
+            atomic_fetch_sub(&r->sh->queued_by[r->worker], 1);
             return;
         }
     }
@@ -492,13 +502,29 @@ static void on_queue_timeout(uv_timer_t *t)
     end_busy(j);
 }
 
-/* Takes one of the instance's script slots, shared by its workers. */
-static int reserve_slot(struct runner *r)
+/*
+ * Takes one of the instance's script slots, shared by its workers. The slot
+ * records its owner and (once spawned) the process group, so the master can
+ * clean up after a worker that dies with scripts running.
+ */
+static int reserve_slot(struct runner *r, struct run_job *j)
 {
     int_fast64_t n = atomic_load(&r->sh->live);
-    while (n < r->max_live)
+    for (;;) {
+        if (n >= r->max_live)
+            return 0;
         if (atomic_compare_exchange_weak(&r->sh->live, &n, n + 1))
+            break;
+    }
+    for (int i = 0; i < r->sh->nslots; i++) {
+        int free_ = 0;
+        if (atomic_compare_exchange_strong(&r->sh->slots[i].owner, &free_, r->worker + 1)) {
+            j->_slot = i;
             return 1;
+        }
+    }
+    /* live said there was room, but every slot is owned: a reap is due */
+    atomic_fetch_sub(&r->sh->live, 1);
     return 0;
 }
 
@@ -512,7 +538,7 @@ static void on_retry(uv_timer_t *t)
 static void pump(struct runner *r)
 {
     while (!r->closing && r->queue) {
-        if (!reserve_slot(r)) {
+        if (!reserve_slot(r, r->queue)) {
             /* Slots held by other workers free up without waking this loop. */
             if (!r->retry_armed && !r->closing) {
                 r->retry_armed = 1;
@@ -571,6 +597,7 @@ static void on_wake(uv_async_t *a)
         *r->queue_tail = j;
         r->queue_tail = &j->_next;
         atomic_fetch_add(&r->sh->queued, 1);
+        atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
         uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
     }
     for (int i = 0; i < nc; i++)
@@ -592,12 +619,38 @@ void run_cancel(struct runner *r, const char *request_id)
 
 /* ---- public -------------------------------------------------------------------- */
 
-struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int max_live,
+struct run_shared *run_shared_new(int max_live, size_t *size)
+{
+    *size = sizeof(struct run_shared) + (size_t)max_live * sizeof(struct run_slot);
+    struct run_shared *sh = x_shared_alloc(*size);
+    sh->nslots = max_live;
+    return sh;
+}
+
+void run_shared_reap(struct run_shared *sh, int index)
+{
+    for (int i = 0; i < sh->nslots; i++) {
+        struct run_slot *sl = &sh->slots[i];
+        if (atomic_load(&sl->owner) != index + 1)
+            continue;
+        int pgid = atomic_load(&sl->pgid);
+        if (pgid > 0)
+            kill(-pgid, SIGKILL);
+        atomic_store(&sl->pgid, 0);
+        atomic_store(&sl->owner, 0);
+        atomic_fetch_sub(&sh->live, 1);
+    }
+    if (index >= 0 && index < RUN_MAX_WORKERS)
+        atomic_fetch_sub(&sh->queued, atomic_exchange(&sh->queued_by[index], 0));
+}
+
+struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max_live,
                        double queue_timeout_s)
 {
     struct runner *r = xcalloc(1, sizeof *r);
     r->uv = uv;
     r->sh = sh;
+    r->worker = worker >= 0 && worker < RUN_MAX_WORKERS ? worker : 0;
     uv_timer_init(uv, &r->retry);
     r->retry.data = r;
     r->max_live = max_live > 0 ? max_live : 1;
@@ -616,6 +669,7 @@ void run_submit(struct runner *r, struct run_job *j, run_done_fn done, void *arg
     j->_done = done;
     j->_arg = arg;
     j->_pidfd = -1;
+    j->_slot = -1;
     j->_t_queued = uv_hrtime();
     j->status = RUN_OK;
     pthread_mutex_lock(&r->mu);
@@ -642,8 +696,10 @@ void run_shutdown(struct runner *r)
     pthread_mutex_unlock(&r->mu);
     r->closing = 1;
     on_wake(&r->wake);      /* anything that arrived ends as busy */
-    for (struct run_job *j = r->live_list; j; j = j->_live_next)
-        start_kill(j, RUN_TIMEOUT);
+    for (struct run_job *j = r->live_list; j; j = j->_live_next) {
+        j->shutdown = 1;
+        start_kill(j, RUN_FAILED);
+    }
     while (r->queue) {
         struct run_job *j = r->queue;
         unqueue(r, j);

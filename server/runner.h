@@ -64,6 +64,7 @@ struct run_job {
     char last_line[200];    /* last non-empty output line, for the stall hint */
     char error[256];        /* why it could not start, when it could not */
     int cancelled;          /* stopped at the client's request */
+    int shutdown;           /* stopped because the server shut down */
 
     /* ---- private to runner.c ---- */
     struct runner *_r;
@@ -81,6 +82,7 @@ struct run_job {
     int _raw_status;
     uint64_t _t_start, _t_last, _t_queued;
     char *_scratch;
+    int _slot;              /* index in run_shared.slots, -1 when none */
     char _line[512];        /* partial stderr line for on_stderr_line */
     size_t _linelen;
 };
@@ -92,16 +94,35 @@ struct runner;
  * instance (allocate with x_shared_alloc before forking), so the cap on
  * live scripts holds for the instance, not per worker.
  */
+#define RUN_MAX_WORKERS 64
+
+struct run_slot {
+    atomic_int owner;           /* worker index + 1; 0 = free */
+    atomic_int pgid;            /* the script's process group, once spawned */
+};
+
 struct run_shared {
     atomic_uint_fast64_t started, ok, failed, stalled, timeout, denied, busy;
     atomic_int_fast64_t live, queued;
+    atomic_int_fast64_t queued_by[RUN_MAX_WORKERS];
+    int nslots;
+    struct run_slot slots[];    /* nslots = --max-script-concurrency */
 };
+
+/* Allocates the shared block (before forking) for max_live slots. */
+struct run_shared *run_shared_new(int max_live, size_t *size);
+
+/*
+ * Master: worker `index` died. Its scripts are killed (their process groups)
+ * and its slots and queue places given back, so the cap does not leak.
+ */
+void run_shared_reap(struct run_shared *sh, int index);
 
 /*
  * Creates the runner on uv (which the loop thread runs). max_live caps live
  * children across sh's users; queue_timeout_s bounds the wait for a slot.
  */
-struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int max_live,
+struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max_live,
                        double queue_timeout_s);
 /* Loop thread, at shutdown: kills live children and ends queued jobs as busy. */
 void run_shutdown(struct runner *r);

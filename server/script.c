@@ -682,7 +682,11 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
         snprintf(hint, sizeof hint, "The script succeeded; stdout is its answer.");
         break;
     case RUN_FAILED:
-        if (j->cancelled)
+        if (j->shutdown)
+            snprintf(hint, sizeof hint, "The server shut down while the script ran, and it was "
+                                        "stopped. Call again: another instance or the restarted "
+                                        "server will answer.");
+        else if (j->cancelled)
             snprintf(hint, sizeof hint, "The client cancelled the call; the script was stopped. "
                                         "Whatever it printed before is above.");
         else if (j->error[0])

@@ -29,6 +29,8 @@ struct srv {
     struct shape_budget budget; /* what one copy of a tool result may use */
     struct runner *runner;      /* lives on the loop thread; run_submit from anywhere */
     struct run_shared *run_shared; /* script counters shared by the instance's workers */
+    size_t run_shared_size;
+    int worker;                 /* this process's index among the workers (0 when alone) */
     struct scripts *scripts;    /* interpreters and base environment */
 };
 

@@ -138,7 +138,10 @@ let longRun; // the one ~16 s call, started early so it overlaps the other tests
 before(async () => {
   s = await startRunner({
     env: { MY_API_KEY: 'server-secret', HTTPS_PROXY: 'http://proxy.example:3128' },
-    args: ['--max-output-bytes', '65536'],
+    // A budget large enough that shaping (tests/e2e/shaping.test.mjs) never
+    // cuts these results: here the runner's own retention is under test.
+    args: ['--max-output-bytes', '65536', '--context-tokens', '10000000', '--context-share', '1',
+      '--max-result-chars', '10000000'],
     setup: (skills) => {
       const sd = path.join(skills, BASICS, 'scripts');
       fs.symlinkSync('../../other-skill/scripts/x.py', path.join(sd, 'escape.py'));
