@@ -1,0 +1,142 @@
+/*
+ * srv_fixture.h - a temporary skill tree and a server state over it, shared
+ * by the tests that drive the protocol and tool layers without HTTP
+ * (test_rpc.c, test_tools.c). Define FIXTURE_NAME before including it.
+ */
+#ifndef SKILL_SRV_FIXTURE_H
+#define SKILL_SRV_FIXTURE_H
+
+static char base[64];
+static char root[128];
+
+static void mkpath(const char *rel)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    for (char *s = p + strlen(base) + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+}
+
+static void put(const char *rel, const char *data, size_t len)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    char *slash = strrchr(p, '/');
+    if (slash > p + strlen(base)) {
+        *slash = '\0';
+        mkpath(p + strlen(base) + 1);
+        *slash = '/';
+    }
+    FILE *f = fopen(p, "wb");
+    if (!f) {
+        perror(p);
+        exit(2);
+    }
+    fwrite(data, 1, len, f);
+    fclose(f);
+}
+
+static void puts_(const char *rel, const char *text)
+{
+    put(rel, text, strlen(text));
+}
+
+static void skill_md(const char *qname, const char *name, const char *desc, const char *extra,
+                     const char *body)
+{
+    char rel[256], text[4096];
+    snprintf(rel, sizeof rel, "skills/%s/SKILL.md", qname);
+    snprintf(text, sizeof text, "---\nname: %s\ndescription: %s\n%s---\n%s", name, desc,
+             extra ? extra : "", body);
+    puts_(rel, text);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+static void rm_tree(const char *p)
+{
+    nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#define X_BODY                                                                             \
+    "# X\n\nIntro text.\n\n## Usage\n\nUse it like this.\n\n### Details\n\nMore detail.\n\n" \
+    "## Other\n\nThe end.\n"
+
+static void make_tree(void)
+{
+    snprintf(base, sizeof base, "/tmp/skill-" FIXTURE_NAME "-XXXXXX");
+    if (!mkdtemp(base)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    snprintf(root, sizeof root, "%s/skills", base);
+    mkpath("skills");
+    skill_md("x", "x", "The x skill, for testing", "tags: [alpha, Beta]\nversion: \"1.0.0\"\n",
+             X_BODY);
+    puts_("skills/x/references/a.md", "# A\nhello\n");
+    put("skills/x/assets/b.bin", "\x00\xff", 2);
+    /* "ab" + EURO SIGN (3 bytes) + "cd" + GRINNING FACE (4 bytes) */
+    puts_("skills/x/utf8.txt", "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80");
+    puts_("skills/x/scripts/run.py", "print('hi')\n");
+    puts_("outside.txt", "secret outside the skills\n");
+    char p[512];
+    snprintf(p, sizeof p, "%s/skills/x/escape", base);
+    if (symlink("../../outside.txt", p) < 0) {
+        perror("symlink");
+        exit(2);
+    }
+    skill_md("y", "y", "The y skill", NULL, "# Y\n\nBody of y.\n");
+    skill_md("csv-profile", "csv-profile", "\"Profile a CSV file: columns, types, null counts\"",
+             "tags: [data, csv]\n", "# CSV profile\n\n## Usage\n\nRun it.\n");
+    skill_md("pdf", "pdf",
+             "Extract text and tables from PDF documents, fill forms, merge and split files",
+             "tags: [office, documents]\n", "# PDF\n");
+    skill_md("text-stats", "text-stats", "Count words, sentences and reading time of a text",
+             "tags: [text, writing]\n", "# Text stats\n");
+    skill_md("acme/billing", "billing", "Create and send invoices for the acme team",
+             "tags: [finance]\n", "# Billing\n\n## Invoices\n\nSend them.\n");
+    puts_("skills/acme/billing/references/a.md", "billing reference\n");
+    skill_md("acme/reports", "reports", "Weekly reports for acme", NULL, "# Acme reports\n");
+    skill_md("beta/reports", "reports", "Monthly reports for beta", NULL, "# Beta reports\n");
+}
+
+static struct srv S;
+static char *fake_argv[8];
+
+static void server_up(void)
+{
+    fake_argv[0] = "skill-mcp";
+    fake_argv[1] = "--skills";
+    fake_argv[2] = root;
+    fake_argv[3] = "--no-scripts";  /* the read tools alone; scripts have their own tests */
+    memset(&S, 0, sizeof S);
+    if (cfg_parse(&S.cfg, 4, fake_argv) != 0)
+        exit(2);
+    size_t n;
+    const char *const *names = tools_names(&n);
+    stats_init(&S.stats, names, n);
+    S.instructions = "Test instructions.";
+    S.ttl_ms = 5000;
+    tools_setup(&S);
+    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, S.cfg.hooks_dir, tools_ext_build, tools_ext_free, &S);
+    if (!S.skills)
+        exit(2);
+}
+
+static void server_down(void)
+{
+    skills_free(S.skills);
+    tools_cleanup(&S);
+    stats_cleanup(&S.stats);
+    memset(&S, 0, sizeof S);
+}
+
+#endif
