@@ -129,7 +129,8 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
         *(const char **)(base + o->off) = v;
         return 0;
     case OPT_INT:
-    case OPT_SIZE: {
+    case OPT_SIZE:
+    case OPT_LONG: {
         errno = 0;
         long n = strtol(v, &end, 10);
         if (errno || end == v || *end || n < o->min || n > o->max) {
@@ -140,20 +141,10 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
         }
         if (o->kind == OPT_INT)
             *(int *)(base + o->off) = (int)n;
+        else if (o->kind == OPT_LONG)
+            *(long *)(base + o->off) = n;
         else
             *(size_t *)(base + o->off) = (size_t)n;
-        return 0;
-    }
-    case OPT_LONG: {
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (errno || end == v || *end || n < o->min || n > o->max) {
-            char why[96];
-            snprintf(why, sizeof why, "expected a whole number from %ld to %ld", o->min,
-                     o->max);
-            return bad(o->name, v, why);
-        }
-        *(long *)(base + o->off) = n;
         return 0;
     }
     case OPT_FRACTION: {
@@ -167,8 +158,11 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
     case OPT_SECONDS: {
         errno = 0;
         double d = strtod(v, &end);
-        if (errno || end == v || *end || !isfinite(d) || d < o->min || d > o->max)
-            return bad(o->name, v, "expected seconds from 0 to 86400");
+        if (errno || end == v || *end || !isfinite(d) || d < o->min || d > o->max) {
+            char why[96];
+            snprintf(why, sizeof why, "expected seconds from %ld to %ld", o->min, o->max);
+            return bad(o->name, v, why);
+        }
         *(double *)(base + o->off) = d;
         return 0;
     }
