@@ -98,7 +98,7 @@ asan-build:
 
 # ThreadSanitizer over the snapshot swap test (readers racing rescans).
 tsan:
-	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills
+	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills build-tsan/tests/test_auth
 	@TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build-tsan
 
 asan: asan-build

@@ -73,6 +73,11 @@ static const struct opt opts[] = {
      "run scripts ending in EXT with PATH (repeatable; e.g. .py=/usr/bin/python3)"},
     {"--max-output-bytes", OPT_SIZE, O(max_output_bytes), 1024, 256L << 20, "BYTES",
      "stdout and stderr retained per script, each (default 1048576)"},
+    {"--auth-tokens", OPT_STR, O(auth_tokens), 0, 0, "FILE",
+     "require a bearer token from this file (client_id sha256 [rpm] per line)"},
+    {"--max-scripts-per-client", OPT_INT, O(max_scripts_per_client), 0, 1024, "N",
+     "with --auth-tokens, scripts one client may run at once; 0 = no per-client cap "
+     "(default: half of --max-script-concurrency)"},
     {"--hooks-dir", OPT_STR, O(hooks_dir), 0, 0, "DIR",
      "global pre/post hooks run around every script (default: none)"},
     {"--hook-timeout", OPT_SECONDS, O(hook_timeout), 0, 3600, "SEC",
@@ -217,6 +222,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->script_queue_timeout = 30;
     c->max_output_bytes = 1 << 20;
     c->hook_timeout = 10;
+    c->max_scripts_per_client = -1;
     c->context_tokens = 128000;
     c->context_share = 0.25;
     c->max_result_chars = 48000;
@@ -260,6 +266,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     }
     if (c->nroots == 0)
         c->roots[c->nroots++] = "./skills";
+    if (c->max_scripts_per_client < 0)
+        c->max_scripts_per_client = c->max_script_concurrency > 1 ? (c->max_script_concurrency + 1) / 2 : 1;
     if (c->script_timeout <= 0) {
         fprintf(stderr, "skill-mcp: --script-timeout must be more than 0\n");
         return -1;

@@ -38,6 +38,8 @@ struct cfg {
     size_t ninterpreters;
     size_t max_output_bytes;            /* --max-output-bytes, retained per stream */
     const char *hooks_dir;              /* --hooks-dir: global pre/post hooks */
+    const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
+    int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
 
     /* output shaping */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "script.h"
 #include "util.h"
 
@@ -40,6 +41,7 @@ struct hook_plan {
     int stage;
     uint64_t t0;
     char skill[300], skill_dir[4096], request_id[40];
+    char client[80];        /* holds one of this client's script slots, when set */
     double timeout_s, stall_s;
     hook_done_fn done;
     void *arg;
@@ -55,9 +57,11 @@ static char *dir_of(const char *path)
 }
 
 struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
-                                struct run_job *job, json_t *args, json_t *caller)
+                                struct run_job *job, json_t *args, const char *client)
 {
     struct hook_plan *p = xcalloc(1, sizeof *p);
+    if (client)
+        snprintf(p->client, sizeof p->client, "%s", client);
     p->S = S;
     p->script = job;
     snprintf(p->skill, sizeof p->skill, "%s", k->qname);
@@ -82,7 +86,8 @@ struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, cons
     json_t *a = json_object_get(args, "args");
     p->input = json_pack("{s:s, s:s, s:o, s:s, s:o, s:s, s:o}", "skill", k->qname, "script",
                          job->script, "args", json_is_array(a) ? json_deep_copy(a) : json_array(),
-                         "mode", "sync", "caller", caller ? json_deep_copy(caller) : json_null(),
+                         "mode", "sync", "caller",
+                         client ? json_pack("{s:s}", "client", client) : json_null(),
                          "request_id", job->request_id, "env_keys", env_keys);
     return p;
 }
@@ -91,6 +96,8 @@ void hook_plan_free(struct hook_plan *p)
 {
     if (!p)
         return;
+    if (p->client[0])
+        auth_script_give(p->S->auth, p->client);
     run_job_free(p->script);
     for (int i = 0; i < 5; i++) {
         free(p->path[i]);

@@ -24,11 +24,12 @@ typedef void (*hook_done_fn)(json_t *result, int ok, double ms, void *arg);
 
 /*
  * Takes ownership of job (a prepared script). args are the call's
- * arguments (borrowed; what hooks see is copied). caller (borrowed, may be
- * NULL) identifies the client for the hooks.
+ * arguments (borrowed; what hooks see is copied). client (may be NULL) is
+ * the authenticated client: the hooks' `caller`, and the owner of the
+ * per-client script slot the call took, given back when the chain ends.
  */
 struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
-                                struct run_job *job, json_t *args, json_t *caller);
+                                struct run_job *job, json_t *args, const char *client);
 void hook_start(struct hook_plan *p, hook_done_fn done, void *arg);
 /* Streams the script's stderr lines to fn (loop thread) while it runs. */
 void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t len, void *arg),

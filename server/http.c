@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "discovery.h"
 #include "hooks.h"
 #include "rpc.h"
@@ -46,6 +47,8 @@ struct req {
     unsigned status;            /* what was answered, for the log and metrics */
     const char *method;         /* JSON-RPC method (static) */
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
+    const char *client;         /* authenticated client id (borrowed from auth), or NULL */
+    int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
     char tool[64];
     /* a script call in flight: the connection is suspended until done */
     struct MHD_Connection *con;
@@ -85,6 +88,52 @@ static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, i
     char *s = json_dumps(e, JSON_COMPACT | JSON_REAL_PRECISION(6));
     json_decref(e);
     return send_bytes(con, status, s, strlen(s), "application/json");
+}
+
+/* An MCP answer: send_bytes plus the client's RateLimit-* headers. */
+static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
+                             char *body, size_t len, const char *ctype)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
+                                                        : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (rq && rq->rl_limit > 0) {
+        char v[32];
+        snprintf(v, sizeof v, "%d", rq->rl_limit);
+        MHD_add_response_header(r, "RateLimit-Limit", v);
+        snprintf(v, sizeof v, "%d", rq->rl_remaining);
+        MHD_add_response_header(r, "RateLimit-Remaining", v);
+        snprintf(v, sizeof v, "%d", rq->rl_reset);
+        MHD_add_response_header(r, "RateLimit-Reset", v);
+    }
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS) {
+        char v[32];
+        snprintf(v, sizeof v, "%d", rq->rl_reset > 0 ? rq->rl_reset : 1);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+    }
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                rq && rq->client ? "Bearer realm=\"skill-mcp\""
+                                : "Bearer realm=\"skill-mcp\", error=\"invalid_token\"");
+    enum MHD_Result ret = MHD_queue_response(con, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *con, const struct req *rq,
+                                   unsigned status, const char *msg)
+{
+    json_t *e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
+                          RPC_INVALID_REQUEST, "message", msg);
+    char *s = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    return reply(con, rq, status, s, strlen(s), "application/json");
 }
 
 /* "host[:port]" or "[v6]:port" -> host, lowercased, brackets kept for v6. */
@@ -515,6 +564,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         const char *why = check_peer(h, con);
         if (why)
             return REFUSE(MHD_HTTP_FORBIDDEN, why);
+        if (S->auth) {
+            const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                            MHD_HTTP_HEADER_AUTHORIZATION);
+            rq->client = auth_check(S->auth, authz);
+            if (!rq->client) {
+                rq->status = MHD_HTTP_UNAUTHORIZED;
+                rq->client = NULL;
+                return reply_error(con, authz ? NULL : rq, MHD_HTTP_UNAUTHORIZED,
+                                   authz ? "Unauthorized: the bearer token is not valid"
+                                         : "Unauthorized: send Authorization: Bearer <token>");
+            }
+            int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining,
+                                 &rq->rl_reset);
+            if (wait > 0) {
+                rq->rl_reset = wait;
+                rq->status = MHD_HTTP_TOO_MANY_REQUESTS;
+                return reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
+                                   "Too Many Requests: this client's rate limit is reached; "
+                                   "retry after the Retry-After seconds");
+            }
+        }
         if (strcmp(method, "POST"))
             return REFUSE(MHD_HTTP_METHOD_NOT_ALLOWED,
                           "Method Not Allowed: this server is stateless; POST JSON-RPC "
@@ -550,7 +620,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         char *b = rq->resp;
         rq->resp = NULL;
         rq->status = MHD_HTTP_OK;
-        return send_bytes(con, MHD_HTTP_OK, b, rq->resp_len, "application/json");
+        return reply(con, rq, MHD_HTTP_OK, b, rq->resp_len, "application/json");
     }
     if (*upload_size) {
         if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
@@ -567,6 +637,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                                                         "MCP-Protocol-Version"),
         .method = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Method"),
         .name = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Name"),
+        .client = rq->client,
     };
     struct rpc_out out;
     rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
@@ -576,7 +647,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     switch (out.kind) {
     case RPC_OUT_ACCEPTED:
         rq->status = MHD_HTTP_ACCEPTED;
-        return send_bytes(con, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
+        return reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case RPC_OUT_PENDING:
         if (wants_stream(con, &out)) {
             rq->status = MHD_HTTP_OK;
@@ -602,7 +673,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         break;
     }
     rq->status = status;
-    return send_bytes(con, status, out.body, out.len, "application/json");
+    return reply(con, rq, status, out.body, out.len, "application/json");
 }
 
 static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
@@ -615,7 +686,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
         if (rq->status && rq->status != 1) {
             double ms = (double)(now_ns() - rq->t0) / 1e6;
             stats_request(&h->S->stats, rq->method, rq->status);
-            log_request(rq->method, rq->tool, rq->status, ms,
+            log_request(rq->method, rq->tool, rq->client, rq->status, ms,
                         toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         }
         buf_cleanup(&rq->body);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <uv.h>
 
+#include "auth.h"
 #include "runner.h"
 #include "skills.h"
 #include "util.h"
@@ -22,6 +23,7 @@ struct loop {
     uv_timer_t timer;
     uv_async_t stop;
     uv_work_t work;
+    uv_timer_t auth_timer;      /* re-reads --auth-tokens when it changes */
     int scanning;
     int stopping;
     uint64_t interval_ms;
@@ -51,10 +53,18 @@ static void on_tick(uv_timer_t *t)
         l->scanning = 0;
 }
 
+static void on_auth_tick(uv_timer_t *t)
+{
+    struct loop *l = t->data;
+    auth_reload(l->S->auth, 0);     /* one stat unless the file changed */
+}
+
 static void on_stop(uv_async_t *a)
 {
     struct loop *l = a->data;
     l->stopping = 1;
+    if (l->S->auth)
+        uv_close((uv_handle_t *)&l->auth_timer, NULL);
     if (l->S->runner)
         run_shutdown(l->S->runner);
     if (l->interval_ms)
@@ -87,6 +97,11 @@ struct loop *loop_start(struct srv *S, double interval_s)
         S->runner = run_new(&l->uv, S->run_shared, S->worker, S->cfg.max_script_concurrency,
                             S->cfg.script_queue_timeout);
     uv_async_init(&l->uv, &l->stop, on_stop);
+    if (S->auth) {
+        uv_timer_init(&l->uv, &l->auth_timer);
+        l->auth_timer.data = l;
+        uv_timer_start(&l->auth_timer, on_auth_tick, 2000, 2000);
+    }
     l->stop.data = l;
     if (l->interval_ms) {
         uv_timer_init(&l->uv, &l->timer);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "config.h"
 #include "discovery.h"
 #include "http.h"
@@ -86,6 +87,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         if (sig == SIGHUP) {
             log_info("SIGHUP: rescanning skills");
             skills_rescan(S->skills, 1, NULL);
+            if (S->auth)
+                auth_reload(S->auth, 1);
             continue;
         }
         break;
@@ -143,6 +146,7 @@ static pid_t spawn_worker(struct srv *S, int listen_fd, const sigset_t *sigs, in
         if (getppid() != parent)
             exit(0);
         S->worker = index;
+        auth_set_worker(S->auth, index);
         /* The worker's threads are created here, after the fork. */
         exit(serve(S, listen_fd, sigs, 0, 0));
     }
@@ -202,6 +206,7 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
                 w[i].recent_crashes++;
                 /* Its scripts die with it, and its script slots come back. */
                 run_shared_reap(S->run_shared, i);
+                auth_script_reap(S->auth, i);
                 if (lived > 10)
                     w[i].backoff_s = 1;
                 w[i].restart_at_ns = now + (uint64_t)((lived > 10 ? 0 : w[i].backoff_s) * 1e9);
@@ -280,6 +285,8 @@ int main(int argc, char **argv)
     sigset_t sigs;
     if (argc > 1 && !strcmp(argv[1], "export"))
         return export_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "token"))
+        return auth_token_cli(argc - 2, argv + 2);
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
@@ -302,6 +309,17 @@ int main(int argc, char **argv)
     const char *const *names = tools_names(&ntools);
     stats_init(&S.stats, names, ntools);
     S.run_shared = run_shared_new(S.cfg.max_script_concurrency, &S.run_shared_size);
+    if (S.cfg.auth_tokens) {
+        /* Fail closed: a token file that does not load stops the start. */
+        struct err e = {0};
+        S.auth = auth_load(S.cfg.auth_tokens, &e);
+        if (!S.auth) {
+            fprintf(stderr, "skill-mcp: %s\n", e.msg);
+            return 2;
+        }
+        auth_set_script_cap(S.auth, S.cfg.max_scripts_per_client);
+        log_info("auth: %d client(s) from %s", auth_count(S.auth), S.cfg.auth_tokens);
+    }
     S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
@@ -322,5 +340,6 @@ int main(int argc, char **argv)
     script_free(S.scripts);
     stats_cleanup(&S.stats);
     x_shared_free(S.run_shared, S.run_shared_size);
+    auth_free(S.auth);
     return rc;
 }

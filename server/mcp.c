@@ -145,7 +145,7 @@ static int m_tools_call(struct mcp_call *c)
         return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
     if (json_is_null(args))
         args = NULL;
-    if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern,
+    if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern, c->client,
                    &c->raw_owned, &c->raw, &c->rawlen, &c->plan) < 0)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));

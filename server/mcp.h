@@ -18,6 +18,7 @@ struct mcp_call {
     struct srv *S;
     int modern;
     json_t *params;         /* borrowed; an object or NULL */
+    const char *client;     /* authenticated client id (borrowed), or NULL */
     struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
     /* out */
     json_t *result;         /* new reference */

@@ -287,7 +287,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         goto done;
     }
 
-    struct mcp_call c = {.S = S, .modern = modern, .params = params};
+    struct mcp_call c = {.S = S, .modern = modern, .params = params, .client = h->client};
     if (mcp_dispatch(&c, method) < 0) {
         set_error(out, id, RPC_METHOD_NOT_FOUND, "Method not found",
                   json_pack("{s:s}", "method", method), 0);

@@ -37,6 +37,7 @@ struct rpc_headers {
     const char *protocol_version;   /* MCP-Protocol-Version, or NULL */
     const char *method;             /* Mcp-Method */
     const char *name;               /* Mcp-Name */
+    const char *client;             /* authenticated client id, or NULL */
 };
 
 enum rpc_kind {

@@ -13,6 +13,7 @@
 #include "stats.h"
 
 struct skills;
+struct auth;
 struct runner;
 struct run_shared;
 struct scripts;
@@ -31,6 +32,7 @@ struct srv {
     struct run_shared *run_shared; /* script counters shared by the instance's workers */
     size_t run_shared_size;
     int worker;                 /* this process's index among the workers (0 when alone) */
+    struct auth *auth;          /* --auth-tokens, or NULL: no authentication */
     struct scripts *scripts;    /* interpreters and base environment */
 };
 

@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "auth.h"
 #include "hooks.h"
 #include "jail.h"
 #include "markdown.h"
@@ -42,6 +43,7 @@ struct tool_out {
     const char *raw;        /* or a result rendered ahead (borrowed) */
     size_t rawlen;
     struct hook_plan *plan; /* or a script to run: the answer comes later */
+    int is_error;           /* a structured result that is still an error (busy) */
     char msg[1024];
 };
 
@@ -49,6 +51,7 @@ struct tool_ctx {
     struct srv *S;
     struct snapshot *snap;
     int modern;
+    const char *client;     /* authenticated client id, or NULL */
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
@@ -600,8 +603,22 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
         utf8_sanitize(o->msg);
         return -1;
     }
+    /* One client must not take every slot: its own cap comes first. */
+    if (c->S->auth && c->client && !auth_script_take(c->S->auth, c->client)) {
+        o->structured = json_pack(
+            "{s:s, s:n, s:s, s:s, s:f, s:f, s:f, s:b, s:i, s:i, s:s, s:s}", "status", "busy",
+            "exit_code", "stdout", "", "stderr", "", "duration_ms", 0.0, "timeout",
+            job->timeout_s, "stall_timeout", job->stall_s, "truncated", 0, "stdout_bytes", 0,
+            "stderr_bytes", 0, "hint",
+            "This client already runs as many scripts as it may at once "
+            "(--max-scripts-per-client). Wait for one to finish, then call again; nothing ran.",
+            "request_id", job->request_id);
+        o->is_error = 1;
+        run_job_free(job);
+        return 0;
+    }
     /* Which hooks exist was found when the snapshot was built. */
-    o->plan = hook_plan_new(c->S, c->snap, k, job, args, NULL);
+    o->plan = hook_plan_new(c->S, c->snap, k, job, args, c->client);
     return 0;
 }
 
@@ -816,7 +833,7 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len);
 static char *render(struct tool_out *o, int rc, int modern, size_t *len)
 {
     if (rc == 0)
-        return render_ex(o, 1, modern, len);
+        return render_ex(o, !o->is_error, modern, len);
     struct buf b;
     buf_init(&b, 0);
     if (rc < 0) {
@@ -913,7 +930,8 @@ void tools_ext_free(struct snapshot_ext *e)
 }
 
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               char **owned, const char **raw, size_t *rawlen, struct hook_plan **plan)
+               const char *client, char **owned, const char **raw, size_t *rawlen,
+               struct hook_plan **plan)
 {
     size_t t;
     uint64_t t0 = now_ns();
@@ -931,7 +949,7 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern};
+    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern, .client = client};
     struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
     json_t *empty = NULL;
     if (!args)

@@ -258,14 +258,16 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     }
 }
 
-void log_request(const char *method, const char *tool, unsigned status, double ms,
-                 int client_gone)
+void log_request(const char *method, const char *tool, const char *client, unsigned status,
+                 double ms, int client_gone)
 {
     if (LOG_INFO < log_min)
         return;
     if (!log_json) {
-        log_msg(LOG_INFO, "%s %s%s %u %.3f ms%s", method ? method : "-", tool && *tool ? "tool=" : "",
-                tool && *tool ? tool : "", status, ms, client_gone ? " (client gone)" : "");
+        log_msg(LOG_INFO, "%s %s%s%s%s %u %.3f ms%s", method ? method : "-",
+                tool && *tool ? "tool=" : "", tool && *tool ? tool : "",
+                client ? " client=" : "", client ? client : "", status, ms,
+                client_gone ? " (client gone)" : "");
         return;
     }
     char ts[40];
@@ -275,10 +277,10 @@ void log_request(const char *method, const char *tool, unsigned status, double m
     gmtime_r(&t.tv_sec, &tm);
     snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000000);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:i, s:f, s:b}", "ts", ts, "level", "info",
-                          "event", "request", "method", method, "tool",
-                          tool && *tool ? tool : NULL, "status", (int)status, "duration_ms", ms,
-                          "client_gone", client_gone);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:f, s:b}", "ts", ts, "level",
+                          "info", "event", "request", "method", method, "tool",
+                          tool && *tool ? tool : NULL, "client", client, "status", (int)status,
+                          "duration_ms", ms, "client_gone", client_gone);
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     if (s)
         fprintf(stderr, "%s\n", s);

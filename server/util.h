@@ -72,8 +72,8 @@ void log_set_json(int on);
 void log_set_tag(const char *tag);
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One line per answered request: structured fields in JSON mode. */
-void log_request(const char *method, const char *tool, unsigned status, double ms,
-                 int client_gone);
+void log_request(const char *method, const char *tool, const char *client, unsigned status,
+                 double ms, int client_gone);
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

@@ -1,0 +1,861 @@
+/*
+ * auth.c - see auth.h.
+ *
+ * Two halves:
+ *   - the token table, private to each process: an immutable array of
+ *     {id, digest, rpm, slot} with a small hash index by id, swapped as a
+ *     whole on reload;
+ *   - the shared state, one MAP_SHARED mapping made before fork: a fixed
+ *     open-addressed table of AUTH_MAX_CLIENTS slots keyed by client id, each
+ *     holding the client's token bucket and script counters. Slots are never
+ *     removed, so a slot index stays valid for the life of the server, and a
+ *     client's bucket survives reloads (editing rpm does not refill it).
+ *
+ * Locks in the shared mapping are process-shared robust mutexes: a worker
+ * that dies holding one does not wedge the others.
+ */
+#include "auth.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "util.h"
+
+#define DIGEST_LEN 32
+#define LINE_MAX_LEN 1024
+
+/* ---- shared state -------------------------------------------------------- */
+
+struct auth_slot {
+    pthread_mutex_t mu;             /* guards the bucket and script counts */
+    atomic_int used;                /* 1 once name is written (release) */
+    char name[AUTH_MAX_ID + 1];
+    int bucket_init;
+    double tokens;
+    uint64_t last_ns;
+    int held[AUTH_MAX_WORKERS];     /* scripts running, per worker */
+};
+
+struct auth_shared {
+    pthread_mutex_t mu;             /* guards slot insertion */
+    atomic_int script_cap;
+    int nused;
+    struct auth_slot slots[AUTH_MAX_CLIENTS];
+};
+
+static void robust_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t at;
+    pthread_mutexattr_init(&at);
+    pthread_mutexattr_setpshared(&at, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&at, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(m, &at);
+    pthread_mutexattr_destroy(&at);
+}
+
+static void robust_lock(pthread_mutex_t *m)
+{
+    if (pthread_mutex_lock(m) == EOWNERDEAD)
+        pthread_mutex_consistent(m);    /* the state is numbers: still usable */
+}
+
+static uint32_t hash_id(const char *s)
+{
+    uint32_t h = 2166136261u;           /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of name, inserting it when absent; -1 when the table is full. */
+static int slot_get(struct auth_shared *sh, const char *name)
+{
+    uint32_t i = hash_id(name) % AUTH_MAX_CLIENTS;
+    robust_lock(&sh->mu);
+    int r = -1;
+    for (int n = 0; n < AUTH_MAX_CLIENTS; n++, i = (i + 1) % AUTH_MAX_CLIENTS) {
+        struct auth_slot *s = &sh->slots[i];
+        if (atomic_load_explicit(&s->used, memory_order_acquire)) {
+            if (!strcmp(s->name, name)) {
+                r = (int)i;
+                break;
+            }
+            continue;
+        }
+        if (sh->nused >= AUTH_MAX_CLIENTS - 1)   /* keep one hole: probes end */
+            break;
+        snprintf(s->name, sizeof s->name, "%s", name);
+        atomic_store_explicit(&s->used, 1, memory_order_release);
+        sh->nused++;
+        r = (int)i;
+        break;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return r;
+}
+
+/* ---- the token table ----------------------------------------------------- */
+
+struct auth_entry {
+    char *id;
+    unsigned char digest[DIGEST_LEN];
+    int rpm;
+    int slot;
+    int line;
+};
+
+struct auth_table {
+    struct auth_entry *e;
+    int n;
+    int *index;                     /* entry + 1, open addressing; nindex a power of 2 */
+    uint32_t nindex;
+    struct auth_table *retired;     /* older tables, kept until auth_free */
+};
+
+struct auth {
+    char *file;
+    _Atomic(struct auth_table *) cur;
+    pthread_mutex_t reload_mu;      /* process-local: one reload at a time */
+    /* identity of the file version last read (good or bad) */
+    struct timespec mtime;
+    off_t size;
+    ino_t ino;
+    dev_t dev;
+    struct auth_shared *sh;
+    int worker;
+};
+
+static void table_free(struct auth_table *t)
+{
+    while (t) {
+        struct auth_table *next = t->retired;
+        for (int i = 0; i < t->n; i++)
+            free(t->e[i].id);
+        free(t->e);
+        free(t->index);
+        free(t);
+        t = next;
+    }
+}
+
+static const struct auth_entry *table_find(const struct auth_table *t, const char *id)
+{
+    if (!t || !id || !t->nindex)
+        return NULL;
+    uint32_t m = t->nindex - 1;
+    for (uint32_t i = hash_id(id) & m;; i = (i + 1) & m) {
+        int k = t->index[i];
+        if (!k)
+            return NULL;
+        if (!strcmp(t->e[k - 1].id, id))
+            return &t->e[k - 1];
+    }
+}
+
+static int id_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > AUTH_MAX_ID)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && c != '.' && c != '_' && c != '-' && c != '@')
+            return 0;
+    }
+    return 1;
+}
+
+static int hexval(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Splits line into at most 4 whitespace-separated fields; '#' starts a comment. */
+static int split_fields(char *line, char **f, size_t *flen)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (!*p || *p == '#')
+            return n;
+        if (n == 4)
+            return n + 1;
+        f[n] = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '#')
+            p++;
+        flen[n] = (size_t)(p - f[n]);
+        n++;
+    }
+}
+
+/* Parses one non-empty line into *e. Returns 0 or -1 with *err set. */
+static int parse_line(char *line, int lineno, const char *file, struct auth_entry *e,
+                      struct err *err)
+{
+    char *f[4];
+    size_t fl[4];
+    int n = split_fields(line, f, fl);
+    if (n == 0)
+        return 1;   /* blank or comment */
+    if (n < 2) {
+        err_set(err, lineno, 0, "%s:%d: missing field: expected \"client_id sha256hex [rpm]\"",
+                file, lineno);
+        return -1;
+    }
+    if (n > 3) {
+        err_set(err, lineno, 0, "%s:%d: too many fields: expected \"client_id sha256hex [rpm]\"",
+                file, lineno);
+        return -1;
+    }
+    if (!id_valid(f[0], fl[0])) {
+        err_set(err, lineno, 1, "%s:%d: invalid client id \"%.*s\": 1-%d characters of "
+                "A-Z a-z 0-9 . _ - @", file, lineno, (int)(fl[0] > 64 ? 64 : fl[0]), f[0],
+                AUTH_MAX_ID);
+        return -1;
+    }
+    if (fl[1] != 2 * DIGEST_LEN) {
+        err_set(err, lineno, 0, "%s:%d: the token hash must be 64 hex digits (SHA-256), "
+                "got %zu characters", file, lineno, fl[1]);
+        return -1;
+    }
+    for (int i = 0; i < DIGEST_LEN; i++) {
+        int hi = hexval((unsigned char)f[1][2 * i]), lo = hexval((unsigned char)f[1][2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            err_set(err, lineno, 0, "%s:%d: the token hash is not hexadecimal", file, lineno);
+            return -1;
+        }
+        e->digest[i] = (unsigned char)(hi << 4 | lo);
+    }
+    e->rpm = 0;
+    if (n == 3) {
+        long v = 0;
+        int ok = fl[2] > 0 && fl[2] <= 7;
+        for (size_t i = 0; ok && i < fl[2]; i++) {
+            if (f[2][i] < '0' || f[2][i] > '9')
+                ok = 0;
+            else
+                v = v * 10 + (f[2][i] - '0');
+        }
+        if (!ok || v > AUTH_MAX_RPM) {
+            err_set(err, lineno, 0, "%s:%d: rpm \"%.*s\" is not a whole number from 0 to %d",
+                    file, lineno, (int)(fl[2] > 32 ? 32 : fl[2]), f[2], AUTH_MAX_RPM);
+            return -1;
+        }
+        e->rpm = (int)v;
+    }
+    e->id = xstrndup(f[0], fl[0]);
+    e->line = lineno;
+    return 0;
+}
+
+/* Reads and parses the open file fp into a new table (slots not assigned). */
+static struct auth_table *table_read(FILE *fp, const char *file, struct err *err)
+{
+    struct auth_table *t = xcalloc(1, sizeof *t);
+    int cap = 0;
+    char line[LINE_MAX_LEN + 2];
+    int lineno = 0;
+    while (fgets(line, sizeof line, fp)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n')
+            line[--len] = '\0';
+        else if (!feof(fp)) {
+            err_set(err, lineno, 0, "%s:%d: line longer than %d bytes", file, lineno,
+                    LINE_MAX_LEN);
+            goto fail;
+        }
+        struct auth_entry e;
+        memset(&e, 0, sizeof e);
+        int r = parse_line(line, lineno, file, &e, err);
+        if (r < 0)
+            goto fail;
+        if (r > 0)
+            continue;
+        for (int i = 0; i < t->n; i++) {
+            const char *why = !strcmp(t->e[i].id, e.id) ? "duplicate client id"
+                              : !CRYPTO_memcmp(t->e[i].digest, e.digest, DIGEST_LEN)
+                              ? "same token hash as client" : NULL;
+            if (why) {
+                err_set(err, lineno, 0, "%s:%d: %s \"%s\" (line %d)", file, lineno, why,
+                        t->e[i].id, t->e[i].line);
+                free(e.id);
+                goto fail;
+            }
+        }
+        if (t->n == AUTH_MAX_CLIENTS) {
+            err_set(err, lineno, 0, "%s:%d: more than %d clients", file, lineno,
+                    AUTH_MAX_CLIENTS);
+            free(e.id);
+            goto fail;
+        }
+        if (t->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            t->e = xrealloc(t->e, (size_t)cap * sizeof *t->e);
+        }
+        t->e[t->n++] = e;
+    }
+    if (ferror(fp)) {
+        err_set(err, 0, 0, "%s: read error: %s", file, strerror(errno));
+        goto fail;
+    }
+    t->nindex = 16;
+    while (t->nindex < (uint32_t)t->n * 2)
+        t->nindex *= 2;
+    t->index = xcalloc(t->nindex, sizeof *t->index);
+    for (int k = 0; k < t->n; k++) {
+        uint32_t m = t->nindex - 1, i = hash_id(t->e[k].id) & m;
+        while (t->index[i])
+            i = (i + 1) & m;
+        t->index[i] = k + 1;
+    }
+    return t;
+fail:
+    table_free(t);
+    return NULL;
+}
+
+/* Opens, stats and reads file. On success *st holds the identity read. */
+static struct auth_table *table_load(const char *file, struct stat *st, struct err *err)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        err_set(err, 0, 0, "%s: cannot open the token file: %s", file, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
+        err_set(err, 0, 0, "%s: not a regular file", file);
+        close(fd);
+        return NULL;
+    }
+    FILE *fp = fdopen(fd, "r");
+    if (!fp) {
+        close(fd);
+        err_set(err, 0, 0, "%s: %s", file, strerror(errno));
+        return NULL;
+    }
+    struct auth_table *t = table_read(fp, file, err);
+    fclose(fp);
+    if (t && (st->st_mode & S_IWOTH))
+        log_warn("%s: the token file is world-writable: anyone can add a client", file);
+    return t;
+}
+
+static int table_assign_slots(struct auth_table *t, struct auth_shared *sh, const char *file,
+                              struct err *err)
+{
+    for (int i = 0; i < t->n; i++) {
+        t->e[i].slot = slot_get(sh, t->e[i].id);
+        if (t->e[i].slot < 0) {
+            err_set(err, t->e[i].line, 0, "%s:%d: no room for client \"%s\": at most %d "
+                    "distinct client ids over the server's life (restart to reclaim)",
+                    file, t->e[i].line, t->e[i].id, AUTH_MAX_CLIENTS - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void remember(struct auth *a, const struct stat *st)
+{
+    a->mtime = st->st_mtim;
+    a->size = st->st_size;
+    a->ino = st->st_ino;
+    a->dev = st->st_dev;
+}
+
+struct auth *auth_load(const char *file, struct err *err)
+{
+    struct stat st;
+    struct auth_table *t = table_load(file, &st, err);
+    if (!t)
+        return NULL;
+    struct auth *a = xcalloc(1, sizeof *a);
+    a->file = xstrdup(file);
+    a->sh = x_shared_alloc(sizeof *a->sh);
+    robust_init(&a->sh->mu);
+    for (int i = 0; i < AUTH_MAX_CLIENTS; i++)
+        robust_init(&a->sh->slots[i].mu);
+    pthread_mutex_init(&a->reload_mu, NULL);
+    if (table_assign_slots(t, a->sh, file, err)) {
+        table_free(t);
+        auth_free(a);
+        return NULL;
+    }
+    remember(a, &st);
+    atomic_store_explicit(&a->cur, t, memory_order_release);
+    if (t->n == 0)
+        log_warn("%s: no client in the token file: every request will be refused", file);
+    return a;
+}
+
+void auth_free(struct auth *a)
+{
+    if (!a)
+        return;
+    table_free(atomic_load(&a->cur));
+    pthread_mutex_destroy(&a->reload_mu);
+    x_shared_free(a->sh, sizeof *a->sh);
+    free(a->file);
+    free(a);
+}
+
+int auth_reload(struct auth *a, int force)
+{
+    if (!a)
+        return 0;
+    pthread_mutex_lock(&a->reload_mu);
+    struct stat st;
+    int r = 0;
+    if (stat(a->file, &st)) {
+        /* A vanished file is logged once, not every tick; the table stays. */
+        if (a->ino != 0 || force)
+            log_error("%s: cannot read the token file (%s); keeping the %d client(s) loaded",
+                      a->file, strerror(errno), atomic_load(&a->cur)->n);
+        a->ino = 0;
+        pthread_mutex_unlock(&a->reload_mu);
+        return -1;
+    }
+    if (!force && st.st_mtim.tv_sec == a->mtime.tv_sec && st.st_mtim.tv_nsec == a->mtime.tv_nsec
+        && st.st_size == a->size && st.st_ino == a->ino && st.st_dev == a->dev) {
+        pthread_mutex_unlock(&a->reload_mu);
+        return 0;
+    }
+    struct err err;
+    memset(&err, 0, sizeof err);
+    struct auth_table *t = table_load(a->file, &st, &err);
+    if (t && table_assign_slots(t, a->sh, a->file, &err)) {
+        table_free(t);
+        t = NULL;
+    }
+    remember(a, &st);   /* a bad version is reported once, until it changes */
+    struct auth_table *old = atomic_load_explicit(&a->cur, memory_order_relaxed);
+    if (!t) {
+        log_error("token file not reloaded, keeping the %d client(s) loaded: %s", old->n,
+                  err.msg);
+        r = -1;
+    } else {
+        t->retired = old;
+        atomic_store_explicit(&a->cur, t, memory_order_release);
+        log_info("%s: %d client(s) loaded", a->file, t->n);
+        r = 1;
+    }
+    pthread_mutex_unlock(&a->reload_mu);
+    return r;
+}
+
+int auth_count(struct auth *a)
+{
+    return a ? atomic_load_explicit(&a->cur, memory_order_acquire)->n : 0;
+}
+
+/* ---- checking a token ------------------------------------------------------ */
+
+static int sha256(const void *data, size_t n, unsigned char out[DIGEST_LEN])
+{
+    unsigned int len = 0;
+    return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) == 1 && len == DIGEST_LEN ? 0 : -1;
+}
+
+static int token68_char(unsigned char c)
+{
+    return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+}
+
+const char *auth_check(struct auth *a, const char *authorization)
+{
+    if (!a || !authorization)
+        return NULL;
+    const char *p = authorization;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncasecmp(p, "Bearer", 6) || (p[6] != ' ' && p[6] != '\t'))
+        return NULL;
+    p += 6;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    size_t n = 0;
+    while (token68_char((unsigned char)p[n]))
+        n++;
+    while (p[n] == '=')
+        n++;
+    size_t end = n;
+    while (p[end] == ' ' || p[end] == '\t')
+        end++;
+    if (n == 0 || n > AUTH_MAX_TOKEN || p[end] != '\0')
+        return NULL;
+    unsigned char d[DIGEST_LEN];
+    if (sha256(p, n, d))
+        return NULL;
+    const struct auth_table *t = atomic_load_explicit(&a->cur, memory_order_acquire);
+    /* Every entry is compared; the match is selected without a branch on it. */
+    size_t found = 0;   /* entry + 1 */
+    for (int i = 0; i < t->n; i++) {
+        size_t eq = (size_t)(CRYPTO_memcmp(t->e[i].digest, d, DIGEST_LEN) == 0);
+        size_t mask = (size_t)0 - eq;
+        found = (found & ~mask) | (((size_t)i + 1) & mask);
+    }
+    OPENSSL_cleanse(d, sizeof d);
+    return found ? t->e[found - 1].id : NULL;
+}
+
+/* ---- rate limits ----------------------------------------------------------- */
+
+static int ceil_s(double s)
+{
+    if (s <= 0)
+        return 0;
+    double c = ceil(s - 1e-9);
+    return c > INT_MAX ? INT_MAX : (int)c;
+}
+
+int auth_rate_at(struct auth *a, const char *client, uint64_t now, int *limit,
+                 int *remaining, int *reset_s)
+{
+    int lim = 0, rem = 0, reset = 0, wait = 0;
+    const struct auth_entry *e =
+        a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+    if (e && e->rpm > 0) {
+        struct auth_slot *s = &a->sh->slots[e->slot];
+        double cap = e->rpm, per_s = e->rpm / 60.0;
+        lim = e->rpm;
+        robust_lock(&s->mu);
+        if (!s->bucket_init) {
+            s->bucket_init = 1;
+            s->tokens = cap;
+            s->last_ns = now;
+        } else if (now > s->last_ns) {
+            s->tokens += (double)(now - s->last_ns) / 1e9 * per_s;
+            s->last_ns = now;
+        }
+        if (s->tokens > cap)
+            s->tokens = cap;
+        if (s->tokens >= 1.0)
+            s->tokens -= 1.0;
+        else {
+            wait = ceil_s((1.0 - s->tokens) / per_s);
+            if (wait < 1)
+                wait = 1;
+        }
+        double tk = s->tokens;
+        pthread_mutex_unlock(&s->mu);
+        rem = (int)floor(tk + 1e-9);
+        if (rem < 0)
+            rem = 0;
+        reset = ceil_s((cap - tk) / per_s);
+    }
+    if (limit)
+        *limit = lim;
+    if (remaining)
+        *remaining = rem;
+    if (reset_s)
+        *reset_s = reset;
+    return wait;
+}
+
+int auth_rate(struct auth *a, const char *client, int *limit, int *remaining, int *reset_s)
+{
+    return auth_rate_at(a, client, now_ns(), limit, remaining, reset_s);
+}
+
+/* ---- script slots ---------------------------------------------------------- */
+
+static struct auth_slot *slot_of(struct auth *a, const char *client)
+{
+    const struct auth_entry *e =
+        a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+    return e ? &a->sh->slots[e->slot] : NULL;
+}
+
+/* A revoked client's scripts are still given back: find the slot by name. */
+static struct auth_slot *slot_by_name(struct auth *a, const char *client)
+{
+    struct auth_slot *s = slot_of(a, client);
+    if (s || !a || !client)
+        return s;
+    uint32_t i = hash_id(client) % AUTH_MAX_CLIENTS;
+    for (int n = 0; n < AUTH_MAX_CLIENTS; n++, i = (i + 1) % AUTH_MAX_CLIENTS) {
+        struct auth_slot *t = &a->sh->slots[i];
+        if (!atomic_load_explicit(&t->used, memory_order_acquire))
+            return NULL;
+        if (!strcmp(t->name, client))
+            return t;
+    }
+    return NULL;
+}
+
+void auth_set_script_cap(struct auth *a, int per_client)
+{
+    if (a)
+        atomic_store(&a->sh->script_cap, per_client > 0 ? per_client : 0);
+}
+
+void auth_set_worker(struct auth *a, int index)
+{
+    if (a)
+        a->worker = index >= 0 && index < AUTH_MAX_WORKERS ? index : 0;
+}
+
+static int held_sum(const struct auth_slot *s)
+{
+    int n = 0;
+    for (int i = 0; i < AUTH_MAX_WORKERS; i++)
+        n += s->held[i];
+    return n;
+}
+
+int auth_script_take(struct auth *a, const char *client)
+{
+    struct auth_slot *s = slot_of(a, client);
+    if (!s)
+        return a && client ? 0 : 1;     /* unknown client: fail closed; no auth: free */
+    int cap = atomic_load(&a->sh->script_cap), ok = 0;
+    robust_lock(&s->mu);
+    if (cap <= 0 || held_sum(s) < cap) {
+        s->held[a->worker]++;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+void auth_script_give(struct auth *a, const char *client)
+{
+    struct auth_slot *s = slot_by_name(a, client);
+    if (!s)
+        return;
+    robust_lock(&s->mu);
+    if (s->held[a->worker] > 0)
+        s->held[a->worker]--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int auth_script_count(struct auth *a, const char *client)
+{
+    struct auth_slot *s = slot_by_name(a, client);
+    if (!s)
+        return 0;
+    robust_lock(&s->mu);
+    int n = held_sum(s);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void auth_script_reap(struct auth *a, int index)
+{
+    if (!a || index < 0 || index >= AUTH_MAX_WORKERS)
+        return;
+    for (int i = 0; i < AUTH_MAX_CLIENTS; i++) {
+        struct auth_slot *s = &a->sh->slots[i];
+        if (!atomic_load_explicit(&s->used, memory_order_acquire))
+            continue;
+        robust_lock(&s->mu);
+        s->held[index] = 0;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* ---- skill-mcp token add --------------------------------------------------- */
+
+static void token_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: skill-mcp token add NAME [--rpm N] --file FILE\n"
+            "  Makes a random token for client NAME, appends NAME, the token's SHA-256 and\n"
+            "  the rate limit (requests per minute; none = unlimited) to FILE (created with\n"
+            "  mode 0600), and prints the token once. Keep it: it is not stored anywhere.\n");
+}
+
+static void b64url(const unsigned char *in, size_t n, char *out)
+{
+    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = 0, i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = al[v >> 18 & 63];
+        out[o++] = al[v >> 12 & 63];
+        out[o++] = al[v >> 6 & 63];
+        out[o++] = al[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = al[v >> 18 & 63];
+        out[o++] = al[v >> 12 & 63];
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = al[v >> 18 & 63];
+        out[o++] = al[v >> 12 & 63];
+        out[o++] = al[v >> 6 & 63];
+    }
+    out[o] = '\0';
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* 1 when the file (open on fd) already names client id; *last_nl says if it ends in '\n'. */
+static int file_has_id(int fd, const char *id, int *ends_nl)
+{
+    FILE *fp = fdopen(dup(fd), "r");
+    *ends_nl = 1;
+    if (!fp)
+        return 0;
+    char line[LINE_MAX_LEN + 2];
+    int found = 0, at_start = 1;
+    while (fgets(line, sizeof line, fp)) {
+        size_t len = strlen(line);
+        int whole = len && line[len - 1] == '\n';
+        *ends_nl = whole;
+        if (at_start) {
+            char *f[4];
+            size_t fl[4];
+            if (split_fields(line, f, fl) > 0 && fl[0] == strlen(id) && !memcmp(f[0], id, fl[0]))
+                found = 1;
+        }
+        at_start = whole;
+    }
+    fclose(fp);
+    return found;
+}
+
+int auth_token_cli(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")
+        || !strcmp(argv[0], "help")) {
+        token_usage(argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    if (strcmp(argv[0], "add")) {
+        fprintf(stderr, "skill-mcp token: unknown command \"%s\"\n", argv[0]);
+        token_usage(stderr);
+        return 2;
+    }
+    const char *name = NULL, *file = NULL;
+    long rpm = -1;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "--rpm") || !strcmp(argv[i], "--file")) && i + 1 >= argc) {
+            fprintf(stderr, "skill-mcp token add: %s needs a value\n", argv[i]);
+            return 2;
+        }
+        if (!strcmp(argv[i], "--rpm")) {
+            char *end;
+            errno = 0;
+            rpm = strtol(argv[++i], &end, 10);
+            if (errno || end == argv[i] || *end || rpm < 0 || rpm > AUTH_MAX_RPM
+                || !isdigit((unsigned char)argv[i][0])) {
+                fprintf(stderr, "skill-mcp token add: --rpm wants a whole number from 0 to %d\n",
+                        AUTH_MAX_RPM);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--file")) {
+            file = argv[++i];
+        } else if (!strncmp(argv[i], "--file=", 7)) {
+            file = argv[i] + 7;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "skill-mcp token add: unknown option %s\n", argv[i]);
+            token_usage(stderr);
+            return 2;
+        } else if (!name) {
+            name = argv[i];
+        } else {
+            fprintf(stderr, "skill-mcp token add: one NAME only\n");
+            return 2;
+        }
+    }
+    if (!name || !file) {
+        token_usage(stderr);
+        return 2;
+    }
+    if (!id_valid(name, strlen(name))) {
+        fprintf(stderr, "skill-mcp token add: invalid client name \"%.64s\": 1-%d characters "
+                "of A-Z a-z 0-9 . _ - @\n", name, AUTH_MAX_ID);
+        return 2;
+    }
+    int fd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "skill-mcp token add: cannot open %s: %s\n", file, strerror(errno));
+        return 1;
+    }
+    if (flock(fd, LOCK_EX)) {
+        fprintf(stderr, "skill-mcp token add: cannot lock %s: %s\n", file, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    int ends_nl = 1;
+    if (file_has_id(fd, name, &ends_nl)) {
+        fprintf(stderr, "skill-mcp token add: client \"%s\" is already in %s (remove its line "
+                "to revoke it first)\n", name, file);
+        close(fd);
+        return 1;
+    }
+    unsigned char raw[32];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            fprintf(stderr, "skill-mcp token add: getrandom: %s\n", strerror(errno));
+            close(fd);
+            return 1;
+        }
+        got += (size_t)r;
+    }
+    char token[8 + 48];
+    memcpy(token, "smcp_", 5);
+    b64url(raw, sizeof raw, token + 5);
+    OPENSSL_cleanse(raw, sizeof raw);
+    unsigned char d[DIGEST_LEN];
+    if (sha256(token, strlen(token), d)) {
+        fprintf(stderr, "skill-mcp token add: SHA-256 failed\n");
+        close(fd);
+        return 1;
+    }
+    char line[AUTH_MAX_ID + 2 * DIGEST_LEN + 32];
+    int n = snprintf(line, sizeof line, "%s%s ", ends_nl ? "" : "\n", name);
+    for (int i = 0; i < DIGEST_LEN; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%02x", d[i]);
+    if (rpm >= 0)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %ld", rpm);
+    n += snprintf(line + n, sizeof line - (size_t)n, "\n");
+    if (write_all(fd, line, (size_t)n) || fsync(fd)) {
+        fprintf(stderr, "skill-mcp token add: cannot write %s: %s\n", file, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    close(fd);
+    printf("%s\n", token);
+    fflush(stdout);
+    OPENSSL_cleanse(token, sizeof token);
+    fprintf(stderr, "skill-mcp: client \"%s\" added to %s%s; the token above is shown once\n",
+            name, file, rpm > 0 ? "" : " (no rate limit)");
+    return 0;
+}

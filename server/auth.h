@@ -1,0 +1,115 @@
+/*
+ * auth.h - bearer-token authentication and per-client limits.
+ *
+ * The token file (--auth-tokens FILE) names one client per line:
+ *
+ *     # comment
+ *     client_id  sha256hex  [rpm]
+ *
+ * client_id is 1-64 characters of [A-Za-z0-9._@-]; sha256hex is the 64 hex
+ * digits of SHA-256 of the whole token as presented ("smcp_..."); rpm is the
+ * client's requests per minute (0 or absent = unlimited). Tokens are never
+ * held in clear: only their digests are read and compared.
+ *
+ * Ownership and threads:
+ *   - auth_load() builds a struct auth owned by the caller (auth_free()). It
+ *     also makes the shared mapping holding the rate buckets and script
+ *     counters, so it must be called in the master BEFORE workers are forked;
+ *     every worker then counts into the same buckets.
+ *   - The token table is immutable once built. auth_reload() builds a new one
+ *     and swaps a pointer (atomic, release/acquire); retired tables are kept
+ *     until auth_free() (they are tiny), so a client id returned by
+ *     auth_check() stays valid until auth_free(), whatever reloads happen.
+ *   - auth_check, auth_rate, auth_script_take/give: any thread, any worker.
+ *     auth_reload: any thread (reloads are serialised); each worker process
+ *     reloads its own copy of the table (SIGHUP is forwarded to every worker).
+ *   - auth_set_script_cap, auth_set_worker: at start-up, before threads.
+ *
+ * OAuth 2.1 resource-server mode (later): auth_check is the one verifier
+ * entry point the HTTP layer calls; it can become a dispatch over a verifier
+ * interface (static tokens, JWT/introspection) that all return a client id.
+ * Limits are keyed by that id only, so they stay as they are.
+ */
+#ifndef SKILL_AUTH_H
+#define SKILL_AUTH_H
+
+#include <stdint.h>
+
+struct err;
+
+#define AUTH_MAX_CLIENTS 4096   /* distinct client ids over the server's life */
+#define AUTH_MAX_WORKERS 64     /* matches RUN_MAX_WORKERS */
+#define AUTH_MAX_ID 64          /* longest client id */
+#define AUTH_MAX_TOKEN 512      /* longest bearer token accepted */
+#define AUTH_MAX_RPM 1000000
+
+struct auth;
+
+/*
+ * Loads FILE. Any malformed line fails closed: returns NULL with a message
+ * naming the file and line in *err (err->line set too). A file with no
+ * client is valid (every request is then refused). Call before forking.
+ */
+struct auth *auth_load(const char *file, struct err *err);
+void auth_free(struct auth *a);
+
+/*
+ * Re-reads the file when its (mtime, size, inode) changed, or always with
+ * force (SIGHUP). On any error the old table stays in force and the error is
+ * logged (once per version of the file). Returns 1 when a new table was
+ * installed, 0 when nothing changed, -1 on error. Any thread.
+ */
+int auth_reload(struct auth *a, int force);
+
+/* Number of clients in the current table. Any thread. */
+int auth_count(struct auth *a);
+
+/*
+ * Checks an Authorization header value ("Bearer <token>", the scheme
+ * case-insensitive). SHA-256 of the token is compared with every entry in
+ * constant time (no early exit). Returns the client id (borrowed, valid
+ * until auth_free) or NULL. Any thread.
+ */
+const char *auth_check(struct auth *a, const char *authorization);
+
+/*
+ * Per-client request rate: a token bucket of capacity rpm refilled at
+ * rpm/60 per second. Returns 0 when the request is allowed (and counted),
+ * else the whole seconds to wait (>= 1, for Retry-After). Fills *limit
+ * (rpm; 0 = unlimited, send no RateLimit-* headers), *remaining (requests
+ * left now) and *reset_s (seconds until the bucket is full again); each
+ * pointer may be NULL. A client not in the table is not limited.
+ * Any thread, any worker.
+ */
+int auth_rate(struct auth *a, const char *client, int *limit, int *remaining, int *reset_s);
+/* The same at a given CLOCK_MONOTONIC time (tests). */
+int auth_rate_at(struct auth *a, const char *client, uint64_t now, int *limit,
+                 int *remaining, int *reset_s);
+
+/*
+ * Per-client concurrent scripts, shared by all workers. take returns 1 when
+ * a slot was taken (give it back with auth_script_give when the script
+ * ends), 0 when the client already runs its cap. A cap <= 0 = unlimited
+ * (still counted). Any thread.
+ */
+void auth_set_script_cap(struct auth *a, int per_client);
+int auth_script_take(struct auth *a, const char *client);
+void auth_script_give(struct auth *a, const char *client);
+/* Scripts the client runs now, over all workers. */
+int auth_script_count(struct auth *a, const char *client);
+/* In a worker right after fork: its index, so its slots can be reaped. */
+void auth_set_worker(struct auth *a, int index);
+/* In the master when worker index died: frees the slots it held. */
+void auth_script_reap(struct auth *a, int index);
+
+/*
+ * `skill-mcp token add NAME [--rpm N] --file FILE`: makes a random token
+ * ("smcp_" + 43 base64url characters from 32 bytes of getrandom), appends
+ * "NAME sha256hex [rpm]" to FILE (created 0600 when missing; a NAME already
+ * present or an invalid NAME is refused) and prints the token once on
+ * stdout. argv starts after "token". Returns a process exit code (0, 1 on
+ * failure, 2 on usage).
+ */
+int auth_token_cli(int argc, char **argv);
+
+#endif
