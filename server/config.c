@@ -49,6 +49,17 @@ static const struct opt opts[] = {
      "on SIGTERM, finish requests and scripts in flight for up to SEC (default 30)"},
     {"--max-body", OPT_SIZE, O(max_body), 1024, 64L << 20, "BYTES",
      "largest request body accepted (default 1048576)"},
+    {"--tls-cert", OPT_STR, O(tls_cert), 0, 0, "FILE",
+     "serve HTTPS with this PEM certificate (with --tls-key)"},
+    {"--tls-key", OPT_STR, O(tls_key), 0, 0, "FILE", "the PEM private key for --tls-cert"},
+    {"--max-connections", OPT_INT, O(max_connections), 1, 100000, "N",
+     "open connections per worker at most (default 1024)"},
+    {"--max-connections-per-ip", OPT_INT, O(max_connections_per_ip), 0, 100000, "N",
+     "open connections from one address at most, 0 = no limit (default 64)"},
+    {"--connection-timeout", OPT_SECONDS, O(connection_timeout), 1, 3600, "SEC",
+     "close a connection idle or stalled this long (default 60)"},
+    {"--max-header-bytes", OPT_SIZE, O(max_header_bytes), 4096, 16L << 20, "BYTES",
+     "request line and headers at most (default 65536)"},
     {"--allowed-origins", OPT_STR, O(allowed_origins), 0, 0, "LIST",
      "extra allowed Origin values, comma-separated, or * (default: loopback origins)"},
     {"--allowed-hosts", OPT_STR, O(allowed_hosts), 0, 0, "LIST",
@@ -212,6 +223,10 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->refresh_interval = 5;
     c->threads = cores > 2 ? (int)(cores > 64 ? 64 : cores) : 2;
     c->max_body = 1 << 20;
+    c->max_connections = 1024;
+    c->max_connections_per_ip = 64;
+    c->connection_timeout = 60;
+    c->max_header_bytes = 65536;
     c->log_level = LOG_INFO;
     c->workers = 1;
     c->shutdown_timeout = 30;
@@ -268,6 +283,10 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
         c->roots[c->nroots++] = "./skills";
     if (c->max_scripts_per_client < 0)
         c->max_scripts_per_client = c->max_script_concurrency > 1 ? (c->max_script_concurrency + 1) / 2 : 1;
+    if (!c->tls_cert != !c->tls_key) {
+        fprintf(stderr, "skill-mcp: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
     if (c->script_timeout <= 0) {
         fprintf(stderr, "skill-mcp: --script-timeout must be more than 0\n");
         return -1;

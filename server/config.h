@@ -19,6 +19,11 @@ struct cfg {
     double refresh_interval;            /* --refresh-interval seconds; 0 = off */
     int threads;                        /* --threads, HTTP worker threads */
     size_t max_body;                    /* --max-body bytes */
+    const char *tls_cert, *tls_key;     /* --tls-cert / --tls-key: PEM files, HTTPS */
+    int max_connections;                /* --max-connections, per worker */
+    int max_connections_per_ip;         /* --max-connections-per-ip, 0 = no limit */
+    double connection_timeout;          /* --connection-timeout: idle/slow clients */
+    size_t max_header_bytes;            /* --max-header-bytes: request line + headers */
     const char *allowed_origins;        /* --allowed-origins, comma list or "*" */
     const char *allowed_hosts;          /* --allowed-hosts, comma list or "*" */
     int workers;                        /* --workers N processes on one port, default 1 */

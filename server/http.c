@@ -34,6 +34,7 @@
 
 struct http {
     struct MHD_Daemon *d;
+    char *tls_cert, *tls_key;   /* PEM text; libmicrohttpd reads them while running */
     struct srv *S;
     int loopback;
     atomic_int draining;        /* quiesced: /readyz says 503 */
@@ -747,23 +748,68 @@ int http_listen(const struct cfg *c, int *port)
     return fd;
 }
 
+static char *read_pem(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        log_error("cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (buf_append(&b, chunk, n) < 0)
+            break;
+    fclose(f);
+    return buf_steal(&b, NULL);
+}
+
 struct http *http_start(struct srv *S, int listen_fd)
 {
+    const struct cfg *c = &S->cfg;
     struct http *h = xcalloc(1, sizeof *h);
     h->S = S;
-    h->loopback = cfg_is_loopback(S->cfg.host);
+    h->loopback = cfg_is_loopback(c->host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
-    if (strchr(S->cfg.host, ':'))
+    if (strchr(c->host, ':'))
         flags |= MHD_USE_IPv6;
-    h->d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)S->cfg.threads, MHD_OPTION_NOTIFY_COMPLETED,
-        on_done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, h, MHD_OPTION_END);
+    /* Limits at the edge: slow or greedy clients cannot pin threads or memory. */
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->max_header_bytes, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout, NULL},
+        {MHD_OPTION_END, 0, NULL},      /* or the TLS pair */
+        {MHD_OPTION_END, 0, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (c->tls_cert) {
+        h->tls_cert = read_pem(c->tls_cert);
+        h->tls_key = read_pem(c->tls_key);
+        if (!h->tls_cert || !h->tls_key) {
+            free(h->tls_cert);
+            free(h->tls_key);
+            free(h);
+            return NULL;
+        }
+        flags |= MHD_USE_TLS;
+        opts[4] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
+        opts[5] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
+    }
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
+                            listen_fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->threads,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_done, h,
+                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
     if (!h->d) {
-        log_error("cannot start the HTTP server: %s",
+        log_error("cannot start the HTTP server%s: %s",
+                  c->tls_cert ? " (check --tls-cert and --tls-key)" : "",
                   errno ? strerror(errno) : "libmicrohttpd refused to start");
+        free(h->tls_cert);
+        free(h->tls_key);
         free(h);
         return NULL;
     }
@@ -790,5 +836,7 @@ void http_stop(struct http *h)
     if (!h)
         return;
     MHD_stop_daemon(h->d);
+    free(h->tls_cert);
+    free(h->tls_key);
     free(h);
 }

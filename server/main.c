@@ -41,9 +41,10 @@ static void log_listening(const struct srv *S, int port)
 {
     const char *h = S->cfg.host;
     int v6 = strchr(h, ':') && h[0] != '[';
-    log_info("skill-mcp %s listening on http://%s%s%s:%d%s (%d worker(s) x %d threads, "
+    log_info("skill-mcp %s listening on http%s://%s%s%s:%d%s (%d worker(s) x %d threads, "
              "refresh %gs)",
-             SKILL_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, S->cfg.path,
+             SKILL_VERSION, S->cfg.tls_cert ? "s" : "", v6 ? "[" : "", h, v6 ? "]" : "", port,
+             S->cfg.path,
              S->cfg.workers, S->cfg.threads, S->cfg.refresh_interval);
 }
 

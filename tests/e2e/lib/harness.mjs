@@ -86,7 +86,7 @@ export async function startServer(opts = {}) {
     proc.stderr.setEncoding('utf8');
     proc.stderr.on('data', (chunk) => {
       log += chunk;
-      const m = /listening on (http:\/\/127\.0\.0\.1:(\d+)(\/[^\s)]*)?)/.exec(log);
+      const m = /listening on (https?:\/\/127\.0\.0\.1:(\d+)(\/[^\s)]*)?)/.exec(log);
       if (m) { clearTimeout(timer); resolve(m[1]); }
     });
     proc.on('exit', (code, signal) => {
