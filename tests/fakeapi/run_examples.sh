@@ -38,6 +38,17 @@ check() {
   fi
 }
 PY="python3 -E -s"
+# expect_that NAME 'SHELL CONDITION': a check on what the previous run left in
+# $tmp/out and $tmp/err (evaluated in this shell)
+expect_that() {
+  if eval "$2"; then pass=$((pass + 1)); printf 'PASS %-44s\n' "$1"
+  else fail=$((fail + 1)); printf 'FAIL %-44s\n' "$1"; sed 's/^/   err: /' "$tmp/err" | head -n 5; fi
+}
+# skill_timeout SKILL SCRIPT: the execution timeout SKILL.md declares for SCRIPT
+skill_timeout() {
+  awk -v s="  $2:" '$0 == s {f = 1; next} f && /^  [^ ]/ {f = 0} f && $1 == "timeout:" {print $2; exit}' \
+    "$skills/$1/SKILL.md"
+}
 
 # syntax
 for f in $(find "$skills" "$root/hooks" "$here" -name '*.py'); do
@@ -59,10 +70,21 @@ check "text no arg" text-stats 2 'required' -- $PY scripts/stats.py
 # repo-digest
 check "digest root" repo-digest 0 'Files by extension' -- bash scripts/digest.sh "$root"
 check "digest bad dir" repo-digest 2 'no such directory' -- bash scripts/digest.sh /nonexistent
-# api-fetch
+# api-fetch (and async-job, api-call below): no file may appear in the skill folders
+touch "$tmp/skills-start"
 check "fetch ok" api-fetch 0 '"status": 200' -- $PY scripts/fetch.py "$B/items"
+expect_that "fetch budget is the first stderr line" \
+  'head -n 1 "$tmp/err" | grep -qx "budget: timeout 10 s × (retries 2 + 1) + backoff cap 8 s × 2 = 46 s (ceiling 90 s)"'
+expect_that "fetch ceiling = SKILL.md timeout" \
+  'c=$(skill_timeout api-fetch scripts/fetch.py); [ -n "$c" ] && head -n 1 "$tmp/err" | grep -q "(ceiling $c s)$"'
 check "fetch flaky retries" api-fetch 0 '"attempts": 3' -- $PY scripts/fetch.py "$B/flaky?key=rx1"
-check "fetch ratelimit retry-after" api-fetch 0 'after 1s: HTTP 429' -- $PY scripts/fetch.py "$B/ratelimit?key=rx1"
+expect_that "fetch a line before each attempt" \
+  '[ "$(grep -cE "^attempt [123]/3: GET http://127\.0\.0\.1:[0-9]+/flaky\?key=rx1 \(timeout 10 s\)$" "$tmp/err")" = 3 ]'
+check "fetch over budget refused" api-fetch 2 'refusing to start' -- $PY scripts/fetch.py "$B/items" --timeout 60 --retries 5
+expect_that "fetch over budget: budget first, no attempt" \
+  'head -n 1 "$tmp/err" | grep -q "= 400 s (ceiling 90 s)" && ! grep -q "^attempt" "$tmp/err" && [ ! -s "$tmp/out" ]'
+check "fetch ratelimit retry-after" api-fetch 0 'HTTP 429; waiting 1s \(Retry-After\) before attempt 2/3' -- $PY scripts/fetch.py "$B/ratelimit?key=rx1"
+check "fetch retry-after over backoff cap" api-fetch 3 '"kind": "retry_after"' -- $PY scripts/fetch.py "$B/ratelimit?key=rx2" --backoff-cap 0.5
 check "fetch hang timeout 2" api-fetch 3 'read timed out' -- $PY scripts/fetch.py "$B/hang" --timeout 2
 check "fetch refused" api-fetch 3 'connection refused' -- $PY scripts/fetch.py "http://127.0.0.1:1/" --retries 1
 check "fetch 404" api-fetch 1 '"status": 404' -- $PY scripts/fetch.py "$B/items/999"
@@ -83,29 +105,108 @@ check "call hang (API_MAX_TIME=1)" api-call 3 'curl exit 28' "${A[@]}" API_MAX_T
 check "call refused" api-call 3 'curl exit 7' API_BASE_URL=http://127.0.0.1:1 -- bash scripts/call.sh /x
 check "call token not echoed" api-call 0 'HTTP 200' "${A[@]}" -- bash scripts/call.sh /internal/users
 if grep -q testtoken "$tmp/out" "$tmp/err"; then fail=$((fail + 1)); echo "FAIL token appeared in output"; fi
+expect_that "call bounded (connect, max-time, retries)" \
+  'grep -q -- "--connect-timeout 5 --max-time \"\$max_time\"" "$skills/api-call/scripts/call.sh" &&
+   grep -q -- "--retry \"\$retries\" --retry-max-time 25" "$skills/api-call/scripts/call.sh"'
 # async-job
 J=(API_BASE_URL="$B")
-check "job submit" async-job 0 '"id": "job-' "${J[@]}" -- $PY scripts/submit.py --payload '{"x":1}'
+check "job submit" async-job 0 '"job_id": "job-' "${J[@]}" -- $PY scripts/submit.py --payload '{"x":1}'
 job=$(grep -o 'job-[0-9]*' "$tmp/out" | head -n 1)
-check "job result before done" async-job 1 '"ready": false' "${J[@]}" -- $PY scripts/result.py "$job"
+expect_that "job submit: default key = sha256(body)" \
+  'grep -q "\"idempotency_key\": \"$(printf "%s" "{\"x\":1}" | sha256sum | cut -c1-64)\"" "$tmp/out"'
+check "job result before done (call later)" async-job 0 '"ready": false.*call again later' "${J[@]}" -- $PY scripts/result.py "$job"
 check "job poll" async-job 0 '"status": "done"' "${J[@]}" -- $PY scripts/poll.py "$job" --interval 0.3
 check "job poll progress on stderr" async-job 0 'poll 1 ' "${J[@]}" -- $PY scripts/poll.py "$job" --interval 0.3
 check "job result" async-job 0 '"rows": 3' "${J[@]}" -- $PY scripts/result.py "$job"
-check "job max-wait" async-job 4 '"finished": false' "${J[@]}" -- sh -c "$PY scripts/poll.py \$($PY scripts/submit.py 2>/dev/null | grep -o 'job-[0-9]*' | head -n 1) --interval 1 --max-wait 1.5"
+check "job max-wait" async-job 4 '"finished": false.*result\.py' "${J[@]}" -- sh -c "$PY scripts/poll.py \$($PY scripts/submit.py 2>/dev/null | grep -o 'job-[0-9]*' | head -n 1) --interval 1 --max-wait 1.5"
+check "job max-wait over ceiling refused" async-job 2 'execution timeout is 300 s' "${J[@]}" -- $PY scripts/poll.py job-1 --max-wait 300
+expect_that "job poll ceiling = SKILL.md timeout" \
+  'grep -qx "CEILING_S = $(skill_timeout async-job scripts/poll.py)" "$skills/async-job/scripts/poll.py"'
+# submit now, fetch by key later: result.py only, never poll.py
+check "job submit, then result by key later" async-job 0 '"ready": true.*"rows": 3' "${J[@]}" -- sh -c "
+  id=\$($PY scripts/submit.py --payload '{\"later\": 1}' 2>/dev/null | grep -o 'job-[0-9]*' | head -n 1)
+  for i in 1 2 3 4 5 6; do
+    out=\$($PY scripts/result.py \"\$id\") || exit 1
+    case \$out in *'\"ready\": true'*) echo \"\$out\"; exit 0 ;; esac
+    sleep 0.2
+  done; exit 1"
+# the Idempotency-Key header reaches the API (fakeapi does not act on it: a one-off listener records it)
+idem=$(cd "$skills/async-job" && env -i PATH=/usr/bin:/bin HOME="$tmp" TMPDIR="$tmp" LANG=C.UTF-8 timeout 60 python3 - <<'EOF'
+import http.server, subprocess, sys, threading
+seen = []
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        seen.append(self.headers.get("Idempotency-Key"))
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        b = b'{"id": "job-x", "status": "queued"}'
+        self.send_response(202); self.send_header("Content-Length", str(len(b))); self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+env = {"PATH": "/usr/bin:/bin", "API_BASE_URL": "http://127.0.0.1:%d" % srv.server_address[1]}
+for extra in ([], ["--idempotency-key", "k-123"]):
+    subprocess.run([sys.executable, "-E", "-s", "scripts/submit.py", "--payload", '{"x":1}'] + extra,
+                   env=env, capture_output=True, timeout=30)
+print(" ".join(str(k) for k in seen))
+EOF
+)
+expect_that "job submit sends Idempotency-Key" \
+  '[ "$idem" = "$(printf "%s" "{\"x\":1}" | sha256sum | cut -c1-64) k-123" ]'
+expect_that "no files left in the api skills' folders" \
+  '[ -z "$(find "$skills/api-fetch" "$skills/async-job" "$skills/api-call" -mindepth 1 -path "$skills/async-job/hooks" -prune -o -newer "$tmp/skills-start" -print -quit)" ]'
+# async-job post hook: a submit that exits 0 must have printed a job id.
+# hook_input SCRIPT STATUS EXIT_CODE STDOUT_FILE: a post hook's stdin on stdout.
+hook_input() {
+  python3 -c 'import json, sys
+print(json.dumps({"skill": "t", "script": sys.argv[1], "args": [], "mode": "sync", "caller": None,
+                  "request_id": "r-0123456789abcdef", "env_keys": [],
+                  "result": {"status": sys.argv[2], "exit_code": int(sys.argv[3]),
+                             "stdout": open(sys.argv[4]).read(), "stderr": "", "hint": "h"}}))' "$@"
+}
+check "job submit for the hook" async-job 0 '"id": "job-' "${J[@]}" -- $PY scripts/submit.py
+cp "$tmp/out" "$tmp/submit.out"
+hook_input scripts/submit.py ok 0 "$tmp/submit.out" > "$tmp/h-submit-ok.json"
+printf '<html>accepted</html>\n' > "$tmp/submit-noid.out"
+hook_input submit.py ok 0 "$tmp/submit-noid.out" > "$tmp/h-submit-noid.json"
+hook_input scripts/submit.py failed 1 "$tmp/submit-noid.out" > "$tmp/h-submit-failed.json"
+hook_input scripts/poll.py ok 0 "$tmp/submit-noid.out" > "$tmp/h-poll.json"
+check "job post hook: real submit output passes" async-job 0 'passed' -- sh -c "$PY hooks/post.py < $tmp/h-submit-ok.json && echo passed"
+[ -s "$tmp/err" ] && { fail=$((fail + 1)); echo "FAIL job post hook printed on stderr for a good submit"; }
+check "job post hook: exit 0 without an id fails" async-job 1 'printed no job id' -- sh -c "$PY hooks/post.py < $tmp/h-submit-noid.json"
+check "job post hook: a failed submit passes" async-job 0 'passed' -- sh -c "$PY hooks/post.py < $tmp/h-submit-failed.json && echo passed"
+check "job post hook: other scripts pass" async-job 0 'passed' -- sh -c "$PY hooks/post.py < $tmp/h-poll.json && echo passed"
 # internal-api + hooks
 I=(INTERNAL_API_URL="$B/internal" INTERNAL_API_TOKEN=testtoken)
 check "internal query" internal-api 0 '"total": 3' "${I[@]}" -- $PY scripts/query.py users
 check "internal bad token" internal-api 1 'rejected' INTERNAL_API_URL="$B/internal" INTERNAL_API_TOKEN=x -- $PY scripts/query.py users
-pre_ok='{"skill":"internal-api","script":"scripts/query.py","args":["users"],"mode":"run","caller":"t","request_id":"r","env_keys":["INTERNAL_API_TOKEN"]}'
+check "internal sends X-Request-Id" internal-api 0 '"X-[Rr]equest-[Ii]d": "r-0123456789abcdef"' INTERNAL_API_URL="$B" INTERNAL_API_TOKEN=t X_REQUEST_ID=r-0123456789abcdef -- $PY scripts/query.py echo
+check "internal odd X_REQUEST_ID not sent" internal-api 0 'not a plain token' INTERNAL_API_URL="$B" INTERNAL_API_TOKEN=t X_REQUEST_ID='a b' -- $PY scripts/query.py echo
+if grep -qi 'x-request-id' "$tmp/out"; then fail=$((fail + 1)); echo "FAIL an odd X_REQUEST_ID was sent"; fi
+pre_ok='{"skill":"internal-api","script":"scripts/query.py","args":["users"],"mode":"sync","caller":null,"request_id":"r-0123456789abcdef","env_keys":["INTERNAL_API_TOKEN"]}'
 pre_w='{"skill":"internal-api","script":"scripts/query.py","args":["users","--write"],"env_keys":["INTERNAL_API_TOKEN"]}'
 pre_nt='{"skill":"internal-api","script":"scripts/query.py","args":["users"],"env_keys":[]}'
 check "hook pre allow" internal-api 0 'read-only access' -- sh -c "printf '%s' '$pre_ok' | $PY hooks/pre.py"
+check "hook pre injects the request id" internal-api 0 '"env": \{"X_REQUEST_ID": "r-0123456789abcdef"\}' -- sh -c "printf '%s' '$pre_ok' | $PY hooks/pre.py"
 check "hook pre deny write" internal-api 1 'read-only' -- sh -c "printf '%s' '$pre_w' | $PY hooks/pre.py"
 check "hook pre deny no token" internal-api 1 'INTERNAL_API_TOKEN' -- sh -c "printf '%s' '$pre_nt' | $PY hooks/pre.py"
 check "hook post redacts" internal-api 0 'redacted-email' -- sh -c "printf '%s' '{\"result\":{\"stdout\":\"a@b.example tok_X1\",\"stderr\":\"\"}}' | $PY hooks/post.py"
 if grep -q 'tok_X1\|a@b.example' "$tmp/out"; then fail=$((fail + 1)); echo "FAIL post hook left data"; fi
-check "global pre audit" csv-profile 0 '"decision": "allow"' SKILL_AUDIT_LOG="$tmp/audit" -- sh -c "printf '%s' '$pre_ok' | $PY $root/hooks/pre.py && cat $tmp/audit"
-check "global pre deny .." csv-profile 1 "contains '..'" -- sh -c "printf '%s' '{\"script\":\"../x\"}' | $PY $root/hooks/pre.py"
+# global example hooks (hooks/): the org policy (pre) and the audit log (post)
+big_args=$(python3 -c 'import json; print(json.dumps({"skill":"s","script":"scripts/x.py","args":["0123456789"]*3,"request_id":"r-1","caller":None}))')
+check "global pre allows (prints nothing)" csv-profile 0 'allowed' -- sh -c "printf '%s' '$pre_ok' | $PY $root/hooks/pre.py > $tmp/pre.out && [ ! -s $tmp/pre.out ] && echo allowed"
+check "global pre deny over HOOK_MAX_ARGS_BYTES" csv-profile 1 'total 30 bytes, over the limit of 29' HOOK_MAX_ARGS_BYTES=29 -- sh -c "printf '%s' '$big_args' | $PY $root/hooks/pre.py"
+check "global pre allow at HOOK_MAX_ARGS_BYTES" csv-profile 0 'allowed' HOOK_MAX_ARGS_BYTES=30 -- sh -c "printf '%s' '$big_args' | $PY $root/hooks/pre.py && echo allowed"
+check "global pre default limit 64 KiB" csv-profile 1 'over the limit of 65536' -- sh -c "python3 -c 'import json; print(json.dumps({\"script\":\"scripts/x.py\",\"args\":[\"y\"*40000,\"y\"*40000]}))' | $PY $root/hooks/pre.py"
+check "global pre bad HOOK_MAX_ARGS_BYTES denies" csv-profile 1 'not a positive integer' HOOK_MAX_ARGS_BYTES=lots -- sh -c "printf '%s' '$pre_ok' | $PY $root/hooks/pre.py"
+check "global pre deny .." csv-profile 1 "contains '..'" -- sh -c "printf '%s' '{\"script\":\"../x\",\"args\":[]}' | $PY $root/hooks/pre.py"
+check "global pre denial audited" csv-profile 1 '"status": "denied"' HOOK_AUDIT_LOG="$tmp/audit-deny" HOOK_MAX_ARGS_BYTES=29 -- sh -c "printf '%s' '$big_args' | $PY $root/hooks/pre.py; rc=\$?; cat $tmp/audit-deny; exit \$rc"
+hook_input scripts/profile.py ok 0 "$tmp/submit-noid.out" > "$tmp/h-audit.json"
+check "global post audit line" csv-profile 0 '"stdout_bytes": 22' HOOK_AUDIT_LOG="$tmp/audit" -- sh -c "$PY $root/hooks/post.py < $tmp/h-audit.json > $tmp/post.out && [ ! -s $tmp/post.out ] && cat $tmp/audit"
+check "global post audit fields" csv-profile 0 '^\{"ts": "[0-9T:.-]+Z", "request_id": "r-0123456789abcdef", "skill": "t", "script": "scripts/profile.py", "status": "ok", "duration_ms": null, "caller": null, "stdout_bytes": 22\}$' -- cat "$tmp/audit"
+check "global post without HOOK_AUDIT_LOG" csv-profile 0 'passed' -- sh -c "$PY $root/hooks/post.py < $tmp/h-audit.json > $tmp/post.out && [ ! -s $tmp/post.out ] && echo passed"
+check "global post never fails the call" csv-profile 0 'not audited' HOOK_AUDIT_LOG="$tmp/audit" -- sh -c "echo 'not json' | $PY $root/hooks/post.py"
 
 echo "passed: $pass  failed: $fail"
 echo "SUMMARY skills: $pass passed, $fail failed"

@@ -4,7 +4,9 @@
     query.py RESOURCE [--id ID] [--limit N] [--fields a,b,c]
 
 GET $INTERNAL_API_URL/RESOURCE[/ID] with "Authorization: Bearer
-$INTERNAL_API_TOKEN" (the token is never printed). stdout: one JSON object
+$INTERNAL_API_TOKEN" (the token is never printed), and "X-Request-Id:
+$X_REQUEST_ID" when the skill's pre hook set it (a value that is not a plain
+token is ignored, with a warning on stderr). stdout: one JSON object
 {resource, id?, count, total, data}. Exit: 0 ok, 1 HTTP error, 2 bad
 arguments or configuration, 3 network error / timeout.
 """
@@ -20,8 +22,9 @@ import urllib.parse
 import urllib.request
 
 PROG = "query.py"
-NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NAME_RE = re.compile(r"\A[a-z][a-z0-9_-]{0,63}\Z")
+ID_RE = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+REQUEST_ID_RE = re.compile(r"\A[A-Za-z0-9._:-]{1,128}\Z")  # no CR/LF, spaces or quotes: header-safe
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 TIMEOUT = 10.0
 
@@ -76,9 +79,14 @@ def main(argv):
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
     handlers = [urllib.request.ProxyHandler({})] if host in LOOPBACK else []
     opener = urllib.request.build_opener(*handlers)
-    req = urllib.request.Request(url, method="GET", headers={
-        "Authorization": "Bearer " + token, "Accept": "application/json",
-        "User-Agent": "skill-internal-api/1.0"})
+    headers = {"Authorization": "Bearer " + token, "Accept": "application/json",
+               "User-Agent": "skill-internal-api/1.0"}
+    rid = os.environ.get("X_REQUEST_ID", "")
+    if REQUEST_ID_RE.match(rid):
+        headers["X-Request-Id"] = rid
+    elif rid:
+        sys.stderr.write("%s: warning: X_REQUEST_ID is not a plain token; not sent\n" % PROG)
+    req = urllib.request.Request(url, method="GET", headers=headers)
     try:
         resp = opener.open(req, timeout=TIMEOUT)
     except urllib.error.HTTPError as e:
