@@ -56,8 +56,22 @@ static char *dir_of(const char *path)
     return slash ? xstrndup(path, (size_t)(slash - path)) : xstrdup(".");
 }
 
+/* What hooks know of the caller: {"client", "clientInfo"} as far as known. */
+static json_t *caller_of(const char *client, json_t *client_info)
+{
+    if (!client && !client_info)
+        return json_null();
+    json_t *c = json_object();
+    if (client)
+        json_object_set_new(c, "client", json_string(client));
+    if (client_info)
+        json_object_set_new(c, "clientInfo", json_deep_copy(client_info));
+    return c;
+}
+
 struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
-                                struct run_job *job, json_t *args, const char *client)
+                                struct run_job *job, json_t *args, const char *client,
+                                json_t *client_info)
 {
     struct hook_plan *p = xcalloc(1, sizeof *p);
     if (client)
@@ -86,8 +100,7 @@ struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, cons
     json_t *a = json_object_get(args, "args");
     p->input = json_pack("{s:s, s:s, s:o, s:s, s:o, s:s, s:o}", "skill", k->qname, "script",
                          job->script, "args", json_is_array(a) ? json_deep_copy(a) : json_array(),
-                         "mode", "sync", "caller",
-                         client ? json_pack("{s:s}", "client", client) : json_null(),
+                         "mode", "sync", "caller", caller_of(client, client_info),
                          "request_id", job->request_id, "env_keys", env_keys);
     return p;
 }
@@ -221,7 +234,17 @@ static int apply_pre(struct hook_plan *p, json_t *o, const char **why)
         *why = "its 'args' must be a list of strings";
         return -1;
     }
-    json_object_foreach(env, name, v) script_job_setenv(p->script, name, json_string_value(v));
+    /* later hooks see the names this one added, as they see its args */
+    json_t *keys = json_object_get(p->input, "env_keys");
+    json_object_foreach(env, name, v) {
+        script_job_setenv(p->script, name, json_string_value(v));
+        size_t k;
+        json_t *e;
+        int have = 0;
+        json_array_foreach(keys, k, e) have |= !strcmp(json_string_value(e), name);
+        if (!have)
+            json_array_append_new(keys, json_string(name));
+    }
     if (args) {
         /* argv = interpreter, flags, script, then the args the hook replaces */
         struct run_job *j = p->script;
@@ -241,6 +264,32 @@ static int apply_pre(struct hook_plan *p, json_t *o, const char **why)
     return 0;
 }
 
+/* Every other field a post hook may set must keep the type the output schema
+ * promises (tools.c, run_skill_script): clients validate it. */
+static int result_types_ok(json_t *r)
+{
+    static const char *const num[] = {"duration_ms", "timeout", "stall_timeout", "silent_for",
+                                      "queued_ms", NULL};
+    static const char *const integer[] = {"stdout_bytes", "stderr_bytes", NULL};
+    static const char *const boolean[] = {"truncated", "utf8_repaired", NULL};
+    static const char *const str[] = {"signal", "request_id", "note", NULL};
+    json_t *v;
+    for (const char *const *k = num; *k; k++)
+        if ((v = json_object_get(r, *k)) && !json_is_number(v))
+            return 0;
+    for (const char *const *k = integer; *k; k++)
+        if ((v = json_object_get(r, *k)) && !json_is_integer(v))
+            return 0;
+    for (const char *const *k = boolean; *k; k++)
+        if ((v = json_object_get(r, *k)) && !json_is_boolean(v))
+            return 0;
+    for (const char *const *k = str; *k; k++)
+        if ((v = json_object_get(r, *k)) && !json_is_string(v))
+            return 0;
+    v = json_object_get(r, "exit_code");
+    return !v || json_is_integer(v) || json_is_null(v);
+}
+
 static void on_hook_done(struct run_job *h, void *arg)
 {
     struct hook_plan *p = arg;
@@ -258,10 +307,10 @@ static void on_hook_done(struct run_job *h, void *arg)
             fail_call(p, "failed", "The %s hook (%s) failed the call: %s. The script's output "
                                    "is withheld.", stage, path, reason);
         else
-            fail_call(p, "failed", "The %s hook (%s) did not finish (%s%s%s); the call is "
+            fail_call(p, "failed", "The %s hook (%s) did not finish (%s%s%s%s); the call is "
                                    "failed.%s", stage, path, run_status_name(h->status),
                       h->term_signal ? ", killed by a signal" : "",
-                      h->error[0] ? ", " : "", pre ? "" : " The script's output is withheld.");
+                      h->error[0] ? ", " : "", h->error, pre ? "" : " The script's output is withheld.");
         run_job_free(h);
         return;
     }
@@ -296,7 +345,8 @@ static void on_hook_done(struct run_job *h, void *arg)
                                                     "denied", "busy", NULL};
             int valid = st && json_is_string(json_object_get(p->result, "stdout")) &&
                         json_is_string(json_object_get(p->result, "stderr")) &&
-                        json_is_string(json_object_get(p->result, "hint"));
+                        json_is_string(json_object_get(p->result, "hint")) &&
+                        result_types_ok(p->result);
             int known = 0;
             for (const char *const *s = ok_status; st && *s; s++)
                 known |= !strcmp(st, *s);
@@ -358,6 +408,10 @@ static void advance(struct hook_plan *p)
             fail_call(p, "failed", "The %s hook cannot run: %s.", stage_name[p->stage], why);
             return;
         }
+        /* A post hook finishes a call whose script already ran (and may
+         * have done its work): it must not wait behind newer calls, nor
+         * end "busy" and withhold that work's output. */
+        h->urgent = p->stage > ST_SCRIPT;
         run_submit(p->S->runner, h, on_hook_done, p);
         return;
     }

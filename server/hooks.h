@@ -27,9 +27,12 @@ typedef void (*hook_done_fn)(json_t *result, int ok, double ms, void *arg);
  * arguments (borrowed; what hooks see is copied). client (may be NULL) is
  * the authenticated client: the hooks' `caller`, and the owner of the
  * per-client script slot the call took, given back when the chain ends.
+ * client_info (borrowed, may be NULL) is the request's clientInfo; hooks see
+ * caller = {"client": ..., "clientInfo": ...} with what is known, or null.
  */
 struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, const struct skill *k,
-                                struct run_job *job, json_t *args, const char *client);
+                                struct run_job *job, json_t *args, const char *client,
+                                json_t *client_info);
 void hook_start(struct hook_plan *p, hook_done_fn done, void *arg);
 /* Streams the script's stderr lines to fn (loop thread) while it runs. */
 void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t len, void *arg),

@@ -145,8 +145,13 @@ static int m_tools_call(struct mcp_call *c)
         return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
     if (json_is_null(args))
         args = NULL;
+    /* The client's clientInfo, when the request carries it (2026-07-28 _meta;
+     * a legacy client sends it only with initialize): hooks see it as caller. */
+    json_t *info = json_object_get(json_object_get(c->params, "_meta"),
+                                   "io.modelcontextprotocol/clientInfo");
     if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern, c->client,
-                   &c->raw_owned, &c->raw, &c->rawlen, &c->plan) < 0)
+                   json_is_object(info) ? info : NULL, &c->raw_owned, &c->raw, &c->rawlen,
+                   &c->plan) < 0)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));
     return 0;

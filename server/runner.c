@@ -110,7 +110,7 @@ static void maybe_release(struct run_job *j)
         r->live--;
     }
     remove_tree(j->_scratch);
-    switch (j->status) {
+    switch (j->hook ? -1 : (int)j->status) {
     case RUN_OK: atomic_fetch_add(&r->sh->ok, 1); break;
     case RUN_FAILED: atomic_fetch_add(&r->sh->failed, 1); break;
     case RUN_STALLED: atomic_fetch_add(&r->sh->stalled, 1); break;
@@ -450,7 +450,8 @@ static void start_job(struct run_job *j)
     r->live++;
     j->_live_next = r->live_list;
     r->live_list = j;
-    atomic_fetch_add(&r->sh->started, 1);
+    if (!j->hook)
+        atomic_fetch_add(&r->sh->started, 1);
     init_timer(j, &j->_ceiling);
     init_timer(j, &j->_stall);
     init_timer(j, &j->_grace);
@@ -592,6 +593,19 @@ static void on_wake(uv_async_t *a)
         init_timer(j, &j->_queue);
         if (r->closing) {
             end_busy(j);
+            continue;
+        }
+        if (j->urgent) {
+            /* ahead of every ordinary job, behind earlier urgent ones */
+            struct run_job **pp = &r->queue;
+            while (*pp && (*pp)->urgent)
+                pp = &(*pp)->_next;
+            j->_next = *pp;
+            *pp = j;
+            if (r->queue_tail == pp)
+                r->queue_tail = &j->_next;
+            atomic_fetch_add(&r->sh->queued, 1);
+            atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
             continue;
         }
         *r->queue_tail = j;

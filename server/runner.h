@@ -49,6 +49,9 @@ struct run_job {
     char *skill;            /* qualified name, for logs and results */
     char *script;           /* as requested, relative to the skill */
     size_t retain_max;      /* per stream */
+    int hook;               /* a hook, not a script: left out of the scripts counters */
+    int urgent;             /* queued ahead of ordinary jobs, with no queue timeout: it
+                             * finishes a call whose script has already run */
     /* optional: each complete stderr line as it arrives (loop thread) */
     void (*on_stderr_line)(const char *line, size_t len, void *arg);
     void *line_arg;

@@ -550,7 +550,10 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     j->timeout_s = to;
     j->stall_s = st;
     j->skill = xstrdup(k->qname);
-    j->script = xstrndup(script, slen);
+    /* one name per script, whichever way the caller spelled it: hooks match on it */
+    j->script = xmalloc(strlen(rel) + 9);
+    memcpy(j->script, "scripts/", 8);
+    memcpy(j->script + 8, rel, strlen(rel) + 1);
     j->retain_max = c->max_output_bytes;
     return j;
 }
@@ -599,6 +602,7 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     const char *base = strrchr(path, '/');
     j->script = xstrdup(base ? base + 1 : path);
     j->retain_max = 1u << 20;
+    j->hook = 1;
     return j;
 }
 

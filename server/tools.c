@@ -52,6 +52,7 @@ struct tool_ctx {
     struct snapshot *snap;
     int modern;
     const char *client;     /* authenticated client id, or NULL */
+    json_t *client_info;    /* the request's clientInfo (borrowed), or NULL */
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
@@ -618,7 +619,7 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return 0;
     }
     /* Which hooks exist was found when the snapshot was built. */
-    o->plan = hook_plan_new(c->S, c->snap, k, job, args, c->client);
+    o->plan = hook_plan_new(c->S, c->snap, k, job, args, c->client, c->client_info);
     return 0;
 }
 
@@ -930,8 +931,8 @@ void tools_ext_free(struct snapshot_ext *e)
 }
 
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               const char *client, char **owned, const char **raw, size_t *rawlen,
-               struct hook_plan **plan)
+               const char *client, json_t *client_info, char **owned, const char **raw,
+               size_t *rawlen, struct hook_plan **plan)
 {
     size_t t;
     uint64_t t0 = now_ns();
@@ -949,7 +950,8 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern, .client = client};
+    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern, .client = client,
+                         .client_info = client_info};
     struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
     json_t *empty = NULL;
     if (!args)

@@ -32,7 +32,8 @@ void tools_cleanup(struct srv *S);
 
 /*
  * Runs tool `name` with `args` (an object or NULL) for `client` (the
- * authenticated client id, or NULL) and renders its
+ * authenticated client id, or NULL; client_info, borrowed, its clientInfo
+ * when known) and renders its
  * CallToolResult as JSON bytes in *raw and *rawlen. When *owned is set the bytes
  * are the caller's (free *owned); otherwise they were rendered ahead (the
  * default list_skills page, a whole load_skill body) and are borrowed, valid
@@ -41,8 +42,8 @@ void tools_cleanup(struct srv *S);
  * tools_render_run(). Returns 0, or -1 when no such tool exists.
  */
 int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               const char *client, char **owned, const char **raw, size_t *rawlen,
-               struct hook_plan **plan);
+               const char *client, json_t *client_info, char **owned, const char **raw,
+               size_t *rawlen, struct hook_plan **plan);
 
 /* The CallToolResult bytes (malloc'd) of a finished run_skill_script
  * (steals result); records its stats. */

@@ -311,7 +311,6 @@ test('environment: HOOK_* reach hooks, never scripts; SKILL_* set; the server\'s
 
 test('env_keys seen by the skill pre hook include the names the global pre hook added', {
   ...opts,
-  todo: 'server bug: apply_pre() (hooks.c) passes a pre hook\'s args on to later hooks but not the names of its env',
 }, async () => {
   const file = path.join(TRACE, 'envcheck-pre.json');
   fs.rmSync(file, { force: true });
@@ -323,7 +322,6 @@ test('env_keys seen by the skill pre hook include the names the global pre hook 
 
 test('script: a hook sees one name per script, however the caller spelled it (env.py = scripts/env.py)', {
   ...opts,
-  todo: 'server bug: the hook input carries the script as requested, so a policy on "scripts/x.py" misses a call for "x.py"',
 }, async () => {
   const file = path.join(TRACE, 'envcheck-pre.json');
   fs.rmSync(file, { force: true });
@@ -334,7 +332,6 @@ test('script: a hook sees one name per script, however the caller spelled it (en
 
 test('caller: a hook sees the client\'s clientInfo (2026-07-28 request _meta)', {
   ...opts,
-  todo: 'server gap: hook_plan_new() is always given caller NULL (tools.c t_run)',
 }, async () => {
   const file = path.join(TRACE, 'envcheck-pre.json');
   fs.rmSync(file, { force: true });
@@ -347,7 +344,6 @@ test('caller: a hook sees the client\'s clientInfo (2026-07-28 request _meta)', 
 
 test('stats: the scripts counters count scripts, not hooks; a denial is denied, not failed', {
   ...opts,
-  todo: 'server bug: hook jobs go through the runner\'s counters (started/ok/failed), so a denied call counts started 1, failed 1, denied 1 with no script run',
 }, async () => {
   let st0 = await scriptStats(client);
   let r = await run(client, 'h-deny', 'scripts/touch.sh', { args: [marker('stats')] });
@@ -365,7 +361,6 @@ test('stats: the scripts counters count scripts, not hooks; a denial is denied, 
 
 test('queue: a post hook does not wait behind newer calls; a call whose script ran is not failed as busy', {
   ...opts,
-  todo: 'server bug: hooks share the script queue, so with every slot busy a post hook can end busy and the call fails with the work done and its output withheld',
 }, async () => {
   // One slot, 1 s queue timeout, scripts of 0.6 s: A runs; B and C queue
   // before A's post hook does. A's post hook must not wait ~1.2 s behind them.
@@ -440,7 +435,6 @@ test('malformed post output -> failed, naming the hook; the script\'s output is 
 
 test('malformed post output: a wrong-typed field other than status/stdout/stderr/hint is refused too', {
   ...opts,
-  todo: 'server bug: the replaced result is checked for status, stdout, stderr and hint only; {"exit_code": "zero"} passes and breaks the output schema',
 }, async () => {
   const r = await run(client, 'h-bad', 'scripts/out.sh', { args: ['post-exitcode'] });
   assert.equal(r.status, 'failed', `a result with exit_code "zero" must not pass: ${JSON.stringify(r)}`);

@@ -37,7 +37,7 @@ static json_t *call_j(const char *tool, json_t *args, int modern)
     size_t rawlen = 0;
     struct snapshot *snap = skills_acquire(S.skills);
     struct hook_plan *job = NULL;
-    int rc = tools_call(&S, snap, tool, args, modern, NULL, &owned, &raw, &rawlen, &job);
+    int rc = tools_call(&S, snap, tool, args, modern, NULL, NULL, &owned, &raw, &rawlen, &job);
     last_raw = rc == 0 && raw && !owned;
     if (rc == 0) {
         json_error_t e;
@@ -146,7 +146,7 @@ static int call_rc(const char *tool)
     size_t rawlen = 0;
     struct snapshot *snap = skills_acquire(S.skills);
     struct hook_plan *job = NULL;
-    int rc = tools_call(&S, snap, tool, NULL, 0, NULL, &owned, &raw, &rawlen, &job);
+    int rc = tools_call(&S, snap, tool, NULL, 0, NULL, NULL, &owned, &raw, &rawlen, &job);
     free(owned);
     skills_release(snap);
     return rc;
