@@ -27,9 +27,14 @@ trap cleanup EXIT
 $SRV_CPU "$BIN" --skills skills --port 0 --threads $THREADS --refresh-interval 0 \
     --log-level warn 2>"$tmp/srv.log" &
 SRV=$!; pids+=($SRV)
-for _ in $(seq 50); do grep -q listening "$tmp/srv.log" 2>/dev/null && break; sleep 0.1; done
-# the listening line is logged at info; ask the kernel instead
-PORT=$(ss -ltnpH 2>/dev/null | grep "pid=$SRV," | sed -nE 's/.*127\.0\.0\.1:([0-9]+).*/\1/p' | head -1)
+# The listening line is logged at info (off here); ask the kernel, until it answers.
+PORT=
+for _ in $(seq 100); do
+    PORT=$(ss -ltnpH 2>/dev/null | grep "pid=$SRV," | sed -nE 's/.*127\.0\.0\.1:([0-9]+).*/\1/p' | head -1)
+    [ -n "$PORT" ] && break
+    kill -0 $SRV 2>/dev/null || break
+    sleep 0.1
+done
 [ -n "$PORT" ] || { echo "skill-mcp did not start"; cat "$tmp/srv.log"; exit 1; }
 URL=http://127.0.0.1:$PORT/mcp
 
