@@ -112,9 +112,12 @@ fuzz:
 bench:
 	@bench/run.sh
 	@bench/scripts.sh
+	@bench/scale.sh
 
 bench-smoke:
 	@bench/run.sh --smoke
+	@bench/scripts.sh --smoke
+	@bench/scale.sh --smoke
 
 lint:
 	@tests/lint.sh $(BUILD)

@@ -235,7 +235,11 @@ struct build {
     struct watch *w;
     size_t nw, wcap;
     json_t *errors;
+    uint32_t *seen;         /* open-addressing set of v[] indexes + 1, by qname */
+    size_t seen_cap;        /* power of two, at least twice n */
 };
+
+static uint32_t hash_str(const char *s, size_t n);
 
 static void report(struct build *b, const char *level, const char *skill, const char *path,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -555,6 +559,17 @@ static int entry_unchanged(const struct skill *k, const struct stat *md)
     return 1;
 }
 
+static void seen_put(struct build *b, size_t idx)
+{
+    const char *q = b->v[idx]->qname;
+    size_t mask = b->seen_cap - 1, i = hash_str(q, strlen(q)) & mask;
+    while (b->seen[i])
+        i = (i + 1) & mask;
+    b->seen[i] = (uint32_t)idx + 1;
+}
+
+/* Every entry goes into the qname set, so a shadowed duplicate is found in
+ * O(1) rather than by a scan (quadratic at library scale). */
 static void push_skill(struct build *b, struct skill *k)
 {
     if (b->n == b->cap) {
@@ -562,12 +577,26 @@ static void push_skill(struct build *b, struct skill *k)
         b->v = xrealloc(b->v, b->cap * sizeof *b->v);
     }
     b->v[b->n++] = k;
+    if (b->n * 2 > b->seen_cap) {
+        free(b->seen);
+        b->seen_cap = b->seen_cap ? b->seen_cap * 2 : 256;
+        while (b->seen_cap < b->n * 2)
+            b->seen_cap *= 2;
+        b->seen = xcalloc(b->seen_cap, sizeof *b->seen);
+        for (size_t i = 0; i < b->n; i++)
+            seen_put(b, i);
+    } else {
+        seen_put(b, b->n - 1);
+    }
 }
 
 static int have_qname(const struct build *b, const char *qname)
 {
-    for (size_t i = 0; i < b->n; i++)
-        if (!strcmp(b->v[i]->qname, qname))
+    if (!b->seen_cap)
+        return 0;
+    size_t mask = b->seen_cap - 1, i = hash_str(qname, strlen(qname)) & mask;
+    for (; b->seen[i]; i = (i + 1) & mask)
+        if (!strcmp(b->v[b->seen[i] - 1]->qname, qname))
             return 1;
     return 0;
 }
@@ -1105,6 +1134,7 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     s->w = b.w;
     s->nw = b.nw;
     s->errors = b.errors;
+    free(b.seen);
     build_tables(s);
 
     struct search_doc *docs = xcalloc(s->n ? s->n : 1, sizeof *docs);

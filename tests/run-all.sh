@@ -42,6 +42,7 @@ run fuzz-smoke env FUZZ_TIME=10 tests/fuzz/build.sh --smoke
 run tsan make -s tsan
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
+run bench-scale-smoke bench/scale.sh --smoke
 
 echo
 echo "=== summary"
