@@ -135,6 +135,7 @@ static json_t *synthetic(struct hook_plan *p, const char *status, const char *hi
 
 static void finish(struct hook_plan *p)
 {
+    stats_skill(&p->S->stats, p->skill, STATS_USE_SCRIPT, !p->ok);
     if (p->note[0] && json_is_object(p->result))
         json_object_set_new(p->result, "note", json_string(p->note));
     json_t *r = p->result;

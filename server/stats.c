@@ -8,6 +8,7 @@
 
 #include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const method_names[STATS_METHODS] = {
@@ -23,6 +24,65 @@ static unsigned status_slot(unsigned s)
 {
     return s == 200 ? 0 : s == 202 ? 1 : s == 400 ? 2 : (s >= 403 && s <= 405) ? 3
            : s >= 500 ? 5 : 4;
+}
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The skill's slot, claimed on first use (lock-free, across processes). */
+static struct stats_skill *skill_slot(struct stats *st, const char *name)
+{
+    uint32_t h = name_hash(name);
+    for (unsigned probe = 0; probe < 16; probe++) {
+        struct stats_skill *k = &st->skills[(h + probe) % STATS_SKILLS];
+        int state = atomic_load(&k->state);
+        if (state == 0) {
+            int expect = 0;
+            if (atomic_compare_exchange_strong(&k->state, &expect, 1)) {
+                snprintf(k->name, sizeof k->name, "%s", name);
+                atomic_store(&k->state, 2);
+                return k;
+            }
+            state = expect;
+        }
+        while (state == 1)      /* another thread is writing the name */
+            state = atomic_load(&k->state);
+        if (!strncmp(k->name, name, sizeof k->name - 1))
+            return k;
+    }
+    return &st->skills[STATS_SKILLS];
+}
+
+void stats_skill(struct stats *st, const char *skill, enum stats_use use, int is_error)
+{
+    if (!st->skills || !skill)
+        return;
+    struct stats_skill *k = skill_slot(st, skill);
+    atomic_fetch_add_explicit(use == STATS_USE_SCRIPT ? &k->scripts : &k->calls, 1,
+                              memory_order_relaxed);
+    if (is_error)
+        atomic_fetch_add_explicit(&k->errors, 1, memory_order_relaxed);
+}
+
+json_t *stats_skills_json(const struct stats *st)
+{
+    json_t *o = json_object();
+    for (unsigned i = 0; i <= STATS_SKILLS; i++) {
+        const struct stats_skill *k = &st->skills[i];
+        uint64_t c = atomic_load(&k->calls), e = atomic_load(&k->errors),
+                 sc = atomic_load(&k->scripts);
+        if (atomic_load(&k->state) != 2 || (!c && !sc && !e))
+            continue;
+        json_object_set_new(o, k->name,
+                            json_pack("{s:I, s:I, s:I}", "calls", (json_int_t)c, "errors",
+                                      (json_int_t)e, "scripts", (json_int_t)sc));
+    }
+    return o;
 }
 
 void stats_request(struct stats *st, const char *method, unsigned http_status)
@@ -50,6 +110,21 @@ void stats_prometheus(const struct stats *st, struct buf *b)
                 buf_printf(b, "skill_mcp_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
                            method_names[m], status_names[s], (unsigned long long)v);
         }
+    buf_puts(b, "# HELP skill_mcp_skill_uses_total Uses of each skill (at most 256 named, the "
+                "rest as other), by kind: call (load/read), script, error.\n"
+                "# TYPE skill_mcp_skill_uses_total counter\n");
+    for (unsigned i = 0; i <= STATS_SKILLS; i++) {
+        const struct stats_skill *k = &st->skills[i];
+        if (atomic_load(&k->state) != 2)
+            continue;
+        uint64_t v[3] = {atomic_load(&k->calls), atomic_load(&k->scripts),
+                         atomic_load(&k->errors)};
+        static const char *const kind[3] = {"call", "script", "error"};
+        for (int j = 0; j < 3; j++)
+            if (v[j])
+                buf_printf(b, "skill_mcp_skill_uses_total{skill=\"%s\",kind=\"%s\"} %llu\n",
+                           k->name, kind[j], (unsigned long long)v[j]);
+    }
     buf_puts(b, "# HELP skill_mcp_tool_calls_total Tool calls, by tool and outcome.\n"
                 "# TYPE skill_mcp_tool_calls_total counter\n");
     for (size_t t = 0; t < st->ntools; t++) {
@@ -86,10 +161,14 @@ void stats_prometheus(const struct stats *st, struct buf *b)
 void stats_init(struct stats *st, const char *const *names, size_t n)
 {
     size_t tools = n * sizeof *st->tools;
-    st->shared_size = tools + sizeof(atomic_uint_fast64_t[STATS_METHODS][STATS_STATUS]);
+    size_t reqs = sizeof(atomic_uint_fast64_t[STATS_METHODS][STATS_STATUS]);
+    st->shared_size = tools + reqs + (STATS_SKILLS + 1) * sizeof(struct stats_skill);
     char *mem = x_shared_alloc(st->shared_size);
     st->tools = (struct stats_hist *)mem;
     st->requests = (atomic_uint_fast64_t(*)[STATS_STATUS])(mem + tools);
+    st->skills = (struct stats_skill *)(mem + tools + reqs);
+    snprintf(st->skills[STATS_SKILLS].name, sizeof st->skills[STATS_SKILLS].name, "other");
+    atomic_store(&st->skills[STATS_SKILLS].state, 2);
     st->names = names;
     st->ntools = n;
     st->started_ns = now_ns();

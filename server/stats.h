@@ -24,6 +24,18 @@ struct stats_hist {
 #define STATS_METHODS 16
 #define STATS_STATUS 6          /* 200, 202, 400, 403/404/405, 413/415/406, 5xx */
 
+/* Per-skill usage: a bounded table (label cardinality stays bounded); skills
+ * past it are counted as "other". */
+#define STATS_SKILLS 256
+
+struct stats_skill {
+    atomic_int state;           /* 0 free, 1 being claimed, 2 named */
+    char name[96];
+    atomic_uint_fast64_t calls, errors, scripts;
+};
+
+enum stats_use { STATS_USE_CALL, STATS_USE_SCRIPT };
+
 /*
  * The counters live in one shared mapping made before workers are forked,
  * so every worker of an instance counts into the same numbers.
@@ -31,6 +43,7 @@ struct stats_hist {
 struct stats {
     struct stats_hist *tools;   /* one per tool, indexed as the tool table */
     atomic_uint_fast64_t (*requests)[STATS_STATUS];     /* [STATS_METHODS] */
+    struct stats_skill *skills;                         /* [STATS_SKILLS + 1], last = other */
     size_t shared_size;
     const char *const *names;
     size_t ntools;
@@ -45,6 +58,12 @@ void stats_cleanup(struct stats *st);
 void stats_record(struct stats *st, size_t tool, uint64_t ns, int is_error);
 /* New reference: {tool: {calls, errors, p50_ms, p95_ms, p99_ms}}. */
 json_t *stats_tools_json(const struct stats *st);
+
+/* Any thread or worker: one use of a skill (a load/read call, or a script
+ * run), and whether it failed. */
+void stats_skill(struct stats *st, const char *skill, enum stats_use use, int is_error);
+/* New reference: {skill: {calls, errors, scripts}} for the skills used. */
+json_t *stats_skills_json(const struct stats *st);
 
 /* Any thread: one HTTP request answered (method may be NULL). */
 void stats_request(struct stats *st, const char *method, unsigned http_status);

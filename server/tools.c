@@ -44,6 +44,7 @@ struct tool_out {
     size_t rawlen;
     struct hook_plan *plan; /* or a script to run: the answer comes later */
     int is_error;           /* a structured result that is still an error (busy) */
+    const char *skill;      /* the skill a load/read call resolved to, for per-skill stats */
     char msg[1024];
 };
 
@@ -402,6 +403,7 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skill *k = need_skill(c, args, o);
     if (!k || opt_str(args, "section", &section, NULL, o) < 0)
         return -1;
+    o->skill = k->qname;
     if (skills_body(k, &b, &tmp, &why) < 0)
         return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
@@ -478,6 +480,8 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     if (only_keys(args, o, keys) < 0)
         return -1;
     struct skill *k = need_skill(c, args, o);
+    if (k)
+        o->skill = k->qname;
     if (!k || opt_str(args, "path", &path, &plen, o) < 0 ||
         opt_int(args, "max_bytes", 1, READ_MAX_MAX, READ_DEFAULT_MAX, &max, o) < 0)
         return -1;
@@ -557,6 +561,7 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
         (json_int_t)errors, "warnings", (json_int_t)(json_array_size(c->snap->errors) - errors),
         "roots", r, "last_refresh_at", at, "last_refresh_ms", c->snap->build_ms, "problems",
         json_deep_copy(c->snap->errors), "tools", stats_tools_json(&c->S->stats));
+    json_object_set_new(o->structured, "skills", stats_skills_json(&c->S->stats));
     if (c->S->runner) {
         struct run_counters rc;
         run_counters(c->S->runner, &rc);
@@ -962,6 +967,8 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
     else
         rc = table[t].fn(&c, args, &o);
     json_decref(empty);
+    if (o.skill)
+        stats_skill(&S->stats, o.skill, STATS_USE_CALL, rc < 0);
     if (rc == 0 && o.plan) {
         *plan = o.plan;     /* stats are recorded when it ends */
         return 0;

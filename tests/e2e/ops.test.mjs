@@ -63,3 +63,16 @@ test('other GET paths are 404 and GET on the endpoint is 405', { timeout: TEST_T
   assert.equal((await raw(`${base}/nope`, { method: 'GET' })).status, 404);
   assert.equal((await raw(srv.url, { method: 'GET' })).status, 405);
 });
+
+test('per-skill usage in /metrics and skill_server_stats', { timeout: TEST_TIMEOUT }, async () => {
+  const names = (await client.callTool({ name: 'list_skills', arguments: {} })).structuredContent.skills;
+  const skill = names[0].qualified_name;
+  await client.callTool({ name: 'load_skill', arguments: { name: skill } });
+  await client.callTool({ name: 'load_skill', arguments: { name: skill, section: 'no such section' } });
+  const st = (await client.callTool({ name: 'skill_server_stats', arguments: {} })).structuredContent;
+  assert.ok(st.skills[skill].calls >= 2);
+  assert.ok(st.skills[skill].errors >= 1);
+  const m = (await raw(`${base}/metrics`, { method: 'GET' })).text;
+  assert.match(m, new RegExp(`skill_mcp_skill_uses_total\\{skill="${skill.replace('/', '\\/')}",kind="call"\\} [1-9]`));
+  assert.match(m, new RegExp(`skill_mcp_skill_uses_total\\{skill="${skill.replace('/', '\\/')}",kind="error"\\} [1-9]`));
+});
