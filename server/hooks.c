@@ -426,6 +426,12 @@ void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t le
     p->script->line_arg = arg;
 }
 
+void hook_set_rpc_id(struct hook_plan *p, const char *rpc_id)
+{
+    snprintf(p->script->rpc_id, sizeof p->script->rpc_id, "%s", rpc_id);
+    snprintf(p->script->client, sizeof p->script->client, "%s", p->client);
+}
+
 const char *hook_request_id(const struct hook_plan *p)
 {
     return p->request_id;

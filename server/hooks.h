@@ -37,6 +37,10 @@ void hook_start(struct hook_plan *p, hook_done_fn done, void *arg);
 /* Streams the script's stderr lines to fn (loop thread) while it runs. */
 void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t len, void *arg),
                      void *arg);
+/* Marks the script with the call's JSON-RPC id (serialised), so that a
+ * notifications/cancelled from the same client can stop it. */
+void hook_set_rpc_id(struct hook_plan *p, const char *rpc_id);
+
 /* The call's request id (for run_cancel); valid until the done callback. */
 const char *hook_request_id(const struct hook_plan *p);
 

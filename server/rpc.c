@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hooks.h"
 #include "mcp.h"
+#include "runner.h"
 #include "util.h"
 
 #define MAX_JSON_DEPTH 64
@@ -282,7 +284,18 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     }
 
     if (!id) {
-        /* Notifications (initialized, cancelled, ...) need no answer. */
+        /* Notifications need no answer. A cancel stops the script of that
+         * call, when it was this client's (requests are matched by id and
+         * authenticated client: anonymous clients can only cancel calls
+         * made without a token, see docs/scripts.md). */
+        if (!strcmp(method, "notifications/cancelled") && S->runner) {
+            json_t *rid = json_object_get(params, "requestId");
+            if (json_is_string(rid) || json_is_integer(rid)) {
+                char *ids = json_dumps(rid, JSON_ENCODE_ANY | JSON_COMPACT);
+                run_cancel_rpc(S->runner, h->client, ids);
+                free(ids);
+            }
+        }
         out->kind = RPC_OUT_ACCEPTED;
         goto done;
     }
@@ -307,6 +320,9 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         out->kind = RPC_OUT_PENDING;
         out->plan = c.plan;
         out->id = json_deep_copy(id);
+        char *ids = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+        hook_set_rpc_id(c.plan, ids);
+        free(ids);
         json_t *tok = json_object_get(meta, "progressToken");
         if (json_is_string(tok) || json_is_integer(tok))
             out->progress_token = json_deep_copy(tok);

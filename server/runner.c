@@ -45,7 +45,7 @@ struct runner {
     struct run_job *incoming, **incoming_tail;   /* guarded by mu */
     struct run_job *queue, **queue_tail;         /* loop thread only */
     struct run_job *live_list;                   /* loop thread only */
-    char cancels[16][40];                        /* guarded by mu: request ids */
+    struct cancel { char id[64], client[80]; int rpc; } cancels[16];  /* guarded by mu */
     int ncancels;
     int max_live;
     uint64_t queue_timeout_ms;
@@ -555,16 +555,23 @@ static void pump(struct runner *r)
     }
 }
 
-static void cancel_one(struct runner *r, const char *id)
+static int cancel_match(const struct run_job *j, const struct cancel *c)
+{
+    if (!c->rpc)
+        return !strcmp(j->request_id, c->id);
+    return j->rpc_id[0] && !strcmp(j->rpc_id, c->id) && !strcmp(j->client, c->client);
+}
+
+static void cancel_one(struct runner *r, const struct cancel *c)
 {
     for (struct run_job *j = r->live_list; j; j = j->_live_next)
-        if (!strcmp(j->request_id, id) && !j->_killed) {
+        if (cancel_match(j, c) && !j->_killed) {
             j->cancelled = 1;
             snprintf(j->error, sizeof j->error, "cancelled by the client");
             start_kill(j, RUN_FAILED);
         }
     for (struct run_job *j = r->queue; j; j = j->_next)
-        if (!strcmp(j->request_id, id)) {
+        if (cancel_match(j, c)) {
             j->cancelled = 1;
             snprintf(j->error, sizeof j->error, "cancelled by the client");
             unqueue(r, j);
@@ -577,7 +584,7 @@ static void cancel_one(struct runner *r, const char *id)
 static void on_wake(uv_async_t *a)
 {
     struct runner *r = a->data;
-    char cancels[16][40];
+    struct cancel cancels[16];
     pthread_mutex_lock(&r->mu);
     struct run_job *list = r->incoming;
     r->incoming = NULL;
@@ -615,20 +622,33 @@ static void on_wake(uv_async_t *a)
         uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
     }
     for (int i = 0; i < nc; i++)
-        cancel_one(r, cancels[i]);
+        cancel_one(r, &cancels[i]);
     pump(r);
 }
 
-void run_cancel(struct runner *r, const char *request_id)
+static void push_cancel(struct runner *r, const char *id, const char *client, int rpc)
 {
     pthread_mutex_lock(&r->mu);
     if (r->closed || r->ncancels == (int)(sizeof r->cancels / sizeof r->cancels[0])) {
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    snprintf(r->cancels[r->ncancels++], sizeof r->cancels[0], "%s", request_id);
+    struct cancel *c = &r->cancels[r->ncancels++];
+    snprintf(c->id, sizeof c->id, "%s", id);
+    snprintf(c->client, sizeof c->client, "%s", client ? client : "");
+    c->rpc = rpc;
     pthread_mutex_unlock(&r->mu);
     uv_async_send(&r->wake);
+}
+
+void run_cancel(struct runner *r, const char *request_id)
+{
+    push_cancel(r, request_id, NULL, 0);
+}
+
+void run_cancel_rpc(struct runner *r, const char *client, const char *rpc_id)
+{
+    push_cancel(r, rpc_id, client, 1);
 }
 
 /* ---- public -------------------------------------------------------------------- */

@@ -46,6 +46,8 @@ struct run_job {
     double timeout_s;       /* ceiling, > 0 */
     double stall_s;         /* 0 disables stall detection */
     char request_id[40];
+    char rpc_id[64];        /* the JSON-RPC id of the call, serialised (for cancellation) */
+    char client[80];        /* the authenticated client, or "" */
     char *skill;            /* qualified name, for logs and results */
     char *script;           /* as requested, relative to the skill */
     size_t retain_max;      /* per stream */
@@ -145,6 +147,12 @@ void run_job_free(struct run_job *job);
  * saying the client cancelled it. Unknown ids are ignored.
  */
 void run_cancel(struct runner *r, const char *request_id);
+
+/*
+ * notifications/cancelled: stops the job of the call with this JSON-RPC id
+ * (serialised) made by this client ("" when unauthenticated). Any thread.
+ */
+void run_cancel_rpc(struct runner *r, const char *client, const char *rpc_id);
 
 /* Counters for stats; any thread. */
 struct run_counters {

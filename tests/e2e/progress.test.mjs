@@ -121,3 +121,23 @@ test('closing the stream cancels the script', { timeout: TEST_TIMEOUT }, async (
   assert.equal(s1.failed - s0.failed, 1, 'cancelled run counts as failed');
   assert.equal(s1.timeout - s0.timeout, 0, 'it must not have run to its ceiling');
 });
+
+test('notifications/cancelled stops the script of that call, and only that one', { timeout: TEST_TIMEOUT }, async () => {
+  const call = (id) => post(srv.url, { jsonrpc: '2.0', id, method: 'tools/call',
+    params: { name: 'run_skill_script', arguments: heartbeat } });
+  const t0 = Date.now();
+  let targetMs = 0;
+  const target = call(9001).then((r) => { targetMs = Date.now() - t0; return r; });
+  const other = call(9002);
+  await new Promise((r) => setTimeout(r, 300));
+  const n = await post(srv.url, { jsonrpc: '2.0', method: 'notifications/cancelled',
+    params: { requestId: 9001, reason: 'user pressed stop' } });
+  assert.equal(n.status, 202);
+  const [a, b] = await Promise.all([target, other]);
+  const sa = a.json.result.structuredContent;
+  const sb = b.json.result.structuredContent;
+  assert.equal(sa.status, 'failed');
+  assert.match(sa.hint, /cancelled/);
+  assert.ok(targetMs < 1900, `cancelled before its 2 s ceiling (answered after ${targetMs} ms)`);
+  assert.equal(sb.status, 'timeout', 'the other call ran to its ceiling');
+});
