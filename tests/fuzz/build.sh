@@ -28,6 +28,13 @@ for t in frontmatter markdown; do
         server/frontmatter.c server/markdown.c server/util.c $LIBS
     echo "built $OUT/fuzz_$t"
 done
+# The request path links the whole server but main.c.
+ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive"
+SRCS=$(ls server/*.c | grep -v server/main.c)
+# shellcheck disable=SC2086
+$CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_rpc" \
+    tests/fuzz/fuzz_rpc.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
+echo "built $OUT/fuzz_rpc"
 
 [ "${1:-}" = "--smoke" ] || exit 0
 
@@ -45,14 +52,34 @@ done
 status=0
 passed=0
 failed=0
-for t in frontmatter markdown; do
+# Seeds for the request path: a few real requests of every kind.
+RSEEDS="$OUT/seeds-rpc"
+rm -rf "$RSEEDS"
+mkdir -p "$RSEEDS"
+n=0
+for body in \
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}' \
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_skills","arguments":{"query":"first","tags":["a"],"limit":2}}}' \
+    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"load_skill","arguments":{"name":"alpha","section":"usage"}}}' \
+    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_skill_file","arguments":{"name":"team/beta","path":"SKILL.md","max_bytes":10}}}' \
+    '{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"skill://alpha/references/r.md"}}' \
+    '{"jsonrpc":"2.0","id":6,"method":"skills/get","params":{"uri":"skill://alpha/SKILL.md"}}' \
+    '{"jsonrpc":"2.0","id":7,"method":"resources/directory/read","params":{"uri":"skill://alpha"}}' \
+    '{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"name":"alpha","arguments":{"task":"x"}}}' \
+    '{"jsonrpc":"2.0","id":9,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' \
+    '[{"jsonrpc":"2.0","id":1,"method":"ping"}]'; do
+    n=$((n + 1))
+    printf '%s' "$body" >"$RSEEDS/seed-$n"
+done
+
+for t in frontmatter markdown rpc; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
     echo "fuzzing $t for ${TIME}s"
     if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$OUT/fuzz_$t" -max_total_time="$TIME" -max_len=65536 -timeout=10 \
             -rss_limit_mb=2048 -print_final_stats=0 \
-            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$SEEDS" \
+            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$([ $t = rpc ] && echo "$RSEEDS" || echo "$SEEDS")" \
             >"$OUT/fuzz_$t.log" 2>&1; then
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
         tail -n 40 "$OUT/fuzz_$t.log" >&2

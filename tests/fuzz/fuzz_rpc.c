@@ -1,0 +1,104 @@
+/*
+ * fuzz_rpc.c - libFuzzer target for everything a POST body reaches without
+ * running a script: the JSON-RPC envelope and both protocol eras (rpc.c),
+ * the MCP methods (mcp.c), tool arguments (tools.c), skill:// URIs
+ * (resources.c) and the Skills extension methods (skillsext.c). The server
+ * state is built once over a small skill tree; scripts are off.
+ */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rpc.h"
+#include "skills.h"
+#include "srv.h"
+#include "stats.h"
+#include "tools.h"
+#include "util.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct srv S;
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        abort();
+    fputs(text, f);
+    fclose(f);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    static char root[64] = "/tmp/skill-fuzz-rpc-XXXXXX";
+    static char *fake[4];
+    char p[256];
+    if (!mkdtemp(root))
+        abort();
+    snprintf(p, sizeof p, "%s/alpha", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/alpha/references", root);
+    mkdir(p, 0755);
+    put(root, "alpha/SKILL.md",
+        "---\nname: alpha\ndescription: First skill for fuzzing\ntags: [a, b]\n---\n"
+        "# Alpha\n## Usage\ntext\n### Deep\nmore\n");
+    put(root, "alpha/references/r.md", "# Ref\nreference text\n");
+    snprintf(p, sizeof p, "%s/team", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/team/beta", root);
+    mkdir(p, 0755);
+    put(root, "team/beta/SKILL.md", "---\nname: beta\ndescription: Nested\n---\n# Beta\n");
+    fake[0] = "skill-mcp";
+    fake[1] = "--skills";
+    fake[2] = root;
+    fake[3] = "--no-scripts";
+    x_install_json_alloc();
+    log_set_level(LOG_ERROR);
+    if (cfg_parse(&S.cfg, 4, fake) != 0)
+        abort();
+    size_t n;
+    const char *const *names = tools_names(&n);
+    stats_init(&S.stats, names, n);
+    S.instructions = "fuzz";
+    S.ttl_ms = 1000;
+    tools_setup(&S);
+    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, NULL, tools_ext_build, tools_ext_free, &S);
+    if (!S.skills)
+        abort();
+    (void)argc;
+    (void)argv;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* Half the inputs also carry modern headers, so the 2026-07-28 path is
+     * reached with matching and mismatching values alike. */
+    struct rpc_headers h = {0};
+    if (size && (data[0] & 1)) {
+        h.protocol_version = "2026-07-28";
+        h.method = "tools/call";
+        h.name = "load_skill";
+    }
+    struct rpc_out out;
+    rpc_handle(&S, (const char *)data, size, &h, &out);
+    if (out.body) {
+        /* every answer must be valid JSON */
+        json_t *j = json_loadb(out.body, out.len, 0, NULL);
+        if (!j)
+            abort();
+        json_decref(j);
+    }
+    free(out.body);
+    json_decref(out.id);
+    json_decref(out.progress_token);
+    return 0;
+}
