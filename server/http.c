@@ -61,23 +61,15 @@ struct req {
     int ready;
 };
 
+struct req;
+static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
+                             char *body, size_t len, const char *ctype);
+
+/* Queues body (malloc'd, or NULL for none; freed by libmicrohttpd). */
 static enum MHD_Result send_bytes(struct MHD_Connection *con, unsigned status, char *body,
                                   size_t len, const char *ctype)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
-                                                        : MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
-    enum MHD_Result ret = MHD_queue_response(con, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return reply(con, NULL, status, body, len, ctype);
 }
 
 /* A JSON-RPC error without an id, for transport-level refusals. */
@@ -91,7 +83,8 @@ static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, i
     return send_bytes(con, status, s, strlen(s), "application/json");
 }
 
-/* An MCP answer: send_bytes plus the client's RateLimit-* headers. */
+/* Every answer goes out here; an MCP answer (rq set) also carries the
+ * client's RateLimit-* headers. */
 static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
                              char *body, size_t len, const char *ctype)
 {
@@ -104,6 +97,8 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (ctype)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
     if (rq && rq->rl_limit > 0) {
         char v[32];
         snprintf(v, sizeof v, "%d", rq->rl_limit);

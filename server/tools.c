@@ -333,18 +333,6 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
 
 /* ---- load_skill ----------------------------------------------------------- */
 
-/* The execution: entry for a script path, falling back to `default`. */
-static json_t *exec_entry(const struct skill *k, const char *path)
-{
-    json_t *ex = json_object_get(k->fm, "execution");
-    if (!json_is_object(ex))
-        return NULL;
-    json_t *e = json_object_get(ex, path);
-    if (!e && !strncmp(path, "scripts/", 8))
-        e = json_object_get(ex, path + 8);
-    return json_is_object(e) ? e : NULL;
-}
-
 static json_t *scripts_and_files(const struct skill *k, json_t **files_out)
 {
     json_t *scripts = json_array(), *files = json_array();
@@ -358,7 +346,7 @@ static json_t *scripts_and_files(const struct skill *k, json_t **files_out)
             continue;
         }
         json_t *s = json_pack("{s:s}", "path", f->path);
-        json_t *e = exec_entry(k, f->path);
+        json_t *e = script_exec_entry(k, f->path);
         static const char *const fields[] = {"description", "timeout", "stall_timeout"};
         for (size_t j = 0; j < 3; j++) {
             json_t *v = e ? json_object_get(e, fields[j]) : NULL;
