@@ -1,0 +1,276 @@
+// nginx in front of 3 skill-mcp instances (docs/deploy.md#deployment-files):
+// real nginx (Debian package) with its own config and prefix in a temp dir,
+// loopback only; load through it; one instance SIGKILLed mid-run. Checks that
+// list/load calls keep succeeding (at most the calls in flight on the killed
+// instance fail: "requests failed per kill"), that the killed instance's share
+// moves to the other two (per-instance skill_mcp_requests_total from each
+// instance's /metrics), and that no process is left. Also prints, as a
+// diagnostic only, requests/s through nginx against direct.
+//
+// Skipped when /usr/sbin/nginx is missing (tests/deps.sh test installs it).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { startServer, modernMeta, MODERN, poll } from './lib/harness.mjs';
+
+const NGINX = '/usr/sbin/nginx';
+const HAVE_NGINX = fs.existsSync(NGINX);
+const CALLS = 300;            // tools/call requests through nginx
+const KILL_AT = 150;          // the victim is killed when this many have been sent
+const CONCURRENCY = 4;
+
+const servers = [];
+let nginx = null;             // { proc, dir, pids }
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function procState(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return s.slice(s.lastIndexOf(')') + 2).split(' ')[0];
+  } catch { return null; }
+}
+const alive = (pid) => { const s = procState(pid); return s !== null && s !== 'Z'; };
+function childPids(pid) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      if (Number(f[1]) === pid && f[0] !== 'Z') out.push(Number(d));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+async function stopNginx() {
+  if (!nginx) return;
+  const { proc, dir } = nginx;
+  const pids = [proc.pid, ...childPids(proc.pid)];
+  if (proc.exitCode === null && proc.signalCode === null) {
+    const gone = new Promise((r) => proc.once('exit', r));
+    try { process.kill(proc.pid, 'SIGTERM'); } catch { /* gone */ }
+    const t = setTimeout(() => { for (const p of pids) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } }, 3000);
+    await gone;
+    clearTimeout(t);
+  }
+  await poll(() => pids.every((p) => !alive(p)) || null, 3000, 50);
+  for (const p of pids) if (alive(p)) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+  nginx.pids = pids;
+  fs.rmSync(dir, { recursive: true, force: true });
+  nginx = null;
+  return pids;
+}
+
+after(async () => {
+  try { await stopNginx(); } catch { /* reported by the test */ }
+  for (const s of servers) { try { await s.stop(); } catch { /* reported by the test */ } }
+});
+
+async function startNginx(port, upstreamPorts) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nginx-'));
+  fs.mkdirSync(path.join(dir, 'logs'));
+  const conf = `
+daemon off;
+master_process on;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path ${dir}/client_body;
+    proxy_temp_path ${dir}/proxy;
+    fastcgi_temp_path ${dir}/fastcgi;
+    uwsgi_temp_path ${dir}/uwsgi;
+    scgi_temp_path ${dir}/scgi;
+    upstream skill_mcp {
+${upstreamPorts.map((p) => `        server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).join('\n')}
+        keepalive 16;
+    }
+    server {
+        listen 127.0.0.1:${port};
+        location = /mcp {
+            proxy_pass http://skill_mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host localhost;
+            proxy_buffering off;
+            proxy_read_timeout 700s;
+            proxy_next_upstream error timeout;
+        }
+        location = /healthz {
+            proxy_pass http://skill_mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+`;
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const args = ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'logs', 'error.log')];
+  const t = spawnSync(NGINX, ['-t', '-q', ...args], { encoding: 'utf8' });
+  assert.equal(t.status, 0, `nginx -t: ${t.stderr}`);
+  const proc = spawn(NGINX, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  proc.stderr.on('data', (c) => { err += c; });
+  nginx = { proc, dir };
+  const up = await poll(async () => {
+    if (proc.exitCode !== null) return 'exited';
+    try { return (await req(`http://127.0.0.1:${port}/healthz`, { method: 'GET' })).status === 200 ? 'up' : null; } catch { return null; }
+  }, 5000, 50);
+  assert.equal(up, 'up', `nginx did not come up: ${err}${fs.readFileSync(path.join(dir, 'logs', 'error.log'), 'utf8')}`);
+  return proc;
+}
+
+const agentFor = () => new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+
+/** One HTTP request; resolves {status, text}. */
+function req(url, { method = 'POST', body, headers = {}, agent } = {}) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: u.hostname, port: u.port, path: u.pathname, method, headers, agent, timeout: 10_000 }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    r.on('timeout', () => r.destroy(new Error('timed out')));
+    r.on('error', reject);
+    if (body !== undefined) r.write(body);
+    r.end();
+  });
+}
+
+/** A modern (stateless) tools/call body and headers. */
+function toolCall(i) {
+  const name = i % 2 ? 'load_skill' : 'list_skills';
+  const args = i % 2 ? { name: 'csv-profile' } : {};
+  return {
+    body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name, arguments: args, _meta: modernMeta() } }),
+    headers: {
+      'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name,
+    },
+  };
+}
+
+/** A call succeeded: 200 and a JSON-RPC result that is not a tool error. */
+async function callOnce(url, i, agent) {
+  try {
+    const { body, headers } = toolCall(i);
+    const r = await req(url, { body, headers, agent });
+    if (r.status !== 200) return `HTTP ${r.status}`;
+    const j = JSON.parse(r.text);
+    if (!j.result || j.result.isError) return `bad result ${r.text.slice(0, 200)}`;
+    return null;
+  } catch (e) { return String(e.message || e); }
+}
+
+/** tools/call requests counted by an instance's /metrics. */
+async function toolCalls(s) {
+  const r = await req(`http://127.0.0.1:${s.port}/metrics`, { method: 'GET', headers: { host: 'localhost' } });
+  assert.equal(r.status, 200);
+  let n = 0;
+  for (const m of r.text.matchAll(/^skill_mcp_requests_total\{method="tools\/call"[^}]*\} (\d+)/gm)) n += Number(m[1]);
+  return n;
+}
+
+/** Requests/s of `ms` of tools/call load with CONCURRENCY keep-alive connections. */
+async function rate(url, ms) {
+  const agent = agentFor();
+  let n = 0; let errs = 0; const end = Date.now() + ms;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async (_, w) => {
+    for (let i = w; Date.now() < end; i += CONCURRENCY) { if (await callOnce(url, i, agent)) errs++; n++; }
+  }));
+  agent.destroy();
+  return { rps: n / (ms / 1000), errs };
+}
+
+test('nginx load-balances 3 instances and routes around a SIGKILLed one', { skip: HAVE_NGINX ? false : `${NGINX} not installed (tests/deps.sh test installs nginx)`, timeout: 60_000 }, async () => {
+  for (let i = 0; i < 3; i++) servers.push(await startServer({ args: ['--threads', '2'] }));
+  const port = await freePort();
+  await startNginx(port, servers.map((s) => s.port));
+  const url = `http://127.0.0.1:${port}/mcp`;
+
+  const base = await Promise.all(servers.map(toolCalls));
+  const victim = servers[1];
+  const survivors = [servers[0], servers[2]];
+  const agent = agentFor();
+  let sent = 0; let atKill = null; let killed = false;
+  const failsBefore = []; const failsAfter = []; let okAfter = 0;
+  let killing = null;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (sent < CALLS) {
+      const i = sent++;
+      if (i === KILL_AT) {
+        killing = (async () => {
+          // Survivors' counts just before the kill; then SIGKILL with calls in flight.
+          atKill = { survivors: await Promise.all(survivors.map(toolCalls)), victim: await toolCalls(victim) };
+          process.kill(victim.proc.pid, 'SIGKILL');
+          killed = true;
+        })();
+        await killing;
+      }
+      const err = await callOnce(url, i, agent);
+      // Calls that end after the kill began, the ones in flight included.
+      const afterKill = killed || killing !== null;
+      if (afterKill) { if (err) failsAfter.push(err); else okAfter++; } else if (err) failsBefore.push(err);
+    }
+  }));
+  await killing;
+  agent.destroy();
+  await poll(() => victim.exited, 3000, 20);
+  assert.ok(victim.exited, 'the victim did not die');
+
+  const end = await Promise.all(survivors.map(toolCalls));
+  const shareBefore = atKill.survivors.map((n, k) => n - base[k === 0 ? 0 : 2]);
+  const victimBefore = atKill.victim - base[1];
+  const shareAfter = end.map((n, k) => n - atKill.survivors[k]);
+  console.log(`nginx: before the kill per instance [${shareBefore[0]}, ${victimBefore}, ${shareBefore[1]}]; ` +
+    `after it [${shareAfter[0]}, killed, ${shareAfter[1]}]; ${okAfter} ok after the kill`);
+  console.log(`nginx: requests failed per kill: ${failsAfter.length}${failsAfter.length ? ` (${[...new Set(failsAfter)].join('; ')})` : ''}`);
+
+  assert.deepEqual(failsBefore, [], 'no call fails before the kill');
+  // Only the calls in flight on the dead instance may fail; nginx retries
+  // a refused connection (proxy_next_upstream error) on the next instance.
+  assert.ok(failsAfter.length <= CONCURRENCY, `at most ${CONCURRENCY} calls may fail per kill, got ${failsAfter.length}: ${failsAfter.join('; ')}`);
+  assert.ok(okAfter + failsAfter.length >= CALLS - KILL_AT);
+  // Before the kill every instance took a share (round robin).
+  assert.ok(victimBefore > 0 && shareBefore.every((n) => n > 0), `round robin over all 3: ${shareBefore} / ${victimBefore}`);
+  // After the kill the survivors answered every successful call (give or
+  // take the calls in flight around the snapshot and the kill: up to
+  // CONCURRENCY - 1 on each side).
+  const sum = shareAfter[0] + shareAfter[1];
+  assert.ok(Math.abs(sum - okAfter) <= 2 * CONCURRENCY, `survivors answered ${sum}, ${okAfter} calls succeeded after the kill`);
+  assert.ok(shareAfter.every((n) => n > (CALLS - KILL_AT) / 4), `the killed instance's share moved to both survivors: ${shareAfter}`);
+
+  // Diagnostic only (no assertion on speed): requests/s through nginx against
+  // direct to one instance, same client, same concurrency.
+  const direct = await rate(survivors[0].url, 1500);
+  const proxied = await rate(url, 1500);
+  console.log(`nginx-bench: direct ${direct.rps.toFixed(0)} req/s, through nginx (2 upstreams) ${proxied.rps.toFixed(0)} req/s, ` +
+    `ratio ${(proxied.rps / direct.rps).toFixed(2)} (${os.cpus().length} cores shared by client, nginx and servers)`);
+  assert.equal(direct.errs + proxied.errs, 0, 'benchmark calls fail');
+
+  // Nothing is left running: nginx (master and worker) and the servers.
+  const pids = await stopNginx();
+  for (const s of survivors) await s.stop();
+  await sleep(50);
+  const left = [...pids, ...servers.map((s) => s.proc.pid)].filter(alive);
+  assert.deepEqual(left, [], `processes left running: ${left}`);
+});
