@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,18 @@ struct skills {
     uint64_t next_gen;
 
     struct snapshot *retired;       /* guarded by scan_mu */
+
+    /* inotify on every watched folder: an unchanged tick reads nothing and
+     * stats nothing. Owned by the scanner (one rescan at a time). */
+    int ino_fd;                     /* -1: no inotify, every tick stats */
+    int ino_dirty;                  /* a change may have slipped in before the watches */
+    int ino_pending;                /* watches not set up yet (done on the first tick) */
+    uint64_t last_full_ns;          /* the last stat pass */
 };
+
+/* Even with inotify, a full stat pass now and then (network filesystems do
+ * not always send events). */
+#define FULL_PASS_NS (60ull * 1000000000u)
 
 /* ---- hazard slots -------------------------------------------------------- */
 
@@ -1116,6 +1128,69 @@ static int tree_changed(const struct snapshot *s)
     return 0;
 }
 
+/*
+ * (Re)creates the inotify watches for the folders snapshot s watches. Files
+ * (SKILL.md) are covered by their folder's watch. Falls back to stat passes
+ * when inotify is unavailable or its watch limit is reached.
+ */
+static void watches_setup(struct skills *S, const struct snapshot *s)
+{
+    if (S->ino_fd >= 0)
+        close(S->ino_fd);
+    S->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (S->ino_fd < 0)
+        return;
+    const uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
+                          IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    for (size_t i = 0; i < s->nw; i++) {
+        const struct watch *w = &s->w[i];
+        struct stat st;
+        if (w->missing || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (inotify_add_watch(S->ino_fd, w->path, mask) < 0) {
+            log_warn("skills: inotify watch on %s failed (%s); refresh ticks will stat",
+                     w->path, strerror(errno));
+            close(S->ino_fd);
+            S->ino_fd = -1;
+            return;
+        }
+    }
+    /* A missing root shows up as a change only through a stat pass. */
+    for (size_t i = 0; i < s->nw; i++)
+        if (s->w[i].missing)
+            S->ino_dirty = 1;
+    /* Anything that moved between the snapshot's stats and these watches. */
+    if (tree_changed(s))
+        S->ino_dirty = 1;
+    S->last_full_ns = now_ns();
+}
+
+/* May the tree have moved since s? Events first, stats only when needed. */
+static int maybe_changed(struct skills *S, const struct snapshot *s)
+{
+    if (S->ino_pending) {
+        /* Set up on the first tick, not at start-up: it costs a stat pass
+         * and one watch per folder, which cold start need not pay. */
+        S->ino_pending = 0;
+        watches_setup(S, s);
+    }
+    if (S->ino_fd >= 0) {
+        char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        int any = 0;
+        while (read(S->ino_fd, ev, sizeof ev) > 0)
+            any = 1;
+        if (!any && !S->ino_dirty && now_ns() - S->last_full_ns < FULL_PASS_NS)
+            return 0;
+        S->ino_dirty = 0;
+    }
+    S->last_full_ns = now_ns();
+    if (tree_changed(s)) {
+        S->ino_dirty = 1;       /* until a rebuild has set up fresh watches */
+        return 1;
+    }
+    return 0;
+}
+
 static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, uint64_t gen)
 {
     struct build b = {.S = S, .old = old, .errors = json_array()};
@@ -1200,7 +1275,7 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
     double t0 = now_ms();
     memset(r, 0, sizeof *r);
     r->gen_before = r->gen_after = old->generation;
-    if (!force && !tree_changed(old)) {
+    if (!force && !maybe_changed(S, old)) {
         r->unchanged = 1;
         r->ms = now_ms() - t0;
         return;
@@ -1218,6 +1293,7 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
      * jansson's reference counts are not meant to be shared across threads. */
     r->errors = json_deep_copy(s->errors);
     atomic_store(&S->cur, s);
+    watches_setup(S, s);
     pthread_mutex_lock(&S->scan_mu);
     old->retired_next = S->retired;
     S->retired = old;
@@ -1315,6 +1391,8 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1);
     atomic_init(&S->cur, s);
+    S->ino_fd = -1;
+    S->ino_pending = 1;
     log_info("skills: generation 1: %zu skills from %zu root(s), %zu problems (%.1f ms)", s->n,
              nroots, json_array_size(s->errors), s->build_ms);
     return S;
@@ -1332,6 +1410,8 @@ void skills_free(struct skills *S)
     }
     snapshot_free(S, atomic_load(&S->cur));
     skills_report_cleanup(&S->last);
+    if (S->ino_fd >= 0)
+        close(S->ino_fd);
     pthread_mutex_destroy(&S->scan_mu);
     pthread_cond_destroy(&S->scan_cv);
     free(S);
