@@ -406,7 +406,9 @@ static void walk_dir(struct walk *w, const char *skilldir, const char *abs, cons
                 continue;
             }
         }
-        if (stat(childabs, &st) < 0)
+        if (!S_ISLNK(lst.st_mode))
+            st = lst;           /* no link: lstat already said everything */
+        else if (stat(childabs, &st) < 0)
             continue;
         if (S_ISDIR(st.st_mode)) {
             if (S_ISLNK(lst.st_mode))
@@ -657,8 +659,10 @@ static void find_skill_hooks(struct build *b, struct skill *k)
 }
 
 /* One skill folder: reuse, (re)parse, or report. */
+/* realdir: the folder's canonical path when the caller knows it (no
+ * symlink on the way), or NULL to resolve it here. */
 static void load_one(struct build *b, unsigned root, const char *team, const char *name,
-                     const char *dirpath, const struct stat *mdst)
+                     const char *dirpath, const char *realdir, const struct stat *mdst)
 {
     char qname[PATH_MAX], real[PATH_MAX], md[PATH_MAX + 16];
     struct skill *old;
@@ -684,7 +688,9 @@ static void load_one(struct build *b, unsigned root, const char *team, const cha
             json_array_append_new(b->errors, json_deep_copy(w));
         return;
     }
-    if (!realpath(dirpath, real)) {
+    if (realdir)
+        snprintf(real, sizeof real, "%s", realdir);
+    else if (!realpath(dirpath, real)) {
         report(b, "error", qname, md, "cannot resolve the skill folder: %s", strerror(errno));
         return;
     }
@@ -820,20 +826,26 @@ static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
 }
 
 static void scan_team(struct build *b, unsigned root, const char *team, const char *teampath,
-                      const struct stat *tst)
+                      const char *teamreal, const struct stat *tst)
 {
     size_t n;
     char **names = list_dir(teampath, &n);
     watch_add(b, teampath, tst);
     for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], md[PATH_MAX + 16];
+        char dir[PATH_MAX], md[PATH_MAX + 16], real[PATH_MAX];
         struct stat st, mst;
         snprintf(dir, sizeof dir, "%s/%s", teampath, names[i]);
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (lstat(dir, &st) < 0)
+            continue;
+        int link = S_ISLNK(st.st_mode);
+        if ((link && stat(dir, &st) < 0) || !S_ISDIR(st.st_mode))
             continue;
         snprintf(md, sizeof md, "%s/SKILL.md", dir);
+        /* No symlink on the way: the canonical path is known without realpath. */
+        if (teamreal && !link)
+            snprintf(real, sizeof real, "%s/%s", teamreal, names[i]);
         if (stat(md, &mst) == 0 && S_ISREG(mst.st_mode))
-            load_one(b, root, team, names[i], dir, &mst);
+            load_one(b, root, team, names[i], dir, teamreal && !link ? real : NULL, &mst);
         /* A folder without SKILL.md at this depth is not a skill: folders
          * nest one level only (team/skill). */
     }
@@ -850,20 +862,28 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         return;
     }
     watch_add(b, rootpath, &rst);
+    char rootreal[PATH_MAX];
+    int have_real = realpath(rootpath, rootreal) != NULL;
     char **names = list_dir(rootpath, &n);
     for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], md[PATH_MAX + 16];
-        struct stat st, lst, mst;
+        char dir[PATH_MAX], md[PATH_MAX + 16], real[PATH_MAX];
+        struct stat st, mst;
         snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i]);
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (lstat(dir, &st) < 0)
             continue;
-        if (lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode) && !(b->old))
+        int link = S_ISLNK(st.st_mode);
+        if ((link && stat(dir, &st) < 0) || !S_ISDIR(st.st_mode))
+            continue;
+        if (link && !(b->old))
             log_info("skills: %s is a symlinked folder; following it", dir);
+        if (have_real && !link)
+            snprintf(real, sizeof real, "%s/%s", rootreal, names[i]);
+        const char *known = have_real && !link ? real : NULL;
         snprintf(md, sizeof md, "%s/SKILL.md", dir);
         if (stat(md, &mst) == 0 && S_ISREG(mst.st_mode))
-            load_one(b, root, NULL, names[i], dir, &mst);
+            load_one(b, root, NULL, names[i], dir, known, &mst);
         else
-            scan_team(b, root, names[i], dir, &st);
+            scan_team(b, root, names[i], dir, known, &st);
     }
     free_names(names, n);
 }
