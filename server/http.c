@@ -3,8 +3,9 @@
  * handled to completion on the thread that read it (the read path takes no
  * lock and does no I/O beyond the socket).
  *
- * Order of checks: path, Host/Origin (403), method (405), media types
- * (415/406), body size (413), then rpc_handle(). This is the only file that
+ * Order of checks: path (operations endpoints first), Host/Origin (403),
+ * bearer token (401) and rate (429) when --auth-tokens is set, method
+ * (405), media types (415/406), body size (413), then rpc_handle(). This is the only file that
  * picks HTTP status codes.
  */
 #include "http.h"
