@@ -106,7 +106,10 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: skill-mcp [options]\n"
-            "       skill-mcp export DIR [--skills DIR ...]\n\n"
+            "       skill-mcp export DIR [--skills DIR ...]\n"
+            "       skill-mcp validate [--json] DIR...\n"
+            "       skill-mcp list [--json] DIR...\n"
+            "       skill-mcp token add NAME [--rpm N] --file FILE\n\n"
             "Serves a library of Agent Skills over MCP Streamable HTTP; `export` writes its\n"
             "Agent Skills discovery index and artifacts to DIR as static files.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {

@@ -28,6 +28,7 @@
 #include "stats.h"
 #include "tools.h"
 #include "util.h"
+#include "validate.h"
 
 static const char instructions[] =
     "This server is a library of skills: expert instructions, references and scripts for "
@@ -288,6 +289,14 @@ int main(int argc, char **argv)
         return export_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "token"))
         return auth_token_cli(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "validate")) {
+        x_install_json_alloc();
+        return validate_main(argc - 2, argv + 2);
+    }
+    if (argc > 1 && !strcmp(argv[1], "list")) {
+        x_install_json_alloc();
+        return validate_list_main(argc - 2, argv + 2);
+    }
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;

@@ -1,0 +1,2 @@
+import helper
+print(helper.hello())

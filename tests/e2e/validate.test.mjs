@@ -1,0 +1,120 @@
+// `skill-mcp validate DIR...` and `skill-mcp list DIR...` run as commands:
+// the bundled skills lint clean (no errors) and list all eight; the fixture
+// trees in tests/data/validate/ give the findings, lines and exit codes that
+// docs/writing-skills.md ("Checking skills") promises.
+//
+// Until main.c wires the subcommands, `skill-mcp validate --help` exits 2
+// with "unknown option" and every test here is skipped (and says so).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { BIN, REPO, TEST_TIMEOUT } from './lib/harness.mjs';
+
+const NOT_WIRED = 'skill-mcp validate/list are not wired into main.c yet ("unknown option")';
+const DATA = 'tests/data/validate';
+const BUNDLED = fs.readdirSync(path.join(REPO, 'skills'))
+  .filter((n) => fs.existsSync(path.join(REPO, 'skills', n, 'SKILL.md'))).sort();
+
+function cli(args) {
+  const r = spawnSync(BIN, args, { cwd: REPO, encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, signal: r.signal, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+const probe = cli(['validate', '--help']);
+const wired = !(probe.code === 2 && /unknown option/.test(probe.stderr));
+const opts = { timeout: TEST_TIMEOUT, skip: wired ? false : NOT_WIRED };
+
+test('validate --help prints the usage and exits 0', opts, () => {
+  const r = cli(['validate', '--help']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout + r.stderr, /usage: skill-mcp validate/);
+});
+
+test('validate skills: the bundled skills have no errors (exit 0)', opts, () => {
+  const r = cli(['validate', 'skills']);
+  assert.equal(r.code, 0, `exit ${r.code}\n${r.stdout}${r.stderr}`);
+  assert.doesNotMatch(r.stdout, /: error: /, r.stdout);
+  assert.match(r.stdout, new RegExp(`${BUNDLED.length} skills checked in 1 directory: 0 errors`));
+});
+
+test('validate --json skills: findings array and summary', opts, () => {
+  const r = cli(['validate', '--json', 'skills']);
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assert.ok(Array.isArray(doc.findings));
+  assert.equal(doc.findings.filter((f) => f.severity === 'error').length, 0, r.stdout);
+  assert.equal(doc.summary.skills, BUNDLED.length);
+  assert.equal(doc.summary.errors, 0);
+  assert.equal(doc.summary.ok, true);
+});
+
+test('validate on broken fixtures: exit 1, file:line, rule and hint', opts, () => {
+  const r = cli(['validate', `${DATA}/name-folder`, `${DATA}/exec-mode`, `${DATA}/yaml-error`]);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  const out = r.stdout;
+  assert.match(out, /name-folder\/some-folder\/SKILL\.md:3: error: name 'other-name' differs from the folder name 'some-folder' \[name-folder, RFC-SKILL-1 §9\.12\.3; Agent Skills: name\] \(hint: /);
+  assert.match(out, /exec-mode\/exec-mode\/SKILL\.md:5: warning: .*'mode' key.* \[execution-mode, RFC-SKILL-1 §2\.4\.3\]/);
+  assert.match(out, /yaml-error\/bad-yaml\/SKILL\.md:4: error: duplicate key 'description'.* \[frontmatter, RFC-SKILL-1 §2\.2\.2\]/);
+  assert.match(out, /3 skills checked in 3 directories: 2 errors, 2 warnings/);
+});
+
+test('validate --json on a fixture: every finding has severity, rule, file, line, message, hint', opts, () => {
+  const r = cli(['validate', '--json', `${DATA}/exec-bad`]);
+  assert.equal(r.code, 1);
+  const doc = JSON.parse(r.stdout);
+  assert.ok(doc.findings.length >= 5);
+  for (const f of doc.findings) {
+    assert.ok(['error', 'warning'].includes(f.severity));
+    for (const k of ['rule', 'clause', 'skill', 'file', 'message', 'hint']) assert.equal(typeof f[k], 'string', k);
+    assert.ok(f.line === null || Number.isInteger(f.line));
+    assert.match(f.clause, /^RFC-SKILL-1 §\d/);
+  }
+  assert.deepEqual(doc.findings.map((f) => [f.rule, f.line]), [
+    ['execution', 5], ['execution', 8], ['execution-script', 9], ['execution', 11], ['execution-script', 12],
+  ]);
+  assert.equal(doc.summary.ok, false);
+});
+
+test('validate: warnings only exit 0; usage errors exit 2', opts, () => {
+  assert.equal(cli(['validate', `${DATA}/exec-mode`]).code, 0);
+  let r = cli(['validate']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /no DIR/);
+  r = cli(['validate', `${DATA}/no-such-dir`]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /not a readable directory/);
+  assert.equal(cli(['validate', '--bogus', 'skills']).code, 2);
+});
+
+test('list skills: all bundled skills, qualified name, name and root', opts, () => {
+  const r = cli(['list', 'skills']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /QUALIFIED NAME/);
+  for (const n of BUNDLED) assert.match(r.stdout, new RegExp(`^${n}\\s+${n}\\s+skills\\s+-$`, 'm'));
+  assert.match(r.stdout, new RegExp(`${BUNDLED.length} served, 0 shadowed, 0 broken`));
+  assert.equal(BUNDLED.length, 8);
+});
+
+test('list --json: shadowed, broken and name-differs flags', opts, () => {
+  const r = cli(['list', '--json', `${DATA}/team`, `${DATA}/shadow-a`, `${DATA}/shadow-b`, `${DATA}/yaml-error`]);
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout);
+  const by = (q) => doc.skills.filter((s) => s.qualified_name === q);
+  assert.deepEqual(by('acme/billing')[0].flags, []);
+  assert.equal(by('acme/billing')[0].name, 'billing');
+  assert.deepEqual(by('acme/mismatch')[0].flags, ['name-differs']);
+  assert.deepEqual(by('dup').map((s) => [s.root, s.flags]),
+    [[`${DATA}/shadow-a`, []], [`${DATA}/shadow-b`, ['shadowed']]]);
+  assert.deepEqual(by('bad-yaml')[0].flags, ['broken']);
+  assert.match(by('bad-yaml')[0].reason, /duplicate key/);
+  assert.equal(by('bad-yaml')[0].root, `${DATA}/yaml-error`);
+  assert.deepEqual(doc.summary, { roots: 4, served: 4, shadowed: 1, broken: 1 });
+});
+
+test('list: no DIR or an unreadable DIR exits 2', opts, () => {
+  assert.equal(cli(['list']).code, 2);
+  assert.equal(cli(['list', `${DATA}/no-such-dir`]).code, 2);
+});
