@@ -1155,6 +1155,7 @@ static int tree_changed(const struct snapshot *s)
  */
 static void watches_setup(struct skills *S, const struct snapshot *s)
 {
+    S->ino_pending = 0;
     if (S->ino_fd >= 0)
         close(S->ino_fd);
     S->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -1191,7 +1192,6 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
     if (S->ino_pending) {
         /* Set up on the first tick, not at start-up: it costs a stat pass
          * and one watch per folder, which cold start need not pay. */
-        S->ino_pending = 0;
         watches_setup(S, s);
     }
     if (S->ino_fd >= 0) {
