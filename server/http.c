@@ -116,8 +116,10 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                rq && rq->client ? "Bearer realm=\"skill-mcp\""
-                                : "Bearer realm=\"skill-mcp\", error=\"invalid_token\"");
+                                /* error= only when a token was sent (RFC 6750 §3.1);
+                                 * the caller passes rq for a missing token */
+                                rq ? "Bearer realm=\"skill-mcp\""
+                                   : "Bearer realm=\"skill-mcp\", error=\"invalid_token\"");
     enum MHD_Result ret = MHD_queue_response(con, status, r);
     MHD_destroy_response(r);
     return ret;

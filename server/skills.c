@@ -1242,8 +1242,6 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     s->search = search_new(docs, s->n);
     free(docs);
     s->built_at = (int64_t)time(NULL);
-    if (S->ext_build)
-        s->ext = S->ext_build(s, S->ext_arg);
     s->build_ms = now_ms() - t0;
     return s;
 }
@@ -1302,12 +1300,16 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
     }
     struct snapshot *s = build_snapshot(S, old, old->generation + 1);
     diff(old, s, r);
-    if (!force && !json_array_size(r->added) && !json_array_size(r->removed) &&
+    if (!json_array_size(r->added) && !json_array_size(r->removed) &&
         !json_array_size(r->changed) && json_equal(s->errors, old->errors)) {
-        /* Only metadata moved (a touched folder): keep the new watch keys,
-         * but the generation only counts visible changes. */
+        /* Nothing a client can see moved (a forced rescan of an unchanged
+         * tree, or a touched folder): the generation only counts visible
+         * changes. The new snapshot still carries fresh watch keys. */
         s->generation = old->generation;
     }
+    /* Rendered once the generation is final: the pre-rendered pages carry it. */
+    if (S->ext_build)
+        s->ext = S->ext_build(s, S->ext_arg);
     r->gen_after = s->generation;
     /* Reports travel to other threads: give them their own copy, since
      * jansson's reference counts are not meant to be shared across threads. */
@@ -1410,6 +1412,8 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
     pthread_mutex_init(&S->scan_mu, NULL);
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1);
+    if (S->ext_build)
+        s->ext = S->ext_build(s, S->ext_arg);
     atomic_init(&S->cur, s);
     S->ino_fd = -1;
     S->ino_pending = 1;
@@ -1435,6 +1439,14 @@ void skills_free(struct skills *S)
     pthread_mutex_destroy(&S->scan_mu);
     pthread_cond_destroy(&S->scan_cv);
     free(S);
+}
+
+uint64_t skills_scans(struct skills *S)
+{
+    pthread_mutex_lock(&S->scan_mu);
+    uint64_t n = S->scans_finished;
+    pthread_mutex_unlock(&S->scan_mu);
+    return n;
 }
 
 const char *const *skills_roots(const struct skills *S, size_t *n)

@@ -146,6 +146,9 @@ void skills_release(struct snapshot *s);
 void skills_rescan(struct skills *S, int force, struct skills_report *r);
 void skills_report_cleanup(struct skills_report *r);
 
+/* Rescans completed so far (coalesced calls count once). Any thread. */
+uint64_t skills_scans(struct skills *S);
+
 /* Roots as given (borrowed, valid for the life of S). */
 const char *const *skills_roots(const struct skills *S, size_t *n);
 

@@ -912,7 +912,8 @@ TEST(reload_reports_changes)
     CHECK_TOOL_OK(r);
     json_t *s = sc(r);
     json_int_t g0 = iget(s, "generation_after");
-    CHECK_EQ(iget(s, "generation_after"), iget(s, "generation_before") + 1);
+    /* nothing changed: the generation stays (RFC-SKILL-1 §3.9.1) */
+    CHECK_EQ(iget(s, "generation_after"), iget(s, "generation_before"));
     CHECK_EQ(json_array_size(json_object_get(s, "added")), 0);
     CHECK_EQ(json_array_size(json_object_get(s, "removed")), 0);
     CHECK_EQ(json_array_size(json_object_get(s, "changed")), 0);
