@@ -128,9 +128,12 @@ static void add_interp(struct scripts *sc, const char *ext, const char *name, co
         it->args[2] = "-B";
     }
     if (path) {
-        char real[4096];
-        if (realpath(path, real) && access(real, X_OK) == 0)
-            it->path = xstrdup(real);
+        /* Taken as given, not resolved: a virtual environment's python is a
+         * symlink to the system one, and resolving it would lose the venv. */
+        struct stat st;
+        if (path[0] == '/' && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+            access(path, X_OK) == 0)
+            it->path = xstrdup(path);
         else
             snprintf(it->why, sizeof it->why, "interpreter %s for %s is not executable", path,
                      ext);
