@@ -292,13 +292,12 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* Names that are never part of a skill: VCS folders, caches, dotfiles. */
-static int ignored_name(const char *n)
+int skills_ignored_name(const char *n)
 {
     return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
 }
 
-/* Sorted directory entries (excluding ignored ones); free with free_names. */
-static char **list_dir(const char *path, size_t *count)
+char **skills_list_dir(const char *path, size_t *count)
 {
     DIR *d = opendir(path);
     char **v = NULL;
@@ -308,7 +307,7 @@ static char **list_dir(const char *path, size_t *count)
     if (!d)
         return NULL;
     while ((e = readdir(d))) {
-        if (ignored_name(e->d_name))
+        if (skills_ignored_name(e->d_name))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -323,7 +322,7 @@ static char **list_dir(const char *path, size_t *count)
     return v;
 }
 
-static void free_names(char **v, size_t n)
+void skills_free_names(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
@@ -380,7 +379,7 @@ static void walk_dir(struct walk *w, const char *skilldir, const char *abs, cons
                      int depth)
 {
     size_t n;
-    char **names = list_dir(abs, &n);
+    char **names = skills_list_dir(abs, &n);
     for (size_t i = 0; i < n; i++) {
         char childabs[PATH_MAX], childrel[PATH_MAX];
         struct stat lst, st;
@@ -429,7 +428,7 @@ static void walk_dir(struct walk *w, const char *skilldir, const char *abs, cons
             w->nfiles++;
         }
     }
-    free_names(names, n);
+    skills_free_names(names, n);
 }
 
 static int file_cmp(const void *a, const void *b)
@@ -803,7 +802,7 @@ static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
         return;
     }
     watch_add(b, dir, &st);
-    char **names = list_dir(real, &n);
+    char **names = skills_list_dir(real, &n);
     for (size_t i = 0; i < n; i++) {
         char abs[PATH_MAX];
         struct stat fst;
@@ -822,14 +821,14 @@ static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
                 *slot = xstrdup(abs);
         }
     }
-    free_names(names, n);
+    skills_free_names(names, n);
 }
 
 static void scan_team(struct build *b, unsigned root, const char *team, const char *teampath,
                       const char *teamreal, const struct stat *tst)
 {
     size_t n;
-    char **names = list_dir(teampath, &n);
+    char **names = skills_list_dir(teampath, &n);
     watch_add(b, teampath, tst);
     for (size_t i = 0; i < n; i++) {
         char dir[PATH_MAX], md[PATH_MAX + 16], real[PATH_MAX];
@@ -849,7 +848,7 @@ static void scan_team(struct build *b, unsigned root, const char *team, const ch
         /* A folder without SKILL.md at this depth is not a skill: folders
          * nest one level only (team/skill). */
     }
-    free_names(names, n);
+    skills_free_names(names, n);
 }
 
 static void scan_root(struct build *b, unsigned root, const char *rootpath)
@@ -864,7 +863,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
     watch_add(b, rootpath, &rst);
     char rootreal[PATH_MAX];
     int have_real = realpath(rootpath, rootreal) != NULL;
-    char **names = list_dir(rootpath, &n);
+    char **names = skills_list_dir(rootpath, &n);
     for (size_t i = 0; i < n; i++) {
         char dir[PATH_MAX], md[PATH_MAX + 16], real[PATH_MAX];
         struct stat st, mst;
@@ -885,7 +884,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         else
             scan_team(b, root, names[i], dir, known, &st);
     }
-    free_names(names, n);
+    skills_free_names(names, n);
 }
 
 /* ---- lookup tables ------------------------------------------------------- */

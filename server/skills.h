@@ -177,6 +177,13 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
                 const char **why);
 void skills_body_free(struct skill_body *b);
 
+/* Names that are never part of a skill: dotfiles and VCS folders, caches. */
+int skills_ignored_name(const char *name);
+/* A folder's entries, sorted, without ignored names (NULL when it cannot be
+ * read); free with skills_free_names. */
+char **skills_list_dir(const char *path, size_t *count);
+void skills_free_names(char **v, size_t n);
+
 /* Validates a skill name by the Agent Skills rules; NULL if fine, else why. */
 const char *skills_name_problem(const char *name);
 

@@ -121,48 +121,6 @@ static void add(struct vctx *c, const char *sev, const char *rule, const char *f
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static int ignored_name(const char *n)
-{
-    return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char **list_dir(const char *path, size_t *count)
-{
-    DIR *d = opendir(path);
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    *count = 0;
-    if (!d)
-        return NULL;
-    while ((e = readdir(d))) {
-        if (ignored_name(e->d_name))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = xrealloc(v, cap * sizeof *v);
-        }
-        v[n++] = xstrdup(e->d_name);
-    }
-    closedir(d);
-    if (n)
-        qsort(v, n, sizeof *v, name_cmp);
-    *count = n;
-    return v;
-}
-
-static void free_names(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
 static int path_within(const char *real, const char *dir)
 {
     size_t n = strlen(dir);
@@ -585,7 +543,7 @@ static int known_ext(const struct vctx *c, const char *name)
 static void walk(struct vctx *c, struct fwalk *w, const char *abs, const char *rel, int depth)
 {
     size_t n;
-    char **names = list_dir(abs, &n);
+    char **names = skills_list_dir(abs, &n);
     for (size_t i = 0; i < n; i++) {
         char cabs[PATH_MAX], crel[PATH_MAX];
         struct stat lst, st;
@@ -642,7 +600,7 @@ static void walk(struct vctx *c, struct fwalk *w, const char *abs, const char *r
                     crel);
         }
     }
-    free_names(names, n);
+    skills_free_names(names, n);
 }
 
 static void check_files(struct vctx *c, const char *dir, const char *md)
@@ -726,7 +684,7 @@ json_t *validate_roots(const char *const *roots, size_t nroots, const char *cons
                 "not a readable directory");
             continue;
         }
-        char **names = list_dir(roots[r], &n);
+        char **names = skills_list_dir(roots[r], &n);
         for (size_t i = 0; i < n; i++) {
             char dir[PATH_MAX], md[PATH_MAX + 16];
             struct stat st;
@@ -740,7 +698,7 @@ json_t *validate_roots(const char *const *roots, size_t nroots, const char *cons
                 continue;
             }
             size_t m;
-            char **sub = list_dir(dir, &m);
+            char **sub = skills_list_dir(dir, &m);
             for (size_t j = 0; j < m; j++) {
                 char sdir[PATH_MAX * 2], smd[PATH_MAX * 2 + 16];
                 snprintf(sdir, sizeof sdir, "%s/%s", dir, sub[j]);
@@ -752,11 +710,11 @@ json_t *validate_roots(const char *const *roots, size_t nroots, const char *cons
                     count++;
                 }
             }
-            free_names(sub, m);
+            skills_free_names(sub, m);
         }
-        free_names(names, n);
+        skills_free_names(names, n);
     }
-    free_names(seen.q, seen.n);
+    skills_free_names(seen.q, seen.n);
     if (nskills)
         *nskills = count;
     return c.findings;
