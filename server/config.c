@@ -89,6 +89,8 @@ static const struct opt opts[] = {
     {"--max-scripts-per-client", OPT_INT, O(max_scripts_per_client), 0, 1024, "N",
      "with --auth-tokens, scripts one client may run at once; 0 = no per-client cap "
      "(default: half of --max-script-concurrency)"},
+    {"--script-user", OPT_STR, O(script_user), 0, 0, "USER",
+     "when the server runs as root, run scripts and hooks as USER (e.g. nobody)"},
     {"--hooks-dir", OPT_STR, O(hooks_dir), 0, 0, "DIR",
      "global pre/post hooks run around every script (default: none)"},
     {"--hook-timeout", OPT_SECONDS, O(hook_timeout), 0, 3600, "SEC",

@@ -333,8 +333,8 @@ int main(int argc, char **argv)
     S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
-    if (!S.cfg.no_scripts)
-        S.scripts = script_setup(&S.cfg);
+    if (!S.cfg.no_scripts && !(S.scripts = script_setup(&S.cfg)))
+        return 2;
     int port = 0;
     int listen_fd = http_listen(&S.cfg, &port);
 

@@ -363,6 +363,9 @@ static int spawn_job(struct run_job *j)
         return -1;
     }
     j->_scratch = xstrdup(tmpl);
+    /* The script runs as --script-user: its HOME must be its own. */
+    if (j->run_uid >= 0 && chown(tmpl, (uid_t)j->run_uid, (gid_t)j->run_gid) < 0)
+        log_warn("cannot give the scratch folder to uid %d: %s", j->run_uid, strerror(errno));
     snprintf(home, sizeof home, "HOME=%s", tmpl);
     snprintf(tmpv, sizeof tmpv, "TMPDIR=%s", tmpl);
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||

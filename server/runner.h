@@ -51,6 +51,7 @@ struct run_job {
     char *skill;            /* qualified name, for logs and results */
     char *script;           /* as requested, relative to the skill */
     size_t retain_max;      /* per stream */
+    int run_uid, run_gid;   /* the scratch folder's owner (--script-user), or -1 */
     int hook;               /* a hook, not a script: left out of the scripts counters */
     int urgent;             /* queued ahead of ordinary jobs, with no queue timeout: it
                              * finishes a call whose script has already run */

@@ -17,6 +17,7 @@
 #include "script.h"
 
 #include <ctype.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -56,7 +57,25 @@ struct scripts {
     size_t nbase;
     char **hook_env;        /* the server's HOOK_* variables: configuration for hooks */
     size_t nhook;
+    /* --script-user: scripts and hooks run through setpriv as this user */
+    char *setpriv;          /* absolute path, or NULL */
+    char uid_arg[32], gid_arg[32];
+    int uid, gid;           /* -1 when not switching */
 };
+
+/* The argv entries that drop to --script-user before the interpreter. */
+static size_t user_prefix(const struct scripts *sc, char **argv)
+{
+    if (!sc->setpriv)
+        return 0;
+    argv[0] = xstrdup(sc->setpriv);
+    argv[1] = xstrdup(sc->uid_arg);
+    argv[2] = xstrdup(sc->gid_arg);
+    argv[3] = xstrdup("--clear-groups");
+    argv[4] = xstrdup("--no-new-privs");
+    argv[5] = xstrdup("--");
+    return 6;
+}
 
 /* ---- interpreters ------------------------------------------------------- */
 
@@ -182,6 +201,35 @@ struct scripts *script_setup(const struct cfg *c)
 {
     struct scripts *sc = xcalloc(1, sizeof *sc);
     size_t cap = 0;
+    sc->uid = sc->gid = -1;
+    if (c->script_user) {
+        struct passwd *pw = getpwnam(c->script_user);
+        if (!pw) {
+            log_error("--script-user %s: no such user", c->script_user);
+            free(sc);
+            return NULL;
+        }
+        if (geteuid() != 0) {
+            log_error("--script-user needs the server to run as root");
+            free(sc);
+            return NULL;
+        }
+        sc->setpriv = resolve("setpriv");
+        if (!sc->setpriv) {
+            log_error("--script-user needs setpriv (util-linux), which is not on PATH");
+            free(sc);
+            return NULL;
+        }
+        sc->uid = (int)pw->pw_uid;
+        sc->gid = (int)pw->pw_gid;
+        snprintf(sc->uid_arg, sizeof sc->uid_arg, "--reuid=%d", sc->uid);
+        snprintf(sc->gid_arg, sizeof sc->gid_arg, "--regid=%d", sc->gid);
+        log_info("scripts and hooks run as %s (uid %d) through %s", c->script_user, sc->uid,
+                 sc->setpriv);
+    } else if (geteuid() == 0) {
+        log_warn("running as root: scripts and hooks run as root too; give --script-user "
+                 "(e.g. nobody) or run the server as an unprivileged user");
+    }
     add_interp(sc, ".py", "python3", NULL);
     add_interp(sc, ".sh", "bash", NULL);
     add_interp(sc, ".js", "node", NULL);
@@ -226,6 +274,7 @@ void script_free(struct scripts *sc)
     for (size_t i = 0; i < sc->nhook; i++)
         free(sc->hook_env[i]);
     free(sc->hook_env);
+    free(sc->setpriv);
     free(sc);
 }
 
@@ -517,12 +566,15 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
 
     struct run_job *j = xcalloc(1, sizeof *j);
     size_t na = 0;
-    j->argv = xcalloc(nargs + 6, sizeof *j->argv);
+    j->argv = xcalloc(nargs + 12, sizeof *j->argv);
+    na = user_prefix(sc, j->argv);
     j->argv[na++] = xstrdup(it->path);
     for (size_t i = 0; i < 3 && it->args[i]; i++)
         j->argv[na++] = xstrdup(it->args[i]);
     j->argv[na++] = real;
     j->argv_fixed = na;
+    j->run_uid = sc->uid;
+    j->run_gid = sc->gid;
     for (size_t i = 0; i < nargs; i++)
         j->argv[na++] = xstrdup(json_string_value(json_array_get(jargs, i)));
 
@@ -574,11 +626,14 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     }
     struct run_job *j = xcalloc(1, sizeof *j);
     size_t na = 0;
-    j->argv = xcalloc(6, sizeof *j->argv);
+    j->argv = xcalloc(12, sizeof *j->argv);
+    na = user_prefix(sc, j->argv);
     j->argv[na++] = xstrdup(it->path);
     for (size_t i = 0; i < 3 && it->args[i]; i++)
         j->argv[na++] = xstrdup(it->args[i]);
     j->argv[na++] = xstrdup(path);
+    j->run_uid = sc->uid;
+    j->run_gid = sc->gid;
     size_t n = 0, cap = 0;
     char **env = NULL;
     for (size_t i = 0; i < sc->nbase; i++)
