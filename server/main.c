@@ -333,17 +333,18 @@ int main(int argc, char **argv)
     S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
+    int port = 0, listen_fd = -1;
     if (!S.cfg.no_scripts && !(S.scripts = script_setup(&S.cfg)))
-        return 2;
-    int port = 0;
-    int listen_fd = http_listen(&S.cfg, &port);
+        rc = 2;                 /* the reason is logged */
+    else
+        listen_fd = http_listen(&S.cfg, &port);
 
     /* serve() and supervise() close listen_fd when they stop accepting. */
-    if (listen_fd < 0)
+    if (!rc && listen_fd < 0)
         rc = 1;
-    else if (S.cfg.workers > 1)
+    else if (!rc && S.cfg.workers > 1)
         rc = supervise(&S, listen_fd, &sigs, port);
-    else
+    else if (!rc)
         rc = serve(&S, listen_fd, &sigs, 1, port);
 
     tools_cleanup(&S);
