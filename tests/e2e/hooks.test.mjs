@@ -22,12 +22,12 @@ import path from 'node:path';
 import {
   startServer, connect, callOk as callOkA, callErr as callErrA, postModern, E2E_DIR, REPO,
 } from './lib/harness.mjs';
+import { pidGone, waitGone, scriptStats, sleep } from './lib/procs.mjs';
 
 const HOOK_FIXTURES = path.join(E2E_DIR, 'fixtures', 'hook-skills');
 const opts = { timeout: 20_000 };
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
 const callErr = (c, n, a) => callErrA(assert, c, n, a);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- helpers -------------------------------------------------------------------
 
@@ -83,38 +83,6 @@ async function run(client, name, script, extra = {}) {
   assert.match(sc.request_id, /^r-[0-9a-f]{16}$/);
   assert.ok(sc.hint.length > 0);
   return sc;
-}
-
-/** Is pid gone (no such process, or a zombie nobody has reaped yet)? */
-function pidGone(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if (e.code === 'ESRCH') return true;
-    throw e;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state === 'Z' || state === 'X';
-  } catch {
-    return true;
-  }
-}
-
-async function waitGone(pid, ms = 3000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (pidGone(pid)) return true;
-    await sleep(50);
-  }
-  return pidGone(pid);
-}
-
-async function scriptStats(client) {
-  const st = await callOk(client, 'skill_server_stats', {});
-  assert.ok(st.scripts && typeof st.scripts === 'object', 'skill_server_stats must have a scripts object');
-  return st.scripts;
 }
 
 const readLines = (f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean) : []);

@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { startServer, modernMeta, MODERN, poll } from './lib/harness.mjs';
+import { alive, childPids, sleep } from './lib/procs.mjs';
 
 const NGINX = '/usr/sbin/nginx';
 const HAVE_NGINX = fs.existsSync(NGINX);
@@ -27,27 +28,6 @@ const CONCURRENCY = 4;
 
 const servers = [];
 let nginx = null;             // { proc, dir, pids }
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function procState(pid) {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ')[0];
-  } catch { return null; }
-}
-const alive = (pid) => { const s = procState(pid); return s !== null && s !== 'Z'; };
-function childPids(pid) {
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-      if (Number(f[1]) === pid && f[0] !== 'Z') out.push(Number(d));
-    } catch { /* gone */ }
-  }
-  return out;
-}
 
 function freePort() {
   return new Promise((resolve, reject) => {

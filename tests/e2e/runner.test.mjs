@@ -14,6 +14,7 @@ import path from 'node:path';
 import {
   startServer, connect, callOk as callOkA, callErr as callErrA, E2E_DIR,
 } from './lib/harness.mjs';
+import { pidGone, waitGone, scriptStats, sleep } from './lib/procs.mjs';
 
 const RUNNER_FIXTURES = path.join(E2E_DIR, 'fixtures', 'runner-skills');
 const opts = { timeout: 20_000 };
@@ -87,39 +88,6 @@ async function run(client, name, script, extra = {}) {
   return sc;
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Is pid gone (no such process, or a zombie nobody has reaped yet)? */
-function pidGone(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if (e.code === 'ESRCH') return true;
-    throw e;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state === 'Z' || state === 'X';
-  } catch {
-    return true;
-  }
-}
-
-async function waitGone(pid, ms = 3000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (pidGone(pid)) return true;
-    await sleep(50);
-  }
-  return pidGone(pid);
-}
-
-async function scriptStats(client) {
-  const st = await callOk(client, 'skill_server_stats', {});
-  assert.ok(st.scripts && typeof st.scripts === 'object', 'skill_server_stats must have a scripts object');
-  return st.scripts;
-}
 
 function delta(a, b) {
   const d = {};

@@ -18,36 +18,13 @@ import http from 'node:http';
 import path from 'node:path';
 
 import { startServer, E2E_DIR, poll } from './lib/harness.mjs';
+import { alive, childPids, sleep } from './lib/procs.mjs';
 
 const WORKER_FIXTURES = path.join(E2E_DIR, 'fixtures', 'worker-skills');
 const opts = { timeout: 25_000 };
 const PROTO = '2025-11-25';
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- processes (/proc) ------------------------------------------------------------
-
-/** State letter of pid ('R', 'S', 'Z', ...) or null when it is gone. */
-function procState(pid) {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return s.slice(s.lastIndexOf(')') + 2).split(' ')[0];
-  } catch { return null; }
-}
-const alive = (pid) => { const s = procState(pid); return s !== null && s !== 'Z'; };
-
-/** Live (non-zombie) children of pid. */
-function childPids(pid) {
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-      if (Number(f[1]) === pid && f[0] !== 'Z') out.push(Number(d));
-    } catch { /* raced with its exit */ }
-  }
-  return out.sort((a, b) => a - b);
-}
 
 /** Live processes whose command line contains marker. */
 function procsWith(marker) {
