@@ -356,12 +356,21 @@ static void tb_put(struct tokbuf *t, const char *p, size_t k)
     t->len += k;
 }
 
-static void tb_putc(struct tokbuf *t, char c)
+/* A run of ASCII letters and digits, lowercased; bytes past MAXTOK are dropped. */
+static void tb_put_lower(struct tokbuf *t, const unsigned char *p, size_t k)
 {
-    if (t->full || t->len >= MAXTOK)
+    if (t->full)
+        return;
+    size_t room = MAXTOK - t->len;
+    if (k > room) {
+        k = room;
         t->full = true;
-    else
-        t->s[t->len++] = c;
+    }
+    for (size_t i = 0; i < k; i++) {
+        unsigned char c = p[i];
+        t->s[t->len + i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    t->len += k;
 }
 
 static void emit_word(struct tokbuf *w, bool keep_stop, emit_fn emit, void *ctx)
@@ -401,15 +410,15 @@ static size_t word_group(const unsigned char *s, size_t n, size_t i,
         word.len = 0;
         word.full = false;
         while (i < n) {
-            unsigned char c = s[i];
-            if (c < 0x80) {
-                if (!ascii_word(c))
+            if (s[i] < 0x80) {
+                size_t j = i;
+                while (j < n && ascii_word(s[j]))
+                    j++;
+                if (j == i)
                     break;
-                if (c <= 'Z' && c >= 'A')
-                    c = (unsigned char)(c + 32);
-                tb_putc(&word, (char)c);
-                tb_putc(&comp, (char)c);
-                i++;
+                tb_put_lower(&word, s + i, j - i);
+                tb_put_lower(&comp, s + i, j - i);
+                i = j;
             } else {
                 uint32_t cp;
                 enum cclass cl;
@@ -678,33 +687,129 @@ static int cmp_name_ent(const void *a, const void *b)
     return (x->doc > y->doc) - (x->doc < y->doc);
 }
 
+/* ---- one document's terms ----------------------------------------------- */
+
+/*
+ * A document tokenized on its own: its distinct terms in order of first
+ * appearance, each with its per-field counts, and its field lengths. Built
+ * where the document is (a skill's entry, on the threads that parse
+ * frontmatter) and kept with it, so a rebuild of the index only merges
+ * dictionaries instead of tokenizing the whole library again.
+ */
+struct search_terms {
+    uint32_t n;                 /* distinct terms */
+    uint32_t len[NFIELDS];      /* field lengths in tokens */
+    uint32_t (*tf)[NFIELDS];    /* [n] */
+    uint32_t *tlen;             /* [n] term lengths; terms are back to back in pool */
+    char *pool;                 /* NUL-terminated terms */
+};
+
+static void builder_init(struct builder *b, size_t cap, size_t tp_hint)
+{
+    memset(b, 0, sizeof *b);
+    b->tmask = cap - 1;
+    b->table = s_calloc(cap, sizeof *b->table);
+    if (tp_hint)
+        grow((void **)&b->tp, &b->tpcap, tp_hint, sizeof *b->tp);
+}
+
+struct search_terms *search_terms_new(const struct search_doc *doc)
+{
+    struct builder b;
+    uint32_t len[1][NFIELDS] = {{0, 0, 0}};
+    /* Sized for a typical skill card (a few dozen terms), so that most
+     * documents never reallocate. */
+    builder_init(&b, 128, 64);
+    grow((void **)&b.term, &b.tcap, 64, sizeof *b.term);
+    grow((void **)&b.pool, &b.pool_cap, 512, 1);
+    b.len = len;
+    b.doc = 0;
+    index_field(&b, F_NAME, doc->name);
+    if (doc->tags)
+        for (size_t t = 0; t < doc->ntags; t++)
+            index_field(&b, F_TAGS, doc->tags[t]);
+    index_field(&b, F_DESC, doc->description);
+
+    /* Term ids are given in order of first appearance, and each id gets its
+     * one tmp posting at that moment: tp[i].tid == i. */
+    struct search_terms *t = s_calloc(1, sizeof *t);
+    t->n = (uint32_t)b.nterms;
+    memcpy(t->len, len[0], sizeof t->len);
+    t->tf = s_malloc(b.nterms * sizeof *t->tf);
+    t->tlen = s_malloc(b.nterms * sizeof *t->tlen);
+    for (size_t i = 0; i < b.nterms; i++) {
+        memcpy(t->tf[i], b.tp[i].tf, sizeof t->tf[i]);
+        t->tlen[i] = b.term[i].len;
+    }
+    t->pool = b.pool ? s_realloc(b.pool, b.pool_len) : s_calloc(1, 1);
+    free(b.term);
+    free(b.table);
+    free(b.tp);
+    return t;
+}
+
+void search_terms_free(struct search_terms *t)
+{
+    if (!t)
+        return;
+    free(t->tf);
+    free(t->tlen);
+    free(t->pool);
+    free(t);
+}
+
+size_t search_terms_bytes(const struct search_terms *t)
+{
+    size_t pool = 0;
+    for (uint32_t i = 0; i < t->n; i++)
+        pool += t->tlen[i] + 1;
+    return sizeof *t + t->n * (sizeof *t->tf + sizeof *t->tlen) + pool;
+}
+
 struct search_index *search_new(const struct search_doc *docs, size_t n)
+{
+    if (!docs)
+        n = 0;
+    struct search_terms **terms = s_calloc(n, sizeof *terms);
+    for (size_t d = 0; d < n; d++)
+        terms[d] = search_terms_new(&docs[d]);
+    struct search_index *idx = search_new_terms(docs, (const struct search_terms *const *)terms, n);
+    for (size_t d = 0; d < n; d++)
+        search_terms_free(terms[d]);
+    free(terms);
+    return idx;
+}
+
+struct search_index *search_new_terms(const struct search_doc *docs,
+                                      const struct search_terms *const *terms, size_t n)
 {
     struct search_index *idx = s_calloc(1, sizeof *idx);
     struct builder b;
 
-    if (!docs)
+    if (!docs || !terms)
         n = 0;
     if (n > UINT32_MAX - 1)
         abort();
-    memset(&b, 0, sizeof b);
     size_t cap = 4096;
     while (cap < n * 4 && cap < ((size_t)1 << 24))
         cap *= 2;
-    b.tmask = cap - 1;
-    b.table = s_calloc(cap, sizeof *b.table);
-    grow((void **)&b.tp, &b.tpcap, n * 16, sizeof *b.tp);
+    builder_init(&b, cap, n * 16);
     b.len = s_calloc(n, sizeof *b.len);
 
+    /* Merge each document's dictionary into the library's. */
     for (size_t d = 0; d < n; d++) {
-        b.doc = (uint32_t)d;
-        index_field(&b, F_NAME, docs[d].name);
-        if (docs[d].tags)
-            for (size_t t = 0; t < docs[d].ntags; t++)
-                index_field(&b, F_TAGS, docs[d].tags[t]);
-        index_field(&b, F_DESC, docs[d].description);
+        const struct search_terms *t = terms[d];
+        const char *p = t->pool;
+        memcpy(b.len[d], t->len, sizeof b.len[d]);
+        grow((void **)&b.tp, &b.tpcap, b.ntp + t->n, sizeof *b.tp);
+        for (uint32_t i = 0; i < t->n; i++) {
+            struct tmp_post *tp = &b.tp[b.ntp++];
+            tp->tid = intern(&b, p, t->tlen[i]);
+            tp->doc = (uint32_t)d;
+            memcpy(tp->tf, t->tf[i], sizeof tp->tf);
+            p += t->tlen[i] + 1;
+        }
     }
-
     /* The sorted dictionary: rank[tid] is the term's position. */
     size_t T = b.nterms;
     struct term_ref *order = s_malloc(T * sizeof *order);

@@ -35,6 +35,21 @@ struct search_index *search_new(const struct search_doc *docs, size_t n);
 void search_free(struct search_index *idx);
 
 /*
+ * One document tokenized on its own (thread-safe, no shared state), to be
+ * kept with the document and merged by search_new_terms: an index rebuild
+ * then costs a dictionary merge, not a tokenization of the whole library.
+ * search_new(docs, n) is search_new_terms over search_terms_new(docs[i]),
+ * and ranks identically. terms[i] must describe docs[i]; docs still supply
+ * the names for the exact-name bonus.
+ */
+struct search_terms;
+struct search_terms *search_terms_new(const struct search_doc *doc);
+void search_terms_free(struct search_terms *t);
+size_t search_terms_bytes(const struct search_terms *t);
+struct search_index *search_new_terms(const struct search_doc *docs,
+                                      const struct search_terms *const *terms, size_t n);
+
+/*
  * Ranks the documents matching query (any term matches; more and rarer terms
  * rank higher; the last term also matches as a prefix, at half weight).
  * Documents whose name equals the whole trimmed query (ASCII case-insensitive)

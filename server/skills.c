@@ -25,6 +25,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +185,7 @@ static void skill_unref(struct skill *k)
     free(k->md_path);
     json_decref(k->fm);
     json_decref(k->warnings);
+    search_terms_free(k->terms);
     free(k->hook_pre);
     free(k->hook_post);
     for (size_t i = 0; i < k->ntags; i++)
@@ -249,6 +252,8 @@ struct build {
     json_t *errors;
     uint32_t *seen;         /* open-addressing set of v[] indexes + 1, by qname */
     size_t seen_cap;        /* power of two, at least twice n */
+    struct cand *c;         /* skill folders found by the scan, in order */
+    size_t nc, ccap;
 };
 
 static uint32_t hash_str(const char *s, size_t n);
@@ -286,38 +291,75 @@ static void watch_add(struct build *b, const char *path, const struct stat *st)
         memset(&w->key, 0, sizeof w->key);
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Names that are never part of a skill: VCS folders, caches, dotfiles. */
 int skills_ignored_name(const char *n)
 {
     return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
 }
 
+struct dent {
+    char *name;
+    unsigned char type;     /* DT_*, DT_UNKNOWN when the filesystem does not say */
+};
+
+static int dent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
+}
+
+/*
+ * The entries of the open directory fd, sorted by name, ignored names left
+ * out. getdents64 directly rather than opendir: no fstat, no 32 KiB DIR
+ * buffer per folder. A build lists every folder of the library, and on
+ * these machines system calls are most of its time.
+ */
+static struct dent *list_fd(int fd, size_t *count)
+{
+    char buf[8192] __attribute__((aligned(8)));
+    struct dent *v = NULL;
+    size_t n = 0, cap = 0;
+    ssize_t r;
+    while ((r = getdents64(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; off < r;) {
+            const struct dirent64 *d = (const struct dirent64 *)(void *)(buf + off);
+            off += d->d_reclen;
+            if (skills_ignored_name(d->d_name))
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                v = xrealloc(v, cap * sizeof *v);
+            }
+            v[n].name = xstrdup(d->d_name);
+            v[n].type = d->d_type;
+            n++;
+        }
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, dent_cmp);
+    *count = n;
+    return v;
+}
+
+static void dents_free(struct dent *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
 char **skills_list_dir(const char *path, size_t *count)
 {
-    DIR *d = opendir(path);
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t n;
     *count = 0;
-    if (!d)
+    if (fd < 0)
         return NULL;
-    while ((e = readdir(d))) {
-        if (skills_ignored_name(e->d_name))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = xrealloc(v, cap * sizeof *v);
-        }
-        v[n++] = xstrdup(e->d_name);
-    }
-    closedir(d);
-    if (n)
-        qsort(v, n, sizeof *v, name_cmp);
+    struct dent *d = list_fd(fd, &n);
+    close(fd);
+    char **v = n ? xmalloc(n * sizeof *v) : NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = d[i].name;
+    free(d);
     *count = n;
     return v;
 }
@@ -375,26 +417,33 @@ static int path_within(const char *real, const char *dir)
     return !strncmp(real, dir, n) && (real[n] == '/' || real[n] == '\0');
 }
 
-static void walk_dir(struct walk *w, const char *skilldir, const char *abs, const char *rel,
-                     int depth)
+/* Walks the open folder dfd (abs names it; rel is its path in the skill).
+ * Entries are stat'ed relative to dfd: a one-component lookup. */
+static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *abs,
+                     const char *rel, int depth)
 {
     size_t n;
-    char **names = skills_list_dir(abs, &n);
+    struct dent *names = list_fd(dfd, &n);
     for (size_t i = 0; i < n; i++) {
+        const char *nm = names[i].name;
         char childabs[PATH_MAX], childrel[PATH_MAX];
         struct stat lst, st;
         if (++w->entries > WALK_MAX_ENTRIES) {
             w->truncated = 1;
             break;
         }
-        if ((size_t)snprintf(childabs, sizeof childabs, "%s/%s", abs, names[i]) >=
-                sizeof childabs ||
-            (size_t)snprintf(childrel, sizeof childrel, "%s%s%s", rel, *rel ? "/" : "",
-                             names[i]) >= sizeof childrel)
+        if (!*rel && !strcmp(nm, "SKILL.md"))
             continue;
-        if (!*rel && !strcmp(names[i], "SKILL.md"))
+        if ((size_t)snprintf(childrel, sizeof childrel, "%s%s%s", rel, *rel ? "/" : "", nm) >=
+            sizeof childrel)
             continue;
-        if (lstat(childabs, &lst) < 0)
+        if (fstatat(dfd, nm, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        int regular = S_ISREG(lst.st_mode);
+        /* Folders and links need the absolute path (kept as a watch, or
+         * resolved); a plain file needs only its relative one. */
+        if (!regular && (size_t)snprintf(childabs, sizeof childabs, "%s/%s", abs, nm) >=
+                            sizeof childabs)
             continue;
         if (S_ISLNK(lst.st_mode)) {
             char real[PATH_MAX];
@@ -416,8 +465,12 @@ static void walk_dir(struct walk *w, const char *skilldir, const char *abs, cons
                 w->truncated = 1;
                 continue;
             }
+            int cfd = openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd < 0)
+                continue;
             walk_add_dir(w, childabs, &st);
-            walk_dir(w, skilldir, childabs, childrel, depth + 1);
+            walk_dir(w, skilldir, cfd, childabs, childrel, depth + 1);
+            close(cfd);
         } else if (S_ISREG(st.st_mode)) {
             if (w->nfiles == w->fcap) {
                 w->fcap = w->fcap ? w->fcap * 2 : 16;
@@ -428,7 +481,7 @@ static void walk_dir(struct walk *w, const char *skilldir, const char *abs, cons
             w->nfiles++;
         }
     }
-    skills_free_names(names, n);
+    dents_free(names, n);
 }
 
 static int file_cmp(const void *a, const void *b)
@@ -436,11 +489,12 @@ static int file_cmp(const void *a, const void *b)
     return strcmp(((const struct skill_file *)a)->path, ((const struct skill_file *)b)->path);
 }
 
-/* Reads up to max bytes of fd from offset 0. */
-static ssize_t read_prefix(int fd, char *buf, size_t max)
+/* Reads up to max bytes of fd from offset 0, stopping early once it has the
+ * size that stat reported (one read for a small file, not two). */
+static ssize_t read_prefix(int fd, char *buf, size_t max, off_t size)
 {
     size_t got = 0;
-    while (got < max) {
+    while (got < max && (size <= 0 || got < (size_t)size)) {
         ssize_t r = pread(fd, buf + got, max - got, (off_t)got);
         if (r < 0) {
             if (errno == EINTR)
@@ -458,7 +512,7 @@ static ssize_t read_prefix(int fd, char *buf, size_t max)
  * Parses the frontmatter of SKILL.md at path (whose stat is st). Returns 0
  * and fills *f, or -1 with *err set.
  */
-static int parse_skill_md(const char *path, const struct stat *st, struct fm *f,
+static int parse_skill_md(int dfd, const char *path, const struct stat *st, struct fm *f,
                           struct err *err)
 {
     int fd, rc = -1;
@@ -468,7 +522,7 @@ static int parse_skill_md(const char *path, const struct stat *st, struct fm *f,
                 (long long)st->st_size);
         return -1;
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         err_set(err, 0, 0, "cannot open SKILL.md: %s", strerror(errno));
         return -1;
@@ -476,7 +530,7 @@ static int parse_skill_md(const char *path, const struct stat *st, struct fm *f,
     size_t want = FM_FIRST_READ;
     for (;;) {
         buf = xrealloc(buf, want);
-        ssize_t got = read_prefix(fd, buf, want);
+        ssize_t got = read_prefix(fd, buf, want, st->st_size);
         if (got < 0) {
             err_set(err, 0, 0, "cannot read SKILL.md: %s", strerror(errno));
             break;
@@ -657,59 +711,74 @@ static void find_skill_hooks(struct build *b, struct skill *k)
     }
 }
 
-/* One skill folder: reuse, (re)parse, or report. */
-/* realdir: the folder's canonical path when the caller knows it (no
- * symlink on the way), or NULL to resolve it here. */
-static void load_one(struct build *b, unsigned root, const char *team, const char *name,
-                     const char *dirpath, const char *realdir, const struct stat *mdst)
-{
-    char qname[PATH_MAX], real[PATH_MAX], md[PATH_MAX + 16];
-    struct skill *old;
-    struct fm f = {0};
-    struct err err = {0};
+/*
+ * A build is three passes. The scan (serial, cheap: readdir and stat) lists
+ * candidate skill folders in order. Preparing a candidate (stat checks for
+ * reuse, walking its folder, parsing its frontmatter) is where a build's
+ * time goes and touches nothing shared, so it runs on several threads.
+ * Applying the results is serial again and in scan order, so shadowing,
+ * reports and the resulting snapshot do not depend on thread timing.
+ */
+struct cand {
+    unsigned root;
+    char *team;             /* NULL for top-level skills */
+    char *name;
+    char *qname;
+    char *dir;              /* as found under the root */
+    char *real;             /* canonical path when known without realpath */
+    struct stat mdst;
+    struct stat dirst;      /* of the folder itself, when real is known */
+    /* set by prepare */
+    struct skill *old;      /* the previous entry of that qualified name */
+    int reuse;              /* old serves unchanged */
+    int real_errno;         /* realpath failed: no k */
+    struct skill *k;        /* the new entry, when not reused */
+    const char *problem;    /* why k cannot serve (into err.msg, or static) */
+    struct err err;
+    int truncated, escaped;
+    char first_escape[256];
+};
 
-    snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
-    snprintf(md, sizeof md, "%s/SKILL.md", dirpath);
-    if (have_qname(b, qname)) {
-        report(b, "warning", qname, md,
-               "shadowed: a skill with the same qualified name in an earlier --skills root "
-               "wins");
+static void prepare(const struct snapshot *old, struct cand *c)
+{
+    char real[PATH_MAX], md[PATH_MAX + 16];
+    struct fm f = {0};
+
+    c->old = find_in(old, c->qname);
+    if (c->old && c->old->root == c->root && entry_unchanged(c->old, &c->mdst)) {
+        c->reuse = 1;
         return;
     }
-    old = find_in(b->old, qname);
-    if (old && old->root == root && entry_unchanged(old, mdst)) {
-        atomic_fetch_add(&old->refs, 1);
-        push_skill(b, old);
-        add_watches_of(b, old, mdst);
-        size_t i;
-        json_t *w;
-        json_array_foreach(old->warnings, i, w)
-            json_array_append_new(b->errors, json_deep_copy(w));
-        return;
-    }
-    if (realdir)
-        snprintf(real, sizeof real, "%s", realdir);
-    else if (!realpath(dirpath, real)) {
-        report(b, "error", qname, md, "cannot resolve the skill folder: %s", strerror(errno));
+    if (c->real)
+        snprintf(real, sizeof real, "%s", c->real);
+    else if (!realpath(c->dir, real)) {
+        c->real_errno = errno ? errno : ENOENT;
         return;
     }
 
     struct walk w = {0};
     struct stat dst;
-    if (stat(real, &dst) == 0)
+    int dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->real)
+        dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
+    if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
         walk_add_dir(&w, real, &dst);
-    walk_dir(&w, real, real, "", 0);
+        walk_dir(&w, real, dfd, real, "", 0);
+    }
+    c->truncated = w.truncated;
+    c->escaped = w.escaped;
+    memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
 
     struct skill *k = xcalloc(1, sizeof *k);
     atomic_init(&k->refs, 1);
-    k->name = xstrdup(name);
-    k->qname = xstrdup(qname);
-    k->team = team ? xstrdup(team) : NULL;
+    k->name = xstrdup(c->name);
+    k->qname = xstrdup(c->qname);
+    k->team = c->team ? xstrdup(c->team) : NULL;
     k->dir = xstrdup(real);
     snprintf(md, sizeof md, "%s/SKILL.md", real);
     k->md_path = xstrdup(md);
-    k->root = root;
-    key_of(mdst, &k->md_key);
+    k->root = c->root;
+    key_of(&c->mdst, &k->md_key);
     k->files = w.files;
     k->nfiles = w.nfiles;
     if (k->nfiles)
@@ -717,75 +786,198 @@ static void load_one(struct build *b, unsigned root, const char *team, const cha
     k->dir_paths = w.dirs;
     k->dir_keys = w.dkeys;
     k->ndirs = w.ndirs;
+    c->k = k;
 
-    const char *problem = NULL;
-    if (parse_skill_md(md, mdst, &f, &err) < 0) {
-        problem = err.msg;
-    } else {
-        json_t *desc = json_object_get(f.fields, "description");
-        if (!json_is_string(desc) || !*json_string_value(desc)) {
-            problem = "frontmatter has no 'description' (a non-empty string is required)";
-        }
+    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
+                            &f, &c->err);
+    if (dfd >= 0)
+        close(dfd);
+    if (rc < 0) {
+        c->problem = c->err.msg;
+        json_decref(f.fields);
+        return;
     }
-    if (problem) {
+    json_t *desc = json_object_get(f.fields, "description");
+    if (!json_is_string(desc) || !*json_string_value(desc)) {
+        c->problem = "frontmatter has no 'description' (a non-empty string is required)";
+        json_decref(f.fields);
+        return;
+    }
+    k->fm = f.fields;
+    k->body_off = f.body_off;
+    k->description = json_string_value(desc);
+    json_t *ver = json_object_get(k->fm, "version");
+    if (json_is_string(ver))
+        k->version = json_string_value(ver);
+    take_tags(k, json_object_get(k->fm, "tags"));
+    k->terms = search_terms_new(&(struct search_doc){
+        .name = k->qname, .description = k->description,
+        .tags = (const char *const *)k->tags, .ntags = k->ntags});
+}
+
+static void cand_free(struct cand *c)
+{
+    skill_unref(c->k);
+    free(c->team);
+    free(c->name);
+    free(c->qname);
+    free(c->dir);
+    free(c->real);
+}
+
+/* The candidate's outcome: reuse, serve the new entry, or report why not. */
+static void apply(struct build *b, struct cand *c)
+{
+    char md[PATH_MAX + 16];
+    struct skill *k = c->k;
+
+    snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
+    if (have_qname(b, c->qname)) {
+        report(b, "warning", c->qname, md,
+               "shadowed: a skill with the same qualified name in an earlier --skills root "
+               "wins");
+        return;
+    }
+    if (c->reuse) {
+        struct skill *old = c->old;
+        atomic_fetch_add(&old->refs, 1);
+        push_skill(b, old);
+        add_watches_of(b, old, &c->mdst);
+        size_t i;
+        json_t *w;
+        json_array_foreach(old->warnings, i, w)
+            json_array_append_new(b->errors, json_deep_copy(w));
+        return;
+    }
+    if (!k) {
+        report(b, "error", c->qname, md, "cannot resolve the skill folder: %s",
+               strerror(c->real_errno));
+        return;
+    }
+    snprintf(md, sizeof md, "%s", k->md_path);
+    if (c->problem) {
         char where[32] = "";
-        if (err.line && problem == err.msg)
-            snprintf(where, sizeof where, " (line %d)", err.line);
-        if (old) {
-            report(b, "error", qname, md, "%s%s; serving the previous version", problem, where);
-            atomic_fetch_add(&old->refs, 1);
-            push_skill(b, old);
+        if (c->err.line && c->problem == c->err.msg)
+            snprintf(where, sizeof where, " (line %d)", c->err.line);
+        if (c->old) {
+            report(b, "error", c->qname, md, "%s%s; serving the previous version", c->problem,
+                   where);
+            atomic_fetch_add(&c->old->refs, 1);
+            push_skill(b, c->old);
         } else {
-            report(b, "error", qname, md, "%s%s; skill not served", problem, where);
+            report(b, "error", c->qname, md, "%s%s; skill not served", c->problem, where);
         }
         /* Watch what is on disk now, so a broken file does not rebuild every tick. */
-        watch_add(b, md, mdst);
+        watch_add(b, md, &c->mdst);
         for (size_t i = 0; i < k->ndirs; i++) {
             struct stat st;
             if (stat(k->dir_paths[i], &st) == 0)
                 watch_add(b, k->dir_paths[i], &st);
         }
-        json_decref(f.fields);
-        skill_unref(k);
         return;
     }
 
-    k->fm = f.fields;
-    k->body_off = f.body_off;
-    k->description = json_string_value(json_object_get(k->fm, "description"));
-    json_t *ver = json_object_get(k->fm, "version");
-    if (json_is_string(ver))
-        k->version = json_string_value(ver);
-    take_tags(k, json_object_get(k->fm, "tags"));
-
+    const char *name = c->name;
     size_t mark = json_array_size(b->errors);
     json_t *fmname = json_object_get(k->fm, "name");
     if (!json_is_string(fmname))
-        report(b, "warning", qname, md,
+        report(b, "warning", c->qname, md,
                "frontmatter has no 'name'; the folder name '%s' is used", name);
     else if (strcmp(json_string_value(fmname), name))
-        report(b, "warning", qname, md,
+        report(b, "warning", c->qname, md,
                "frontmatter name '%s' differs from the folder name '%s'; the skill is served "
                "as '%s'",
-               json_string_value(fmname), name, qname);
+               json_string_value(fmname), name, c->qname);
     if (skills_name_problem(name))
-        report(b, "warning", qname, md, "skill name '%s' %s", name, skills_name_problem(name));
+        report(b, "warning", c->qname, md, "skill name '%s' %s", name, skills_name_problem(name));
     if (strlen(k->description) > 1024)
-        report(b, "warning", qname, md, "description is over 1024 characters");
-    if (w.truncated)
-        report(b, "warning", qname, k->dir,
+        report(b, "warning", c->qname, md, "description is over 1024 characters");
+    if (c->truncated)
+        report(b, "warning", c->qname, k->dir,
                "more than %d entries or deeper than %d folders; the file list is cut",
                WALK_MAX_ENTRIES, WALK_MAX_DEPTH);
-    if (w.escaped)
-        report(b, "warning", qname, k->dir,
+    if (c->escaped)
+        report(b, "warning", c->qname, k->dir,
                "%d symlink(s) point outside the skill (first: %s); they are not served",
-               w.escaped, w.first_escape);
+               c->escaped, c->first_escape);
     find_skill_hooks(b, k);
     k->warnings = json_array();
     for (size_t i = mark; i < json_array_size(b->errors); i++)
         json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
     push_skill(b, k);
-    add_watches_of(b, k, mdst);
+    c->k = NULL;            /* the snapshot owns it now */
+    add_watches_of(b, k, &c->mdst);
+}
+
+static void cand_add(struct build *b, unsigned root, const char *team, const char *name,
+                     const char *dir, const char *real, const struct stat *dirst,
+                     const struct stat *mdst)
+{
+    if (b->nc == b->ccap) {
+        b->ccap = b->ccap ? b->ccap * 2 : 64;
+        b->c = xrealloc(b->c, b->ccap * sizeof *b->c);
+    }
+    struct cand *c = &b->c[b->nc++];
+    char qname[PATH_MAX];
+    memset(c, 0, sizeof *c);
+    snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
+    c->root = root;
+    c->team = team ? xstrdup(team) : NULL;
+    c->name = xstrdup(name);
+    c->qname = xstrdup(qname);
+    c->dir = xstrdup(dir);
+    c->real = real ? xstrdup(real) : NULL;
+    c->mdst = *mdst;
+    c->dirst = *dirst;
+}
+
+struct prep_pool {
+    struct cand *c;
+    size_t n;
+    const struct snapshot *old;
+    atomic_size_t next;
+};
+
+#define PREP_CHUNK 16
+
+static void *prep_worker(void *arg)
+{
+    struct prep_pool *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, PREP_CHUNK);
+        if (i >= p->n)
+            return NULL;
+        size_t end = i + PREP_CHUNK < p->n ? i + PREP_CHUNK : p->n;
+        for (; i < end; i++)
+            prepare(p->old, &p->c[i]);
+    }
+}
+
+/* Threads for preparing: the CPUs this process may use, at most 4 (past
+ * that the build is bound by the filesystem and by the serial passes), and
+ * none for a small library where starting threads costs more than it saves. */
+static size_t prep_threads(size_t n)
+{
+    cpu_set_t set;
+    size_t cpus = 1;
+    if (n < 256)
+        return 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = (size_t)CPU_COUNT(&set);
+    return cpus < 1 ? 1 : cpus > 4 ? 4 : cpus;
+}
+
+static void prepare_all(struct build *b)
+{
+    struct prep_pool p = {.c = b->c, .n = b->nc, .old = b->old};
+    pthread_t t[3];
+    size_t want = prep_threads(b->nc), started = 0;
+    atomic_init(&p.next, 0);
+    while (started + 1 < want && pthread_create(&t[started], NULL, prep_worker, &p) == 0)
+        started++;
+    prep_worker(&p);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
 }
 
 /* The global hooks folder: watched like a skill folder, so hooks change on reload. */
@@ -824,67 +1016,91 @@ static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
     skills_free_names(names, n);
 }
 
-static void scan_team(struct build *b, unsigned root, const char *team, const char *teampath,
-                      const char *teamreal, const struct stat *tst)
+/* Is name (in the folder dfd) a folder, following a link? Fills *st. */
+static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link)
+{
+    if (fstatat(dfd, d->name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    *link = S_ISLNK(st->st_mode);
+    if (*link && fstatat(dfd, d->name, st, 0) < 0)
+        return 0;
+    return S_ISDIR(st->st_mode);
+}
+
+/* Does the folder name (in dfd) hold a SKILL.md file? Fills *mst. */
+static int has_skill_md(int dfd, const char *name, struct stat *mst)
+{
+    char md[PATH_MAX];
+    if ((size_t)snprintf(md, sizeof md, "%s/SKILL.md", name) >= sizeof md)
+        return 0;
+    return fstatat(dfd, md, mst, 0) == 0 && S_ISREG(mst->st_mode);
+}
+
+static void scan_team(struct build *b, unsigned root, const char *team, int tfd,
+                      const char *teampath, const char *teamreal, const struct stat *tst)
 {
     size_t n;
-    char **names = skills_list_dir(teampath, &n);
+    struct dent *names = list_fd(tfd, &n);
     watch_add(b, teampath, tst);
     for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], md[PATH_MAX + 16], real[PATH_MAX];
+        char dir[PATH_MAX], real[PATH_MAX];
         struct stat st, mst;
-        snprintf(dir, sizeof dir, "%s/%s", teampath, names[i]);
-        if (lstat(dir, &st) < 0)
+        int link;
+        if (!child_dir(tfd, &names[i], &st, &link))
             continue;
-        int link = S_ISLNK(st.st_mode);
-        if ((link && stat(dir, &st) < 0) || !S_ISDIR(st.st_mode))
-            continue;
-        snprintf(md, sizeof md, "%s/SKILL.md", dir);
+        snprintf(dir, sizeof dir, "%s/%s", teampath, names[i].name);
         /* No symlink on the way: the canonical path is known without realpath. */
         if (teamreal && !link)
-            snprintf(real, sizeof real, "%s/%s", teamreal, names[i]);
-        if (stat(md, &mst) == 0 && S_ISREG(mst.st_mode))
-            load_one(b, root, team, names[i], dir, teamreal && !link ? real : NULL, &mst);
+            snprintf(real, sizeof real, "%s/%s", teamreal, names[i].name);
+        if (has_skill_md(tfd, names[i].name, &mst))
+            cand_add(b, root, team, names[i].name, dir, teamreal && !link ? real : NULL, &st,
+                     &mst);
         /* A folder without SKILL.md at this depth is not a skill: folders
          * nest one level only (team/skill). */
     }
-    skills_free_names(names, n);
+    dents_free(names, n);
 }
 
 static void scan_root(struct build *b, unsigned root, const char *rootpath)
 {
     struct stat rst;
     size_t n;
-    if (stat(rootpath, &rst) < 0 || !S_ISDIR(rst.st_mode)) {
+    int rfd = open(rootpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0 || fstat(rfd, &rst) < 0) {
         report(b, "error", NULL, rootpath, "skills root is not a readable directory");
         watch_add(b, rootpath, NULL);
+        if (rfd >= 0)
+            close(rfd);
         return;
     }
     watch_add(b, rootpath, &rst);
     char rootreal[PATH_MAX];
     int have_real = realpath(rootpath, rootreal) != NULL;
-    char **names = skills_list_dir(rootpath, &n);
+    struct dent *names = list_fd(rfd, &n);
     for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], md[PATH_MAX + 16], real[PATH_MAX];
+        char dir[PATH_MAX], real[PATH_MAX];
         struct stat st, mst;
-        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i]);
-        if (lstat(dir, &st) < 0)
+        int link;
+        if (!child_dir(rfd, &names[i], &st, &link))
             continue;
-        int link = S_ISLNK(st.st_mode);
-        if ((link && stat(dir, &st) < 0) || !S_ISDIR(st.st_mode))
-            continue;
+        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i].name);
         if (link && !(b->old))
             log_info("skills: %s is a symlinked folder; following it", dir);
         if (have_real && !link)
-            snprintf(real, sizeof real, "%s/%s", rootreal, names[i]);
+            snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
         const char *known = have_real && !link ? real : NULL;
-        snprintf(md, sizeof md, "%s/SKILL.md", dir);
-        if (stat(md, &mst) == 0 && S_ISREG(mst.st_mode))
-            load_one(b, root, NULL, names[i], dir, known, &mst);
-        else
-            scan_team(b, root, names[i], dir, known, &st);
+        if (has_skill_md(rfd, names[i].name, &mst)) {
+            cand_add(b, root, NULL, names[i].name, dir, known, &st, &mst);
+        } else {
+            int tfd = openat(rfd, names[i].name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (tfd >= 0) {
+                scan_team(b, root, names[i].name, tfd, dir, known, &st);
+                close(tfd);
+            }
+        }
     }
-    skills_free_names(names, n);
+    dents_free(names, n);
+    close(rfd);
 }
 
 /* ---- lookup tables ------------------------------------------------------- */
@@ -1075,7 +1291,7 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
     }
     size_t len = (size_t)st.st_size;
     char *raw = xmalloc(len + 1);
-    ssize_t got = read_prefix(fd, raw, len);
+    ssize_t got = read_prefix(fd, raw, len, st.st_size);
     close(fd);
     if (got < 0) {
         free(raw);
@@ -1216,6 +1432,12 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     double t0 = now_ms();
     for (size_t i = 0; i < S->nroots; i++)
         scan_root(&b, (unsigned)i, S->roots[i]);
+    prepare_all(&b);
+    for (size_t i = 0; i < b.nc; i++) {
+        apply(&b, &b.c[i]);
+        cand_free(&b.c[i]);
+    }
+    free(b.c);
 
     struct snapshot *s = xcalloc(1, sizeof *s);
     scan_hooks_dir(&b, s, S->hooks_dir);
@@ -1232,13 +1454,16 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     build_tables(s);
 
     struct search_doc *docs = xcalloc(s->n ? s->n : 1, sizeof *docs);
+    const struct search_terms **terms = xcalloc(s->n ? s->n : 1, sizeof *terms);
     for (size_t i = 0; i < s->n; i++) {
         docs[i].name = s->v[i]->qname;
         docs[i].description = s->v[i]->description;
         docs[i].tags = (const char *const *)s->v[i]->tags;
         docs[i].ntags = s->v[i]->ntags;
+        terms[i] = s->v[i]->terms;
     }
-    s->search = search_new(docs, s->n);
+    s->search = search_new_terms(docs, terms, s->n);
+    free(terms);
     free(docs);
     s->built_at = (int64_t)time(NULL);
     s->build_ms = now_ms() - t0;

@@ -72,6 +72,7 @@ struct skill {
     size_t ndirs;
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry */
+    struct search_terms *terms; /* name, tags and description tokenized for search */
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */
 };

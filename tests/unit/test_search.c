@@ -469,6 +469,42 @@ TEST(big_build)
     CHECK(big_idx != NULL);
 }
 
+/* A rebuild reuses each unchanged document's terms: an index merged from
+ * terms made earlier (with other documents around) ranks exactly like one
+ * tokenized from scratch over the new set. */
+TEST(terms_reused_across_builds)
+{
+    enum { SKIP = 1000 };
+    CHECK(big_idx != NULL);
+    struct search_terms **t = calloc(BIGN, sizeof *t);
+    for (size_t i = 0; i < BIGN; i++)
+        t[i] = search_terms_new(&big_docs[i]);
+    CHECK(search_terms_bytes(t[0]) > 0);
+    struct search_index *fresh = search_new(big_docs + SKIP, BIGN - SKIP);
+    struct search_index *merged =
+        search_new_terms(big_docs + SKIP, (const struct search_terms *const *)t + SKIP,
+                         BIGN - SKIP);
+    char two[64];
+    snprintf(two, sizeof two, "%s %s", vocab[5], vocab[17]);
+    const char *const q[] = { vocab[3], two, "zebra quartz", "tag7", "ka", big_names[SKIP + 7] };
+    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
+        struct search_hit a[NHITS], b[NHITS];
+        size_t na = search_query(fresh, q[k], a, NHITS);
+        size_t nb = search_query(merged, q[k], b, NHITS);
+        CHECK_EQ(na, nb);
+        CHECK(na > 0);
+        for (size_t i = 0; i < min_sz(na, NHITS); i++) {
+            CHECK_EQ(a[i].doc, b[i].doc);
+            CHECK(a[i].score == b[i].score);
+        }
+    }
+    search_free(fresh);
+    search_free(merged);
+    for (size_t i = 0; i < BIGN; i++)
+        search_terms_free(t[i]);
+    free(t);
+}
+
 TEST(big_sparse_and_dense_ties)
 {
     struct search_hit h[NHITS];
@@ -673,6 +709,7 @@ int main(void)
     RUN(ties_by_index_and_max);
     RUN(max_smaller_than_total);
     RUN(big_build);
+    RUN(terms_reused_across_builds);
     RUN(big_sparse_and_dense_ties);
     RUN(big_query_speed);
     RUN(concurrent_queries);

@@ -241,6 +241,105 @@ TEST(earlier_root_wins_and_shadowed_is_reported)
     skills_free(S);
 }
 
+/* A library big enough to be prepared on several threads: the snapshot and
+ * the reports come out the same as a one-by-one build would give (scan
+ * order, shadowing by root, broken entries), build after build. */
+TEST(large_library_builds_deterministically_on_threads)
+{
+    enum { N = 700 };
+    fresh_root();
+    for (int i = 0; i < N; i++) {
+        char rel[64], name[32];
+        snprintf(name, sizeof name, "s%04d", i);
+        if (i % 10 == 3)
+            snprintf(rel, sizeof rel, "one/team%d/%s", i % 4, name);
+        else
+            snprintf(rel, sizeof rel, "one/%s", name);
+        if (i % 50 == 7) {
+            char p[96];
+            snprintf(p, sizeof p, "%s/SKILL.md", rel);
+            writef(p, "---\nname: %s\ndescription: [unclosed\n---\nbody\n", name);
+        } else {
+            skill(rel, name, i % 2 ? "odd csv profile" : "even pdf extract");
+        }
+        if (i % 7 == 0) {
+            char p[96];
+            snprintf(p, sizeof p, "%s/scripts/run.sh", rel);
+            writef(p, "echo %d\n", i);
+        }
+    }
+    /* shadowed by root "one" */
+    skill("two/s0001", "s0001", "shadowed copy");
+    skill("two/s0002", "s0002", "shadowed copy");
+    skill("two/extra", "extra", "only in two");
+    char r1[300], r2[300];
+    snprintf(r1, sizeof r1, "%s/one", root);
+    snprintf(r2, sizeof r2, "%s/two", root);
+    const char *roots[] = {r1, r2};
+
+    char *errs[2], *names[2];
+    for (int rep = 0; rep < 2; rep++) {
+        struct skills *S = skills_new(roots, 2, NULL, NULL, NULL, NULL);
+        struct snapshot *s = skills_acquire(S);
+        size_t broken = (N - 7 + 49) / 50;
+        CHECK_EQ(s->n, N - broken + 1);
+        errs[rep] = json_dumps(s->errors, JSON_COMPACT);
+        size_t len = 0;
+        for (size_t i = 0; i < s->n; i++)
+            len += strlen(s->v[i]->qname) + strlen(s->v[i]->description) + 2;
+        names[rep] = calloc(1, len + 1);
+        for (size_t i = 0; i < s->n; i++) {
+            strcat(names[rep], s->v[i]->qname);
+            strcat(names[rep], "=");
+            strcat(names[rep], s->v[i]->description);
+            strcat(names[rep], ";");
+        }
+        int amb;
+        struct skill *k = skills_find(s, "s0001", 5, &amb);
+        CHECK(k != NULL);
+        CHECK_STR(k->description, "odd csv profile");
+        k = skills_find(s, "team1/s0013", 11, &amb);
+        CHECK(k != NULL);
+        k = skills_find(s, "s0007", 5, &amb);
+        CHECK(k == NULL);
+        k = skills_find(s, "s0014", 5, &amb);
+        CHECK(k != NULL && k->nfiles == 1);
+        CHECK_STR(k->files[0].path, "scripts/run.sh");
+        /* one report per broken skill and per shadowed copy, in scan order */
+        size_t nerr = json_array_size(s->errors);
+        CHECK_EQ(nerr, broken + 2);
+        const char *first = json_string_value(json_object_get(json_array_get(s->errors, 0), "skill"));
+        CHECK_STR(first, "s0007");
+        const char *last =
+            json_string_value(json_object_get(json_array_get(s->errors, nerr - 1), "message"));
+        CHECK(strstr(last, "shadowed") != NULL);
+        skills_release(s);
+
+        /* a rescan after editing a few entries on the threaded path */
+        writef("one/s0100/SKILL.md", "---\nname: s0100\ndescription: edited %d\n---\nx\n", rep);
+        touch_later("one/s0100/SKILL.md");
+        struct skills_report r;
+        skills_rescan(S, 0, &r);
+        CHECK_EQ(json_array_size(r.changed), 1);
+        skills_report_cleanup(&r);
+        s = skills_acquire(S);
+        k = skills_find(s, "s0100", 5, &amb);
+        CHECK(k != NULL);
+        char want[32];
+        snprintf(want, sizeof want, "edited %d", rep);
+        CHECK_STR(k->description, want);
+        skills_release(s);
+        skills_free(S);
+        skill("one/s0100", "s0100", "even pdf extract");
+    }
+    CHECK_STR(errs[0], errs[1]);
+    CHECK_STR(names[0], names[1]);
+    for (int rep = 0; rep < 2; rep++) {
+        free(errs[rep]);
+        free(names[rep]);
+    }
+}
+
 TEST(body_is_read_once_and_sections_found)
 {
     fresh_root();
@@ -421,6 +520,7 @@ int main(void)
     RUN(broken_skill_reported_and_previous_version_kept);
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
     RUN(earlier_root_wins_and_shadowed_is_reported);
+    RUN(large_library_builds_deterministically_on_threads);
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(name_rules);
