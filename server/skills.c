@@ -186,6 +186,7 @@ static void skill_unref(struct skill *k)
     json_decref(k->fm);
     json_decref(k->warnings);
     search_terms_free(k->terms);
+    free(atomic_load(&k->card));
     free(k->hook_pre);
     free(k->hook_post);
     for (size_t i = 0; i < k->ntags; i++)

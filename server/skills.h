@@ -73,6 +73,7 @@ struct skill {
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry */
     struct search_terms *terms; /* name, tags and description tokenized for search */
+    _Atomic(struct card *) card;    /* list_skills card (tools.c), rendered on first use */
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */
 };

@@ -11,6 +11,7 @@
 #include "tools.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -42,6 +43,11 @@ struct tool_out {
     const char *hint;       /* how to narrow the call, when it had to be cut */
     const char *raw;        /* or a result rendered ahead (borrowed) */
     size_t rawlen;
+    char *dumped;           /* or the structured result already serialised, known to
+                               fit the budget (owned; render_ex wraps it as is) */
+    size_t dumplen;
+    char *escaped;          /* with dumped: dumped escaped for the text block, or NULL */
+    size_t esclen;
     struct hook_plan *plan; /* or a script to run: the answer comes later */
     int is_error;           /* a structured result that is still an error (busy) */
     const char *skill;      /* the skill a load/read call resolved to, for per-skill stats */
@@ -57,6 +63,22 @@ struct tool_ctx {
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
+
+/* Rendered once per snapshot (tools_ext_build), read by every request. */
+struct snapshot_ext {
+    char *list[2];          /* [legacy, modern] default list_skills CallToolResult bytes */
+    size_t len[2];
+};
+
+/* An entry's list_skills card, rendered on first use and kept with the
+ * entry (which outlives snapshots while its files do not change). */
+struct card {
+    uint32_t len;           /* compact JSON: data[0 .. len) */
+    uint32_t esc_len;       /* the same escaped as a JSON string: data[len .. len + esc_len) */
+    uint32_t tokens;        /* shape_tokens of the JSON */
+    uint32_t chars;         /* shape_chars of the JSON */
+    char data[];
+};
 
 struct tool {
     const char *name;
@@ -274,14 +296,22 @@ static json_t *list_page(const struct snapshot *s, const char *query, json_t *ta
  * next_cursor can point just past the cards that were kept and none is
  * skipped.
  */
-static void fit_list(json_t *r, const struct shape_budget *b, size_t offset, const char *hint)
+static void fit_list(struct tool_out *o, size_t offset)
 {
+    json_t *r = o->structured;
+    const struct shape_budget *b = o->budget;
     if (!b)
         return;
+    size_t n;
     char *s = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    int over = over_budget(b, s, strlen(s));
+    n = strlen(s);
+    if (!over_budget(b, s, n)) {
+        o->dumped = s;      /* fits: render_ex need not dump it again */
+        o->dumplen = n;
+        return;
+    }
     free(s);
-    if (!over || !shape_json(r, b, hint))
+    if (!shape_json(r, b, o->hint))
         return;
     size_t kept = json_array_size(json_object_get(r, "skills"));
     size_t total = (size_t)json_integer_value(json_object_get(r, "total"));
@@ -290,6 +320,163 @@ static void fit_list(json_t *r, const struct shape_budget *b, size_t offset, con
         snprintf(cur, sizeof cur, "%zu", offset + kept);
         json_object_set_new(r, "next_cursor", json_string(cur));
     }
+}
+
+/* The entry's card, rendered by the first request that shows it. Two
+ * threads may render it at once; one copy wins, the other is freed. */
+static const struct card *card_get(struct skill *k)
+{
+    struct card *c = atomic_load_explicit(&k->card, memory_order_acquire);
+    if (c)
+        return c;
+    json_t *j = card_of(k);
+    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(j);
+    size_t n = strlen(s);
+    struct buf esc;
+    buf_init(&esc, 0);
+    buf_json_escape(&esc, s, n);
+    c = xmalloc(sizeof *c + n + esc.len);
+    c->len = (uint32_t)n;
+    c->esc_len = (uint32_t)esc.len;
+    c->tokens = (uint32_t)shape_tokens(s, n);
+    c->chars = (uint32_t)shape_chars(s, n);
+    memcpy(c->data, s, n);
+    memcpy(c->data + n, esc.p, esc.len);
+    free(s);
+    buf_cleanup(&esc);
+    struct card *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&k->card, &none, c, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(c);
+        c = none;
+    }
+    return c;
+}
+
+static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
+{
+    return !b || ((!b->max_tokens || tokens <= b->max_tokens) &&
+                  (!b->max_chars || chars <= b->max_chars));
+}
+
+/*
+ * A list page from the entries' cards: the search, then copies of bytes
+ * rendered before (the JSON and its escaped form for the text block).
+ *
+ * Sizes come from the cards' counts. Characters add up exactly; the token
+ * estimate of a concatenation is at most the sum of its parts' (the parts
+ * meet at punctuation), so a page these sums say fits does fit. A page that
+ * does not fit is cut at a card boundary, as shape_json cuts an array
+ * (whole elements from the start while they fit, `_truncated` naming the
+ * field, next_cursor just past the last card kept), with the token counts
+ * in `_truncated` being these upper bounds. Returns -1 when even one card
+ * does not fit (or `_truncated` would crowd the page): list_page and
+ * fit_list then cut inside the card, as without this path.
+ */
+static int list_from_cards(const struct snapshot *s, const char *query, json_t *tags,
+                           size_t offset, size_t limit, struct tool_out *o)
+{
+    static const char head[] = "{\"skills\":[", head_esc[] = "{\\\"skills\\\":[";
+    struct search_hit *hits = NULL;
+    size_t nhits = 0, total = 0, kept = 0;
+    const struct card **win = NULL;
+    struct buf b, e, tail;
+
+    if (query) {
+        hits = xmalloc((s->n ? s->n : 1) * sizeof *hits);
+        nhits = search_query(s->search, query, hits, s->n);
+        if (nhits > s->n)
+            nhits = s->n;
+    }
+    size_t count = query ? nhits : s->n;
+    win = xmalloc((limit < count ? limit : count ? count : 1) * sizeof *win);
+    for (size_t i = 0; i < count; i++) {
+        struct skill *k = s->v[query ? hits[i].doc : i];
+        if (tags && !has_all_tags(k, tags))
+            continue;
+        if (total >= offset && total < offset + limit)
+            win[kept++] = card_get(k);
+        total++;
+    }
+    free(hits);
+
+    /* Sizes of the head and of every prefix of the window. */
+    size_t hc = sizeof head - 1, ht = shape_tokens(head, hc);
+    size_t chars = hc, tokens = ht;
+    for (size_t i = 0; i < kept; i++) {
+        chars += win[i]->chars + (i > 0);
+        tokens += win[i]->tokens + (i > 0);
+    }
+    buf_init(&tail, 0);
+    buf_printf(&tail, "],\"total\":%zu,\"generation\":%" PRIu64, total, s->generation);
+    size_t cut = kept;
+    const struct shape_budget *bu = o->budget;
+    if (offset + kept < total)
+        buf_printf(&tail, ",\"next_cursor\":\"%zu\"", offset + kept);
+    buf_puts(&tail, "}");
+    size_t full_tokens = tokens + shape_tokens(tail.p, tail.len);
+    if (!fits_budget(bu, chars + shape_chars(tail.p, tail.len), full_tokens)) {
+        /* The tail of a cut page, sized with the widest numbers it can hold
+         * (kept_tokens <= original_tokens, the cursor <= offset + kept). */
+        buf_reset(&tail);
+        buf_printf(&tail,
+                   "],\"total\":%zu,\"generation\":%" PRIu64 ",\"next_cursor\":\"%zu\","
+                   "\"_truncated\":{\"fields\":[\"skills\"],\"original_tokens\":%zu,"
+                   "\"kept_tokens\":%zu,\"hint\":\"",
+                   total, s->generation, offset + kept, full_tokens, full_tokens);
+        buf_json_escape(&tail, o->hint ? o->hint : "", o->hint ? strlen(o->hint) : 0);
+        buf_puts(&tail, "\"}}");
+        size_t tc = shape_chars(tail.p, tail.len), tt = shape_tokens(tail.p, tail.len);
+        if ((bu->max_chars && tc * 3 > bu->max_chars) ||
+            (bu->max_tokens && tt * 3 > bu->max_tokens))
+            cut = 0;        /* a tiny budget: leave it to shape_json */
+        else {
+            chars = hc + tc;
+            tokens = ht + tt;
+            for (cut = 0; cut < kept; cut++) {
+                size_t c2 = chars + win[cut]->chars + (cut > 0);
+                size_t t2 = tokens + win[cut]->tokens + (cut > 0);
+                if (!fits_budget(bu, c2, t2))
+                    break;
+                chars = c2;
+                tokens = t2;
+            }
+        }
+        if (cut == 0) {
+            free(win);
+            buf_cleanup(&tail);
+            return -1;
+        }
+        buf_reset(&tail);
+        buf_printf(&tail,
+                   "],\"total\":%zu,\"generation\":%" PRIu64 ",\"next_cursor\":\"%zu\","
+                   "\"_truncated\":{\"fields\":[\"skills\"],\"original_tokens\":%zu,"
+                   "\"kept_tokens\":%zu,\"hint\":\"",
+                   total, s->generation, offset + cut, full_tokens, tokens);
+        buf_json_escape(&tail, o->hint ? o->hint : "", o->hint ? strlen(o->hint) : 0);
+        buf_puts(&tail, "\"}}");
+    }
+
+    buf_init(&b, 0);
+    buf_init(&e, 0);
+    buf_puts(&b, head);
+    buf_puts(&e, head_esc);
+    for (size_t i = 0; i < cut; i++) {
+        if (i) {
+            buf_puts(&b, ",");
+            buf_puts(&e, ",");
+        }
+        buf_append(&b, win[i]->data, win[i]->len);
+        buf_append(&e, win[i]->data + win[i]->len, win[i]->esc_len);
+    }
+    free(win);
+    buf_append(&b, tail.p, tail.len);
+    buf_json_escape(&e, tail.p, tail.len);
+    buf_cleanup(&tail);
+    o->dumped = buf_steal(&b, &o->dumplen);
+    o->escaped = buf_steal(&e, &o->esclen);
+    return 0;
 }
 
 static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
@@ -326,8 +513,10 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     if (query && !*query)
         query = NULL;
+    if (c->snap->ext && list_from_cards(c->snap, query, tags, offset, (size_t)limit, o) == 0)
+        return 0;
     o->structured = list_page(c->snap, query, tags, offset, (size_t)limit);
-    fit_list(o->structured, o->budget, offset, o->hint);
+    fit_list(o, offset);
     return 0;
 }
 
@@ -857,18 +1046,28 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
 {
     struct buf b;
     buf_init(&b, 0);
-    char *s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    size_t n1 = strlen(s1);
-    if (o->budget && over_budget(o->budget, s1, n1) &&
-        shape_json(o->structured, o->budget, o->hint)) {
-        free(s1);
+    char *s1 = o->dumped;
+    size_t n1 = o->dumplen;
+    o->dumped = NULL;
+    if (!s1) {
         s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
         n1 = strlen(s1);
+        if (o->budget && over_budget(o->budget, s1, n1) &&
+            shape_json(o->structured, o->budget, o->hint)) {
+            free(s1);
+            s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
+            n1 = strlen(s1);
+        }
     }
     json_decref(o->structured);
     o->structured = NULL;
     buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
-    buf_json_escape(&b, s1, n1);
+    if (o->escaped)
+        buf_append(&b, o->escaped, o->esclen);
+    else
+        buf_json_escape(&b, s1, n1);
+    free(o->escaped);
+    o->escaped = NULL;
     buf_puts(&b, "\"}],\"structuredContent\":");
     buf_append(&b, s1, n1);
     free(s1);
@@ -896,10 +1095,6 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
 
 /* ---- pre-rendered default list ------------------------------------------- */
 
-struct snapshot_ext {
-    char *list[2];          /* [legacy, modern] CallToolResult bytes */
-    size_t len[2];
-};
 
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
 {
@@ -908,7 +1103,7 @@ struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
     for (int modern = 0; modern < 2; modern++) {
         struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT),
                              .budget = &S->budget, .hint = table[0].narrow};
-        fit_list(o.structured, o.budget, 0, o.hint);
+        fit_list(&o, 0);
         e->list[modern] = render(&o, 0, modern, &e->len[modern]);
     }
     return e;

@@ -3,6 +3,7 @@
  * over a temporary skill tree.
  */
 #include "harness.h"
+#include "shape.h"
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
@@ -218,6 +219,121 @@ TEST(list_fast_path_modern)
     CHECK(json_equal(fast, slow));
     json_decref(fast);
     json_decref(slow);
+}
+
+/* The bytes of a call; slow hides the snapshot's pre-rendered cards, so the
+ * page is built and measured as a JSON tree instead. */
+static char *call_bytes(const char *tool, const char *args, int modern, int slow)
+{
+    json_error_t e;
+    json_t *a = args ? json_loads(args, 0, &e) : NULL;
+    char *owned = NULL, *out = NULL;
+    const char *raw = NULL;
+    size_t rawlen = 0;
+    struct hook_plan *job = NULL;
+    struct snapshot *snap = skills_acquire(S.skills);
+    struct snapshot_ext *ext = snap->ext;
+    if (slow)
+        snap->ext = NULL;
+    if (tools_call(&S, snap, tool, a, modern, NULL, NULL, &owned, &raw, &rawlen, &job) == 0 &&
+        raw)
+        out = strndup(raw, rawlen);
+    snap->ext = ext;
+    free(owned);
+    skills_release(snap);
+    json_decref(a);
+    return out;
+}
+
+/* list_skills pages made from the pre-rendered cards are byte for byte the
+ * pages the JSON-tree path makes, for queries, tags, offsets and limits. */
+TEST(list_cards_match_tree_path)
+{
+    static const char *const args[] = {
+        "{\"query\":\"x\"}", "{\"query\":\"profile a csv file\"}", "{\"query\":\"pdf\"}",
+        "{\"query\":\"zzzz-no-match\"}", "{\"limit\":3}", "{\"limit\":3,\"cursor\":\"3\"}",
+        "{\"limit\":2,\"cursor\":\"7\"}", "{\"cursor\":\"100\"}", "{\"tags\":[\"test\"]}",
+        "{\"query\":\"skill\",\"limit\":1}", "{\"query\":\"skill\",\"tags\":[\"test\"]}",
+        "{\"limit\":500}",
+    };
+    for (size_t i = 0; i < sizeof args / sizeof *args; i++)
+        for (int modern = 0; modern < 2; modern++) {
+            char *fast = call_bytes("list_skills", args[i], modern, 0);
+            char *slow = call_bytes("list_skills", args[i], modern, 1);
+            CHECK(fast != NULL && slow != NULL);
+            if (fast && slow && strcmp(fast, slow))
+                printf("# %s\n# fast %s\n# slow %s\n", args[i], fast, slow);
+            CHECK(fast && slow && !strcmp(fast, slow));
+            free(fast);
+            free(slow);
+        }
+}
+
+/* A page over the budget is cut at a card boundary: it fits, keeps a
+ * prefix of the full page (about as many cards as the JSON-tree cut),
+ * says so in _truncated, and its cursor points just past the last card. */
+TEST(list_cards_cut_to_budget)
+{
+    static const struct shape_budget budgets[] = {
+        {0, 700}, {0, 1200}, {0, 2500}, {120, 0}, {300, 0}, {250, 1800},
+    };
+    static const char *const args[] = {"{\"limit\":500}", "{\"query\":\"skill\",\"limit\":500}",
+                                       "{\"limit\":500,\"cursor\":\"2\"}"};
+    for (size_t a = 0; a < sizeof args / sizeof *args; a++) {
+        char *full_s = call_bytes("list_skills", args[a], 0, 0);
+        json_t *full = full_s ? json_loads(full_s, 0, NULL) : NULL;
+        free(full_s);
+        CHECK(full != NULL);
+        json_t *all = json_object_get(sc(full), "skills");
+        size_t offset = strstr(args[a], "cursor") ? 2 : 0;
+        for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++) {
+            S.budget = budgets[i];
+            char *fs = call_bytes("list_skills", args[a], 0, 0);
+            char *ts = call_bytes("list_skills", args[a], 0, 1);
+            S.budget = (struct shape_budget){0, 0};
+            json_t *f = fs ? json_loads(fs, 0, NULL) : NULL, *t = ts ? json_loads(ts, 0, NULL) : NULL;
+            CHECK(f != NULL && t != NULL);
+            if (!f || !t) {
+                free(fs);
+                free(ts);
+                continue;
+            }
+            json_t *fsc = sc(f);
+            char *d = json_dumps(fsc, JSON_COMPACT | JSON_REAL_PRECISION(6));
+            size_t n = strlen(d);
+            CHECK(!budgets[i].max_chars || shape_chars(d, n) <= budgets[i].max_chars);
+            CHECK(!budgets[i].max_tokens || shape_tokens(d, n) <= budgets[i].max_tokens);
+            /* the text block is the same JSON */
+            json_t *txt = json_loads(text0(f), 0, NULL);
+            CHECK(txt && json_equal(txt, fsc));
+            json_decref(txt);
+            free(d);
+            json_t *fk = json_object_get(fsc, "skills"), *tk = json_object_get(sc(t), "skills");
+            size_t kept = json_array_size(fk);
+            CHECK(kept >= 1);
+            /* Token sums are an upper bound (a card boundary may count one
+             * token more than the joined text): at most one card fewer. */
+            CHECK(kept + 1 >= json_array_size(tk));
+            for (size_t j = 0; j < kept; j++)
+                CHECK(json_equal(json_array_get(fk, j), json_array_get(all, j)));
+            if (kept < json_array_size(all)) {
+                json_t *tr = json_object_get(fsc, "_truncated");
+                CHECK(json_is_object(tr));
+                CHECK_STR(json_string_value(json_array_get(json_object_get(tr, "fields"), 0)),
+                          "skills");
+                CHECK(iget(tr, "kept_tokens") <= iget(tr, "original_tokens"));
+                char cur[32];
+                snprintf(cur, sizeof cur, "%zu", offset + kept);
+                CHECK_STR(sget(fsc, "next_cursor"), cur);
+                CHECK_EQ(iget(fsc, "total"), iget(sc(full), "total"));
+            }
+            json_decref(f);
+            json_decref(t);
+            free(fs);
+            free(ts);
+        }
+        json_decref(full);
+    }
 }
 
 TEST(list_cards)
@@ -1045,6 +1161,8 @@ int main(void)
     RUN(names_and_list);
     RUN(list_default_fast_path);
     RUN(list_fast_path_modern);
+    RUN(list_cards_match_tree_path);
+    RUN(list_cards_cut_to_budget);
     RUN(list_cards);
     RUN(list_query_ranking);
     RUN(list_tags_filter);
