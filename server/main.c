@@ -79,7 +79,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     if (!http) {
         tasks_quiesce(S->tasks);
         loop_stop(loop);
-        tasks_stop(S->tasks);
+        tasks_free(S->tasks);
+        S->tasks = NULL;
         skills_free(S->skills);
         return 1;
     }
@@ -129,6 +130,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         nanosleep(&ts, NULL);
     }
     http_stop(http);
+    tasks_free(S->tasks);
+    S->tasks = NULL;
     skills_free(S->skills);
     return 0;
 }

@@ -116,7 +116,8 @@ struct tasks {
     int redis;
     char host[256], password[256], where[300];
     int port, db;
-    pthread_key_t conn_key;
+    pthread_key_t conn_key;     /* this thread's connection */
+    struct connref { redisContext *c; struct connref *next; } *conns;  /* all, guarded by mu */
     char owner[96];
 };
 
@@ -229,10 +230,31 @@ static int parse_url(struct tasks *t, const char *url)
     return 0;
 }
 
-static void conn_free(void *c)
+/* Connections are freed by tasks_free(), after every thread that may use
+ * one has stopped, or when they fail. */
+static void conn_add(struct tasks *t, redisContext *c)
 {
-    if (c)
-        redisFree(c);
+    struct connref *r = xmalloc(sizeof *r);
+    r->c = c;
+    pthread_mutex_lock(&t->mu);
+    r->next = t->conns;
+    t->conns = r;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void conn_drop(struct tasks *t, redisContext *c)
+{
+    pthread_mutex_lock(&t->mu);
+    for (struct connref **pp = &t->conns; *pp; pp = &(*pp)->next)
+        if ((*pp)->c == c) {
+            struct connref *r = *pp;
+            *pp = r->next;
+            free(r);
+            break;
+        }
+    pthread_mutex_unlock(&t->mu);
+    redisFree(c);
+    pthread_setspecific(t->conn_key, NULL);
 }
 
 static redisReply *cmd(struct tasks *t, char *why, size_t wl, int argc, const char **argv);
@@ -253,6 +275,7 @@ static redisContext *conn(struct tasks *t, char *why, size_t wl)
     }
     redisSetTimeout(c, tv);
     pthread_setspecific(t->conn_key, c);
+    conn_add(t, c);
     char dbs[16];
     snprintf(dbs, sizeof dbs, "%d", t->db);
     const char *auth[] = {"AUTH", t->password};
@@ -289,8 +312,7 @@ static redisReply *cmd(struct tasks *t, char *why, size_t wl, int argc, const ch
         if (r)
             freeReplyObject(r);
         r = NULL;
-        redisFree(c);
-        pthread_setspecific(t->conn_key, NULL);
+        conn_drop(t, c);
         if (!reused)
             return NULL;
     }
@@ -776,16 +798,17 @@ static void tick(struct tasks *t, int final)
     while (fl) {
         struct finish *f = fl;
         fl = f->next;
-        if (st_finish(t, f->id, f->client, f->status, f->msg, f->result, f->ttl, why,
-                      sizeof why) < 0 && !final) {
+        int rc = st_finish(t, f->id, f->client, f->status, f->msg, f->result, f->ttl, why,
+                           sizeof why);
+        if (rc < 0 && !final) {
             /* Redis is away: keep the result and try again next tick. */
             log_warn("task %s: cannot store its result yet: %s", f->id, why);
             f->next = keep;
             keep = f;
             continue;
         }
-        if (final)
-            log_info("task %s: %s", f->id, f->status);
+        if (rc < 0)
+            log_error("task %s: its result is lost (%s): %s", f->id, f->status, why);
         free_finish(f);
     }
     if (keep) {
@@ -955,7 +978,7 @@ struct tasks *tasks_start(struct srv *S)
     if (S->cfg.tasks_redis) {
         t->redis = 1;
         parse_url(t, S->cfg.tasks_redis);      /* checked at start-up */
-        pthread_key_create(&t->conn_key, conn_free);
+        pthread_key_create(&t->conn_key, NULL);
         char why[300];
         redisContext *c = conn(t, why, sizeof why);
         if (!c)
@@ -966,9 +989,7 @@ struct tasks *tasks_start(struct srv *S)
     }
     if (pthread_create(&t->thread, NULL, tasks_main, t)) {
         log_error("cannot start the tasks thread");
-        if (t->redis)
-            pthread_key_delete(t->conn_key);
-        free(t);
+        tasks_free(t);
         return NULL;
     }
     t->running = 1;
@@ -995,6 +1016,14 @@ void tasks_stop(struct tasks *t)
     pthread_mutex_unlock(&t->mu);
     if (t->running)
         pthread_join(t->thread, NULL);
+    t->running = 0;
+}
+
+void tasks_free(struct tasks *t)
+{
+    if (!t)
+        return;
+    tasks_stop(t);
     while (t->live) {
         struct live *l = t->live;
         t->live = l->next;
@@ -1011,13 +1040,16 @@ void tasks_stop(struct tasks *t)
         trec_cleanup(&m->r);
         free(m);
     }
-    if (t->redis) {
-        conn_free(pthread_getspecific(t->conn_key));
-        pthread_key_delete(t->conn_key);
+    while (t->conns) {
+        struct connref *r = t->conns;
+        t->conns = r->next;
+        redisFree(r->c);
+        free(r);
     }
+    if (t->redis)
+        pthread_key_delete(t->conn_key);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
-    t->S->tasks = NULL;
     free(t);
 }
 
@@ -1132,6 +1164,14 @@ int tasks_create(struct mcp_call *c)
     struct tasks *t = c->S->tasks;
     struct trec r;
     char why[400];
+    pthread_mutex_lock(&t->mu);
+    int quiescing = t->quiescing;
+    pthread_mutex_unlock(&t->mu);
+    if (quiescing) {
+        hook_plan_free(c->plan);
+        c->plan = NULL;
+        return unavailable(c, "the server is shutting down");
+    }
     memset(&r, 0, sizeof r);
     new_id(r.id, sizeof r.id);
     snprintf(r.client, sizeof r.client, "%s", client_of(c));
@@ -1289,9 +1329,21 @@ void tasks_wait_start(struct tasks_wait *w, void (*done)(char *body, size_t len,
     w->done = done;
     w->arg = arg;
     pthread_mutex_lock(&t->mu);
-    w->next = t->waits;
-    t->waits = w;
+    if (!t->stopping) {
+        w->next = t->waits;
+        t->waits = w;
+        pthread_cond_signal(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
     pthread_mutex_unlock(&t->mu);
+    /* no tasks thread left to answer it */
+    size_t len;
+    char *body = error_response(w->rpc_id, RPC_INTERNAL_ERROR,
+                                "the server is shutting down; poll tasks/get later", &len);
+    json_decref(w->rpc_id);
+    free(w);
+    done(body, len, arg);
 }
 
 int tasks_m_list(struct mcp_call *c)

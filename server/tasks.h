@@ -36,12 +36,14 @@ int tasks_check_config(const struct cfg *c);
 
 /* Per serving process, after the fork: NULL when tasks are off (or on a
  * start-up failure, logged). tasks_quiesce() comes before the loop stops
- * (scripts killed from then on end their tasks as failed); tasks_stop()
- * after it, before the HTTP side stops: it writes what is pending and
- * answers every blocked tasks/result. */
+ * (scripts killed from then on end their tasks as failed; no new task
+ * starts); tasks_stop() after it, before the HTTP side stops: it writes
+ * what is pending and answers every blocked tasks/result. tasks_free()
+ * after the HTTP side has stopped. */
 struct tasks *tasks_start(struct srv *S);
 void tasks_quiesce(struct tasks *t);
 void tasks_stop(struct tasks *t);
+void tasks_free(struct tasks *t);
 
 /* Adds the task capability to a capabilities object (nothing when tasks
  * are off): `tasks` (2025-11-25) for initialize, the
