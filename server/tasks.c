@@ -703,7 +703,7 @@ static const char *status_for(const char *st, int modern)
     return st;
 }
 
-static json_t *task_json(const struct tasks *t, const struct trec *r, int modern, int detail)
+static json_t *task_json(const struct trec *r, int modern, int detail)
 {
     char c[40], u[40];
     iso(r->created, c, sizeof c);
@@ -727,7 +727,6 @@ static json_t *task_json(const struct tasks *t, const struct trec *r, int modern
                 json_object_set_new(o, "result", res);
         }
     }
-    (void)t;
     return o;
 }
 
@@ -1235,7 +1234,7 @@ int tasks_create(struct mcp_call *c)
         c->raw_owned = NULL;
         c->raw = NULL;
     }
-    json_t *task = task_json(t, &r, c->modern, 0);
+    json_t *task = task_json(&r, c->modern, 0);
     if (c->modern) {
         json_object_set_new(task, "resultType", json_string("task"));
         json_object_set_new(task, "_meta",
@@ -1285,7 +1284,7 @@ int tasks_m_get(struct mcp_call *c)
     if (rc == 1)
         return mcp_error(c, RPC_INVALID_PARAMS, NULL,
                          "Failed to retrieve task: Task not found or expired");
-    c->result = task_json(c->S->tasks, &r, c->modern, 1);
+    c->result = task_json(&r, c->modern, 1);
     trec_cleanup(&r);
     return 0;
 }
@@ -1372,7 +1371,7 @@ int tasks_m_list(struct mcp_call *c)
         return unavailable(c, why);
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, task_json(c->S->tasks, &recs[i], 0, 0));
+        json_array_append_new(a, task_json(&recs[i], 0, 0));
     c->result = json_pack("{s:o}", "tasks", a);
     if (more) {
         char next[24];
@@ -1415,7 +1414,7 @@ int tasks_m_cancel(struct mcp_call *c)
     struct trec r;
     if (st_get(t, id, client_of(c), &r, why, sizeof why) != 0)
         return unavailable(c, why);
-    c->result = task_json(t, &r, 0, 0);
+    c->result = task_json(&r, 0, 0);
     trec_cleanup(&r);
     return 0;
 }
