@@ -257,8 +257,6 @@ static void conn_drop(struct tasks *t, redisContext *c)
     pthread_setspecific(t->conn_key, NULL);
 }
 
-static redisReply *cmd(struct tasks *t, char *why, size_t wl, int argc, const char **argv);
-
 /* This thread's connection, made on first use and after an error. */
 static redisContext *conn(struct tasks *t, char *why, size_t wl)
 {
@@ -274,23 +272,28 @@ static redisContext *conn(struct tasks *t, char *why, size_t wl)
         return NULL;
     }
     redisSetTimeout(c, tv);
-    pthread_setspecific(t->conn_key, c);
-    conn_add(t, c);
     char dbs[16];
     snprintf(dbs, sizeof dbs, "%d", t->db);
-    const char *auth[] = {"AUTH", t->password};
-    const char *sel[] = {"SELECT", dbs};
-    redisReply *r;
-    if (t->password[0]) {
-        if (!(r = cmd(t, why, wl, 2, auth)))
+    const char *steps[2][2] = {{"AUTH", t->password}, {"SELECT", dbs}};
+    int need[2] = {t->password[0] != 0, t->db != 0};
+    /* A connection that fails AUTH or SELECT is not kept: the next request
+     * starts again from the connect. */
+    for (int i = 0; i < 2; i++) {
+        if (!need[i])
+            continue;
+        redisReply *r = redisCommandArgv(c, 2, steps[i], NULL);
+        if (!r || c->err || r->type == REDIS_REPLY_ERROR) {
+            snprintf(why, wl, "%s: %s failed: %s", t->where, steps[i][0],
+                     c->err ? c->errstr : r ? r->str : "no reply");
+            if (r)
+                freeReplyObject(r);
+            redisFree(c);
             return NULL;
+        }
         freeReplyObject(r);
     }
-    if (t->db) {
-        if (!(r = cmd(t, why, wl, 2, sel)))
-            return NULL;
-        freeReplyObject(r);
-    }
+    pthread_setspecific(t->conn_key, c);
+    conn_add(t, c);
     return c;
 }
 

@@ -439,9 +439,9 @@ function freePort() {
   });
 }
 
-async function startRedis() {
+async function startRedis(extra = []) {
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra],
     { stdio: ['ignore', 'pipe', 'pipe'] });
   redises.push(proc);
   let out = '';
@@ -504,6 +504,35 @@ test('--workers 2 with Redis: created through one worker, polled, cancelled and 
     assert.ok((await rpc(s.url, 'tasks/list')).json.result.tasks.length >= 2, 'tasks/list reads Redis');
   } finally {
     await stop(s);
+    await stopRedis(r);
+  }
+});
+
+test('--tasks-redis with a password and a database number; a wrong password is a clear error', { timeout: 30_000 }, async () => {
+  const r = await startRedis(['--requirepass', 'pw-secret']);
+  try {
+    const ok = await start(['--tasks-redis', `redis://:pw-secret@127.0.0.1:${r.port}/5`]);
+    try {
+      const t = await createTask(ok.url, long(0.2, uniq('pw')));
+      const done = await poll(async () => (await rpc(ok.url, 'tasks/get', { taskId: t.taskId })).json.result?.status === 'completed', 5000, 100);
+      assert.ok(done, 'a task through an authenticated connection');
+      assert.match(ok.log, new RegExp(`tasks: records in redis at 127\\.0\\.0\\.1:${r.port}`));
+    } finally {
+      await stop(ok);
+    }
+    const bad = await start(['--tasks-redis', `redis://:wrong@127.0.0.1:${r.port}/5`]);
+    try {
+      assert.match(bad.log, /tasks: redis at .*AUTH failed: .*; tasks are unavailable until it answers/);
+      const g = await rpc(bad.url, 'tasks/get', { taskId: '0123456789abcdef0123456789abcdef' });
+      assert.equal(g.json.error?.code, -32603);
+      assert.match(g.json.error.message, new RegExp(`^tasks unavailable: redis at 127\\.0\\.0\\.1:${r.port}: AUTH failed: `));
+      assert.ok(!g.json.error.message.includes('wrong'), 'the password is never echoed');
+      const ls = await rpc(bad.url, 'tools/call', { name: 'list_skills', arguments: {} });
+      assert.ok(ls.json.result?.structuredContent?.skills?.length >= 2);
+    } finally {
+      await stop(bad);
+    }
+  } finally {
     await stopRedis(r);
   }
 });
