@@ -95,6 +95,14 @@ static const struct opt opts[] = {
      "global pre/post hooks run around every script (default: none)"},
     {"--hook-timeout", OPT_SECONDS, O(hook_timeout), 0, 3600, "SEC",
      "ceiling of one hook run (default 10)"},
+    {"--enable-tasks", OPT_FLAG, O(enable_tasks), 0, 0, "",
+     "let clients run run_skill_script as an MCP task and poll for its result"},
+    {"--tasks-redis", OPT_STR, O(tasks_redis), 0, 0, "URL",
+     "keep task records in Redis (redis://[:PASSWORD@]HOST[:PORT][/DB]); needed with --workers > 1"},
+    {"--task-ttl", OPT_SECONDS, O(task_ttl), 1, 604800, "SEC",
+     "how long a finished task and its result are kept (default 3600)"},
+    {"--max-tasks-per-client", OPT_INT, O(max_tasks_per_client), 1, 10000, "N",
+     "tasks one client may have working at once (default 16)"},
     {"--context-tokens", OPT_LONG, O(context_tokens), 1000, 100000000L, "N",
      "the client's context window in tokens (default 128000)"},
     {"--context-share", OPT_FRACTION, O(context_share), 0, 1, "F",
@@ -242,6 +250,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->script_queue_timeout = 30;
     c->max_output_bytes = 1 << 20;
     c->hook_timeout = 10;
+    c->task_ttl = 3600;
+    c->max_tasks_per_client = 16;
     c->max_scripts_per_client = -1;
     c->context_tokens = 128000;
     c->context_share = 0.25;

@@ -47,6 +47,10 @@ struct cfg {
     const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
+    int enable_tasks;                   /* --enable-tasks: run_skill_script as an MCP task */
+    const char *tasks_redis;            /* --tasks-redis URL: task records in Redis */
+    double task_ttl;                    /* --task-ttl: finished tasks kept, default 3600 s */
+    int max_tasks_per_client;           /* --max-tasks-per-client, default 16 */
 
     /* output shaping */
     long context_tokens;                /* --context-tokens, default 128000 */

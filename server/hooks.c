@@ -432,6 +432,11 @@ void hook_set_rpc_id(struct hook_plan *p, const char *rpc_id)
     snprintf(p->script->client, sizeof p->script->client, "%s", p->client);
 }
 
+void hook_set_mode(struct hook_plan *p, const char *mode)
+{
+    json_object_set_new(p->input, "mode", json_string(mode));
+}
+
 const char *hook_request_id(const struct hook_plan *p)
 {
     return p->request_id;

@@ -41,6 +41,9 @@ void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t le
  * notifications/cancelled from the same client can stop it. */
 void hook_set_rpc_id(struct hook_plan *p, const char *rpc_id);
 
+/* The hooks' `mode`: "sync" (the default) or "task". */
+void hook_set_mode(struct hook_plan *p, const char *mode);
+
 /* The call's request id (for run_cancel); valid until the done callback. */
 const char *hook_request_id(const struct hook_plan *p);
 

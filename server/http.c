@@ -30,6 +30,7 @@
 #include "runner.h"
 #include "script.h"
 #include "skills.h"
+#include "tasks.h"
 #include "tools.h"
 #include "util.h"
 
@@ -412,6 +413,16 @@ static void on_run_done(json_t *result, int ok, double ms, void *arg)
     MHD_resume_connection(rq->con);
 }
 
+/* Tasks thread: the task a tasks/result waited for has ended. */
+static void on_wait_done(char *body, size_t len, void *arg)
+{
+    struct req *rq = arg;
+    rq->resp = body;
+    rq->resp_len = len;
+    rq->ready = 1;
+    MHD_resume_connection(rq->con);
+}
+
 /* ---- operations endpoints -------------------------------------------------
  *
  * GET /healthz (alive), /readyz (index loaded, not draining) and /metrics
@@ -662,10 +673,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         MHD_suspend_connection(con);
         hook_start(out.plan, on_run_done, rq);
         return MHD_YES;
+    case RPC_OUT_WAIT:
+        rq->con = con;
+        rq->S = S;
+        MHD_suspend_connection(con);
+        tasks_wait_start(out.wait, on_wait_done, rq);
+        return MHD_YES;
     case RPC_OUT_RESULT:
         break;
     case RPC_OUT_ERROR:
-        if (out.transport || out.code == RPC_PARSE_ERROR || out.code == RPC_INVALID_REQUEST)
+        if (out.transport || out.code == RPC_PARSE_ERROR || out.code == RPC_INVALID_REQUEST ||
+            out.code == RPC_MISSING_CAPABILITY)
             status = MHD_HTTP_BAD_REQUEST;
         else if (out.modern && out.code == RPC_METHOD_NOT_FOUND)
             status = MHD_HTTP_NOT_FOUND;

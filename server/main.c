@@ -26,6 +26,7 @@
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
+#include "tasks.h"
 #include "tools.h"
 #include "util.h"
 #include "validate.h"
@@ -73,9 +74,13 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         return 2;
     }
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);
+    S->tasks = tasks_start(S);
     struct http *http = loop ? http_start(S, listen_fd) : NULL;
     if (!http) {
+        tasks_quiesce(S->tasks);
         loop_stop(loop);
+        tasks_free(S->tasks);
+        S->tasks = NULL;
         skills_free(S->skills);
         return 1;
     }
@@ -113,14 +118,20 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     if (http_active(http) > 0)
         log_warn("%ld request(s) still in flight; stopping them", http_active(http));
     /* Scripts still running are stopped and answered before the HTTP side
-     * goes: libmicrohttpd must not be stopped with suspended connections. */
+     * goes: libmicrohttpd must not be stopped with suspended connections.
+     * Tasks stopped here end as failed; their records are written and every
+     * tasks/result still waiting is answered. */
+    tasks_quiesce(S->tasks);
     loop_stop(loop);
+    tasks_stop(S->tasks);
     /* The stopped scripts' answers were just handed back: let them go out. */
     for (int i = 0; i < 40 && http_active(http) > 0; i++) {
         struct timespec ts = {0, 25 * 1000000};
         nanosleep(&ts, NULL);
     }
     http_stop(http);
+    tasks_free(S->tasks);
+    S->tasks = NULL;
     skills_free(S->skills);
     return 0;
 }
@@ -300,6 +311,8 @@ int main(int argc, char **argv)
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
+    if (tasks_check_config(&S.cfg) < 0)
+        return 2;
 
     log_set_level((enum log_level)S.cfg.log_level);
     log_set_json(S.cfg.log_json);

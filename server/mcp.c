@@ -12,6 +12,7 @@
 
 #include "hooks.h"
 #include "rpc.h"
+#include "tasks.h"
 #include "tools.h"
 #include "util.h"
 
@@ -47,6 +48,8 @@ void mcp_call_done(struct mcp_call *c)
     json_decref(c->result);
     json_decref(c->errdata);
     free(c->raw_owned);
+    free(c->raw_response);
+    c->raw_response = NULL;
     hook_plan_free(c->plan);
     c->plan = NULL;
     c->result = c->errdata = NULL;
@@ -79,9 +82,10 @@ static int m_initialize(struct mcp_call *c)
     for (size_t i = 0; i < sizeof legacy_versions / sizeof *legacy_versions; i++)
         if (!strcmp(want, legacy_versions[i]))
             v = legacy_versions[i];
-    c->result = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities",
-                          mcp_capabilities(), "serverInfo", server_info(), "instructions",
-                          c->S->instructions);
+    json_t *caps = mcp_capabilities();
+    tasks_capabilities(c->S, caps, 0);
+    c->result = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", caps,
+                          "serverInfo", server_info(), "instructions", c->S->instructions);
     return 0;
 }
 
@@ -107,9 +111,11 @@ static int m_set_level(struct mcp_call *c)
 static int m_discover(struct mcp_call *c)
 {
     c->cacheable = 1;
+    json_t *caps = mcp_capabilities();
+    tasks_capabilities(c->S, caps, 1);
     c->result = json_pack("{s:[s,s,s], s:o, s:s}", "supportedVersions", legacy_versions[1],
-                          legacy_versions[0], MCP_MODERN_VERSION, "capabilities",
-                          mcp_capabilities(), "instructions", c->S->instructions);
+                          legacy_versions[0], MCP_MODERN_VERSION, "capabilities", caps,
+                          "instructions", c->S->instructions);
     return 0;
 }
 
@@ -149,11 +155,16 @@ static int m_tools_call(struct mcp_call *c)
      * a legacy client sends it only with initialize): hooks see it as caller. */
     json_t *info = json_object_get(json_object_get(c->params, "_meta"),
                                    "io.modelcontextprotocol/clientInfo");
+    int task = tasks_wanted(c, json_string_value(name));
+    if (task < 0)
+        return -1;
     if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern, c->client,
                    json_is_object(info) ? info : NULL, &c->raw_owned, &c->raw, &c->rawlen,
                    &c->plan) < 0)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));
+    if (task)
+        return tasks_create(c);
     return 0;
 }
 
@@ -182,6 +193,11 @@ static const struct method methods[] = {
     {"skills/list", skillsext_list, ERA_LEGACY | ERA_MODERN},
     {"skills/get", skillsext_get, ERA_LEGACY | ERA_MODERN},
     {"resources/directory/read", skillsext_dir_read, ERA_LEGACY | ERA_MODERN},
+    {"tasks/get", tasks_m_get, ERA_LEGACY | ERA_MODERN},
+    {"tasks/result", tasks_m_result, ERA_LEGACY},
+    {"tasks/list", tasks_m_list, ERA_LEGACY},
+    {"tasks/cancel", tasks_m_cancel, ERA_LEGACY | ERA_MODERN},
+    {"tasks/update", tasks_m_update, ERA_MODERN},
 };
 
 int mcp_dispatch(struct mcp_call *c, const char *method)

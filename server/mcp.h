@@ -14,11 +14,14 @@
 #include "skills.h"
 #include "srv.h"
 
+struct tasks_wait;
+
 struct mcp_call {
     struct srv *S;
     int modern;
     json_t *params;         /* borrowed; an object or NULL */
     const char *client;     /* authenticated client id (borrowed), or NULL */
+    json_t *id;             /* the request's id (borrowed) */
     struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
     /* out */
     json_t *result;         /* new reference */
@@ -26,6 +29,9 @@ struct mcp_call {
     size_t rawlen;
     char *raw_owned;
     struct hook_plan *plan; /* or a script to run; the answer comes later */
+    struct tasks_wait *wait;    /* or a tasks/result that waits for its task */
+    char *raw_response;     /* or the whole JSON-RPC response (malloc'd) */
+    size_t raw_response_len;
     int err;                /* JSON-RPC error code, 0 when none */
     char errmsg[512];
     json_t *errdata;        /* new reference or NULL */

@@ -132,13 +132,17 @@ static const char *name_param(const char *method, json_t *params)
         return json_string_value(json_object_get(params, "name"));
     if (!strcmp(method, "resources/read"))
         return json_string_value(json_object_get(params, "uri"));
+    if (!strncmp(method, "tasks/", 6))
+        return json_string_value(json_object_get(params, "taskId"));
     return NULL;
 }
 
 static int needs_name(const char *method)
 {
+    /* the tasks methods: the task id, so that a load balancer can route by it */
     return !strcmp(method, "tools/call") || !strcmp(method, "prompts/get") ||
-           !strcmp(method, "resources/read");
+           !strcmp(method, "resources/read") || !strcmp(method, "tasks/get") ||
+           !strcmp(method, "tasks/update") || !strcmp(method, "tasks/cancel");
 }
 
 /* Modern-era checks; returns 0, or -1 after filling out. */
@@ -300,7 +304,8 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         goto done;
     }
 
-    struct mcp_call c = {.S = S, .modern = modern, .params = params, .client = h->client};
+    struct mcp_call c = {.S = S, .modern = modern, .params = params, .client = h->client,
+                         .id = id};
     if (mcp_dispatch(&c, method) < 0) {
         set_error(out, id, RPC_METHOD_NOT_FOUND, "Method not found",
                   json_pack("{s:s}", "method", method), 0);
@@ -316,6 +321,15 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     if (c.err) {
         set_error(out, id, c.err, c.errmsg, c.errdata, 0);
         c.errdata = NULL;
+    } else if (c.wait) {
+        out->kind = RPC_OUT_WAIT;
+        out->wait = c.wait;
+        c.wait = NULL;
+    } else if (c.raw_response) {
+        out->kind = RPC_OUT_RESULT;
+        out->body = c.raw_response;
+        out->len = c.raw_response_len;
+        c.raw_response = NULL;
     } else if (c.plan) {
         out->kind = RPC_OUT_PENDING;
         out->plan = c.plan;

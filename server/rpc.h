@@ -17,6 +17,8 @@
 
 #include "srv.h"
 
+struct tasks_wait;
+
 #define RPC_PARSE_ERROR -32700
 #define RPC_INVALID_REQUEST -32600
 #define RPC_METHOD_NOT_FOUND -32601
@@ -45,6 +47,7 @@ enum rpc_kind {
     RPC_OUT_ERROR,          /* a JSON-RPC error; see code and transport */
     RPC_OUT_ACCEPTED,       /* a notification: 202, no body */
     RPC_OUT_PENDING,        /* a script must run first: see job */
+    RPC_OUT_WAIT,           /* tasks/result of a working task: see wait */
 };
 
 struct rpc_out {
@@ -60,6 +63,7 @@ struct rpc_out {
     json_t *id;             /* RPC_OUT_PENDING: the request id (new reference) */
     json_t *progress_token; /* RPC_OUT_PENDING: _meta.progressToken, or NULL (new ref) */
     int log_stream;         /* RPC_OUT_PENDING: modern _meta logLevel asks for log lines */
+    struct tasks_wait *wait;    /* RPC_OUT_WAIT: the caller parks the connection on it */
 };
 
 /* Any HTTP thread. Fills *out; free out->body. */

@@ -976,6 +976,14 @@ void tools_setup(struct srv *S)
     S->budget.max_tokens = whole.max_tokens * 45 / 100;
     S->budget.max_chars = whole.max_chars * 45 / 100;
     S->tools_list = tools_list_json(!S->cfg.no_scripts);
+    if (S->cfg.enable_tasks) {
+        /* a client may run it as a task (2025-11-25 execution.taskSupport) */
+        size_t i;
+        json_t *t;
+        json_array_foreach(S->tools_list, i, t)
+            if (!strcmp(json_string_value(json_object_get(t, "name")), "run_skill_script"))
+                json_object_set_new(t, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+    }
     if (S->cfg.max_result_chars > 48000) {
         /* Claude Code moves results over about 50,000 characters to a file
          * unless the tool declares it allows more. */

@@ -29,7 +29,7 @@ for t in frontmatter markdown; do
     echo "built $OUT/fuzz_$t"
 done
 # The request path links the whole server but main.c.
-ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive"
+ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis"
 SRCS=$(ls server/*.c | grep -v server/main.c)
 # shellcheck disable=SC2086
 $CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_rpc" \
