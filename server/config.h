@@ -48,6 +48,13 @@ struct cfg {
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
 
+    /* approved versions (lock.c) */
+    const char *lock_file;              /* --lock FILE: serve only approved versions */
+    const char *lock_mode;              /* --lock-mode strict|pin, default strict */
+    const char *lock_store;             /* --lock-store DIR: approved versions kept */
+    const char *lock_serve;             /* --lock-serve refuse|approved, default refuse */
+    const char *audit_log;              /* --audit-log FILE: one JSON line per script run */
+
     /* output shaping */
     long context_tokens;                /* --context-tokens, default 128000 */
     double context_share;               /* --context-share, default 0.25 */

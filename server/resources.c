@@ -189,6 +189,16 @@ int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const c
         free(rest);
         return not_found(c, uri, reason);
     }
+    const struct skill_gate *g = skills_gate_of(s, k);
+    if (g && g->reason && !g->serve) {
+        int rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s, s:b}", "uri", uri,
+                                                               "quarantined", 1),
+                           "Skill '%s' is quarantined: %s", k->qname, g->reason);
+        free(rest);
+        return rc;
+    }
+    if (g && g->serve)
+        k = g->serve;       /* the approved version, from the store */
     *kout = k;
     *pathout = path;
     *owned = rest;

@@ -474,6 +474,13 @@ int skillsext_prompts_get(struct mcp_call *c)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown prompt: %.128s", nm);
     }
+    const struct skill_gate *g = skills_gate_of(s, k);
+    if (g && g->reason && !g->serve)
+        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O, s:b}", "name", name,
+                                                          "quarantined", 1),
+                         "Skill '%s' is quarantined: %s", k->qname, g->reason);
+    if (g && g->serve)
+        k = g->serve;
     struct skill_body *b, *tmp = NULL;
     if (skills_body(k, &b, &tmp, &why) < 0)
         return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",

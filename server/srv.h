@@ -17,6 +17,7 @@ struct auth;
 struct runner;
 struct run_shared;
 struct scripts;
+struct lock;
 
 struct srv {
     struct cfg cfg;
@@ -34,6 +35,7 @@ struct srv {
     int worker;                 /* this process's index among the workers (0 when alone) */
     struct auth *auth;          /* --auth-tokens, or NULL: no authentication */
     struct scripts *scripts;    /* interpreters and base environment */
+    struct lock *lock;          /* --lock / --audit-log, or NULL */
 };
 
 #endif

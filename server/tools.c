@@ -22,6 +22,7 @@
 #include "auth.h"
 #include "hooks.h"
 #include "jail.h"
+#include "lock.h"
 #include "markdown.h"
 #include "rpc.h"
 #include "script.h"
@@ -204,8 +205,28 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
     return NULL;
 }
 
-static json_t *card_of(const struct skill *k)
+/*
+ * The entry a call may use: k itself, the approved version the store serves
+ * in its place, or NULL (o says why) when the lock quarantines it.
+ */
+static struct skill *gated(struct tool_ctx *c, struct skill *k, struct tool_out *o)
 {
+    const struct skill_gate *g = k ? skills_gate_of(c->snap, k) : NULL;
+    if (!g || !g->reason)
+        return k;
+    if (g->serve)
+        return g->serve;
+    fail(o, "Skill '%s' is quarantined: %s. Nothing was read or run; use another skill, or "
+            "ask the operator to review this one.", k->qname, g->reason);
+    return NULL;
+}
+
+static json_t *card_of(const struct snapshot *s, size_t idx)
+{
+    const struct skill *k = s->v[idx];
+    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
+    if (g && g->serve)
+        k = g->serve;       /* the card of the version served */
     json_t *c = json_pack("{s:s, s:s, s:s}", "name", k->name, "qualified_name", k->qname,
                           "description", k->description);
     if (k->ntags) {
@@ -216,6 +237,10 @@ static json_t *card_of(const struct skill *k)
     }
     if (k->version)
         json_object_set_new(c, "version", json_string(k->version));
+    if (g && g->reason) {
+        json_object_set_new(c, "quarantined", json_true());
+        json_object_set_new(c, "quarantine_reason", json_string(g->reason));
+    }
     return c;
 }
 
@@ -251,11 +276,12 @@ static json_t *list_page(const struct snapshot *s, const char *query, json_t *ta
     }
     size_t count = query ? nhits : s->n;
     for (size_t i = 0; i < count; i++) {
-        const struct skill *k = s->v[query ? hits[i].doc : i];
+        size_t idx = query ? hits[i].doc : i;
+        const struct skill *k = s->v[idx];
         if (tags && !has_all_tags(k, tags))
             continue;
         if (total >= offset && total < offset + limit)
-            json_array_append_new(cards, card_of(k));
+            json_array_append_new(cards, card_of(s, idx));
         total++;
     }
     free(hits);
@@ -388,7 +414,7 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skill_body *tmp;
     if (only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = need_skill(c, args, o);
+    struct skill *k = gated(c, need_skill(c, args, o), o);
     if (!k || opt_str(args, "section", &section, NULL, o) < 0)
         return -1;
     o->skill = k->qname;
@@ -396,6 +422,13 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
                     k->qname, why);
+    if (tmp && c->snap->gate) {
+        /* Edited since it was checked against the lock: not reviewed. */
+        skills_body_free(tmp);
+        return fail(o, "Skill '%s' changed on disk since it was checked against the lock of "
+                       "approved versions. Call reload_skills, then load it again.",
+                    k->qname);
+    }
     int whole = !section || !*section;
     if (whole && !tmp) {
         /* The whole-body answer depends only on this entry: render it once. */
@@ -467,7 +500,7 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     struct jail_file f;
     if (only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = need_skill(c, args, o);
+    struct skill *k = gated(c, need_skill(c, args, o), o);
     if (k)
         o->skill = k->qname;
     if (!k || opt_str(args, "path", &path, &plen, o) < 0 ||
@@ -492,6 +525,14 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
             return -1;
         }
         return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+    }
+    const struct skill_gate *g = skills_gate_of(c->snap, k);
+    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
+        jail_file_cleanup(&f);
+        return fail(o, "Cannot read '%.200s' from skill '%s': it changed on disk since the "
+                       "skill was checked against the lock of approved versions. Call "
+                       "reload_skills, then read it again.",
+                    path, k->qname);
     }
     size_t n = f.len;
     if (f.truncated)
@@ -589,11 +630,32 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
                                        "timeout", "stall_timeout", "env",  NULL};
     if (only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = need_skill(c, args, o);
+    struct skill *live = need_skill(c, args, o);
+    struct skill *k = gated(c, live, o);
     if (!k)
         return -1;
+    /* What runs is hashed now: the audit line names it, and a lock refuses
+     * a tree edited since the snapshot judged it. */
+    struct lock_manifest m = {0};
+    const char *approved_at = NULL;
+    if (c->S->lock) {
+        const char *why = "";
+        const struct skill_gate *g = skills_gate_of(c->snap, live);
+        const struct lock_entry *a = g ? g->approved : NULL;
+        if (lock_manifest_of(k, &m, &why) < 0 && lock_active(c->S->lock))
+            return fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname, why);
+        if (lock_active(c->S->lock) && (!a || strcmp(a->digest, m.digest))) {
+            lock_manifest_cleanup(&m);
+            return fail(o, "Skill '%s' changed on disk since it was checked against the lock "
+                           "of approved versions; nothing ran. Call reload_skills, then "
+                           "list_skills shows whether it is quarantined.",
+                        k->qname);
+        }
+        approved_at = a ? a->at : NULL;
+    }
     struct run_job *job = script_prepare(c->S->scripts, &c->S->cfg, k, args, o->msg, sizeof o->msg);
     if (!job) {
+        lock_manifest_cleanup(&m);
         utf8_sanitize(o->msg);
         return -1;
     }
@@ -609,10 +671,14 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
             "request_id", job->request_id);
         o->is_error = 1;
         run_job_free(job);
+        lock_manifest_cleanup(&m);
         return 0;
     }
     /* Which hooks exist was found when the snapshot was built. */
     o->plan = hook_plan_new(c->S, c->snap, k, job, args, c->client, c->client_info);
+    if (c->S->lock)
+        hook_set_audit(o->plan, m.digest, approved_at);
+    lock_manifest_cleanup(&m);
     return 0;
 }
 
@@ -622,7 +688,8 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"                 \
     "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"      \
     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                       \
-    "\"version\":{\"type\":\"string\"}},\"required\":[\"name\",\"qualified_name\","        \
+    "\"version\":{\"type\":\"string\"},\"quarantined\":{\"type\":\"boolean\"},"           \
+    "\"quarantine_reason\":{\"type\":\"string\"}},\"required\":[\"name\",\"qualified_name\"," \
     "\"description\"]}"
 
 static const struct tool table[] = {
