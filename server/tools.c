@@ -613,6 +613,7 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skills_report r;
     if (only_keys(args, o, keys) < 0)
         return -1;
+    lock_reload(c->S->lock, 0);     /* an edited lock is judged by this rebuild too */
     skills_rescan(c->S->skills, 1, &r);
     o->structured = json_pack("{s:I, s:I, s:O, s:O, s:O, s:O, s:f}", "generation_before",
                               (json_int_t)r.gen_before, "generation_after",
