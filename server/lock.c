@@ -1097,8 +1097,14 @@ static int judge(struct lock *L, struct snapshot *s, size_t i, const struct lock
     }
     if (strcmp(e->digest, m->digest)) {
         char tree[PATH_MAX];
-        if (L->serve_approved && L->store && store_tree(L->store, e, tree, sizeof tree) == 0)
-            g->serve = skills_entry_load(tree, k->qname, k->root);
+        if (L->serve_approved && L->store) {
+            if (store_tree(L->store, e, tree, sizeof tree) == 0)
+                g->serve = skills_entry_load(tree, k->qname, k->root);
+            if (!g->serve)
+                log_warn("store: the approved version of %s (%s) is not in %s; it is refused "
+                         "instead (approve with --lock-store to keep versions)",
+                         k->qname, e->digest, L->store);
+        }
         g->reason = reasonf("changed since approved by %s at %s%s; review with `skill-mcp "
                             "lock diff %s --lock %s`, then approve with `skill-mcp lock "
                             "approve %s --lock %s`",

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import {
-  BIN, TEST_TIMEOUT, call, callErr, callOk, connect, poll, post, runCli, startServer,
+  BIN, TEST_TIMEOUT, call, callErr, callOk, connect, poll, post, raw, runCli, startServer,
 } from './lib/harness.mjs';
 
 const T = { timeout: 60_000 };
@@ -95,6 +95,15 @@ test('strict: approved skills are served, the others quarantined with the comman
     const good = await post(srv.url, { jsonrpc: '2.0', id: 3, method: 'resources/read', params: { uri: 'skill://billing/refunds/references/policy.md' } },
       { 'mcp-protocol-version': '2025-11-25' });
     assert.equal(good.json.result.contents[0].text, 'policy v1\n');
+
+    // the discovery index leaves a quarantined skill out (an archive would hand out the tree)
+    const idx = await raw(srv.url.replace(/\/mcp$/, '/.well-known/agent-skills/index.json'), { method: 'GET' });
+    assert.equal(idx.status, 200);
+    const names = JSON.stringify(idx.json);
+    assert.match(names, /billing\/refunds/);
+    assert.doesNotMatch(names, /"notes/);
+    const md = await raw(srv.url.replace(/\/mcp$/, '/.well-known/agent-skills/notes/SKILL.md'), { method: 'GET' });
+    assert.equal(md.status, 404);
 
     // edit a reference: refused at once (read-time check), quarantined on reload
     fs.writeFileSync(path.join(lib.refunds, 'references', 'policy.md'), 'policy v2 (unreviewed)\n');
