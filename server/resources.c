@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "jail.h"
+#include "lock.h"
 #include "mcp.h"
 #include "rpc.h"
 #include "util.h"
@@ -234,6 +235,16 @@ int res_read(struct mcp_call *c)
     int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
     if (r < 0) {
         rc = not_found(c, uri, why);
+        goto out;
+    }
+    const struct skill_gate *g = skills_gate_of(mcp_snapshot(c), k);
+    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
+        /* edited since the lock judged it: not reviewed */
+        jail_file_cleanup(&f);
+        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                       "Resource changed on disk since skill '%s' was checked against the lock "
+                       "of approved versions: %.300s; call reload_skills, then read it again",
+                       k->qname, uri);
         goto out;
     }
     if (f.truncated) {

@@ -109,6 +109,10 @@ test('strict: approved skills are served, the others quarantined with the comman
     fs.writeFileSync(path.join(lib.refunds, 'references', 'policy.md'), 'policy v2 (unreviewed)\n');
     const early = await callErr(assert, c, 'read_skill_file', { name: 'billing/refunds', path: 'references/policy.md' });
     assert.match(early, /changed on disk since/);
+    const rr = await post(srv.url, { jsonrpc: '2.0', id: 4, method: 'resources/read', params: { uri: 'skill://billing/refunds/references/policy.md' } },
+      { 'mcp-protocol-version': '2025-11-25' });
+    assert.equal(rr.json.error?.code, -32602);
+    assert.match(rr.json.error.message, /changed on disk since/);
     const run = await callErr(assert, c, 'run_skill_script', { name: 'billing/refunds', script: 'scripts/refund.sh' });
     assert.match(run, /changed on disk since.*nothing ran/);
     await callOk(assert, c, 'reload_skills', {});
