@@ -67,16 +67,14 @@ static const char instructions_read_only[] =
  */
 static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announce, int port)
 {
-    S->skills = skills_new(S->cfg.roots, S->cfg.nroots, S->cfg.hooks_dir, tools_ext_build,
-                           tools_ext_free, S);
+    /* With a lock, the first snapshot is judged before any request. */
+    int gated = lock_active(S->lock);
+    S->skills = skills_new_gated(S->cfg.roots, S->cfg.nroots, S->cfg.hooks_dir, tools_ext_build,
+                                 tools_ext_free, S, gated ? lock_gate : NULL,
+                                 gated ? lock_gate_release : NULL, S->lock);
     if (!S->skills) {
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;
-    }
-    if (lock_active(S->lock)) {
-        /* Judged before the first request: nothing unapproved is ever served. */
-        skills_set_gate(S->skills, lock_gate, lock_gate_release, S->lock);
-        skills_rescan(S->skills, 1, NULL);
     }
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);
     struct http *http = loop ? http_start(S, listen_fd) : NULL;

@@ -1425,6 +1425,15 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg)
 {
+    return skills_new_gated(roots, nroots, hooks_dir, ext_build, ext_free, ext_arg, NULL, NULL,
+                            NULL);
+}
+
+struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
+                                snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
+                                void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
+                                void *gate_arg)
+{
     struct skills *S = xcalloc(1, sizeof *S);
     S->hooks_dir = hooks_dir;
     size_t usable = 0;
@@ -1446,6 +1455,7 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
     S->ext_build = ext_build;
     S->ext_free = ext_free;
     S->ext_arg = ext_arg;
+    skills_set_gate(S, gate, release, gate_arg);
     pthread_mutex_init(&S->scan_mu, NULL);
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1);

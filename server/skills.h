@@ -151,12 +151,17 @@ void skills_free(struct skills *S);
  * per-snapshot data (ext) is rendered: it fills s->gate and s->gate_ref;
  * release(s->gate_ref) runs when the snapshot is freed. With a gate, every
  * file of every skill is watched too, so a file edited in place leads to a
- * rebuild (and a fresh judgement). Set before serving, then call
- * skills_rescan(S, 1, NULL) to judge the first snapshot.
+ * rebuild (and a fresh judgement). Give it to skills_new_gated, or set it
+ * later and call skills_rescan(S, 1, NULL) to judge the current snapshot.
  */
 typedef void (*skills_gate_fn)(struct snapshot *s, void *arg);
 void skills_set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref),
                      void *arg);
+/* skills_new with the gate set before the first snapshot is built (one build, not two). */
+struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
+                                snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
+                                void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
+                                void *gate_arg);
 
 /* The gate of k in s (NULL without a gate, or when k is not an entry of s). */
 const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct skill *k);
