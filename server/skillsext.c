@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "jail.h"
+#include "lock.h"
 #include "manifest.h"
 #include "mcp.h"
 #include "rpc.h"
@@ -485,6 +486,15 @@ int skillsext_prompts_get(struct mcp_call *c)
     if (skills_body(k, &b, &tmp, &why) < 0)
         return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",
                          k->qname, why);
+    const struct skill_gate *bg = tmp ? skills_gate_of(s, k) : NULL;
+    if (tmp && s->gate &&
+        !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
+        /* Edited since the lock judged it, to something not approved. */
+        skills_body_free(tmp);
+        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+                         "Skill '%s' changed on disk since it was checked against the lock of "
+                         "approved versions; call reload_skills, then ask again", k->qname);
+    }
     struct buf t;
     buf_init(&t, 0);
     size_t lead = 0;   /* the blank line(s) between frontmatter and body */

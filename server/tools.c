@@ -422,8 +422,10 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
                     k->qname, why);
-    if (tmp && c->snap->gate) {
-        /* Edited since it was checked against the lock: not reviewed. */
+    const struct skill_gate *bg = tmp ? skills_gate_of(c->snap, k) : NULL;
+    if (tmp && c->snap->gate &&
+        !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
+        /* Edited since it was checked against the lock, to something not approved. */
         skills_body_free(tmp);
         return fail(o, "Skill '%s' changed on disk since it was checked against the lock of "
                        "approved versions. Call reload_skills, then load it again.",

@@ -184,6 +184,27 @@ test('revoke quarantines at once on SIGHUP; a malformed edit keeps the loaded lo
   try {
     const c = await connect(srv.url);
     await callOk(assert, c, 'load_skill', { name: 'notes' });
+    // SKILL.md edited before the next refresh and never loaded: neither body nor prompt is served
+    fs.writeFileSync(path.join(lib.refunds, 'SKILL.md'),
+      '---\nname: refunds\ndescription: Issue refunds by the policy.\n---\n# Refunds\nUnreviewed text, a longer one.\n');
+    assert.match(await callErr(assert, c, 'load_skill', { name: 'billing/refunds' }), /changed on disk since/);
+    const pg = await post(srv.url, { jsonrpc: '2.0', id: 5, method: 'prompts/get', params: { name: 'billing/refunds' } },
+      { 'mcp-protocol-version': '2025-11-25' });
+    assert.equal(pg.json.error?.code, -32602);
+    assert.match(pg.json.error.message, /changed on disk since/);
+    fs.writeFileSync(path.join(lib.refunds, 'SKILL.md'),
+      '---\nname: refunds\ndescription: Issue refunds by the policy.\n---\n# Refunds\nRead the policy.\n');
+    // put back as approved (new inode data, same bytes): served again, fresh from disk
+    assert.match((await callOk(assert, c, 'load_skill', { name: 'billing/refunds' })).content, /Read the policy/);
+
+    // a body cached before an edit is the approved one, and is what load_skill serves
+    await callOk(assert, c, 'reload_skills', {});
+    const cached = await callOk(assert, c, 'load_skill', { name: 'billing/refunds' });
+    fs.writeFileSync(path.join(lib.refunds, 'SKILL.md'),
+      '---\nname: refunds\ndescription: Issue refunds by the policy.\n---\n# Refunds\nUnreviewed again.\n');
+    assert.equal((await callOk(assert, c, 'load_skill', { name: 'billing/refunds' })).content, cached.content);
+    fs.writeFileSync(path.join(lib.refunds, 'SKILL.md'),
+      '---\nname: refunds\ndescription: Issue refunds by the policy.\n---\n# Refunds\nRead the policy.\n');
     const r = lockCli(lib, 'revoke', 'notes', '--by', 'carol');
     assert.equal(r.code, 0, r.stderr);
     assert.match(fs.readFileSync(lib.lock, 'utf8'), /^notes .* revoked-by=carol revoked-at=\S+Z$/m);
