@@ -51,6 +51,7 @@ export const ZH = {
   'Stats, metrics & health': '统计、指标与健康检查',
   'Auth tokens & rate limits': '令牌认证与限流',
   'Workers & drain': '多进程与优雅退出',
+  'Approved versions (lock)': '已批准版本（锁文件）',
 };
 
 // Promises and fix texts, English → Chinese (generated from items.mjs, then translated).
@@ -745,6 +746,18 @@ Object.assign(ZH, {
     "到 --shutdown-timeout 仍在运行的脚本被停止，其调用方仍会得到应答。",
   "server/loop.c (drain timeout): SIGTERM the script process groups, answer the calls, exit 0.":
     "server/loop.c（排空超时）：向脚本进程组发 SIGTERM，回答这些调用，以 0 退出。",
+  "With --lock, an approved skill is served and an unapproved one is listed as quarantined and refused, naming `skill-mcp lock approve`.":
+    "使用 --lock 时，已批准的技能照常提供；未批准的技能仍被列出但标记为隔离并被拒绝，提示 `skill-mcp lock approve`。",
+  "server/lock.c (lock_gate) and server/tools.c (gated): judge every entry when the snapshot is built; mark its card quarantined and refuse load/read/run with the approving command.":
+    "server/lock.c（lock_gate）与 server/tools.c（gated）：构建快照时判定每个技能；把其卡片标为隔离，并以批准命令拒绝加载、读取和运行。",
+  "`skill-mcp lock diff` marks a new script with `!` and WIDENS and exits 1; after `lock approve` it exits 0.":
+    "`skill-mcp lock diff` 用 `!` 和 WIDENS 标出新脚本并以 1 退出；`lock approve` 之后以 0 退出。",
+  "server/lock.c (lock_changes, cli_report): compare the manifest with the approved file list; scripts/ and hooks/ additions widen; exit 1 when anything is unapproved.":
+    "server/lock.c（lock_changes、cli_report）：将清单与已批准的文件列表比较；scripts/ 与 hooks/ 的新增视为扩权；有未批准内容时以 1 退出。",
+  "A malformed lock stops the server at start-up, naming the file and line.":
+    "格式错误的锁文件使服务器在启动时停止，并指出文件和行号。",
+  "server/lock.c (lock_parse): refuse the file with \"FILE:LINE: ...\" and exit 2 before listening.":
+    "server/lock.c（lock_parse）：以 \"FILE:LINE: ...\" 拒绝该文件，并在监听前以 2 退出。",
 });
 
 // Items generated in loops: translated by pattern.

@@ -925,4 +925,48 @@ T('docs/operations.md "Graceful shutdown"', 'A script still running at --shutdow
     const ex = await s.exitP; eq(ex.code, 0, 'exit code'); c.forget('drain2');
   });
 
+// ------------------------------------------------------------ approved versions
+AREA('Approved versions (lock)');
+function lockLibrary(c) {
+  const root = path.join(c.fx.tmp, 'lock-root');
+  for (const [name, extra] of [['approved-one', 'scripts/run.sh'], ['unreviewed', null]]) {
+    fs.mkdirSync(path.join(root, name, 'scripts'), { recursive: true });
+    fs.writeFileSync(path.join(root, name, 'SKILL.md'), `---\nname: ${name}\ndescription: Lock fixture ${name}.\n---\n# ${name}\n`);
+    if (extra) fs.writeFileSync(path.join(root, name, extra), 'echo ok\n');
+  }
+  return { root, lock: path.join(c.fx.tmp, 'skills.lock') };
+}
+T('RFC-SKILL-1 §10.11.3; docs/supply-chain.md', 'With --lock, an approved skill is served and an unapproved one is listed as quarantined and refused, naming `skill-mcp lock approve`.',
+  'server/lock.c (lock_gate) and server/tools.c (gated): judge every entry when the snapshot is built; mark its card quarantined and refuse load/read/run with the approving command.',
+  async (c) => {
+    const L = lockLibrary(c);
+    const a = runCli(c.bin, ['lock', 'approve', 'approved-one', '--lock', L.lock, '--skills', L.root, '--by', 'acceptance']);
+    eq(a.code, 0, 'lock approve exit');
+    const s = await c.srv('lock');
+    const cards = okResult(await tool(s, 'list_skills', {})).skills;
+    const ok = cards.find((k) => k.name === 'approved-one'); const q = cards.find((k) => k.name === 'unreviewed');
+    eq([ok?.quarantined, q?.quarantined], [undefined, true], '[approved card quarantined, unapproved card quarantined]');
+    has(q.quarantine_reason, 'skill-mcp lock approve unreviewed', 'quarantine_reason');
+    okResult(await tool(s, 'load_skill', { name: 'approved-one' }), 'load_skill(approved-one)');
+    has(toolError(await tool(s, 'load_skill', { name: 'unreviewed' }), 'load_skill(unreviewed)'), 'quarantined', 'refusal');
+    await rpcErr(s, 'resources/read', { uri: 'skill://unreviewed/SKILL.md' }, -32602);
+  });
+T('docs/supply-chain.md "The review workflow"', '`skill-mcp lock diff` marks a new script with `!` and WIDENS and exits 1; after `lock approve` it exits 0.',
+  'server/lock.c (lock_changes, cli_report): compare the manifest with the approved file list; scripts/ and hooks/ additions widen; exit 1 when anything is unapproved.',
+  async (c) => {
+    const L = lockLibrary(c);
+    fs.writeFileSync(path.join(L.root, 'approved-one', 'scripts', 'new.sh'), 'echo new\n');
+    const d = runCli(c.bin, ['lock', 'diff', 'approved-one', '--lock', L.lock, '--skills', L.root]);
+    eq(d.code, 1, 'diff exit'); has(d.stdout, '! A scripts/new.sh  WIDENS: new script', 'diff output');
+    eq(runCli(c.bin, ['lock', 'approve', 'approved-one', '--lock', L.lock, '--skills', L.root]).code, 0, 'approve exit');
+    eq(runCli(c.bin, ['lock', 'diff', 'approved-one', '--lock', L.lock, '--skills', L.root]).code, 0, 'diff exit after approval');
+  });
+T('RFC-SKILL-1 §10.11.2', 'A malformed lock stops the server at start-up, naming the file and line.',
+  'server/lock.c (lock_parse): refuse the file with "FILE:LINE: ..." and exit 2 before listening.',
+  async (c) => {
+    const f = path.join(c.fx.tmp, 'bad.lock'); fs.writeFileSync(f, '# comment\nalpha sha256:nothex approved-by=x approved-at=2026-01-01T00:00:00Z\n');
+    const r = runCli(c.bin, ['--skills', c.fx.A, '--port', '0', '--lock', f], { timeout: 5000 });
+    eq(r.code, 2, 'exit'); has(r.stderr, `${f}:2:`, 'stderr');
+  });
+
 export default items;

@@ -70,6 +70,8 @@ const CONFIGS = {
   workers: ['--skills', fx.A, '--refresh-interval', '0', '--workers', '2', '--threads', '2'],
   drain: ['--skills', fx.A, '--refresh-interval', '0', '--shutdown-timeout', '5'],
   drain2: ['--skills', fx.A, '--refresh-interval', '0', '--shutdown-timeout', '1'],
+  // written by the first "Approved versions" item before the server starts
+  lock: ['--skills', path.join(fx.tmp, 'lock-root'), '--lock', path.join(fx.tmp, 'skills.lock'), '--refresh-interval', '0'],
 };
 const servers = new Map();
 const ctx = {

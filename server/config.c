@@ -103,6 +103,16 @@ static const struct opt opts[] = {
      "how long a finished task and its result are kept (default 3600)"},
     {"--max-tasks-per-client", OPT_INT, O(max_tasks_per_client), 1, 10000, "N",
      "tasks one client may have working at once (default 16)"},
+    {"--lock", OPT_STR, O(lock_file), 0, 0, "FILE",
+     "serve only the skill versions this lock approves (see `skill-mcp lock`)"},
+    {"--lock-mode", OPT_STR, O(lock_mode), 0, 0, "MODE",
+     "strict: quarantine what the lock does not approve; pin: record first versions (default strict)"},
+    {"--lock-store", OPT_STR, O(lock_store), 0, 0, "DIR",
+     "keep approved versions here, content-addressed (filled by `lock approve`)"},
+    {"--lock-serve", OPT_STR, O(lock_serve), 0, 0, "WHAT",
+     "refuse: refuse a quarantined skill; approved: serve its approved version from the store (default refuse)"},
+    {"--audit-log", OPT_STR, O(audit_log), 0, 0, "FILE",
+     "append one JSON line per script run (default with --lock: the log on stderr)"},
     {"--context-tokens", OPT_LONG, O(context_tokens), 1000, 100000000L, "N",
      "the client's context window in tokens (default 128000)"},
     {"--context-share", OPT_FRACTION, O(context_share), 0, 1, "F",
@@ -119,7 +129,8 @@ static void usage(FILE *f)
             "       skill-mcp export DIR [--skills DIR ...]\n"
             "       skill-mcp validate [--json] DIR...\n"
             "       skill-mcp list [--json] DIR...\n"
-            "       skill-mcp token add NAME [--rpm N] --file FILE\n\n"
+            "       skill-mcp token add NAME [--rpm N] --file FILE\n"
+            "       skill-mcp lock approve|revoke|diff|status ... (skill-mcp lock --help)\n\n"
             "Serves a library of Agent Skills over MCP Streamable HTTP; `export` writes its\n"
             "Agent Skills discovery index and artifacts to DIR as static files.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
@@ -300,6 +311,18 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
         c->max_scripts_per_client = c->max_script_concurrency > 1 ? (c->max_script_concurrency + 1) / 2 : 1;
     if (!c->tls_cert != !c->tls_key) {
         fprintf(stderr, "skill-mcp: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
+    if (c->lock_mode && strcmp(c->lock_mode, "strict") && strcmp(c->lock_mode, "pin"))
+        return bad("--lock-mode", c->lock_mode, "expected strict or pin");
+    if (c->lock_serve && strcmp(c->lock_serve, "refuse") && strcmp(c->lock_serve, "approved"))
+        return bad("--lock-serve", c->lock_serve, "expected refuse or approved");
+    if ((c->lock_mode || c->lock_store || c->lock_serve) && !c->lock_file) {
+        fprintf(stderr, "skill-mcp: --lock-mode, --lock-store and --lock-serve need --lock FILE\n");
+        return -1;
+    }
+    if (c->lock_serve && !strcmp(c->lock_serve, "approved") && !c->lock_store) {
+        fprintf(stderr, "skill-mcp: --lock-serve approved needs --lock-store DIR\n");
         return -1;
     }
     if (c->script_timeout <= 0) {

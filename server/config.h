@@ -52,6 +52,13 @@ struct cfg {
     double task_ttl;                    /* --task-ttl: finished tasks kept, default 3600 s */
     int max_tasks_per_client;           /* --max-tasks-per-client, default 16 */
 
+    /* approved versions (lock.c) */
+    const char *lock_file;              /* --lock FILE: serve only approved versions */
+    const char *lock_mode;              /* --lock-mode strict|pin, default strict */
+    const char *lock_store;             /* --lock-store DIR: approved versions kept */
+    const char *lock_serve;             /* --lock-serve refuse|approved, default refuse */
+    const char *audit_log;              /* --audit-log FILE: one JSON line per script run */
+
     /* output shaping */
     long context_tokens;                /* --context-tokens, default 128000 */
     double context_share;               /* --context-share, default 0.25 */

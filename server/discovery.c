@@ -614,9 +614,12 @@ static int artifact_digest(const struct skill *k, char digest[DIGEST_LEN + 1])
 /* Generation of the last snapshot whose unservable skills were logged. */
 static atomic_uint_fast64_t logged_gen;
 
-/* Entry i of s is in the index (listed, and the first of its qname). */
+/* Entry i of s is in the index (listed, the first of its qname, and not
+ * quarantined by --lock: an archive would hand out the unreviewed tree). */
 static int indexed(const struct snapshot *s, size_t i)
 {
+    if (s->gate && s->gate[i].reason)
+        return 0;
     return listed(s->v[i]) && !(i && !strcmp(s->v[i - 1]->qname, s->v[i]->qname));
 }
 

@@ -25,6 +25,7 @@
 
 #include "auth.h"
 #include "script.h"
+#include "lock.h"
 #include "util.h"
 
 enum { ST_GLOBAL_PRE, ST_SKILL_PRE, ST_SCRIPT, ST_SKILL_POST, ST_GLOBAL_POST, ST_DONE };
@@ -45,6 +46,8 @@ struct hook_plan {
     double timeout_s, stall_s;
     hook_done_fn done;
     void *arg;
+    int audit;                  /* write the audit line when the call ends */
+    char digest[MANIFEST_DIGEST_LEN + 1], approved_at[LOCK_TIME_LEN + 1];
 };
 
 static const char *const stage_name[] = {"global pre", "skill pre", "script", "skill post",
@@ -133,9 +136,24 @@ static json_t *synthetic(struct hook_plan *p, const char *status, const char *hi
                      "stderr_bytes", 0, "hint", hint, "request_id", p->request_id);
 }
 
+void hook_set_audit(struct hook_plan *p, const char *digest, const char *approved_at)
+{
+    p->audit = 1;
+    snprintf(p->digest, sizeof p->digest, "%s", digest ? digest : "");
+    snprintf(p->approved_at, sizeof p->approved_at, "%s", approved_at ? approved_at : "");
+}
+
 static void finish(struct hook_plan *p)
 {
     stats_skill(&p->S->stats, p->skill, STATS_USE_SCRIPT, !p->ok);
+    if (p->audit) {
+        json_t *st = json_object_get(p->result, "status"), *ec = json_object_get(p->result, "exit_code");
+        lock_audit(p->S->lock, p->skill, p->digest, p->approved_at, p->client,
+                   p->request_id, json_string_value(json_object_get(p->input, "script")),
+                   json_is_string(st) ? json_string_value(st) : "failed",
+                   json_is_integer(ec) ? (long)json_integer_value(ec) : -1,
+                   (double)(now_ns() - p->t0) / 1e6);
+    }
     if (p->note[0] && json_is_object(p->result))
         json_object_set_new(p->result, "note", json_string(p->note));
     json_t *r = p->result;

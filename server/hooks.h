@@ -50,4 +50,8 @@ const char *hook_request_id(const struct hook_plan *p);
 /* Frees a plan that was never started. */
 void hook_plan_free(struct hook_plan *p);
 
+/* Writes the provenance line of this run (lock_audit) when it ends; with
+ * the manifest digest hashed before it started and its approval time. */
+void hook_set_audit(struct hook_plan *p, const char *digest, const char *approved_at);
+
 #endif

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "auth.h"
+#include "lock.h"
 #include "runner.h"
 #include "skills.h"
 #include "util.h"
@@ -33,7 +34,8 @@ struct loop {
 static void scan_work(uv_work_t *w)
 {
     struct loop *l = w->data;
-    skills_rescan(l->S->skills, 0, NULL);
+    /* A changed lock re-judges every skill: a forced rebuild. */
+    skills_rescan(l->S->skills, lock_reload(l->S->lock, 0) > 0, NULL);
 }
 
 static void scan_done(uv_work_t *w, int status)

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "discovery.h"
 #include "http.h"
+#include "lock.h"
 #include "loop.h"
 #include "runner.h"
 #include "script.h"
@@ -67,8 +68,11 @@ static const char instructions_read_only[] =
  */
 static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announce, int port)
 {
-    S->skills = skills_new(S->cfg.roots, S->cfg.nroots, S->cfg.hooks_dir, tools_ext_build,
-                           tools_ext_free, S);
+    /* With a lock, the first snapshot is judged before any request. */
+    int gated = lock_active(S->lock);
+    S->skills = skills_new_gated(S->cfg.roots, S->cfg.nroots, S->cfg.hooks_dir, tools_ext_build,
+                                 tools_ext_free, S, gated ? lock_gate : NULL,
+                                 gated ? lock_gate_release : NULL, S->lock);
     if (!S->skills) {
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;
@@ -93,6 +97,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
             continue;   /* scripts are watched through pidfds, not SIGCHLD */
         if (sig == SIGHUP) {
             log_info("SIGHUP: rescanning skills");
+            lock_reload(S->lock, 1);
             skills_rescan(S->skills, 1, NULL);
             if (S->auth)
                 auth_reload(S->auth, 1);
@@ -300,6 +305,10 @@ int main(int argc, char **argv)
         return export_main(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "token"))
         return auth_token_cli(argc - 2, argv + 2);
+    if (argc > 1 && !strcmp(argv[1], "lock")) {
+        x_install_json_alloc();
+        return lock_cli(argc - 2, argv + 2);
+    }
     if (argc > 1 && !strcmp(argv[1], "validate")) {
         x_install_json_alloc();
         return validate_main(argc - 2, argv + 2);
@@ -343,6 +352,18 @@ int main(int argc, char **argv)
         auth_set_script_cap(S.auth, S.cfg.max_scripts_per_client);
         log_info("auth: %d client(s) from %s", auth_count(S.auth), S.cfg.auth_tokens);
     }
+    if (S.cfg.lock_file || S.cfg.audit_log) {
+        /* Fail closed: a lock that does not parse stops the start. */
+        struct err e = {0};
+        S.lock = lock_open(&S.cfg, &e);
+        if (!S.lock) {
+            fprintf(stderr, "skill-mcp: %s\n", e.msg);
+            auth_free(S.auth);
+            x_shared_free(S.run_shared, S.run_shared_size);
+            stats_cleanup(&S.stats);
+            return 2;
+        }
+    }
     S.instructions = S.cfg.no_scripts ? instructions_read_only : instructions;
     S.ttl_ms = S.cfg.refresh_interval > 0 ? (int64_t)(S.cfg.refresh_interval * 1000) : 60000;
     tools_setup(&S);
@@ -365,5 +386,6 @@ int main(int argc, char **argv)
     stats_cleanup(&S.stats);
     x_shared_free(S.run_shared, S.run_shared_size);
     auth_free(S.auth);
+    lock_free(S.lock);
     return rc;
 }

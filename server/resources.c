@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "jail.h"
+#include "lock.h"
 #include "mcp.h"
 #include "rpc.h"
 #include "util.h"
@@ -189,6 +190,16 @@ int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const c
         free(rest);
         return not_found(c, uri, reason);
     }
+    const struct skill_gate *g = skills_gate_of(s, k);
+    if (g && g->reason && !g->serve) {
+        int rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s, s:b}", "uri", uri,
+                                                               "quarantined", 1),
+                           "Skill '%s' is quarantined: %s", k->qname, g->reason);
+        free(rest);
+        return rc;
+    }
+    if (g && g->serve)
+        k = g->serve;       /* the approved version, from the store */
     *kout = k;
     *pathout = path;
     *owned = rest;
@@ -224,6 +235,16 @@ int res_read(struct mcp_call *c)
     int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
     if (r < 0) {
         rc = not_found(c, uri, why);
+        goto out;
+    }
+    const struct skill_gate *g = skills_gate_of(mcp_snapshot(c), k);
+    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
+        /* edited since the lock judged it: not reviewed */
+        jail_file_cleanup(&f);
+        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+                       "Resource changed on disk since skill '%s' was checked against the lock "
+                       "of approved versions: %.300s; call reload_skills, then read it again",
+                       k->qname, uri);
         goto out;
     }
     if (f.truncated) {

@@ -55,6 +55,9 @@ struct skills {
     snapshot_ext_build_fn ext_build;
     snapshot_ext_free_fn ext_free;
     void *ext_arg;
+    skills_gate_fn gate;
+    void (*gate_release)(void *ref);
+    void *gate_arg;
 
     /* rescans: one at a time; late arrivals share the next one */
     pthread_mutex_t scan_mu;
@@ -209,6 +212,15 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
         return;
     if (s->ext && S->ext_free)
         S->ext_free(s->ext);
+    if (s->gate) {
+        for (size_t i = 0; i < s->n; i++) {
+            free(s->gate[i].reason);
+            skill_unref(s->gate[i].serve);
+        }
+        free(s->gate);
+    }
+    if (s->gate_ref && S->gate_release)
+        S->gate_release(s->gate_ref);
     for (size_t i = 0; i < s->n; i++)
         skill_unref(s->v[i]);
     free(s->v);
@@ -681,6 +693,15 @@ static void add_watches_of(struct build *b, const struct skill *k, const struct 
         w->path = xstrdup(k->dir_paths[i]);
         w->key = k->dir_keys[i];
         w->missing = 0;
+    }
+    if (!b->S->gate)
+        return;
+    /* A lock judges file contents: an edit in place must lead to a rebuild. */
+    for (size_t i = 0; i < k->nfiles; i++) {
+        char abs[PATH_MAX];
+        struct stat st;
+        snprintf(abs, sizeof abs, "%s/%s", k->dir, k->files[i].path);
+        watch_add(b, abs, stat(abs, &st) == 0 ? &st : NULL);
     }
 }
 
@@ -1466,6 +1487,8 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     s->search = search_new_terms(docs, terms, s->n);
     free(terms);
     free(docs);
+    if (S->gate)
+        S->gate(s, S->gate_arg);
     s->built_at = (int64_t)time(NULL);
     s->build_ms = now_ms() - t0;
     return s;
@@ -1490,6 +1513,21 @@ static void reclaim(struct skills *S)
     pthread_mutex_unlock(&S->scan_mu);
 }
 
+/* Did the lock's judgement of an entry change between two snapshots? */
+static int gate_moved(const struct snapshot *a, size_t i, const struct snapshot *b, size_t j)
+{
+    if (!a->gate != !b->gate)
+        return 1;
+    if (!a->gate)
+        return 0;
+    const struct skill_gate *x = &a->gate[i], *y = &b->gate[j];
+    if (!x->reason != !y->reason || (x->reason && strcmp(x->reason, y->reason)))
+        return 1;
+    if (!x->serve != !y->serve || strcmp(x->digest, y->digest))
+        return 1;
+    return 0;
+}
+
 static void diff(const struct snapshot *a, const struct snapshot *b, struct skills_report *r)
 {
     size_t i = 0, j = 0;
@@ -1503,7 +1541,7 @@ static void diff(const struct snapshot *a, const struct snapshot *b, struct skil
         } else if (c > 0) {
             json_array_append_new(r->added, json_string(b->v[j++]->qname));
         } else {
-            if (a->v[i] != b->v[j])
+            if (a->v[i] != b->v[j] || gate_moved(a, i, b, j))
                 json_array_append_new(r->changed, json_string(b->v[j]->qname));
             i++;
             j++;
@@ -1613,6 +1651,15 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg)
 {
+    return skills_new_gated(roots, nroots, hooks_dir, ext_build, ext_free, ext_arg, NULL, NULL,
+                            NULL);
+}
+
+struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
+                                snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
+                                void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
+                                void *gate_arg)
+{
     struct skills *S = xcalloc(1, sizeof *S);
     S->hooks_dir = hooks_dir;
     size_t usable = 0;
@@ -1634,6 +1681,7 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
     S->ext_build = ext_build;
     S->ext_free = ext_free;
     S->ext_arg = ext_arg;
+    skills_set_gate(S, gate, release, gate_arg);
     pthread_mutex_init(&S->scan_mu, NULL);
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1);
@@ -1664,6 +1712,56 @@ void skills_free(struct skills *S)
     pthread_mutex_destroy(&S->scan_mu);
     pthread_cond_destroy(&S->scan_cv);
     free(S);
+}
+
+void skills_set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref),
+                     void *arg)
+{
+    S->gate = gate;
+    S->gate_release = release;
+    S->gate_arg = arg;
+}
+
+const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct skill *k)
+{
+    if (!s->gate)
+        return NULL;
+    uint32_t x = table_get(s->by_qname, s->tcap, k->qname, strlen(k->qname), s->v, 0);
+    return x && s->v[x - 1] == k ? &s->gate[x - 1] : NULL;
+}
+
+struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root)
+{
+    struct skills S0 = {0};
+    struct build b = {.S = &S0, .errors = json_array()};
+    struct stat md, dst;
+    char mdp[PATH_MAX + 16], team[PATH_MAX];
+    const char *slash = strrchr(qname, '/');
+    snprintf(mdp, sizeof mdp, "%s/SKILL.md", dir);
+    struct skill *k = NULL;
+    if (stat(mdp, &md) == 0 && stat(dir, &dst) == 0) {
+        if (slash)
+            snprintf(team, sizeof team, "%.*s", (int)(slash - qname), qname);
+        cand_add(&b, root, slash ? team : NULL, slash ? slash + 1 : qname, dir, NULL, &dst, &md);
+        prepare(NULL, &b.c[0]);
+        apply(&b, &b.c[0]);
+        cand_free(&b.c[0]);
+        free(b.c);
+        if (b.n == 1)
+            k = b.v[0];
+    }
+    free(b.v);
+    free(b.seen);
+    for (size_t i = 0; i < b.nw; i++)
+        free(b.w[i].path);
+    free(b.w);
+    json_decref(b.errors);
+    return k;
+}
+
+void skills_entry_release(struct skill *k)
+{
+    skill_unref(k);
 }
 
 uint64_t skills_scans(struct skills *S)

@@ -78,6 +78,18 @@ struct skill {
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */
 };
 
+/*
+ * What a lock of approved versions (lock.c) decided about one entry when the
+ * snapshot was built. Read-only once published, like the rest of it.
+ */
+struct lock_entry;
+struct skill_gate {
+    char *reason;           /* quarantined: why, naming the approving command; NULL: served */
+    struct skill *serve;    /* quarantined but served: the approved version, from the store */
+    const struct lock_entry *approved; /* its lock entry (borrowed from gate_ref), or NULL */
+    char digest[72];        /* the manifest digest of the tree when built ("" if unreadable) */
+};
+
 /* Opaque per-snapshot data built by a higher layer (pre-rendered replies). */
 struct snapshot;
 struct snapshot_ext;
@@ -104,6 +116,8 @@ struct snapshot {
     struct watch *w;        /* everything the refresher stats */
     size_t nw;
     struct snapshot_ext *ext;
+    struct skill_gate *gate;/* per entry when a lock is in force, else NULL */
+    void *gate_ref;         /* what gate[].approved borrows from (released with s) */
     char *hook_pre;         /* global hooks (--hooks-dir), absolute, or NULL */
     char *hook_post;
     double build_ms;
@@ -133,6 +147,35 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg);
 void skills_free(struct skills *S);
+
+/*
+ * A gate judges every entry of each snapshot as it is built, before the
+ * per-snapshot data (ext) is rendered: it fills s->gate and s->gate_ref;
+ * release(s->gate_ref) runs when the snapshot is freed. With a gate, every
+ * file of every skill is watched too, so a file edited in place leads to a
+ * rebuild (and a fresh judgement). Give it to skills_new_gated, or set it
+ * later and call skills_rescan(S, 1, NULL) to judge the current snapshot.
+ */
+typedef void (*skills_gate_fn)(struct snapshot *s, void *arg);
+void skills_set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref),
+                     void *arg);
+/* skills_new with the gate set before the first snapshot is built (one build, not two). */
+struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
+                                snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
+                                void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
+                                void *gate_arg);
+
+/* The gate of k in s (NULL without a gate, or when k is not an entry of s). */
+const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct skill *k);
+
+/*
+ * Loads the skill folder dir as a standalone entry named qname (a team/name
+ * or a bare name), as discovery would; used to serve a stored approved
+ * version. Returns a new entry (release with skills_entry_release), or NULL
+ * when its SKILL.md does not load. Any thread.
+ */
+struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root);
+void skills_entry_release(struct skill *k);
 
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "jail.h"
+#include "lock.h"
 #include "manifest.h"
 #include "mcp.h"
 #include "rpc.h"
@@ -474,10 +475,26 @@ int skillsext_prompts_get(struct mcp_call *c)
         return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown prompt: %.128s", nm);
     }
+    const struct skill_gate *g = skills_gate_of(s, k);
+    if (g && g->reason && !g->serve)
+        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O, s:b}", "name", name,
+                                                          "quarantined", 1),
+                         "Skill '%s' is quarantined: %s", k->qname, g->reason);
+    if (g && g->serve)
+        k = g->serve;
     struct skill_body *b, *tmp = NULL;
     if (skills_body(k, &b, &tmp, &why) < 0)
         return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",
                          k->qname, why);
+    const struct skill_gate *bg = tmp ? skills_gate_of(s, k) : NULL;
+    if (tmp && s->gate &&
+        !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
+        /* Edited since the lock judged it, to something not approved. */
+        skills_body_free(tmp);
+        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+                         "Skill '%s' changed on disk since it was checked against the lock of "
+                         "approved versions; call reload_skills, then ask again", k->qname);
+    }
     struct buf t;
     buf_init(&t, 0);
     size_t lead = 0;   /* the blank line(s) between frontmatter and body */

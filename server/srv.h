@@ -18,6 +18,7 @@ struct runner;
 struct run_shared;
 struct scripts;
 struct tasks;
+struct lock;
 
 struct srv {
     struct cfg cfg;
@@ -36,6 +37,7 @@ struct srv {
     struct auth *auth;          /* --auth-tokens, or NULL: no authentication */
     struct scripts *scripts;    /* interpreters and base environment */
     struct tasks *tasks;        /* --enable-tasks, or NULL */
+    struct lock *lock;          /* --lock / --audit-log, or NULL */
 };
 
 #endif

@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "hooks.h"
 #include "jail.h"
+#include "lock.h"
 #include "markdown.h"
 #include "rpc.h"
 #include "script.h"
@@ -226,8 +227,28 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
     return NULL;
 }
 
-static json_t *card_of(const struct skill *k)
+/*
+ * The entry a call may use: k itself, the approved version the store serves
+ * in its place, or NULL (o says why) when the lock quarantines it.
+ */
+static struct skill *gated(struct tool_ctx *c, struct skill *k, struct tool_out *o)
 {
+    const struct skill_gate *g = k ? skills_gate_of(c->snap, k) : NULL;
+    if (!g || !g->reason)
+        return k;
+    if (g->serve)
+        return g->serve;
+    fail(o, "Skill '%s' is quarantined: %s. Nothing was read or run; use another skill, or "
+            "ask the operator to review this one.", k->qname, g->reason);
+    return NULL;
+}
+
+static json_t *card_of(const struct snapshot *s, size_t idx)
+{
+    const struct skill *k = s->v[idx];
+    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
+    if (g && g->serve)
+        k = g->serve;       /* the card of the version served */
     json_t *c = json_pack("{s:s, s:s, s:s}", "name", k->name, "qualified_name", k->qname,
                           "description", k->description);
     if (k->ntags) {
@@ -238,6 +259,10 @@ static json_t *card_of(const struct skill *k)
     }
     if (k->version)
         json_object_set_new(c, "version", json_string(k->version));
+    if (g && g->reason) {
+        json_object_set_new(c, "quarantined", json_true());
+        json_object_set_new(c, "quarantine_reason", json_string(g->reason));
+    }
     return c;
 }
 
@@ -273,11 +298,12 @@ static json_t *list_page(const struct snapshot *s, const char *query, json_t *ta
     }
     size_t count = query ? nhits : s->n;
     for (size_t i = 0; i < count; i++) {
-        const struct skill *k = s->v[query ? hits[i].doc : i];
+        size_t idx = query ? hits[i].doc : i;
+        const struct skill *k = s->v[idx];
         if (tags && !has_all_tags(k, tags))
             continue;
         if (total >= offset && total < offset + limit)
-            json_array_append_new(cards, card_of(k));
+            json_array_append_new(cards, card_of(s, idx));
         total++;
     }
     free(hits);
@@ -322,21 +348,15 @@ static void fit_list(struct tool_out *o, size_t offset)
     }
 }
 
-/* The entry's card, rendered by the first request that shows it. Two
- * threads may render it at once; one copy wins, the other is freed. */
-static const struct card *card_get(struct skill *k)
+static struct card *card_render(json_t *j)
 {
-    struct card *c = atomic_load_explicit(&k->card, memory_order_acquire);
-    if (c)
-        return c;
-    json_t *j = card_of(k);
     char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
     json_decref(j);
     size_t n = strlen(s);
     struct buf esc;
     buf_init(&esc, 0);
     buf_json_escape(&esc, s, n);
-    c = xmalloc(sizeof *c + n + esc.len);
+    struct card *c = xmalloc(sizeof *c + n + esc.len);
     c->len = (uint32_t)n;
     c->esc_len = (uint32_t)esc.len;
     c->tokens = (uint32_t)shape_tokens(s, n);
@@ -345,6 +365,27 @@ static const struct card *card_get(struct skill *k)
     memcpy(c->data + n, esc.p, esc.len);
     free(s);
     buf_cleanup(&esc);
+    return c;
+}
+
+/*
+ * The card of entry idx. A served entry's card depends only on the entry,
+ * so it is rendered by the first request that shows it and kept with the
+ * entry (two threads may render it at once; one copy wins). A card the lock
+ * changes (quarantined, or served from the store) belongs to this snapshot's
+ * verdict, not to the entry: it is rendered each time, *owned set.
+ */
+static struct card *card_get(const struct snapshot *s, size_t idx, int *owned)
+{
+    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
+    *owned = g && (g->reason || g->serve);
+    if (*owned)
+        return card_render(card_of(s, idx));
+    struct skill *k = s->v[idx];
+    struct card *c = atomic_load_explicit(&k->card, memory_order_acquire);
+    if (c)
+        return c;
+    c = card_render(card_of(s, idx));
     struct card *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&k->card, &none, c, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -352,6 +393,15 @@ static const struct card *card_get(struct skill *k)
         c = none;
     }
     return c;
+}
+
+static void cards_release(struct card **win, unsigned char *own, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (own[i])
+            free(win[i]);
+    free(win);
+    free(own);
 }
 
 static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
@@ -380,7 +430,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
     static const char head[] = "{\"skills\":[", head_esc[] = "{\\\"skills\\\":[";
     struct search_hit *hits = NULL;
     size_t nhits = 0, total = 0, kept = 0;
-    const struct card **win = NULL;
+    struct card **win = NULL;
     struct buf b, e, tail;
 
     if (query) {
@@ -390,13 +440,18 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
             nhits = s->n;
     }
     size_t count = query ? nhits : s->n;
-    win = xmalloc((limit < count ? limit : count ? count : 1) * sizeof *win);
+    size_t wcap = limit < count ? limit : count ? count : 1;
+    win = xmalloc(wcap * sizeof *win);
+    unsigned char *own = xcalloc(wcap, 1);
     for (size_t i = 0; i < count; i++) {
-        struct skill *k = s->v[query ? hits[i].doc : i];
-        if (tags && !has_all_tags(k, tags))
+        size_t idx = query ? hits[i].doc : i;
+        if (tags && !has_all_tags(s->v[idx], tags))
             continue;
-        if (total >= offset && total < offset + limit)
-            win[kept++] = card_get(k);
+        if (total >= offset && total < offset + limit) {
+            int o1;
+            win[kept] = card_get(s, idx, &o1);
+            own[kept++] = (unsigned char)o1;
+        }
         total++;
     }
     free(hits);
@@ -444,7 +499,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
             }
         }
         if (cut == 0) {
-            free(win);
+            cards_release(win, own, kept);
             buf_cleanup(&tail);
             return -1;
         }
@@ -470,7 +525,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
         buf_append(&b, win[i]->data, win[i]->len);
         buf_append(&e, win[i]->data + win[i]->len, win[i]->esc_len);
     }
-    free(win);
+    cards_release(win, own, kept);
     buf_append(&b, tail.p, tail.len);
     buf_json_escape(&e, tail.p, tail.len);
     buf_cleanup(&tail);
@@ -577,7 +632,7 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skill_body *tmp;
     if (only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = need_skill(c, args, o);
+    struct skill *k = gated(c, need_skill(c, args, o), o);
     if (!k || opt_str(args, "section", &section, NULL, o) < 0)
         return -1;
     o->skill = k->qname;
@@ -585,6 +640,15 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
                     k->qname, why);
+    const struct skill_gate *bg = tmp ? skills_gate_of(c->snap, k) : NULL;
+    if (tmp && c->snap->gate &&
+        !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
+        /* Edited since it was checked against the lock, to something not approved. */
+        skills_body_free(tmp);
+        return fail(o, "Skill '%s' changed on disk since it was checked against the lock of "
+                       "approved versions. Call reload_skills, then load it again.",
+                    k->qname);
+    }
     int whole = !section || !*section;
     if (whole && !tmp) {
         /* The whole-body answer depends only on this entry: render it once. */
@@ -656,7 +720,7 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     struct jail_file f;
     if (only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = need_skill(c, args, o);
+    struct skill *k = gated(c, need_skill(c, args, o), o);
     if (k)
         o->skill = k->qname;
     if (!k || opt_str(args, "path", &path, &plen, o) < 0 ||
@@ -681,6 +745,14 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
             return -1;
         }
         return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+    }
+    const struct skill_gate *g = skills_gate_of(c->snap, k);
+    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
+        jail_file_cleanup(&f);
+        return fail(o, "Cannot read '%.200s' from skill '%s': it changed on disk since the "
+                       "skill was checked against the lock of approved versions. Call "
+                       "reload_skills, then read it again.",
+                    path, k->qname);
     }
     size_t n = f.len;
     if (f.truncated)
@@ -761,6 +833,7 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skills_report r;
     if (only_keys(args, o, keys) < 0)
         return -1;
+    lock_reload(c->S->lock, 0);     /* an edited lock is judged by this rebuild too */
     skills_rescan(c->S->skills, 1, &r);
     o->structured = json_pack("{s:I, s:I, s:O, s:O, s:O, s:O, s:f}", "generation_before",
                               (json_int_t)r.gen_before, "generation_after",
@@ -778,11 +851,32 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
                                        "timeout", "stall_timeout", "env",  NULL};
     if (only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = need_skill(c, args, o);
+    struct skill *live = need_skill(c, args, o);
+    struct skill *k = gated(c, live, o);
     if (!k)
         return -1;
+    /* What runs is hashed now: the audit line names it, and a lock refuses
+     * a tree edited since the snapshot judged it. */
+    struct lock_manifest m = {0};
+    const char *approved_at = NULL;
+    if (c->S->lock) {
+        const char *why = "";
+        const struct skill_gate *g = skills_gate_of(c->snap, live);
+        const struct lock_entry *a = g ? g->approved : NULL;
+        if (lock_manifest_of(k, &m, &why) < 0 && lock_active(c->S->lock))
+            return fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname, why);
+        if (lock_active(c->S->lock) && (!a || strcmp(a->digest, m.digest))) {
+            lock_manifest_cleanup(&m);
+            return fail(o, "Skill '%s' changed on disk since it was checked against the lock "
+                           "of approved versions; nothing ran. Call reload_skills, then "
+                           "list_skills shows whether it is quarantined.",
+                        k->qname);
+        }
+        approved_at = a ? a->at : NULL;
+    }
     struct run_job *job = script_prepare(c->S->scripts, &c->S->cfg, k, args, o->msg, sizeof o->msg);
     if (!job) {
+        lock_manifest_cleanup(&m);
         utf8_sanitize(o->msg);
         return -1;
     }
@@ -798,10 +892,14 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
             "request_id", job->request_id);
         o->is_error = 1;
         run_job_free(job);
+        lock_manifest_cleanup(&m);
         return 0;
     }
     /* Which hooks exist was found when the snapshot was built. */
     o->plan = hook_plan_new(c->S, c->snap, k, job, args, c->client, c->client_info);
+    if (c->S->lock)
+        hook_set_audit(o->plan, m.digest, approved_at);
+    lock_manifest_cleanup(&m);
     return 0;
 }
 
@@ -811,7 +909,8 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"                 \
     "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"      \
     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                       \
-    "\"version\":{\"type\":\"string\"}},\"required\":[\"name\",\"qualified_name\","        \
+    "\"version\":{\"type\":\"string\"},\"quarantined\":{\"type\":\"boolean\"},"           \
+    "\"quarantine_reason\":{\"type\":\"string\"}},\"required\":[\"name\",\"qualified_name\"," \
     "\"description\"]}"
 
 static const struct tool table[] = {

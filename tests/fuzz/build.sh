@@ -35,6 +35,10 @@ SRCS=$(ls server/*.c | grep -v server/main.c)
 $CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_rpc" \
     tests/fuzz/fuzz_rpc.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
 echo "built $OUT/fuzz_rpc"
+# shellcheck disable=SC2086
+$CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_lock" \
+    tests/fuzz/fuzz_lock.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
+echo "built $OUT/fuzz_lock"
 
 [ "${1:-}" = "--smoke" ] || exit 0
 
@@ -72,14 +76,28 @@ for body in \
     printf '%s' "$body" >"$RSEEDS/seed-$n"
 done
 
-for t in frontmatter markdown rpc; do
+# Seeds for the lock parser: a valid entry, a revoked one, comments.
+LSEEDS="$OUT/seeds-lock"
+rm -rf "$LSEEDS"
+mkdir -p "$LSEEDS"
+f1="sha256:$(printf 'a' | sha256sum | cut -c1-64)"
+lines="$f1 1 SKILL.md
+$f1 1 scripts/run.py
+"
+d="sha256:$(printf '%s' "$lines" | sha256sum | cut -c1-64)"
+printf '# lock\nteam/a %s execution=none approved-by=alice approved-at=2026-11-29T10:00:00Z\n  %s 1 SKILL.md\n  %s 1 scripts/run.py\n' \
+    "$d" "$f1" "$f1" >"$LSEEDS/seed-1"
+printf 'b %s execution=%s approved-by=x approved-at=2026-11-29T10:00:00Z revoked-by=y revoked-at=2026-11-30T00:00:00Z\n  %s 1 SKILL.md\n  %s 1 scripts/run.py\n' \
+    "$d" "$f1" "$f1" "$f1" >"$LSEEDS/seed-2"
+
+for t in frontmatter markdown rpc lock; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
     echo "fuzzing $t for ${TIME}s"
     if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$OUT/fuzz_$t" -max_total_time="$TIME" -max_len=65536 -timeout=10 \
             -rss_limit_mb=2048 -print_final_stats=0 \
-            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$([ $t = rpc ] && echo "$RSEEDS" || echo "$SEEDS")" \
+            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$(case $t in rpc) echo "$RSEEDS" ;; lock) echo "$LSEEDS" ;; *) echo "$SEEDS" ;; esac)" \
             >"$OUT/fuzz_$t.log" 2>&1; then
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
         tail -n 40 "$OUT/fuzz_$t.log" >&2
