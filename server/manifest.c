@@ -2,9 +2,14 @@
  * manifest.c - see manifest.h. SHA-256 comes from OpenSSL's EVP interface.
  *
  * The cache is an open-addressing table keyed by (dev, inode); an entry
- * also holds mtime_ns and size, and is replaced in place when a lookup
+ * also holds mtime, ctime and size, and is replaced in place when a lookup
  * finds them changed, so an edited file costs one slot, not one per
- * version. Entries are never removed one by one: when the table would pass
+ * version. ctime is in the key because no one can set it back (utimensat
+ * sets mtime, and moves ctime): a lock judges skills by these digests, so
+ * an edit must never hide behind a restored mtime. And a file changed in
+ * the last RACY_NS is hashed but not cached: a second write of the same
+ * size within one timestamp tick would leave every stat field as it was
+ * (git's "racy clean" problem). Entries are never removed one by one: when the table would pass
  * MANIFEST_MAX_ENTRIES it is emptied and refilled on demand.
  */
 #include "manifest.h"
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jail.h"
@@ -24,11 +30,13 @@
 
 #define MANIFEST_MAX_ENTRIES (1u << 18)
 #define MANIFEST_CHUNK (64u << 10)
+#define RACY_NS 1000000000ll   /* > the coarse clock tick file times come from */
 
 struct centry {
     dev_t dev;
     ino_t ino;
     int64_t mtime_ns;
+    int64_t ctime_ns;
     int64_t size;
     unsigned char md[32];
     int used;
@@ -58,13 +66,19 @@ static struct centry *slot_of(dev_t dev, ino_t ino)
     }
 }
 
+static int64_t ns_of(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
 static int cache_get(const struct stat *st, int64_t mtime_ns, unsigned char md[32])
 {
     int hit = 0;
     pthread_mutex_lock(&cache_mu);
     if (cache_cap) {
         struct centry *e = slot_of(st->st_dev, st->st_ino);
-        if (e->used && e->mtime_ns == mtime_ns && e->size == (int64_t)st->st_size) {
+        if (e->used && e->mtime_ns == mtime_ns && e->ctime_ns == ns_of(&st->st_ctim) &&
+            e->size == (int64_t)st->st_size) {
             memcpy(md, e->md, 32);
             hit = 1;
         }
@@ -98,6 +112,7 @@ static void cache_put(const struct stat *st, int64_t mtime_ns, const unsigned ch
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     e->mtime_ns = mtime_ns;
+    e->ctime_ns = ns_of(&st->st_ctim);
     e->size = (int64_t)st->st_size;
     memcpy(e->md, md, 32);
     pthread_mutex_unlock(&cache_mu);
@@ -181,11 +196,15 @@ int manifest_digest(int rootfd, const char *rel, char digest[MANIFEST_DIGEST_LEN
             return -EIO;
         }
         atomic_fetch_add(&n_hashed, 1);
-        /* Cache only a file that held still while it was read. */
+        /* Cache only a file that held still while it was read, and whose
+         * last change (ctime: the kernel sets it on every write; mtime may
+         * be anything) is older than a timestamp tick. */
         struct stat after;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
         if (len == (int64_t)st.st_size && fstat(fd, &after) == 0 &&
-            after.st_mtim.tv_sec == st.st_mtim.tv_sec &&
-            after.st_mtim.tv_nsec == st.st_mtim.tv_nsec && after.st_size == st.st_size)
+            ns_of(&after.st_mtim) == mtime_ns && ns_of(&after.st_ctim) == ns_of(&st.st_ctim) &&
+            after.st_size == st.st_size && ns_of(&now) - ns_of(&st.st_ctim) > RACY_NS)
             cache_put(&st, mtime_ns, md);
         *size = len;
     }
