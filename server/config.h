@@ -48,6 +48,12 @@ struct cfg {
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
 
+    /* transport */
+    int stateful;                       /* --stateful: legacy Mcp-Session-Id sessions */
+    int max_sessions;                   /* --max-sessions, default 1024 */
+    double session_idle_timeout;        /* --session-idle-timeout, default 1800 s */
+    int sse;                            /* --sse: replies as text/event-stream */
+
     /* output shaping */
     long context_tokens;                /* --context-tokens, default 128000 */
     double context_share;               /* --context-share, default 0.25 */

@@ -23,6 +23,7 @@
 #include "loop.h"
 #include "runner.h"
 #include "script.h"
+#include "session.h"
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
@@ -72,11 +73,14 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;
     }
+    if (S->cfg.stateful)
+        S->sessions = session_new((size_t)S->cfg.max_sessions, S->cfg.session_idle_timeout);
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);
     struct http *http = loop ? http_start(S, listen_fd) : NULL;
     if (!http) {
         loop_stop(loop);
         skills_free(S->skills);
+        session_free(S->sessions);
         return 1;
     }
     if (announce)
@@ -122,6 +126,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     }
     http_stop(http);
     skills_free(S->skills);
+    session_free(S->sessions);
+    S->sessions = NULL;
     return 0;
 }
 

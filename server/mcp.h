@@ -19,6 +19,7 @@ struct mcp_call {
     int modern;
     json_t *params;         /* borrowed; an object or NULL */
     const char *client;     /* authenticated client id (borrowed), or NULL */
+    const char *session;    /* --stateful: the request's live session id, or NULL */
     struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
     /* out */
     json_t *result;         /* new reference */

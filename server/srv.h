@@ -17,6 +17,7 @@ struct auth;
 struct runner;
 struct run_shared;
 struct scripts;
+struct session_table;
 
 struct srv {
     struct cfg cfg;
@@ -34,6 +35,7 @@ struct srv {
     int worker;                 /* this process's index among the workers (0 when alone) */
     struct auth *auth;          /* --auth-tokens, or NULL: no authentication */
     struct scripts *scripts;    /* interpreters and base environment */
+    struct session_table *sessions; /* --stateful: legacy sessions, else NULL */
 };
 
 #endif
