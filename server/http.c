@@ -6,8 +6,8 @@
  * Order of checks: path (operations endpoints first), Host/Origin (403),
  * bearer token (401) and rate (429) when --auth-tokens is set, DELETE of a
  * session (--stateful), method (405), media types (415/406), body size
- * (413), then rpc_handle() (which checks the session of a legacy request). This is the only file that
- * picks HTTP status codes.
+ * (413), then rpc_handle() (which checks the session of a legacy request).
+ * This is the only file that picks HTTP status codes.
  */
 #include "http.h"
 

@@ -7,6 +7,8 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -224,4 +226,35 @@ test('--stateful with several workers on one port is refused at start', { timeou
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--stateful .*--workers 2/);
   assert.match(r.stderr, /Mcp-Session-Id/);
+});
+
+test('with --auth-tokens a session belongs to the client that started it', { timeout: TEST_TIMEOUT }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-session-auth-'));
+  const file = path.join(dir, 'tokens');
+  const token = (name) => {
+    const r = runCli(['token', 'add', name, '--file', file]);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout.trim();
+  };
+  const alice = { authorization: `Bearer ${token('alice')}` };
+  const bob = { authorization: `Bearer ${token('bob')}` };
+  const s = await startServer({ args: ['--stateful', '--auth-tokens', file] });
+  try {
+    const init = await post(s.url, INIT, alice);
+    assert.equal(init.status, 200);
+    const sid = init.headers['mcp-session-id'];
+    assert.match(sid ?? '', /^[0-9a-f]{32}$/);
+    assert.equal((await post(s.url, ping(), { ...V, ...alice, 'mcp-session-id': sid })).status, 200);
+    const stolen = await post(s.url, ping(), { ...V, ...bob, 'mcp-session-id': sid });
+    assert.equal(stolen.status, 404, "another client's session id is unknown to it");
+    const del = await raw(s.url, { method: 'DELETE', headers: { ...bob, 'mcp-session-id': sid } });
+    assert.equal(del.status, 404, 'nor can it end it');
+    assert.equal((await post(s.url, ping(), { ...V, ...alice, 'mcp-session-id': sid })).status, 200,
+      'the owner still uses it');
+    const anon = await raw(s.url, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
+    assert.equal(anon.status, 401, 'authentication comes before the session');
+  } finally {
+    await s.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
