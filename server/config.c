@@ -113,6 +113,14 @@ static const struct opt opts[] = {
      "refuse: refuse a quarantined skill; approved: serve its approved version from the store (default refuse)"},
     {"--audit-log", OPT_STR, O(audit_log), 0, 0, "FILE",
      "append one JSON line per script run (default with --lock: the log on stderr)"},
+    {"--stateful", OPT_FLAG, O(stateful), 0, 0, "",
+     "legacy clients get Mcp-Session-Id sessions (needs load-balancer affinity; one worker)"},
+    {"--max-sessions", OPT_INT, O(max_sessions), 1, 1000000, "N",
+     "with --stateful, live sessions at most; the least recently used goes first (default 1024)"},
+    {"--session-idle-timeout", OPT_SECONDS, O(session_idle_timeout), 1, 604800, "SEC",
+     "with --stateful, end a session unused this long (default 1800)"},
+    {"--sse", OPT_FLAG, O(sse), 0, 0, "",
+     "answer every request as a text/event-stream when the client accepts it"},
     {"--context-tokens", OPT_LONG, O(context_tokens), 1000, 100000000L, "N",
      "the client's context window in tokens (default 128000)"},
     {"--context-share", OPT_FRACTION, O(context_share), 0, 1, "F",
@@ -267,6 +275,8 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->context_tokens = 128000;
     c->context_share = 0.25;
     c->max_result_chars = 48000;
+    c->max_sessions = 1024;
+    c->session_idle_timeout = 1800;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
@@ -323,6 +333,16 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     }
     if (c->lock_serve && !strcmp(c->lock_serve, "approved") && !c->lock_store) {
         fprintf(stderr, "skill-mcp: --lock-serve approved needs --lock-store DIR\n");
+        return -1;
+    }
+    if (c->stateful && c->workers > 1) {
+        /* Workers share one listening socket and the kernel picks which one
+         * accepts, so no load balancer can route a session back to the
+         * worker that holds it. */
+        fprintf(stderr, "skill-mcp: --stateful keeps sessions in one process and cannot be "
+                        "combined with --workers %d on one port; run one instance per port "
+                        "behind a load balancer that hashes Mcp-Session-Id (docs/deploy.md), "
+                        "or drop --stateful\n", c->workers);
         return -1;
     }
     if (c->script_timeout <= 0) {

@@ -59,6 +59,12 @@ struct cfg {
     const char *lock_serve;             /* --lock-serve refuse|approved, default refuse */
     const char *audit_log;              /* --audit-log FILE: one JSON line per script run */
 
+    /* transport */
+    int stateful;                       /* --stateful: legacy Mcp-Session-Id sessions */
+    int max_sessions;                   /* --max-sessions, default 1024 */
+    double session_idle_timeout;        /* --session-idle-timeout, default 1800 s */
+    int sse;                            /* --sse: replies as text/event-stream */
+
     /* output shaping */
     long context_tokens;                /* --context-tokens, default 128000 */
     double context_share;               /* --context-share, default 0.25 */

@@ -4,9 +4,10 @@
  * lock and does no I/O beyond the socket).
  *
  * Order of checks: path (operations endpoints first), Host/Origin (403),
- * bearer token (401) and rate (429) when --auth-tokens is set, method
- * (405), media types (415/406), body size (413), then rpc_handle(). This is the only file that
- * picks HTTP status codes.
+ * bearer token (401) and rate (429) when --auth-tokens is set, DELETE of a
+ * session (--stateful), method (405), media types (415/406), body size
+ * (413), then rpc_handle() (which checks the session of a legacy request).
+ * This is the only file that picks HTTP status codes.
  */
 #include "http.h"
 
@@ -29,6 +30,7 @@
 #include "rpc.h"
 #include "runner.h"
 #include "script.h"
+#include "session.h"
 #include "skills.h"
 #include "tasks.h"
 #include "tools.h"
@@ -61,7 +63,12 @@ struct req {
     char *resp;
     size_t resp_len;
     int ready;
+    int sse;                    /* --sse and the client accepts text/event-stream */
+    char session_id[40];        /* --stateful: minted by this initialize, sent back */
 };
+
+/* What a 405 offers: DELETE ends a session with --stateful. Set once at start. */
+static const char *allow_methods = "POST";
 
 struct req;
 static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
@@ -99,8 +106,14 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (ctype)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (ctype && !strcmp(ctype, "text/event-stream")) {
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    }
+    if (rq && rq->session_id[0])
+        MHD_add_response_header(r, "Mcp-Session-Id", rq->session_id);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow_methods);
     if (rq && rq->rl_limit > 0) {
         char v[32];
         snprintf(v, sizeof v, "%d", rq->rl_limit);
@@ -124,6 +137,37 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     enum MHD_Result ret = MHD_queue_response(con, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+/*
+ * A JSON-RPC reply (body malloc'd). With --sse, a 200 reply to a client that
+ * accepts text/event-stream goes out as a stream of one event: the bytes
+ * are framed, never re-rendered. Other statuses stay JSON: they are
+ * refusals, and a client reads those before it reads any stream.
+ */
+static enum MHD_Result reply_rpc(struct MHD_Connection *con, const struct req *rq,
+                                 unsigned status, char *body, size_t len)
+{
+    if (!rq->sse || status != MHD_HTTP_OK || !body)
+        return reply(con, rq, status, body, len, "application/json");
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "event: message\n");
+    /* One data: line per line of the body (compact JSON has none, but a
+     * newline inside must never end the event early). */
+    for (size_t off = 0; off < len;) {
+        const char *nl = memchr(body + off, '\n', len - off);
+        size_t n = nl ? (size_t)(nl - (body + off)) : len - off;
+        buf_puts(&b, "data: ");
+        buf_append(&b, body + off, n);
+        buf_puts(&b, "\n");
+        off += n + (nl ? 1 : 0);
+    }
+    buf_puts(&b, "\n");
+    free(body);
+    size_t flen;
+    char *framed = buf_steal(&b, &flen);
+    return reply(con, rq, status, framed, flen, "text/event-stream");
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *con, const struct req *rq,
@@ -365,12 +409,19 @@ static void sse_free(void *cls)
     sse_unref_locked(e);
 }
 
-static int wants_stream(struct MHD_Connection *con, const struct rpc_out *out)
+static int accepts_sse(struct MHD_Connection *con)
 {
     const char *accept =
         MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    return (out->progress_token || out->log_stream) && accept &&
-           strcasestr(accept, "text/event-stream");
+    return accept && strcasestr(accept, "text/event-stream");
+}
+
+/* A script's answer streams when there is something to send before it, or
+ * always with --sse (then the stream holds the answer alone). */
+static int wants_stream(struct MHD_Connection *con, const struct req *rq,
+                        const struct rpc_out *out)
+{
+    return (out->progress_token || out->log_stream || rq->sse) && accepts_sse(con);
 }
 
 static enum MHD_Result start_stream(struct MHD_Connection *con, struct srv *S,
@@ -479,6 +530,21 @@ static void metrics_text(struct http *h, struct buf *b)
                       "# HELP skill_mcp_scripts_queued Calls waiting for a script slot.\n"
                       "# TYPE skill_mcp_scripts_queued gauge\nskill_mcp_scripts_queued %lld\n",
                    (long long)c.live, (long long)c.queued);
+    }
+    if (S->sessions) {
+        struct session_counts sc;
+        session_sweep(S->sessions);
+        session_counts(S->sessions, &sc);
+        buf_printf(b, "# HELP skill_mcp_sessions Live --stateful sessions.\n"
+                      "# TYPE skill_mcp_sessions gauge\nskill_mcp_sessions %zu\n"
+                      "# HELP skill_mcp_sessions_total Sessions by how they started or ended.\n"
+                      "# TYPE skill_mcp_sessions_total counter\n"
+                      "skill_mcp_sessions_total{event=\"created\"} %llu\n"
+                      "skill_mcp_sessions_total{event=\"deleted\"} %llu\n"
+                      "skill_mcp_sessions_total{event=\"expired\"} %llu\n"
+                      "skill_mcp_sessions_total{event=\"evicted\"} %llu\n",
+                   sc.live, (unsigned long long)sc.created, (unsigned long long)sc.ended,
+                   (unsigned long long)sc.expired, (unsigned long long)sc.evicted);
     }
     stats_prometheus(&S->stats, b);
 }
@@ -595,10 +661,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                                    "retry after the Retry-After seconds");
             }
         }
+        if (!strcmp(method, "DELETE") && S->sessions) {
+            /* Ends a --stateful session; there is no body to wait for. */
+            const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");
+            if (!sid)
+                return REFUSE(MHD_HTTP_BAD_REQUEST,
+                              "Bad Request: DELETE needs the Mcp-Session-Id header of the "
+                              "session to end");
+            if (!session_end(S->sessions, sid, rq->client)) {
+                rq->status = MHD_HTTP_NOT_FOUND;
+                return send_error(con, MHD_HTTP_NOT_FOUND, RPC_SESSION_NOT_FOUND,
+                                  "Session not found: it ended or expired");
+            }
+            rq->status = MHD_HTTP_NO_CONTENT;
+            return reply(con, rq, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
+        }
         if (strcmp(method, "POST"))
             return REFUSE(MHD_HTTP_METHOD_NOT_ALLOWED,
-                          "Method Not Allowed: this server is stateless; POST JSON-RPC "
-                          "requests to this endpoint");
+                          S->sessions ? "Method Not Allowed: POST JSON-RPC requests to this "
+                                        "endpoint (DELETE ends a session; there is no GET "
+                                        "stream)"
+                                      : "Method Not Allowed: this server is stateless; POST "
+                                        "JSON-RPC requests to this endpoint");
         const char *ct =
             MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!media_is(ct, "application/json"))
@@ -613,6 +697,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
             return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE,
                           "Payload Too Large: the body is over --max-body");
+        rq->sse = S->cfg.sse && accepts_sse(con);
         rq->status = 0;
         return MHD_YES;
     }
@@ -630,7 +715,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         char *b = rq->resp;
         rq->resp = NULL;
         rq->status = MHD_HTTP_OK;
-        return reply(con, rq, MHD_HTTP_OK, b, rq->resp_len, "application/json");
+        return reply_rpc(con, rq, MHD_HTTP_OK, b, rq->resp_len);
     }
     if (*upload_size) {
         if (!rq->too_big && buf_append(&rq->body, upload, *upload_size) < 0)
@@ -648,18 +733,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         .method = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Method"),
         .name = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Name"),
         .client = rq->client,
+        .session_id = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id"),
     };
     struct rpc_out out;
     rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
     unsigned status = MHD_HTTP_OK;
     rq->method = out.method;
     memcpy(rq->tool, out.tool, sizeof rq->tool);
+    memcpy(rq->session_id, out.session_id, sizeof rq->session_id);
     switch (out.kind) {
     case RPC_OUT_ACCEPTED:
         rq->status = MHD_HTTP_ACCEPTED;
         return reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case RPC_OUT_PENDING:
-        if (wants_stream(con, &out)) {
+        if (wants_stream(con, rq, &out)) {
             rq->status = MHD_HTTP_OK;
             return start_stream(con, S, &out);
         }
@@ -685,12 +772,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         if (out.transport || out.code == RPC_PARSE_ERROR || out.code == RPC_INVALID_REQUEST ||
             out.code == RPC_MISSING_CAPABILITY)
             status = MHD_HTTP_BAD_REQUEST;
-        else if (out.modern && out.code == RPC_METHOD_NOT_FOUND)
+        else if (out.session_gone || (out.modern && out.code == RPC_METHOD_NOT_FOUND))
             status = MHD_HTTP_NOT_FOUND;
         break;
     }
     rq->status = status;
-    return reply(con, rq, status, out.body, out.len, "application/json");
+    return reply_rpc(con, rq, status, out.body, out.len);
 }
 
 static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
@@ -788,6 +875,8 @@ struct http *http_start(struct srv *S, int listen_fd)
     struct http *h = xcalloc(1, sizeof *h);
     h->S = S;
     h->loopback = cfg_is_loopback(c->host);
+    if (S->sessions)
+        allow_methods = "POST, DELETE";
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (strchr(c->host, ':'))

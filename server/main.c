@@ -24,6 +24,7 @@
 #include "loop.h"
 #include "runner.h"
 #include "script.h"
+#include "session.h"
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
@@ -77,6 +78,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;
     }
+    if (S->cfg.stateful)
+        S->sessions = session_new((size_t)S->cfg.max_sessions, S->cfg.session_idle_timeout);
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);
     S->tasks = tasks_start(S);
     struct http *http = loop ? http_start(S, listen_fd) : NULL;
@@ -86,6 +89,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         tasks_free(S->tasks);
         S->tasks = NULL;
         skills_free(S->skills);
+        session_free(S->sessions);
         return 1;
     }
     if (announce)
@@ -138,6 +142,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     tasks_free(S->tasks);
     S->tasks = NULL;
     skills_free(S->skills);
+    session_free(S->sessions);
+    S->sessions = NULL;
     return 0;
 }
 

@@ -1,8 +1,9 @@
 /*
  * mcp.c - the method table. One row per method: which eras serve it and
  * whether its result is cacheable (ttlMs/cacheScope on 2026-07-28). The
- * legacy era is stateless: initialize negotiates a version and nothing is
- * remembered, so any worker can answer any request.
+ * legacy era is stateless unless --stateful: initialize negotiates a version
+ * and nothing is remembered, so any worker can answer any request (with
+ * --stateful, rpc.c keeps sessions and their logging level, session.c).
  */
 #include "mcp.h"
 
@@ -13,6 +14,7 @@
 #include "hooks.h"
 #include "rpc.h"
 #include "tasks.h"
+#include "session.h"
 #include "tools.h"
 #include "util.h"
 
@@ -95,14 +97,17 @@ static int m_empty(struct mcp_call *c)
     return 0;
 }
 
+/* Kept per session with --stateful (it decides whether script stderr is
+ * sent as notifications/message); without sessions there is nowhere to keep
+ * it, so it is accepted and nothing is logged to the client. */
 static int m_set_level(struct mcp_call *c)
 {
-    static const char *const levels[] = {"debug",    "info",  "notice", "warning",
-                                         "error",    "critical", "alert", "emergency"};
-    const char *l = json_string_value(json_object_get(c->params, "level"));
-    for (size_t i = 0; l && i < sizeof levels / sizeof *levels; i++)
-        if (!strcmp(l, levels[i]))
-            return m_empty(c);
+    int level = session_level_of(json_string_value(json_object_get(c->params, "level")));
+    if (level != SESSION_LEVEL_NONE) {
+        if (c->session)
+            session_set_level(c->S->sessions, c->session, c->client, level);
+        return m_empty(c);
+    }
     return mcp_error(c, RPC_INVALID_PARAMS, NULL,
                      "params.level must be one of debug, info, notice, warning, error, "
                      "critical, alert, emergency");

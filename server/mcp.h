@@ -22,6 +22,7 @@ struct mcp_call {
     json_t *params;         /* borrowed; an object or NULL */
     const char *client;     /* authenticated client id (borrowed), or NULL */
     json_t *id;             /* the request's id (borrowed) */
+    const char *session;    /* --stateful: the request's live session id, or NULL */
     struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
     /* out */
     json_t *result;         /* new reference */

@@ -16,6 +16,7 @@
 #include "hooks.h"
 #include "mcp.h"
 #include "runner.h"
+#include "session.h"
 #include "util.h"
 
 #define MAX_JSON_DEPTH 64
@@ -287,6 +288,29 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         }
     }
 
+    /* --stateful: every legacy message but initialize names a live session.
+     * The modern era has no sessions and ignores the header. */
+    int level = SESSION_LEVEL_NONE;
+    const char *sid = NULL;
+    if (!modern && S->sessions && strcmp(method, "initialize")) {
+        if (!h->session_id) {
+            set_error(out, id, RPC_INVALID_REQUEST,
+                      "Bad Request: Mcp-Session-Id header is required (send initialize to "
+                      "start a session)",
+                      NULL, 1);
+            goto done;
+        }
+        if (!session_touch(S->sessions, h->session_id, h->client, &level)) {
+            set_error(out, id, RPC_SESSION_NOT_FOUND,
+                      "Session not found: it ended or expired; send initialize to start a new "
+                      "one",
+                      NULL, 0);
+            out->session_gone = 1;
+            goto done;
+        }
+        sid = h->session_id;
+    }
+
     if (!id) {
         /* Notifications need no answer. A cancel stops the script of that
          * call, when it was this client's (requests are matched by id and
@@ -305,7 +329,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     }
 
     struct mcp_call c = {.S = S, .modern = modern, .params = params, .client = h->client,
-                         .id = id};
+                         .id = id, .session = sid};
     if (mcp_dispatch(&c, method) < 0) {
         set_error(out, id, RPC_METHOD_NOT_FOUND, "Method not found",
                   json_pack("{s:s}", "method", method), 0);
@@ -313,6 +337,9 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         goto done;
     }
     out->method = c.method;
+    if (!c.err && !modern && S->sessions && c.method && !strcmp(c.method, "initialize") &&
+        session_create(S->sessions, h->client, out->session_id) < 0)
+        mcp_error(&c, RPC_INTERNAL_ERROR, NULL, "Internal error: no session could be started");
     if (c.method && !strcmp(c.method, "tools/call")) {
         const char *tn = json_string_value(json_object_get(params, "name"));
         snprintf(out->tool, sizeof out->tool, "%s", tn ? tn : "");
@@ -340,8 +367,10 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         json_t *tok = json_object_get(meta, "progressToken");
         if (json_is_string(tok) || json_is_integer(tok))
             out->progress_token = json_deep_copy(tok);
-        out->log_stream = modern && json_is_string(json_object_get(
-                                        meta, "io.modelcontextprotocol/logLevel"));
+        /* Script stderr goes out at level info. */
+        out->log_stream = modern ? json_is_string(json_object_get(
+                                       meta, "io.modelcontextprotocol/logLevel"))
+                                 : level != SESSION_LEVEL_NONE && level <= SESSION_LEVEL_INFO;
         c.plan = NULL;
     } else if (c.raw) {
         out->kind = RPC_OUT_RESULT;

@@ -27,6 +27,7 @@ struct tasks_wait;
 #define RPC_HEADER_MISMATCH -32020
 #define RPC_MISSING_CAPABILITY -32021
 #define RPC_UNSUPPORTED_VERSION -32022
+#define RPC_SESSION_NOT_FOUND -32001      /* legacy era, as the SDKs answer it */
 
 #define MCP_MODERN_VERSION "2026-07-28"
 
@@ -40,6 +41,7 @@ struct rpc_headers {
     const char *method;             /* Mcp-Method */
     const char *name;               /* Mcp-Name */
     const char *client;             /* authenticated client id, or NULL */
+    const char *session_id;         /* Mcp-Session-Id, or NULL */
 };
 
 enum rpc_kind {
@@ -62,8 +64,11 @@ struct rpc_out {
     struct hook_plan *plan; /* RPC_OUT_PENDING: the caller starts it */
     json_t *id;             /* RPC_OUT_PENDING: the request id (new reference) */
     json_t *progress_token; /* RPC_OUT_PENDING: _meta.progressToken, or NULL (new ref) */
-    int log_stream;         /* RPC_OUT_PENDING: modern _meta logLevel asks for log lines */
+    int log_stream;         /* RPC_OUT_PENDING: modern _meta logLevel, or a session level,
+                             * asks for log lines */
     struct tasks_wait *wait;    /* RPC_OUT_WAIT: the caller parks the connection on it */
+    int session_gone;       /* --stateful: the Mcp-Session-Id is unknown or ended (404) */
+    char session_id[40];    /* --stateful: the session initialize minted, or "" */
 };
 
 /* Any HTTP thread. Fills *out; free out->body. */

@@ -19,6 +19,7 @@ struct run_shared;
 struct scripts;
 struct tasks;
 struct lock;
+struct session_table;
 
 struct srv {
     struct cfg cfg;
@@ -38,6 +39,7 @@ struct srv {
     struct scripts *scripts;    /* interpreters and base environment */
     struct tasks *tasks;        /* --enable-tasks, or NULL */
     struct lock *lock;          /* --lock / --audit-log, or NULL */
+    struct session_table *sessions; /* --stateful: legacy sessions, else NULL */
 };
 
 #endif

@@ -96,6 +96,16 @@ http {
 EOF
     out="$(/usr/sbin/nginx -t -q -e "$p/logs/error.log" -p "$p" -c "$p/nginx.conf" 2>&1)"; rc=$?
     if [ $rc -eq 0 ]; then ok "nginx: nginx -t"; else bad "nginx: nginx -t" "$out$(cat "$p/logs/error.log" 2>/dev/null)"; fi
+    # The commented --stateful affinity line must be valid once enabled.
+    sed 's/^\(\s*\)# \(hash \$binary_remote_addr consistent;\)/\1\2/' "$ngx" >"$p/stateful.conf"
+    if ! grep -qE '^\s*hash \$binary_remote_addr consistent;' "$p/stateful.conf"; then
+        bad "nginx: no commented 'hash \$binary_remote_addr consistent;' for --stateful"
+    else
+        sed -i "s#include $ngx;#include $p/stateful.conf;#" "$p/nginx.conf"
+        out="$(/usr/sbin/nginx -t -q -e "$p/logs/error.log" -p "$p" -c "$p/nginx.conf" 2>&1)"; rc=$?
+        if [ $rc -eq 0 ]; then ok "nginx: nginx -t with the --stateful affinity enabled"
+        else bad "nginx: nginx -t with the --stateful affinity enabled" "$out"; fi
+    fi
 fi
 missing=""
 for d in 'proxy_http_version 1.1;' 'proxy_buffering off;' 'proxy_set_header Host localhost;' \
@@ -118,11 +128,19 @@ else
 fi
 missing=""
 for re in '^\s*option httpchk GET /readyz$' '^\s*http-check expect status 200$' '^\s*balance roundrobin$' \
-          '^\s*#\s*balance hdr\(Mcp-Session-Id\)$'; do
+          '^\s*#\s*stick store-response res\.hdr\(Mcp-Session-Id\)$'; do
     grep -qE "$re" "$hap" || missing="$missing [$re]"
 done
 grep -qE '^\s*[^#]*shutdown-sessions' "$hap" && missing="$missing [shutdown-sessions would cut draining calls]"
 if [ -z "$missing" ]; then ok "haproxy: health check and balancing"; else bad "haproxy:$missing"; fi
+if command -v haproxy >/dev/null; then
+    # The commented --stateful stick table must be valid once enabled.
+    sed 's/^\(\s*\)# \(stick\)/\1\2/' "$hap" >"$tmp/stateful.cfg"
+    n="$(grep -cE '^\s*stick' "$tmp/stateful.cfg")"
+    out="$(cd "$tmp" && haproxy -c -f "$tmp/stateful.cfg" 2>&1)"; rc=$?
+    if [ $rc -eq 0 ] && [ "$n" -eq 3 ]; then ok "haproxy: haproxy -c with the --stateful stick table enabled"
+    else bad "haproxy: --stateful stick table (rc=$rc, $n stick lines, want 3)" "$out"; fi
+fi
 
 # ---- Dockerfile (not built here: no Docker engine) ---------------------------
 df="$dep/docker/Dockerfile"

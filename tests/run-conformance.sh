@@ -4,6 +4,12 @@
 # 0.1.16) and the 2026-07-28 suite (0.2.0-alpha.12), both run with Node 22
 # from tests/e2e/node_modules (see tests/conformance/README.md).
 #
+# Three servers in turn: the default (stateless) one runs both suites;
+# one with --stateful runs the session scenarios (server-session-lifecycle,
+# server-sse-multiple-streams) beside the basics and the modern-era checks
+# (which must not notice the sessions); one with --stateful --sse runs
+# everything again with every reply framed as SSE.
+#
 # Prints one line per scenario (and one per failing check), then, always, as
 # the last line: "SUMMARY conformance: P passed, F failed".
 # Checks listed in tests/conformance/expected-failures.txt are reported as
@@ -20,6 +26,9 @@ e2e="$here/e2e"
 conf="$here/conformance"
 
 summary() { echo "SUMMARY conformance: $1 passed, $2 failed"; }
+total_pass=0
+total_fail=0
+total_expected=0
 
 if [ $# -ne 1 ]; then
     echo "usage: $0 BINARY" >&2
@@ -87,35 +96,51 @@ else
     cp -R "$e2e/fixtures/skills" "$skills"
 fi
 
-"$bin" --skills "$skills" --host 127.0.0.1 --port 0 --refresh-interval 0 2>"$work/server.log" &
-server_pid=$!
-port=""
-for _ in $(seq 1 100); do
-    port="$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$work/server.log" | head -n 1)"
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-done
-if [ -z "$port" ]; then
-    echo "run-conformance: the server did not start; its log:" >&2
-    cat "$work/server.log" >&2
-    summary 0 1
-    exit 1
-fi
-url="http://127.0.0.1:$port/mcp"
-echo "conformance: server $bin on $url (skills: $skills)"
+# start_server FLAGS...: a server with those extra flags; sets server_pid and url.
+start_server() {
+    "$bin" --skills "$skills" --host 127.0.0.1 --port 0 --refresh-interval 0 "$@" \
+        2>"$work/server.log" &
+    server_pid=$!
+    port=""
+    for _ in $(seq 1 100); do
+        port="$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$work/server.log" | head -n 1)"
+        [ -n "$port" ] && break
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -z "$port" ]; then
+        echo "run-conformance: the server ($*) did not start; its log:" >&2
+        cat "$work/server.log" >&2
+        summary "$total_pass" "$((total_fail + 1))"
+        exit 1
+    fi
+    url="http://127.0.0.1:$port/mcp"
+    echo "conformance: server $bin ${*:+$* }on $url (skills: $skills)"
+}
+
+# stop_server: fails the run if the server died while serving.
+stop_server() {
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+        echo "run-conformance: the server died during the run; its log:" >&2
+        tail -n 30 "$work/server.log" >&2
+        total_fail=$((total_fail + 1))
+    else
+        kill -TERM "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+    fi
+    server_pid=""
+}
 
 LEGACY_SCENARIOS="server-initialize ping logging-set-level tools-list resources-list prompts-list dns-rebinding-protection"
 MODERN_SCENARIOS="server-stateless http-header-validation caching sep-2164-resource-not-found tools-list resources-list prompts-list dns-rebinding-protection sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory"
 
-total_pass=0
-total_fail=0
-total_expected=0
+STATEFUL_LEGACY="server-initialize ping logging-set-level tools-list server-sse-multiple-streams"
+STATEFUL_MODERN="server-session-lifecycle server-initialize server-sse-multiple-streams server-stateless http-header-validation tools-list"
 
 run_suite() {
     local suite="$1" cli="$2" scenarios="$3" sc out rc line counts p f e st sk
     for sc in $scenarios; do
-        out="$work/$suite/$sc"
+        out="$work/$run/$suite/$sc"
         mkdir -p "$out"
         timeout --kill-after=5 "${CONFORMANCE_SCENARIO_TIMEOUT:-30}" \
             "$N" "$cli" server --url "$url" --scenario "$sc" -o "$out" >"$out/run.log" 2>&1
@@ -128,8 +153,8 @@ run_suite() {
         total_expected=$((total_expected + e))
         local mark="ok  "
         [ "$f" -gt 0 ] && mark="FAIL"
-        printf '%s %-7s %-30s %3d passed, %d failed, %d expected, %d skipped%s\n' \
-            "$mark" "$suite" "$sc" "$p" "$f" "$e" "$sk" \
+        printf '%s %-7s %-48s %3d passed, %d failed, %d expected, %d skipped%s\n' \
+            "$mark" "$suite" "$sc$tag" "$p" "$f" "$e" "$sk" \
             "$([ "$rc" = 124 ] && echo ' (timed out)')"
         printf '%s\n' "$counts" | sed '$d'
         if [ "$f" -gt 0 ] && [ "$p" -eq 0 ] && [ "$e" -eq 0 ]; then
@@ -139,14 +164,23 @@ run_suite() {
     done
 }
 
+run=stateless tag=""
+start_server
 run_suite legacy "$LEGACY" "$LEGACY_SCENARIOS"
 run_suite modern "$MODERN" "$MODERN_SCENARIOS"
+stop_server
 
-if ! kill -0 "$server_pid" 2>/dev/null; then
-    echo "run-conformance: the server died during the run; its log:" >&2
-    tail -n 30 "$work/server.log" >&2
-    total_fail=$((total_fail + 1))
-fi
+run=stateful tag=" (--stateful)"
+start_server --stateful
+run_suite legacy "$LEGACY" "$STATEFUL_LEGACY"
+run_suite modern "$MODERN" "$STATEFUL_MODERN"
+stop_server
+
+run=sse tag=" (--stateful --sse)"
+start_server --stateful --sse
+run_suite legacy "$LEGACY" "$LEGACY_SCENARIOS server-sse-multiple-streams"
+run_suite modern "$MODERN" "$MODERN_SCENARIOS server-session-lifecycle server-sse-multiple-streams"
+stop_server
 
 [ "$total_expected" -gt 0 ] && echo "($total_expected expected failures, see tests/conformance/expected-failures.txt)"
 summary "$total_pass" "$total_fail"

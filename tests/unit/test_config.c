@@ -208,6 +208,32 @@ TEST(help_and_version)
     CHECK_EQ(parse_quiet(&c, ARGC(argv), argv), 1);
 }
 
+TEST(stateful_and_sse)
+{
+    struct cfg c;
+    char *a[] = {"skill-mcp", "--stateful", "--sse", "--max-sessions", "5",
+                 "--session-idle-timeout", "2.5"};
+    CHECK_EQ(cfg_parse(&c, ARGC(a), a), 0);
+    CHECK_EQ(c.stateful, 1);
+    CHECK_EQ(c.sse, 1);
+    CHECK_EQ(c.max_sessions, 5);
+    CHECK(c.session_idle_timeout == 2.5);
+    char *d[] = {"skill-mcp"};
+    CHECK_EQ(cfg_parse(&c, ARGC(d), d), 0);
+    CHECK_EQ(c.stateful, 0);
+    CHECK_EQ(c.sse, 0);
+    CHECK_EQ(c.max_sessions, 1024);
+    CHECK(c.session_idle_timeout == 1800);
+    /* sessions live in one process: several workers on one port cannot keep them */
+    char *w[] = {"skill-mcp", "--stateful", "--workers", "2"};
+    CHECK_EQ(parse_quiet(&c, ARGC(w), w), -1);
+    char *w1[] = {"skill-mcp", "--workers", "1", "--stateful"};
+    CHECK_EQ(parse_quiet(&c, ARGC(w1), w1), 0);
+    CHECK_EQ(parse2(&c, "--max-sessions", "0"), -1);
+    CHECK_EQ(parse2(&c, "--session-idle-timeout", "0"), -1);
+    CHECK_EQ(parse2(&c, "--stateful=1", NULL), -1);
+}
+
 TEST(reparse_resets)
 {
     struct cfg c;
@@ -282,6 +308,7 @@ int main(void)
     RUN(unknown_and_missing);
     RUN(help_and_version);
     RUN(reparse_resets);
+    RUN(stateful_and_sse);
     RUN(loopback_yes);
     RUN(loopback_no);
     RUN(loopback_hostname_starting_127);
