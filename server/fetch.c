@@ -473,6 +473,7 @@ out:
 
 struct opts {
     const char *url, *into;
+    const char *cacert;     /* CA bundle trusted instead of the system's, or NULL */
     const char **names;
     size_t nnames;
     int json;
@@ -530,6 +531,8 @@ static int download(const char *url, const struct opts *o, int https_only, int64
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, dl_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (o->cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
     CURLcode r = curl_easy_perform(c);
     long status = 0;
     char *ct = NULL, *ef = NULL;
@@ -903,7 +906,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: skill-mcp fetch URL [--into DIR] [--name NAME]... [--json]\n"
             "                 [--max-bytes N] [--timeout SECONDS] [--max-files N]\n"
-            "                 [--max-expanded N]\n"
+            "                 [--max-expanded N] [--cacert FILE]\n"
             "  Installs the skills of URL/.well-known/agent-skills/index.json into DIR\n"
             "  (default: the current folder), each verified against its digest.\n");
 }
@@ -951,6 +954,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, FILE *out, FILE *er
             step = 0;
         } else if (!strcmp(flag, "--into") && v) {
             o->into = v;
+        } else if (!strcmp(flag, "--cacert") && v) {
+            o->cacert = v;
         } else if (!strcmp(flag, "--name") && v) {
             o->names[o->nnames++] = v;
         } else if (!strcmp(flag, "--max-bytes")) {

@@ -12,6 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -146,11 +147,12 @@ open(os.path.join(out, 'garbage.tar.gz'), 'wb').write(b'\x1f\x8b\x08\x00' + os.u
 
 // ---- the hazard server ----------------------------------------------------------
 
-/** routes: url path -> {body, type, status, headers} or (req, res) => void. */
-function serveRoutes() {
+/** routes: url path -> {body, type, status, headers} or (req, res) => void.
+ * tls: {key, cert} serves https. */
+function serveRoutes(tls) {
   const routes = new Map();
   const sockets = new Set();
-  const srv = http.createServer((req, res) => {
+  const handler = (req, res) => {
     const r = routes.get(req.url.split('?')[0]);
     if (typeof r === 'function') return r(req, res);
     if (!r) { res.writeHead(404); return res.end('not found'); }
@@ -163,12 +165,13 @@ function serveRoutes() {
       return res.end();
     }
     res.end(r.body);
-  });
-  srv.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  };
+  const srv = tls ? https.createServer(tls, handler) : http.createServer(handler);
+  srv.on(tls ? 'secureConnection' : 'connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
   return new Promise((resolve) => {
     srv.listen(0, '127.0.0.1', () => {
       resolve({
-        origin: `http://127.0.0.1:${srv.address().port}`,
+        origin: `${tls ? 'https' : 'http'}://127.0.0.1:${srv.address().port}`,
         routes,
         close: () => new Promise((r) => { for (const s of sockets) s.destroy(); srv.close(r); }),
       });
@@ -477,6 +480,45 @@ test('refused: a download that does not finish within --timeout', opts, async ()
     for (const res of held) res.destroy();
   }
 });
+
+test('https: certificates verified (--cacert for a private CA); an https index never leads to http, redirects included',
+  opts, async () => {
+    const dir = tmp('skill-fetch-tls-');
+    const key = path.join(dir, 'key.pem');
+    const cert = path.join(dir, 'cert.pem');
+    const o = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key,
+      '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+    { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(o.status, 0, o.stderr);
+    const tls = await serveRoutes({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) });
+    try {
+      const a = arch['ok.tar.gz'];
+      const pub = (scen, url) => {
+        tls.routes.set(`/${scen}/${WK}index.json`, { type: 'application/json', body: Buffer.from(JSON.stringify({
+          $schema: SCHEMA, skills: [{ name: 'hz', description: 'A crafted skill', type: 'archive', url, digest: sha(a) }] })) });
+        return `${tls.origin}/${scen}/`;
+      };
+      tls.routes.set(`/ok/${WK}hz.tar.gz`, { body: a, type: 'application/gzip' });
+      const into = tmp('skill-fetch-tls-into-');
+      const r = await fetchCli([pub('ok', 'hz.tar.gz'), '--into', into, '--cacert', cert]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.ok(fs.existsSync(path.join(into, 'hz', 'SKILL.md')));
+
+      // The same server without its CA: the index itself is refused.
+      const bad = await expectRefused(pub('ok', 'hz.tar.gz'), /certificate/i);
+      assert.equal(bad.stdout, '');
+
+      // An http entry, and an https entry redirecting to http.
+      hz.routes.set('/plain/hz.tar.gz', { body: a, type: 'application/gzip' });
+      await expectRefused(pub('down', `${hz.origin}/plain/hz.tar.gz`),
+        /refused +hz: http:.* not https, and the index came over https/, ['--cacert', cert]);
+      tls.routes.set('/hop', (req, res) => { res.writeHead(302, { Location: `${hz.origin}/plain/hz.tar.gz` }); res.end(); });
+      await expectRefused(pub('hop', '/hop'),
+        /refused +hz: .*only https URLs are followed \(the index came over https\)/, ['--cacert', cert]);
+    } finally {
+      await tls.close();
+    }
+  });
 
 test('refused: HTTP errors, a wrong Content-Type, a protocol other than http(s)', opts, async () => {
   await expectRefused(publish('404', [{ url: 'missing.tar.gz', noRoute: true }]), /HTTP status 404/);
