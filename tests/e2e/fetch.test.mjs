@@ -273,6 +273,24 @@ test('fetch from a running skill-mcp: every skill installed, byte for byte; agai
     }
   });
 
+test('two teams\' skills of one name (acme/reports, globex/reports): the first installs, the second is refused',
+  opts, async () => {
+    const s = await startServer({});
+    try {
+      const into = tmp('skill-fetch-teams-');
+      const r = await fetchCli([new URL(s.url).origin, '--into', into, '--name', 'reports', '--json']);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      const j = JSON.parse(r.stdout);
+      assert.deepEqual(j.skills.map((e) => e.status), ['installed', 'refused']);
+      assert.match(j.skills[1].reason, /reports already exists; fetch never replaces/);
+      const idx = JSON.parse((await (await fetch(`${new URL(s.url).origin}/${WK}index.json`)).text()));
+      const first = idx.skills.find((e) => e.name === 'reports').url.replace('/SKILL.md', '');
+      assertSameFiles(path.join(into, 'reports'), path.join(s.skills, first), 'reports');
+    } finally {
+      await s.stop();
+    }
+  });
+
 test('fetch from an `export` folder served statically; --name picks skills; a name not in the index is refused',
   opts, async () => {
     const s = copyFixtures();
