@@ -10,7 +10,7 @@
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
-PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis
+PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla \

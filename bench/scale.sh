@@ -35,7 +35,7 @@ if [ $SMOKE = 1 ]; then
 fi
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 BIN=build/skill-mcp
-PKGS="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis"
+PKGS="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl"
 make -s all
 mkdir -p build/bench/fixtures
 cc -O2 -o build/bench/mcpc bench/mcpc.c

@@ -135,6 +135,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: skill-mcp [options]\n"
             "       skill-mcp export DIR [--skills DIR ...]\n"
+            "       skill-mcp fetch URL [--into DIR] [--name NAME]... [--json]\n"
             "       skill-mcp validate [--json] DIR...\n"
             "       skill-mcp list [--json] DIR...\n"
             "       skill-mcp token add NAME [--rpm N] --file FILE\n"

@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "config.h"
 #include "discovery.h"
+#include "fetch.h"
 #include "http.h"
 #include "lock.h"
 #include "loop.h"
@@ -309,6 +310,10 @@ int main(int argc, char **argv)
     sigset_t sigs;
     if (argc > 1 && !strcmp(argv[1], "export"))
         return export_main(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "fetch")) {
+        x_install_json_alloc();
+        return fetch_main(argc - 2, argv + 2);
+    }
     if (argc > 1 && !strcmp(argv[1], "token"))
         return auth_token_cli(argc - 2, argv + 2);
     if (argc > 1 && !strcmp(argv[1], "lock")) {

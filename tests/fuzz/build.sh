@@ -28,17 +28,16 @@ for t in frontmatter markdown; do
         server/frontmatter.c server/markdown.c server/util.c $LIBS
     echo "built $OUT/fuzz_$t"
 done
-# The request path links the whole server but main.c.
-ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis"
+# The request path, the lock parser and fetch's index and archive reading
+# link the whole server but main.c.
+ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl"
 SRCS=$(ls server/*.c | grep -v server/main.c)
-# shellcheck disable=SC2086
-$CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_rpc" \
-    tests/fuzz/fuzz_rpc.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
-echo "built $OUT/fuzz_rpc"
-# shellcheck disable=SC2086
-$CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_lock" \
-    tests/fuzz/fuzz_lock.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
-echo "built $OUT/fuzz_lock"
+for t in rpc lock fetch; do
+    # shellcheck disable=SC2086
+    $CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_$t" \
+        "tests/fuzz/fuzz_$t.c" $SRCS $(pkg-config --libs $ALL) -lpthread -lm
+    echo "built $OUT/fuzz_$t"
+done
 
 [ "${1:-}" = "--smoke" ] || exit 0
 
@@ -90,14 +89,41 @@ printf '# lock\nteam/a %s execution=none approved-by=alice approved-at=2026-11-2
 printf 'b %s execution=%s approved-by=x approved-at=2026-11-29T10:00:00Z revoked-by=y revoked-at=2026-11-30T00:00:00Z\n  %s 1 SKILL.md\n  %s 1 scripts/run.py\n' \
     "$d" "$f1" "$f1" "$f1" >"$LSEEDS/seed-2"
 
-for t in frontmatter markdown rpc lock; do
+# Seeds for fetch: an index (first byte even) and tar.gz archives (first
+# byte odd), one good and a few with a hazard each.
+FSEEDS="$OUT/seeds-fetch"
+rm -rf "$FSEEDS"
+mkdir -p "$FSEEDS"
+printf '\000{"$schema":"https://schemas.agentskills.io/discovery/0.2.0/schema.json","skills":[{"name":"a","description":"d","type":"archive","url":"a.tar.gz","digest":"sha256:%064d"},{"name":"b"}]}' 0 \
+    >"$FSEEDS/seed-index"
+python3 - "$FSEEDS" <<'PY'
+import io, os, sys, tarfile
+out = sys.argv[1]
+def add(t, name, data=b'', typ=tarfile.REGTYPE, link=''):
+    ti = tarfile.TarInfo(name); ti.type = typ; ti.linkname = link; ti.size = len(data) if typ == tarfile.REGTYPE else 0
+    t.addfile(ti, io.BytesIO(data) if typ == tarfile.REGTYPE else None)
+cases = {
+    'good': [('a/', b'', tarfile.DIRTYPE, ''), ('a/SKILL.md', b'---\nname: a\ndescription: d\n---\n', tarfile.REGTYPE, '')],
+    'dotdot': [('a/../x', b'x', tarfile.REGTYPE, '')],
+    'link': [('a/l', b'', tarfile.SYMTYPE, '../x'), ('a/h', b'', tarfile.LNKTYPE, 'a/l')],
+    'dup': [('a/f', b'1', tarfile.REGTYPE, ''), ('a/f', b'2', tarfile.REGTYPE, '')],
+}
+for name, members in cases.items():
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode='w:gz', format=tarfile.PAX_FORMAT) as t:
+        for m in members:
+            add(t, *m)
+    open(os.path.join(out, 'seed-' + name), 'wb').write(b'\x01' + b.getvalue())
+PY
+
+for t in frontmatter markdown rpc lock fetch; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
     echo "fuzzing $t for ${TIME}s"
     if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$OUT/fuzz_$t" -max_total_time="$TIME" -max_len=65536 -timeout=10 \
             -rss_limit_mb=2048 -print_final_stats=0 \
-            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$(case $t in rpc) echo "$RSEEDS" ;; lock) echo "$LSEEDS" ;; *) echo "$SEEDS" ;; esac)" \
+            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$(case $t in rpc) echo "$RSEEDS" ;; lock) echo "$LSEEDS" ;; fetch) echo "$FSEEDS" ;; *) echo "$SEEDS" ;; esac)" \
             >"$OUT/fuzz_$t.log" 2>&1; then
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
         tail -n 40 "$OUT/fuzz_$t.log" >&2

@@ -1,0 +1,1136 @@
+/*
+ * fetch.c - see fetch.h. libcurl does the HTTP (and, through its CURLU API,
+ * the RFC 3986 resolution of entry URLs); OpenSSL's EVP the SHA-256;
+ * libarchive reads archives, and this module writes their members itself,
+ * relative to the staging folder's descriptor, so that every member path is
+ * checked before anything is created.
+ *
+ * Links are refused outright, symbolic or hard, whatever their target: the
+ * archives skill-mcp serves never hold one (discovery.c archives regular
+ * files only), and with no link ever created in the staging folder no later
+ * member can be written through one.
+ */
+#include "fetch.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontmatter.h"
+#include "skills.h"
+#include "util.h"
+
+#define INDEX_MAX ((int64_t)8 << 20)        /* an index is JSON: far smaller */
+#define DEFAULT_MAX_BYTES ((int64_t)64 << 20)
+#define DEFAULT_TIMEOUT 60.0                /* seconds per download */
+#define CONNECT_TIMEOUT 15.0
+#define MAX_REDIRS 5
+#define DEFAULT_MAX_ENTRIES 10000           /* skills.c's walk limit */
+#define DEFAULT_MAX_EXPANDED ((int64_t)256 << 20)
+#define MAX_FILE ((int64_t)64 << 20)        /* discovery.c's archive input cap */
+#define SKILL_MD_MAX ((int64_t)4 << 20)     /* skills.c refuses larger */
+#define PATH_DEPTH_MAX 32
+#define MEMBER_PATH_MAX 1024
+#define BLOCK ((size_t)64 << 10)          /* archive data read at a time */
+
+static void setwhy(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void setwhy(char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    utf8_sanitize(why);
+}
+
+/* ---- the index --------------------------------------------------------- */
+
+/* A copy of o[key] when it is a string without NUL bytes, else NULL. */
+static char *str_field(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return NULL;
+    return xstrdup(json_string_value(v));
+}
+
+static int digest_ok(const char *d)
+{
+    if (strncmp(d, "sha256:", 7) || strlen(d) != 7 + 64)
+        return 0;
+    for (const char *p = d + 7; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+int fetch_index_parse(const char *data, size_t len, struct fetch_entry **out, size_t *n,
+                      char *why, size_t whylen)
+{
+    json_error_t je;
+    *out = NULL;
+    *n = 0;
+    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        setwhy(why, whylen, "the index is not JSON: %s (line %d)", je.text, je.line);
+        return -1;
+    }
+    json_t *schema = json_object_get(root, "$schema"), *skills = json_object_get(root, "skills");
+    int rc = -1;
+    if (!json_is_object(root)) {
+        setwhy(why, whylen, "the index is not a JSON object");
+    } else if (!schema) {
+        setwhy(why, whylen, "the index has no \"$schema\": a v0.1.0 index (no digests) "
+                            "cannot be verified; only " FETCH_SCHEMA " is read");
+    } else if (!json_is_string(schema) || strcmp(json_string_value(schema), FETCH_SCHEMA)) {
+        setwhy(why, whylen, "unknown index \"$schema\" %.200s%s%s; only " FETCH_SCHEMA " is read",
+               json_is_string(schema) ? "'" : "(not a string)",
+               json_is_string(schema) ? json_string_value(schema) : "",
+               json_is_string(schema) ? "'" : "");
+    } else if (!json_is_array(skills)) {
+        setwhy(why, whylen, "the index has no \"skills\" array");
+    } else {
+        size_t count = json_array_size(skills);
+        struct fetch_entry *v = xcalloc(count ? count : 1, sizeof *v);
+        for (size_t i = 0; i < count; i++) {
+            json_t *e = json_array_get(skills, i);
+            struct fetch_entry *f = &v[i];
+            if (!json_is_object(e)) {
+                f->problem = "the entry is not a JSON object";
+                continue;
+            }
+            f->name = str_field(e, "name");
+            f->description = str_field(e, "description");
+            f->type = str_field(e, "type");
+            f->url = str_field(e, "url");
+            f->digest = str_field(e, "digest");
+            if (!f->name)
+                f->problem = "the entry has no \"name\" string";
+            else if (!f->type)
+                f->problem = "the entry has no \"type\" string";
+            else if (!f->description)
+                f->problem = "the entry has no \"description\" string";
+            else if (!f->url || !*f->url)
+                f->problem = "the entry has no \"url\" string";
+            else if (!f->digest)
+                f->problem = "the entry has no \"digest\" string";
+            else if (!digest_ok(f->digest))
+                f->problem = "the entry's digest is not \"sha256:\" and 64 lowercase hex digits";
+        }
+        *out = v;
+        *n = count;
+        rc = 0;
+    }
+    json_decref(root);
+    return rc;
+}
+
+void fetch_index_free(struct fetch_entry *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].name);
+        free(v[i].description);
+        free(v[i].type);
+        free(v[i].url);
+        free(v[i].digest);
+    }
+    free(v);
+}
+
+/* ---- a set of member paths (duplicates are refused) --------------------- */
+
+struct pset {
+    char **v;
+    size_t cap, n;
+};
+
+static size_t pset_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* Adds s; returns 1 when it was already there. */
+static int pset_add(struct pset *p, const char *s)
+{
+    if ((p->n + 1) * 10 > p->cap * 7) {
+        size_t ocap = p->cap, ncap = p->cap ? p->cap * 2 : 64;
+        char **old = p->v;
+        p->v = xcalloc(ncap, sizeof *p->v);
+        p->cap = ncap;
+        for (size_t i = 0; i < ocap; i++) {
+            if (!old[i])
+                continue;
+            size_t j = pset_hash(old[i]) & (ncap - 1);
+            while (p->v[j])
+                j = (j + 1) & (ncap - 1);
+            p->v[j] = old[i];
+        }
+        free(old);
+    }
+    size_t j = pset_hash(s) & (p->cap - 1);
+    for (; p->v[j]; j = (j + 1) & (p->cap - 1))
+        if (!strcmp(p->v[j], s))
+            return 1;
+    p->v[j] = xstrdup(s);
+    p->n++;
+    return 0;
+}
+
+static void pset_free(struct pset *p)
+{
+    for (size_t i = 0; i < p->cap; i++)
+        free(p->v[i]);
+    free(p->v);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- extraction ---------------------------------------------------------- */
+
+/*
+ * Normalises a member path into out: empty and "." components dropped (so
+ * "./a//b/" is "a/b"). Returns the number of components (0: the archive
+ * root itself), or -1 with why[] set.
+ */
+static int member_path(const char *p, char *out, size_t outlen, char *why, size_t whylen)
+{
+    size_t o = 0;
+    int depth = 0;
+    if (p[0] == '/') {
+        setwhy(why, whylen, "member '%.200s' has an absolute path", p);
+        return -1;
+    }
+    for (const char *s = p; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            setwhy(why, whylen, "member '%.200s' has a '..' component", p);
+            return -1;
+        }
+        if (n && !(n == 1 && s[0] == '.')) {
+            if (++depth > PATH_DEPTH_MAX || o + n + 2 > outlen) {
+                setwhy(why, whylen, "member '%.200s' is nested too deep or named too long", p);
+                return -1;
+            }
+            if (o)
+                out[o++] = '/';
+            memcpy(out + o, s, n);
+            o += n;
+        }
+        s += n;
+        if (*s == '/')
+            s++;
+    }
+    out[o] = '\0';
+    return depth;
+}
+
+/*
+ * The folder holding rel (normalised, depth components) beneath dirfd,
+ * created as needed; *leaf points at the last component. Returns an fd (to
+ * close; dirfd itself is dup'ed) or -1 with errno set.
+ */
+static int parent_of(int dirfd, char *rel, const char **leaf)
+{
+    int fd = dup(dirfd);
+    char *s = rel;
+    for (char *slash; fd >= 0 && (slash = strchr(s, '/'));) {
+        *slash = '\0';
+        if (mkdirat(fd, s, 0755) < 0 && errno != EEXIST) {
+            *slash = '/';
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        int next = openat(fd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        *slash = '/';
+        close(fd);
+        errno = e;
+        fd = next;
+        s = slash + 1;
+    }
+    *leaf = s;
+    return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes one regular member's data (dirfd < 0: reads and counts it only). */
+static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64_t declared,
+                        int64_t *total, const struct fetch_limits *lim, char *why,
+                        size_t whylen)
+{
+    int fd = -1, rc = -1;
+    char shown[MEMBER_PATH_MAX];
+    snprintf(shown, sizeof shown, "%s", rel);
+    if (dirfd >= 0) {
+        const char *leaf;
+        int pfd = parent_of(dirfd, rel, &leaf);
+        if (pfd < 0) {
+            setwhy(why, whylen, "member '%.200s': cannot create its folder: %s", shown,
+                   errno == ENOTDIR ? "a file is in the way" : strerror(errno));
+            return -1;
+        }
+        fd = openat(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    exec ? 0755 : 0644);
+        int e = errno;
+        close(pfd);
+        if (fd < 0) {
+            setwhy(why, whylen, "member '%.200s': %s", shown,
+                   e == EEXIST ? "a folder is in the way" : strerror(e));
+            return -1;
+        }
+    }
+    char *block = xmalloc(BLOCK);
+    int64_t got = 0;
+    for (;;) {
+        la_ssize_t r = archive_read_data(a, block, BLOCK);
+        if (r < 0) {
+            setwhy(why, whylen, "member '%.200s': %s", shown,
+                   archive_error_string(a) ? archive_error_string(a) : "unreadable data");
+            goto out;
+        }
+        if (r == 0)
+            break;
+        got += r;
+        *total += r;
+        if (got > declared || got > lim->max_file || *total > lim->max_expanded) {
+            setwhy(why, whylen, "member '%.200s' expands past the limit", shown);
+            goto out;
+        }
+        if (fd >= 0 && write_all(fd, block, (size_t)r) < 0) {
+            setwhy(why, whylen, "member '%.200s': cannot write: %s", shown, strerror(errno));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(block);
+    if (fd >= 0 && close(fd) < 0 && !rc) {
+        setwhy(why, whylen, "member '%.200s': cannot write: %s", shown, strerror(errno));
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Checks and writes the member e; returns 0 or -1 with why[] set. */
+static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
+                          struct pset *seen, int64_t *total, const struct fetch_limits *lim,
+                          char *why, size_t whylen)
+{
+    const char *raw = archive_entry_pathname(e);
+    if (!raw)
+        raw = archive_entry_pathname_utf8(e);
+    if (!raw || !*raw) {
+        setwhy(why, whylen, "a member has no usable path");
+        return -1;
+    }
+    char rel[MEMBER_PATH_MAX];
+    int depth = member_path(raw, rel, sizeof rel, why, whylen);
+    if (depth < 0)
+        return -1;
+    mode_t type = archive_entry_filetype(e);
+    if (archive_entry_hardlink(e)) {
+        setwhy(why, whylen, "member '%.200s' is a hard link (links are not accepted)", raw);
+        return -1;
+    }
+    if (type == AE_IFLNK) {
+        setwhy(why, whylen, "member '%.200s' is a symbolic link (links are not accepted)", raw);
+        return -1;
+    }
+    if (type != AE_IFREG && type != AE_IFDIR) {
+        setwhy(why, whylen, "member '%.200s' is a %s (only files and folders are accepted)",
+               raw, type == AE_IFCHR || type == AE_IFBLK ? "device file"
+                    : type == AE_IFIFO ? "fifo" : type == AE_IFSOCK ? "socket"
+                    : "special file");
+        return -1;
+    }
+    if (depth == 0) {
+        if (type != AE_IFDIR) {
+            setwhy(why, whylen, "member '%.200s' is a file without a name", raw);
+            return -1;
+        }
+        return 0;   /* "./": the folder being extracted into */
+    }
+    if (pset_add(seen, rel)) {
+        setwhy(why, whylen, "member '%.200s' appears twice in the archive", raw);
+        return -1;
+    }
+    if (type == AE_IFDIR) {
+        if (dirfd < 0)
+            return 0;
+        const char *leaf;
+        int pfd = parent_of(dirfd, rel, &leaf);
+        if (pfd < 0 || (mkdirat(pfd, leaf, 0755) < 0 && errno != EEXIST)) {
+            int err = errno;
+            if (pfd >= 0)
+                close(pfd);
+            setwhy(why, whylen, "member '%.200s': cannot create the folder: %s", raw,
+                   err == ENOTDIR ? "a file is in the way" : strerror(err));
+            return -1;
+        }
+        struct stat st;
+        int bad = fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode);
+        close(pfd);
+        if (bad) {
+            setwhy(why, whylen, "member '%.200s': a file is in the way", raw);
+            return -1;
+        }
+        return 0;
+    }
+    if (!archive_entry_size_is_set(e)) {
+        setwhy(why, whylen, "member '%.200s' has no size", raw);
+        return -1;
+    }
+    int64_t size = archive_entry_size(e);
+    if (size < 0 || size > lim->max_file || size > lim->max_expanded - *total) {
+        setwhy(why, whylen, "member '%.200s' (%lld bytes) is over the %s limit", raw,
+               (long long)size, size > lim->max_file ? "per-file" : "expanded size");
+        return -1;
+    }
+    return extract_file(a, dirfd, rel, (archive_entry_perm(e) & 0111) != 0, size, total, lim,
+                        why, whylen);
+}
+
+int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
+                  char *why, size_t whylen)
+{
+    struct archive *a = archive_read_new();
+    struct pset seen = {0};
+    int64_t entries = 0, total = 0;
+    int rc = -1;
+    if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
+        archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
+        archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+        setwhy(why, whylen, "not a tar or tar.gz archive: %s",
+               a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
+        goto out;
+    }
+    for (;;) {
+        struct archive_entry *e;
+        int r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r < ARCHIVE_WARN) {
+            setwhy(why, whylen, "malformed archive: %s",
+                   archive_error_string(a) ? archive_error_string(a) : "unreadable");
+            goto out;
+        }
+        if (++entries > lim->max_entries) {
+            setwhy(why, whylen, "the archive has more than %lld members",
+                   (long long)lim->max_entries);
+            goto out;
+        }
+        if (extract_member(a, e, dirfd, &seen, &total, lim, why, whylen) < 0)
+            goto out;
+    }
+    if (!entries) {
+        setwhy(why, whylen, "the archive is empty");
+        goto out;
+    }
+    rc = 0;
+out:
+    if (a)
+        archive_read_free(a);
+    pset_free(&seen);
+    return rc;
+}
+
+/* ---- downloads ------------------------------------------------------------ */
+
+struct opts {
+    const char *url, *into;
+    const char *cacert;     /* CA bundle trusted instead of the system's, or NULL */
+    const char **names;
+    size_t nnames;
+    int json;
+    int64_t max_bytes;
+    double timeout;
+    struct fetch_limits lim;
+};
+
+struct dl {
+    struct buf b;
+    int too_big;
+};
+
+static size_t dl_write(char *p, size_t sz, size_t n, void *ud)
+{
+    struct dl *d = ud;
+    if (buf_append(&d->b, p, sz * n) < 0) {
+        d->too_big = 1;
+        return 0;
+    }
+    return sz * n;
+}
+
+/*
+ * GETs url into out (at most max bytes). *ctype (may be NULL) and *eff (the
+ * URL after redirects) are malloc'd copies. Returns 0 or -1 with why[] set.
+ */
+static int download(const char *url, const struct opts *o, int https_only, int64_t max,
+                    struct buf *out, char **ctype, char **eff, char *why, size_t whylen)
+{
+    struct dl d = {.too_big = 0};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    const char *protos = https_only ? "https" : "http,https";
+    buf_init(&d.b, (size_t)max);
+    *ctype = *eff = NULL;
+    CURL *c = curl_easy_init();
+    if (!c) {
+        setwhy(why, whylen, "libcurl cannot start");
+        return -1;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, protos);
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, protos);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, (long)MAX_REDIRS);
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+    long ms = (long)(o->timeout * 1000);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     o->timeout < CONNECT_TIMEOUT ? ms : (long)(CONNECT_TIMEOUT * 1000));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* The digest covers the bytes as served: never decode them. */
+    curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "skill-mcp/" SKILL_VERSION);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, dl_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (o->cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
+    CURLcode r = curl_easy_perform(c);
+    long status = 0;
+    char *ct = NULL, *ef = NULL;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &ef);
+    int rc = -1;
+    if (d.too_big || r == CURLE_FILESIZE_EXCEEDED)
+        setwhy(why, whylen, "%s: larger than %lld bytes (--max-bytes)", url, (long long)max);
+    else if (r == CURLE_TOO_MANY_REDIRECTS)
+        setwhy(why, whylen, "%s: more than %d redirects", url, MAX_REDIRS);
+    else if (r == CURLE_OPERATION_TIMEDOUT)
+        setwhy(why, whylen, "%s: timed out after %gs (--timeout)", url, o->timeout);
+    else if (r == CURLE_UNSUPPORTED_PROTOCOL)
+        setwhy(why, whylen, "%s: only %s URLs are followed%s", url,
+               https_only ? "https" : "http and https",
+               https_only ? " (the index came over https)" : "");
+    else if (r != CURLE_OK)
+        setwhy(why, whylen, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(r));
+    else if (status != 200)
+        setwhy(why, whylen, "%s: HTTP status %ld", ef ? ef : url, status);
+    else
+        rc = 0;
+    if (rc == 0) {
+        *ctype = ct ? xstrdup(ct) : NULL;
+        *eff = xstrdup(ef ? ef : url);
+        *out = d.b;
+    } else {
+        buf_cleanup(&d.b);
+    }
+    curl_easy_cleanup(c);
+    return rc;
+}
+
+/* The index URL: base itself when its path ends in ".json", else
+ * base/.well-known/agent-skills/index.json (base's path kept, so an export
+ * published under a path works too). NULL with why[] set. */
+static char *index_url(const char *base, char *why, size_t whylen)
+{
+    CURLU *u = curl_url();
+    char *path = NULL, *full = NULL, *res = NULL;
+    if (!u || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+        setwhy(why, whylen, "'%.300s' is not a URL (give https://host or http://host:port)",
+               base);
+        goto out;
+    }
+    size_t n = strlen(path);
+    if (n >= 5 && !strcmp(path + n - 5, ".json")) {
+        curl_url_get(u, CURLUPART_URL, &full, 0);
+    } else {
+        if (!n || path[n - 1] != '/') {
+            /* a trailing slash makes the last segment a folder for §5.2 */
+            struct buf b;
+            buf_init(&b, 0);
+            buf_printf(&b, "%s/", path);
+            curl_url_set(u, CURLUPART_PATH, b.p, 0);
+            buf_cleanup(&b);
+        }
+        if (curl_url_set(u, CURLUPART_URL, ".well-known/agent-skills/index.json", 0) ==
+                CURLUE_OK)
+            curl_url_get(u, CURLUPART_URL, &full, 0);
+    }
+    if (!full)
+        setwhy(why, whylen, "cannot build the index URL from '%.300s'", base);
+    else
+        res = xstrdup(full);
+out:
+    curl_free(path);
+    curl_free(full);
+    curl_url_cleanup(u);
+    return res;
+}
+
+/* ref resolved against base (RFC 3986 §5.2, by libcurl); *scheme and *path
+ * of the result are set too. NULL with why[] set. */
+static char *resolve_url(const char *base, const char *ref, char **scheme, char **path,
+                         char *why, size_t whylen)
+{
+    CURLU *u = curl_url();
+    char *full = NULL, *s = NULL, *p = NULL, *res = NULL;
+    *scheme = *path = NULL;
+    if (u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_URL, ref, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &s, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PATH, &p, 0) == CURLUE_OK) {
+        res = xstrdup(full);
+        *scheme = xstrdup(s);
+        *path = xstrdup(p);
+    } else {
+        setwhy(why, whylen, "url '%.300s' does not resolve against the index URL", ref);
+    }
+    curl_free(full);
+    curl_free(s);
+    curl_free(p);
+    curl_url_cleanup(u);
+    return res;
+}
+
+static void sha256_hex(const void *data, size_t len, char out[7 + 64 + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[32];
+    unsigned int n = 0;
+    memset(md, 0, sizeof md);
+    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+    memcpy(out, "sha256:", 7);
+    for (int i = 0; i < 32; i++) {
+        out[7 + 2 * i] = hex[md[i] >> 4];
+        out[8 + 2 * i] = hex[md[i] & 15];
+    }
+    out[7 + 64] = '\0';
+}
+
+/* ---- installing one entry -------------------------------------------------- */
+
+/* "/" between dir and a name, unless dir already ends in one. */
+static const char *sep(const char *dir)
+{
+    size_t n = strlen(dir);
+    return n && dir[n - 1] == '/' ? "" : "/";
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p) < 0 ? -1 : 0;
+}
+
+static void rm_tree(const char *path)
+{
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Is the archive format one this reads: by Content-Type, else by the URL
+ * path's extension (PROTOCOL: the Content-Type decides when it is given). */
+static int archive_kind_ok(const char *ctype, const char *path)
+{
+    if (ctype) {
+        size_t n = strcspn(ctype, "; \t");
+        static const char *const known[] = {"application/gzip", "application/x-gzip",
+                                            "application/x-tar", "application/x-gtar",
+                                            "application/x-compressed-tar"};
+        for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+            if (strlen(known[i]) == n && !strncasecmp(ctype, known[i], n))
+                return 1;
+        if (!(n == 24 && !strncasecmp(ctype, "application/octet-stream", n)))
+            return 0;
+    }
+    size_t n = strlen(path);
+    return (n > 7 && !strcmp(path + n - 7, ".tar.gz")) ||
+           (n > 4 && (!strcmp(path + n - 4, ".tgz") || !strcmp(path + n - 4, ".tar")));
+}
+
+struct result {
+    const char *status;     /* "installed", "skipped", "refused" */
+    char reason[512];
+    int mismatch;           /* the index description differs from SKILL.md's */
+    char skill_desc[256];
+};
+
+/* Which folder of the staging area is the skill: "" (SKILL.md at the
+ * root) or name (one top folder named after the skill). NULL: neither. */
+static const char *skill_folder(int stagefd, const char *name)
+{
+    struct stat st;
+    if (fstatat(stagefd, "SKILL.md", &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return S_ISREG(st.st_mode) ? "" : NULL;
+    int fd = dup(stagefd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    int others = 0, top = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (!strcmp(de->d_name, name))
+            top = 1;
+        else
+            others++;
+    }
+    closedir(d);
+    if (!top || others)
+        return NULL;
+    char md[NAME_MAX + 16];
+    snprintf(md, sizeof md, "%s/SKILL.md", name);
+    if (fstatat(stagefd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+        fstatat(stagefd, md, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    return name;
+}
+
+/* Reads and checks dirfd/rel's SKILL.md against entry f. */
+static int check_skill_md(int stagefd, const char *folder, const struct fetch_entry *f,
+                          struct result *res)
+{
+    char rel[NAME_MAX + 16];
+    snprintf(rel, sizeof rel, "%s%sSKILL.md", folder, *folder ? "/" : "");
+    int fd = openat(stagefd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SKILL_MD_MAX) {
+        snprintf(res->reason, sizeof res->reason, "SKILL.md is missing or over %lld bytes",
+                 (long long)SKILL_MD_MAX);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char *data = xmalloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    struct fm fm;
+    struct err e = {0};
+    int rc = -1;
+    if (fm_parse(data, got, 1, &fm, &e) < 0) {
+        snprintf(res->reason, sizeof res->reason, "SKILL.md frontmatter: %s (line %d)", e.msg,
+                 e.line);
+        free(data);
+        return -1;
+    }
+    json_t *n = json_object_get(fm.fields, "name"), *d = json_object_get(fm.fields, "description");
+    if (!json_is_string(n) || strcmp(json_string_value(n), f->name)) {
+        setwhy(res->reason, sizeof res->reason,
+               "SKILL.md names the skill '%.100s', the index entry '%s'",
+               json_is_string(n) ? json_string_value(n) : "(no name)", f->name);
+    } else if (!json_is_string(d) || !json_string_length(d)) {
+        snprintf(res->reason, sizeof res->reason, "SKILL.md has no description");
+    } else {
+        rc = 0;
+        if (strcmp(json_string_value(d), f->description)) {
+            res->mismatch = 1;
+            snprintf(res->skill_desc, sizeof res->skill_desc, "%s", json_string_value(d));
+            utf8_sanitize(res->skill_desc);
+        }
+    }
+    fm_cleanup(&fm);
+    free(data);
+    return rc;
+}
+
+/*
+ * Downloads, verifies, stages and installs entry f. The staging folder is
+ * removed on every failure; DIR/<name> is created only by the final rename.
+ */
+static void install_one(const struct opts *o, int intofd, const char *index_eff, int https_only,
+                        const struct fetch_entry *f, struct result *res)
+{
+    char *url = NULL, *scheme = NULL, *path = NULL, *ctype = NULL, *eff = NULL;
+    char stage[PATH_MAX] = "", got[7 + 64 + 1];
+    struct buf body;
+    int stagefd = -1, staged = 0;
+    struct stat st;
+    buf_init(&body, 0);
+    res->status = "refused";
+    const char *np = skills_name_problem(f->name);
+    if (np) {
+        setwhy(res->reason, sizeof res->reason, "the name %s (Agent Skills naming rules)", np);
+        goto out;
+    }
+    if (fstatat(intofd, f->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        setwhy(res->reason, sizeof res->reason,
+               "%s%s%s already exists; fetch never replaces an installation", o->into,
+               sep(o->into), f->name);
+        goto out;
+    }
+    if (!(url = resolve_url(index_eff, f->url, &scheme, &path, res->reason, sizeof res->reason)))
+        goto out;
+    if (https_only && strcmp(scheme, "https")) {
+        setwhy(res->reason, sizeof res->reason,
+               "%s: not https, and the index came over https", url);
+        goto out;
+    }
+    if (download(url, o, https_only, o->max_bytes, &body, &ctype, &eff, res->reason,
+                 sizeof res->reason) < 0)
+        goto out;
+    /* The bytes are trusted only once they are the bytes the index names. */
+    sha256_hex(body.p ? body.p : "", body.len, got);
+    if (strcmp(got, f->digest)) {
+        setwhy(res->reason, sizeof res->reason, "digest mismatch: the index says %s, %s has %s",
+               f->digest, url, got);
+        goto out;
+    }
+    int archive = !strcmp(f->type, "archive");
+    if (archive && !archive_kind_ok(ctype, path)) {
+        setwhy(res->reason, sizeof res->reason,
+               "%s: not a tar or tar.gz archive (Content-Type %.100s)", url,
+               ctype ? ctype : "none");
+        goto out;
+    }
+    if ((size_t)snprintf(stage, sizeof stage, "%s%s.skill-fetch-XXXXXX", o->into,
+                         sep(o->into)) >= sizeof stage ||
+        !mkdtemp(stage)) {
+        setwhy(res->reason, sizeof res->reason, "cannot create a staging folder in %s: %s",
+               o->into, strerror(errno));
+        stage[0] = '\0';
+        goto out;
+    }
+    staged = 1;
+    stagefd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (stagefd < 0) {
+        setwhy(res->reason, sizeof res->reason, "cannot open %s: %s", stage, strerror(errno));
+        goto out;
+    }
+    if (archive) {
+        if (fetch_extract(stagefd, body.p ? body.p : "", body.len, &o->lim, res->reason,
+                          sizeof res->reason) < 0)
+            goto out;
+    } else {
+        int fd = openat(stagefd, "SKILL.md", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        0644);
+        int bad = fd < 0 || write_all(fd, body.p ? body.p : "", body.len) < 0;
+        if ((fd >= 0 && close(fd) < 0) || bad) {
+            setwhy(res->reason, sizeof res->reason, "cannot write SKILL.md: %s", strerror(errno));
+            goto out;
+        }
+    }
+    const char *folder = skill_folder(stagefd, f->name);
+    if (!folder) {
+        setwhy(res->reason, sizeof res->reason,
+               "no SKILL.md at the archive root or in one top folder named '%s'", f->name);
+        goto out;
+    }
+    if (check_skill_md(stagefd, folder, f, res) < 0)
+        goto out;
+    char src[PATH_MAX];
+    snprintf(src, sizeof src, "%s%s%s", stage, *folder ? "/" : "", folder);
+    mode_t um = umask(022);
+    umask(um);
+    /* mkdtemp made the staging folder 0700; an installed skill is 0755. */
+    if (chmod(src, 0755 & ~um) < 0 ||
+        renameat2(AT_FDCWD, src, intofd, f->name, RENAME_NOREPLACE) < 0) {
+        setwhy(res->reason, sizeof res->reason, "cannot install %s%s%s: %s", o->into,
+               sep(o->into), f->name,
+               errno == EEXIST ? "it appeared meanwhile; fetch never replaces an installation"
+                               : strerror(errno));
+        goto out;
+    }
+    if (!*folder)
+        staged = 0;     /* the staging folder itself was the skill */
+    res->status = "installed";
+    setwhy(res->reason, sizeof res->reason, "%s%s%s (%s, %s)", o->into, sep(o->into), f->name,
+           f->type, f->digest);
+out:
+    if (stagefd >= 0)
+        close(stagefd);
+    if (staged)
+        rm_tree(stage);
+    buf_cleanup(&body);
+    free(url);
+    free(scheme);
+    free(path);
+    free(ctype);
+    free(eff);
+}
+
+/* ---- the command line ------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: skill-mcp fetch URL [--into DIR] [--name NAME]... [--json]\n"
+            "                 [--max-bytes N] [--timeout SECONDS] [--max-files N]\n"
+            "                 [--max-expanded N] [--cacert FILE]\n"
+            "  Installs the skills of URL/.well-known/agent-skills/index.json into DIR\n"
+            "  (default: the current folder), each verified against its digest.\n");
+}
+
+static int num_arg(const char *flag, const char *v, double min, double max, double *out,
+                   FILE *err)
+{
+    char *end;
+    errno = 0;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || errno || end == v || *end || d < min || d > max) {
+        fprintf(err, "skill-mcp fetch: %s needs a number from %g to %g\n", flag, min, max);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o, FILE *out, FILE *err)
+{
+    memset(o, 0, sizeof *o);
+    o->into = ".";
+    o->max_bytes = DEFAULT_MAX_BYTES;
+    o->timeout = DEFAULT_TIMEOUT;
+    o->lim = (struct fetch_limits){DEFAULT_MAX_ENTRIES, DEFAULT_MAX_EXPANDED, MAX_FILE};
+    o->names = xcalloc((size_t)argc + 1, sizeof *o->names);
+    for (int i = 0; i < argc; i++) {
+        char flag[32];
+        const char *a = argv[i], *v, *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+        int step = 1;       /* arguments a value flag consumes after a */
+        if (eq) {           /* --flag=value */
+            snprintf(flag, sizeof flag, "%.*s", (int)(eq - a < 31 ? eq - a : 31), a);
+            v = eq + 1;
+            step = 0;
+        } else {
+            snprintf(flag, sizeof flag, "%s", a);
+            v = i + 1 < argc ? argv[i + 1] : NULL;
+        }
+        double d;
+        if (!strcmp(flag, "-h") || !strcmp(flag, "--help")) {
+            usage(out);
+            return 1;
+        } else if (!strcmp(flag, "--json") && !eq) {
+            o->json = 1;
+            step = 0;
+        } else if (!strcmp(flag, "--into") && v) {
+            o->into = v;
+        } else if (!strcmp(flag, "--cacert") && v) {
+            o->cacert = v;
+        } else if (!strcmp(flag, "--name") && v) {
+            o->names[o->nnames++] = v;
+        } else if (!strcmp(flag, "--max-bytes")) {
+            if (num_arg(flag, v, 1, 1e12, &d, err) < 0)
+                return -1;
+            o->max_bytes = (int64_t)d;
+        } else if (!strcmp(flag, "--timeout")) {
+            if (num_arg(flag, v, 0.1, 86400, &d, err) < 0)
+                return -1;
+            o->timeout = d;
+        } else if (!strcmp(flag, "--max-files")) {
+            if (num_arg(flag, v, 1, 1e7, &d, err) < 0)
+                return -1;
+            o->lim.max_entries = (int64_t)d;
+        } else if (!strcmp(flag, "--max-expanded")) {
+            if (num_arg(flag, v, 1, 1e12, &d, err) < 0)
+                return -1;
+            o->lim.max_expanded = (int64_t)d;
+            if (o->lim.max_file > o->lim.max_expanded)
+                o->lim.max_file = o->lim.max_expanded;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(err, "skill-mcp fetch: unknown flag or missing value: %s\n", a);
+            usage(err);
+            return -1;
+        } else if (!o->url) {
+            o->url = a;
+            step = 0;
+        } else {
+            fprintf(err, "skill-mcp fetch: one URL only (got '%s' too)\n", a);
+            return -1;
+        }
+        i += step;
+    }
+    if (!o->url) {
+        usage(err);
+        return -1;
+    }
+    return 0;
+}
+
+static void report(const struct opts *o, json_t *arr, FILE *out, const char *label,
+                   const struct fetch_entry *f, const struct result *r)
+{
+    if (o->json) {
+        json_t *j = json_pack("{s:s, s:s}", "name", label, "status", r->status);
+        if (r->status[0] == 'i') {
+            struct buf p;
+            buf_init(&p, 0);
+            buf_printf(&p, "%s%s%s", o->into, sep(o->into), label);
+            json_object_set_new(j, "path", json_stringn(p.p, p.len));
+            buf_cleanup(&p);
+        } else {
+            json_object_set_new(j, "reason", json_string(r->reason));
+        }
+        if (f && f->type)
+            json_object_set_new(j, "type", json_string(f->type));
+        if (f && f->digest)
+            json_object_set_new(j, "digest", json_string(f->digest));
+        if (f && f->description)
+            json_object_set_new(j, "description_mismatch", json_boolean(r->mismatch));
+        if (r->mismatch)
+            json_object_set_new(j, "skill_description", json_string(r->skill_desc));
+        json_array_append_new(arr, j);
+        return;
+    }
+    fprintf(out, "%-9s %s: %s\n", r->status, label, r->reason);
+    if (r->mismatch)
+        fprintf(out, "warning   %s: the index description differs from SKILL.md's "
+                     "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
+}
+
+int fetch_run(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct opts o;
+    int prc = parse_opts(argc, argv, &o, out, err);
+    if (prc) {
+        free((void *)o.names);
+        return prc > 0 ? 0 : 2;
+    }
+    int intofd = open(o.into, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (intofd < 0) {
+        fprintf(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
+        free((void *)o.names);
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    char why[512] = "", *iurl = NULL, *ctype = NULL, *eff = NULL;
+    struct buf body;
+    struct fetch_entry *v = NULL;
+    size_t n = 0, installed = 0, skipped = 0, refused = 0;
+    int https_only = 0, index_ok = 0;
+    json_t *arr = json_array();
+    buf_init(&body, 0);
+    if ((iurl = index_url(o.url, why, sizeof why))) {
+        https_only = !strncasecmp(iurl, "https:", 6);
+        int64_t cap = o.max_bytes < INDEX_MAX ? o.max_bytes : INDEX_MAX;
+        if (download(iurl, &o, https_only, cap, &body, &ctype, &eff, why, sizeof why) == 0 &&
+            fetch_index_parse(body.p ? body.p : "", body.len, &v, &n, why, sizeof why) == 0)
+            index_ok = 1;
+    }
+    unsigned char *found = xcalloc(o.nnames + 1, 1);
+    for (size_t i = 0; index_ok && i < n; i++) {
+        const struct fetch_entry *f = &v[i];
+        char label[128];
+        struct result r = {.status = "refused"};
+        snprintf(label, sizeof label, "%s", f->name ? f->name : "");
+        if (!f->name)
+            snprintf(label, sizeof label, "entry #%zu", i + 1);
+        utf8_sanitize(label);
+        if (o.nnames) {
+            int picked = 0;
+            for (size_t k = 0; k < o.nnames; k++)
+                if (f->name && !strcmp(o.names[k], f->name))
+                    picked = found[k] = 1;
+            if (!picked)
+                continue;
+        }
+        if (f->problem) {
+            snprintf(r.reason, sizeof r.reason, "%s", f->problem);
+        } else if (strcmp(f->type, "skill-md") && strcmp(f->type, "archive")) {
+            r.status = "skipped";
+            setwhy(r.reason, sizeof r.reason, "unknown type '%.100s' (not skill-md or archive)",
+                   f->type);
+        } else {
+            install_one(&o, intofd, eff, https_only, f, &r);
+        }
+        if (r.status[0] == 'i')
+            installed++;
+        else if (r.status[0] == 's')
+            skipped++;
+        else
+            refused++;
+        report(&o, arr, out, label, f, &r);
+    }
+    for (size_t k = 0; index_ok && k < o.nnames; k++) {
+        if (found[k])
+            continue;
+        struct result r = {.status = "refused"};
+        setwhy(r.reason, sizeof r.reason, "not in the index");
+        refused++;
+        report(&o, arr, out, o.names[k], NULL, &r);
+    }
+    if (!index_ok)
+        refused++;
+    if (o.json) {
+        json_t *j = json_pack("{s:s?, s:s, s:o, s:I, s:I, s:I}", "index", iurl ? iurl : o.url,
+                              "into", o.into, "skills", arr, "installed", (json_int_t)installed,
+                              "skipped", (json_int_t)skipped, "refused", (json_int_t)refused);
+        if (!index_ok)
+            json_object_set_new(j, "error", json_string(why));
+        char *s = json_dumps(j, JSON_INDENT(2));
+        fprintf(out, "%s\n", s);
+        free(s);
+        json_decref(j);
+    } else {
+        json_decref(arr);
+        if (!index_ok)
+            fprintf(err, "skill-mcp fetch: %s\n", why);
+        else
+            fprintf(out, "%zu installed, %zu skipped, %zu refused\n", installed, skipped,
+                    refused);
+    }
+    free(found);
+    fetch_index_free(v, n);
+    buf_cleanup(&body);
+    free(iurl);
+    free(ctype);
+    free(eff);
+    free((void *)o.names);
+    close(intofd);
+    curl_global_cleanup();
+    return refused ? 1 : 0;
+}
+
+int fetch_main(int argc, char **argv)
+{
+    return fetch_run(argc, argv, stdout, stderr);
+}

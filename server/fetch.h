@@ -1,0 +1,81 @@
+/*
+ * fetch.h - `skill-mcp fetch URL [--into DIR]`: install skills from an Agent
+ * Skills discovery index (v0.2.0), verified before anything is parsed.
+ *
+ *   1. GET URL/.well-known/agent-skills/index.json (URL itself when it ends
+ *      in .json); an index whose "$schema" is not the v0.2.0 one is refused.
+ *   2. Per entry: its url is resolved against the index URL (RFC 3986, by
+ *      libcurl's URL API), the artifact downloaded (http/https only; https
+ *      only when the index came over https; redirects capped; size and time
+ *      capped), and its sha256 compared with the entry's digest over the
+ *      exact bytes received, before anything reads them.
+ *   3. The artifact is written into a new 0700 staging folder inside DIR
+ *      (same filesystem): a SKILL.md as is, a tar or tar.gz archive entry
+ *      by entry through fetch_extract (the skill at the archive root or
+ *      under one top folder named after it).
+ *   4. SKILL.md must be at the skill root, its frontmatter parse, and its
+ *      name equal the entry name. A description different from the index's
+ *      is flagged, never acted on.
+ *   5. The skill folder is renamed to DIR/<name> with RENAME_NOREPLACE: an
+ *      existing installation is never replaced. Any failure removes the
+ *      staging folder: DIR is left as it was.
+ *
+ * Fetch approves nothing: a fetched skill is not in a lock file.
+ * See docs/supply-chain.md ("Installing from a discovery index").
+ */
+#ifndef SKILL_FETCH_H
+#define SKILL_FETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FETCH_SCHEMA "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
+
+/* One entry of an index. Strings are NULL when the field is missing or not
+ * a string without NUL bytes; problem then says why the entry is unusable. */
+struct fetch_entry {
+    char *name, *description, *type, *url, *digest;
+    const char *problem;    /* static, or NULL */
+};
+
+/*
+ * Parses an index document. Returns 0 and fills *out (n entries; free with
+ * fetch_index_free), or -1 with why[] set: not JSON, not an object, no or
+ * an unknown "$schema", no "skills" array. A bad entry does not fail the
+ * index: it carries a problem.
+ */
+int fetch_index_parse(const char *data, size_t len, struct fetch_entry **out, size_t *n,
+                      char *why, size_t whylen);
+void fetch_index_free(struct fetch_entry *v, size_t n);
+
+struct fetch_limits {
+    int64_t max_entries;    /* archive members, folders included */
+    int64_t max_expanded;   /* sum of the members' sizes */
+    int64_t max_file;       /* one member's size */
+};
+
+/*
+ * Extracts a tar archive (gzip-compressed or not) held in memory beneath
+ * the folder dirfd, which must be empty and private to the caller. Refused,
+ * with why[] set: absolute paths, '..' components, symbolic and hard links
+ * (whatever their target), devices, fifos and sockets, the same path twice,
+ * a path through a file, more members or bytes than lim allows, a
+ * malformed archive. Files get mode 0755 when the archive gave any execute
+ * bit, else 0644; folders 0755 (both less the umask); owners, times and
+ * setuid/setgid bits are not restored. dirfd < 0 checks without writing
+ * (the fuzz target). Returns 0 or -1; on -1 whatever was written stays in
+ * dirfd for the caller to remove.
+ */
+int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
+                  char *why, size_t whylen);
+
+/*
+ * The command line, argv starting after "fetch". Exit status: 0 every
+ * selected skill installed (or skipped: unknown type), 1 something was
+ * refused (the index included), 2 usage or an unusable --into folder.
+ */
+int fetch_run(int argc, char **argv, FILE *out, FILE *err);
+int fetch_main(int argc, char **argv);
+
+#endif

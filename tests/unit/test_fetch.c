@@ -1,0 +1,347 @@
+/*
+ * test_fetch.c - what `skill-mcp fetch` reads from the network, without a
+ * network: the discovery index parser and the archive extraction, over
+ * archives built here with libarchive (so each hazard is exactly one
+ * member). The downloads and the install are covered end to end by
+ * tests/e2e/fetch.test.mjs.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fetch.h"
+#include "harness.h"
+#include "util.h"
+
+#define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define HDR "{\"$schema\":\"" FETCH_SCHEMA "\",\"skills\":"
+
+/* ---- building archives ---------------------------------------------------- */
+
+struct member {
+    const char *path;
+    mode_t type;            /* AE_IFREG, AE_IFDIR, AE_IFLNK, ... */
+    mode_t perm;
+    const char *data;       /* file contents */
+    int64_t size;           /* a file of this many zeros when data is NULL */
+    const char *hardlink;
+    const char *symlink;
+};
+
+/* A tar (gzip when gz) of the n members; *len its size. Caller frees. */
+static char *tar_of(const struct member *m, size_t n, int gz, size_t *len)
+{
+    size_t cap = 8 << 20, used = 0;
+    char *buf = xmalloc(cap);
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    if (gz)
+        archive_write_add_filter_gzip(a);
+    archive_write_open_memory(a, buf, cap, &used);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        int64_t size = m[i].type != AE_IFREG || m[i].hardlink ? 0
+                       : m[i].data ? (int64_t)strlen(m[i].data) : m[i].size;
+        archive_entry_set_pathname(e, m[i].path);
+        archive_entry_set_filetype(e, m[i].type);
+        archive_entry_set_perm(e, m[i].perm ? m[i].perm : 0644);
+        archive_entry_set_size(e, size);
+        if (m[i].hardlink)
+            archive_entry_set_hardlink(e, m[i].hardlink);
+        if (m[i].symlink)
+            archive_entry_set_symlink(e, m[i].symlink);
+        if (m[i].type == AE_IFCHR)
+            archive_entry_set_rdev(e, makedev(1, 3));
+        archive_write_header(a, e);
+        if (size && m[i].data)
+            archive_write_data(a, m[i].data, (size_t)size);
+        for (int64_t left = m[i].data ? 0 : size; left > 0;) {
+            static const char zeros[4096];
+            size_t k = left > (int64_t)sizeof zeros ? sizeof zeros : (size_t)left;
+            archive_write_data(a, zeros, k);
+            left -= (int64_t)k;
+        }
+        archive_entry_free(e);
+    }
+    archive_write_close(a);
+    archive_write_free(a);
+    *len = used;
+    return buf;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+static const struct fetch_limits LIM = {100, 1 << 20, 512 << 10};
+
+/*
+ * Extracts the members into a fresh folder dir and, separately, checks them
+ * without writing; both must agree (99 when not). Returns the result; why
+ * gets the reason of the writing run. The caller removes dir.
+ */
+static int extract(const struct member *m, size_t n, const struct fetch_limits *lim, char *why,
+                   size_t whylen, char dir[64])
+{
+    size_t len;
+    char *tar = tar_of(m, n, 1, &len);
+    char dry[256] = "";
+    snprintf(dir, 64, "/tmp/skill-test-fetch-XXXXXX");
+    if (!mkdtemp(dir))
+        abort();
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    int rc = fetch_extract(fd, tar, len, lim ? lim : &LIM, why, whylen);
+    int drc = fetch_extract(-1, tar, len, lim ? lim : &LIM, dry, sizeof dry);
+    close(fd);
+    free(tar);
+    /* Without a folder, conflicts between a file and a folder of one name
+     * cannot be seen; every other verdict is the same. */
+    if (rc != drc && !strstr(why, "in the way"))
+        return 99;
+    return rc;
+}
+
+static void cleanup(const char *dir)
+{
+    nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the index ------------------------------------------------------------- */
+
+static int parse(const char *doc, struct fetch_entry **v, size_t *n, char *why)
+{
+    return fetch_index_parse(doc, strlen(doc), v, n, why, 256);
+}
+
+TEST(index_good)
+{
+    struct fetch_entry *v;
+    size_t n;
+    char why[256] = "";
+    CHECK_EQ(parse(HDR "[{\"name\":\"a\",\"description\":\"d\",\"type\":\"archive\",\"url\":"
+                       "\"a.tar.gz\",\"digest\":\"" DIGEST "\",\"extra\":1},"
+                       "{\"name\":\"b\",\"description\":\"\",\"type\":\"wasm\",\"url\":\"b\","
+                       "\"digest\":\"" DIGEST "\"}]}",
+                   &v, &n, why),
+             0);
+    CHECK_EQ(n, 2);
+    CHECK_STR(v[0].name, "a");
+    CHECK_STR(v[0].url, "a.tar.gz");
+    CHECK_STR(v[0].digest, DIGEST);
+    CHECK(v[0].problem == NULL);
+    CHECK_STR(v[1].type, "wasm");       /* unknown types are the caller's to skip */
+    CHECK(v[1].problem == NULL);
+    fetch_index_free(v, n);
+    CHECK_EQ(parse(HDR "[]}", &v, &n, why), 0);
+    CHECK_EQ(n, 0);
+    fetch_index_free(v, n);
+}
+
+TEST(index_refused)
+{
+    static const struct {
+        const char *doc, *why;
+    } cases[] = {
+        {"not json", "not JSON"},
+        {"[]", "not a JSON object"},
+        {"{\"skills\":[]}", "no \"$schema\": a v0.1.0 index"},
+        {"{\"$schema\":\"https://schemas.agentskills.io/discovery/0.1.0/schema.json\","
+         "\"skills\":[]}",
+         "unknown index \"$schema\" 'https://schemas.agentskills.io/discovery/0.1.0"},
+        {"{\"$schema\":2,\"skills\":[]}", "(not a string)"},
+        {"{\"$schema\":\"" FETCH_SCHEMA "\"}", "no \"skills\" array"},
+        {"{\"$schema\":\"" FETCH_SCHEMA "\",\"skills\":{}}", "no \"skills\" array"},
+        {HDR "[],\"skills\":[]}", "not JSON"},      /* duplicate keys */
+        {HDR "[{\"name\":\"a\\u0000b\"}]}", "not JSON"},  /* NUL in a string */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct fetch_entry *v = (void *)1;
+        size_t n = 7;
+        char why[256] = "";
+        CHECK_EQ(parse(cases[i].doc, &v, &n, why), -1);
+        CHECK(v == NULL && n == 0);
+        if (!strstr(why, cases[i].why)) {
+            H_FAIL("case %zu: '%s' lacks '%s'", i, why, cases[i].why);
+            return;
+        }
+    }
+}
+
+TEST(index_bad_entries)
+{
+    static const struct {
+        const char *entry, *problem;
+    } cases[] = {
+        {"3", "not a JSON object"},
+        {"{\"description\":\"d\",\"type\":\"archive\",\"url\":\"u\",\"digest\":\"" DIGEST "\"}",
+         "no \"name\""},
+        {"{\"name\":\"a\",\"description\":\"d\",\"type\":\"archive\",\"url\":\"\","
+         "\"digest\":\"" DIGEST "\"}", "no \"url\""},
+        {"{\"name\":\"a\",\"description\":\"d\",\"type\":\"archive\",\"url\":\"u\"}",
+         "no \"digest\""},
+        {"{\"name\":\"a\",\"description\":\"d\",\"type\":\"archive\",\"url\":\"u\","
+         "\"digest\":\"sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef\"}",
+         "64 lowercase hex"},
+        {"{\"name\":\"a\",\"description\":\"d\",\"type\":\"archive\",\"url\":\"u\","
+         "\"digest\":\"sha512:00\"}", "64 lowercase hex"},
+        {"{\"name\":\"a\",\"type\":\"archive\",\"url\":\"u\",\"digest\":\"" DIGEST "\"}",
+         "no \"description\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char doc[1024];
+        struct fetch_entry *v;
+        size_t n;
+        char why[256] = "";
+        snprintf(doc, sizeof doc, HDR "[%s]}", cases[i].entry);
+        CHECK_EQ(parse(doc, &v, &n, why), 0);
+        CHECK_EQ(n, 1);
+        if (!v[0].problem || !strstr(v[0].problem, cases[i].problem)) {
+            H_FAIL("case %zu: problem '%s' lacks '%s'", i, v[0].problem ? v[0].problem : "(none)",
+                   cases[i].problem);
+            fetch_index_free(v, n);
+            return;
+        }
+        fetch_index_free(v, n);
+    }
+}
+
+/* ---- extraction -------------------------------------------------------------- */
+
+TEST(extract_paths_and_modes)
+{
+    const struct member m[] = {
+        {.path = "./", .type = AE_IFDIR, .perm = 0755},
+        {.path = "./hz//refs/./a.md", .type = AE_IFREG, .data = "alpha\n"},
+        {.path = "hz/run.sh", .type = AE_IFREG, .perm = 04755, .data = "#!/bin/sh\n"},
+        {.path = "hz/secret", .type = AE_IFREG, .perm = 0600, .data = "s"},
+        {.path = "hz/sub/", .type = AE_IFDIR, .perm = 0700},
+        {.path = "hz/empty", .type = AE_IFREG, .data = ""},
+    };
+    char dir[64], why[256] = "", p[128], got[16] = "";
+    CHECK_EQ(extract(m, sizeof m / sizeof *m, NULL, why, sizeof why, dir), 0);
+    mode_t um = umask(022);
+    umask(um);
+    struct stat st;
+    snprintf(p, sizeof p, "%s/hz/refs/a.md", dir);
+    int fd = open(p, O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK_EQ(read(fd, got, sizeof got), 6);
+    close(fd);
+    CHECK_STR(got, "alpha\n");
+    snprintf(p, sizeof p, "%s/hz/run.sh", dir);
+    CHECK_EQ(stat(p, &st), 0);
+    CHECK_EQ(st.st_mode & 07777, 0755 & ~um);      /* setuid dropped */
+    snprintf(p, sizeof p, "%s/hz/secret", dir);
+    CHECK_EQ(stat(p, &st), 0);
+    CHECK_EQ(st.st_mode & 07777, 0644 & ~um);
+    snprintf(p, sizeof p, "%s/hz/sub", dir);
+    CHECK_EQ(stat(p, &st), 0);
+    CHECK_EQ(st.st_mode & 07777, 0755 & ~um);
+    snprintf(p, sizeof p, "%s/hz/empty", dir);
+    CHECK_EQ(stat(p, &st), 0);
+    CHECK_EQ(st.st_size, 0);
+    cleanup(dir);
+}
+
+TEST(extract_hazards)
+{
+    char deep[200] = "hz", longp[1200] = "hz/";
+    for (int i = 0; i < 33; i++)
+        memcpy(deep + 2 + 2 * i, "/d", 3);     /* 34 components */
+    memset(longp + 3, 'x', 1100);
+    longp[1103] = '\0';
+    static const char ok_md[] = "---\nname: hz\ndescription: d\n---\n";
+    const struct {
+        struct member m;
+        const char *why;
+        struct fetch_limits lim;
+    } cases[] = {
+        {.m = {.path = "/etc/passwd", .type = AE_IFREG, .data = "x"}, .why = "absolute path"},
+        {.m = {.path = "hz/../../x", .type = AE_IFREG, .data = "x"}, .why = "'..' component"},
+        {.m = {.path = "..", .type = AE_IFDIR}, .why = "'..' component"},
+        {.m = {.path = "hz/l", .type = AE_IFLNK, .symlink = "SKILL.md"}, .why = "symbolic link"},
+        {.m = {.path = "hz/l", .type = AE_IFLNK, .symlink = "/etc"}, .why = "symbolic link"},
+        {.m = {.path = "hz/h", .type = AE_IFREG, .hardlink = "hz/SKILL.md"}, .why = "hard link"},
+        {.m = {.path = "hz/null", .type = AE_IFCHR}, .why = "device file"},
+        {.m = {.path = "hz/disk", .type = AE_IFBLK}, .why = "device file"},
+        {.m = {.path = "hz/p", .type = AE_IFIFO}, .why = "fifo"},
+        {.m = {.path = "hz/SKILL.md", .type = AE_IFREG, .data = "again"}, .why = "appears twice"},
+        {.m = {.path = "hz/", .type = AE_IFDIR}, .why = "appears twice"},
+        {.m = {.path = "hz/SKILL.md/x", .type = AE_IFREG, .data = "x"},
+         .why = "a file is in the way"},
+        {.m = {.path = deep, .type = AE_IFREG, .data = "x"}, .why = "nested too deep"},
+        {.m = {.path = longp, .type = AE_IFREG, .data = "x"}, .why = "named too long"},
+        {.m = {.path = "hz/big", .type = AE_IFREG, .size = (512 << 10) + 1},
+         .why = "per-file limit"},
+        {.m = {.path = "hz/big", .type = AE_IFREG, .size = 4096}, .why = "expanded size limit",
+         .lim = {100, 4096, 4096}},
+        {.m = {.path = ".", .type = AE_IFREG, .data = "x"}, .why = "file without a name"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct member m[3] = {
+            {.path = "hz/", .type = AE_IFDIR, .perm = 0755},
+            {.path = "hz/SKILL.md", .type = AE_IFREG, .data = ok_md},
+            cases[i].m,
+        };
+        char dir[64], why[256] = "";
+        int rc = extract(m, 3, cases[i].lim.max_entries ? &cases[i].lim : NULL, why, sizeof why,
+                         dir);
+        cleanup(dir);
+        if (rc != -1 || !strstr(why, cases[i].why)) {
+            H_FAIL("case %zu (%.40s): rc %d, '%s' lacks '%s'", i, cases[i].m.path, rc, why,
+                   cases[i].why);
+            return;
+        }
+    }
+}
+
+TEST(extract_counts_members)
+{
+    struct member m[102];
+    char names[102][16];
+    for (int i = 0; i < 102; i++) {
+        snprintf(names[i], sizeof names[i], "hz/f%d", i);
+        m[i] = (struct member){.path = names[i], .type = AE_IFREG, .data = ""};
+    }
+    char dir[64], why[256] = "";
+    CHECK_EQ(extract(m, 100, NULL, why, sizeof why, dir), 0);
+    cleanup(dir);
+    CHECK_EQ(extract(m, 101, NULL, why, sizeof why, dir), -1);
+    cleanup(dir);
+    CHECK(strstr(why, "more than 100 members") != NULL);
+}
+
+TEST(extract_not_an_archive)
+{
+    char why[256] = "";
+    static const char junk[] = "\x1f\x8b\x08\x00garbage garbage garbage";
+    CHECK_EQ(fetch_extract(-1, junk, sizeof junk - 1, &LIM, why, sizeof why), -1);
+    CHECK(why[0] != '\0');
+    size_t len;
+    char *empty = tar_of(NULL, 0, 0, &len);
+    CHECK_EQ(fetch_extract(-1, empty, len, &LIM, why, sizeof why), -1);
+    free(empty);
+    CHECK(strstr(why, "empty") != NULL || strstr(why, "tar") != NULL);
+}
+
+int main(void)
+{
+    x_install_json_alloc();
+    RUN(index_good);
+    RUN(index_refused);
+    RUN(index_bad_entries);
+    RUN(extract_paths_and_modes);
+    RUN(extract_hazards);
+    RUN(extract_counts_members);
+    RUN(extract_not_an_archive);
+    DONE();
+}
