@@ -16,7 +16,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startServer, copyFixtures, BIN, runCli } from './lib/harness.mjs';
+import { startServer, copyFixtures, BIN, runCli, connect, callOk, callErr } from './lib/harness.mjs';
 
 const opts = { timeout: 60_000 };
 const SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
@@ -272,6 +272,45 @@ test('fetch from a running skill-mcp: every skill installed, byte for byte; agai
       await s.stop();
     }
   });
+
+test('with a lock, a fetched skill arrives quarantined until `skill-mcp lock approve` names it', opts, async () => {
+  const s = await startServer({ setup(skills) { fs.rmSync(path.join(skills, 'globex'), { recursive: true }); } });
+  const into = tmp('skill-fetch-lock-');
+  const lock = path.join(tmp('skill-fetch-lockfile-'), 'skills.lock');
+  // a library with one reviewed skill and its lock
+  fs.mkdirSync(path.join(into, 'local-notes'));
+  fs.writeFileSync(path.join(into, 'local-notes', 'SKILL.md'),
+    '---\nname: local-notes\ndescription: Notes kept by the team.\n---\n# Notes\n');
+  const a = runCli(['lock', 'approve', '--all', '--lock', lock, '--skills', into, '--by', 'alice']);
+  assert.equal(a.code, 0, a.stdout + a.stderr);
+  let b;
+  try {
+    const r = await fetchCli([new URL(s.url).origin, '--into', into, '--name', 'pdf-tools']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.ok(!fs.readFileSync(lock, 'utf8').includes('pdf-tools'), 'fetch never approves');
+    b = await startServer({ skillsDirs: [into], args: ['--lock', lock] });
+    const c = await connect(b.url);
+    const list = await callOk(assert, c, 'list_skills', { limit: 100 });
+    const q = list.skills.find((k) => k.qualified_name === 'pdf-tools');
+    assert.equal(q?.quarantined, true, JSON.stringify(list));
+    assert.ok(q.quarantine_reason.includes(`skill-mcp lock approve pdf-tools --lock ${lock}`), q.quarantine_reason);
+    assert.equal(list.skills.find((k) => k.qualified_name === 'local-notes')?.quarantined, undefined);
+    const msg = await callErr(assert, c, 'load_skill', { name: 'pdf-tools' });
+    assert.match(msg, /quarantined/);
+    // reviewed: approve it, and the server serves it
+    const d = runCli(['lock', 'diff', 'pdf-tools', '--lock', lock, '--skills', into]);
+    assert.equal(d.code, 1, 'diff reports the unapproved skill');
+    const ap = runCli(['lock', 'approve', 'pdf-tools', '--lock', lock, '--skills', into, '--by', 'bob']);
+    assert.equal(ap.code, 0, ap.stdout + ap.stderr);
+    await callOk(assert, c, 'reload_skills', {});
+    const body = await callOk(assert, c, 'load_skill', { name: 'pdf-tools' });
+    assert.equal(body.name, 'pdf-tools');
+    await c.close();
+  } finally {
+    if (b) await b.stop();
+    await s.stop();
+  }
+});
 
 test('two teams\' skills of one name (acme/reports, globex/reports): the first installs, the second is refused',
   opts, async () => {
