@@ -1,7 +1,7 @@
 # skill-mcp - the only entry points: build, run, test, bench, install.
 #
 #   make            build build/skill-mcp
-#   make run        install missing packages, build, serve ./skills on 127.0.0.1:8000
+#   make run        install missing packages, build, serve ./skills on 127.0.0.1:8000 (PORT=N)
 #   make test       everything: unit, end-to-end, conformance, then all again under ASan+UBSan
 #   make asan       ASan+UBSan build into build-asan/ and run unit + e2e against it
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -9,6 +9,7 @@
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+PORT    ?= 8000
 CC      ?= cc
 PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -37,7 +38,7 @@ UNITBIN := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(SAN) $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SAN) $(LDFLAGS)
 
-.PHONY: all run test unit unit-build e2e conformance asan asan-build tsan install clean deps test-deps \
+.PHONY: all run test unit unit-build e2e conformance docs-commands asan asan-build tsan install clean deps test-deps \
         fuzz lint bench bench-smoke format
 
 all: $(BUILD)/skill-mcp
@@ -73,7 +74,7 @@ test-deps:
 	@tests/deps.sh test
 
 run: deps all
-	$(BUILD)/skill-mcp --skills skills --host 127.0.0.1 --port 8000
+	$(BUILD)/skill-mcp --skills skills --host 127.0.0.1 --port $(PORT)
 
 # ---- tests ----------------------------------------------------------------
 
@@ -87,6 +88,11 @@ e2e: all
 
 conformance: all
 	@tests/run-conformance.sh $(BUILD)/skill-mcp
+
+# Every command shown in the docs is run here or mapped to the test that
+# exercises it (tests/docs-commands.txt).
+docs-commands: all
+	@node tests/docs-commands.mjs $(BUILD)/skill-mcp
 
 test: test-deps
 	@tests/run-all.sh

@@ -33,6 +33,7 @@ run lint tests/lint.sh build
 run skills bash tests/fakeapi/run_examples.sh
 run deploy bash tests/deploy-check.sh build/skill-mcp
 run acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
+run docs-commands node tests/docs-commands.mjs build/skill-mcp
 if make -s asan-build >/dev/null; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run unit-asan tests/run-unit.sh build-asan

@@ -75,3 +75,33 @@ test('SIGTERM stops the server promptly with exit 0', opts, async () => {
   assert.ok(e.code === 0 || e.signal === 'SIGTERM', `exit ${JSON.stringify(e)}`);
   await s.stop();
 });
+
+// Under systemd the journal gets stderr (docs/install.md, `journalctl -u
+// skill-mcp`); with --log-format json each line must be one JSON object.
+test('--log-format json writes one JSON object per stderr line', opts, async () => {
+  const s = await startServer({ args: ['--log-format', 'json'] });
+  try {
+    const c = await connect(s.url);
+    await callOk(assert, c, 'list_skills', {});
+    await c.close();
+    process.kill(s.proc.pid, 'SIGHUP');
+    const end = Date.now() + 5000;
+    while (!/rescanning skills/.test(s.log) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    await s.stop();
+  }
+  const lines = s.log.split('\n').filter((l) => l !== '');
+  assert.ok(lines.length >= 3, `too few log lines:\n${s.log}`);
+  for (const l of lines) {
+    let o;
+    assert.doesNotThrow(() => { o = JSON.parse(l); }, `not JSON: ${l}`);
+    assert.match(o.ts, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, l);
+    assert.ok(['debug', 'info', 'warn', 'error'].includes(o.level), l);
+    // A message line has `msg`; a request line has `event` and its fields.
+    assert.ok(typeof o.msg === 'string' || o.event === 'request', l);
+  }
+  const msgs = lines.map((l) => JSON.parse(l).msg ?? '');
+  assert.ok(msgs.some((m) => m.includes('listening on')));
+  assert.ok(msgs.some((m) => m.includes('SIGHUP: rescanning skills')));
+  assert.ok(lines.some((l) => JSON.parse(l).method === 'tools/call'), 'the request line of the call');
+});

@@ -169,3 +169,32 @@ describe('hot reload via --refresh-interval 1', () => {
     assert.ok(text.length > 0);
   });
 });
+
+// systemd's ExecReload (docs/install.md) is `kill -HUP $MAINPID` on a server
+// without --workers: the signal alone must pick up an added skill.
+test('SIGHUP rescans the skills (systemctl reload)', opts, async () => {
+  const s = await startServer({ refresh: 0 });
+  let client;
+  try {
+    client = await connect(s.url);
+    const before = await callOk(client, 'list_skills', { limit: 100 });
+    assert.ok(!before.skills.some((k) => k.name === 'hup-added'));
+    fs.mkdirSync(path.join(s.skills, 'hup-added'));
+    fs.writeFileSync(path.join(s.skills, 'hup-added', 'SKILL.md'), skillMd('hup-added', 'Added before a SIGHUP.'));
+    // Nothing rescans on its own (refresh 0), so without the signal it stays unseen.
+    const still = await callOk(client, 'list_skills', { limit: 100 });
+    assert.ok(!still.skills.some((k) => k.name === 'hup-added'));
+    process.kill(s.proc.pid, 'SIGHUP');
+    const after = await poll(async () => {
+      const r = await callOk(client, 'list_skills', { limit: 100 });
+      return r.skills.some((k) => k.name === 'hup-added') ? r : null;
+    });
+    assert.ok(after, 'the skill added before SIGHUP is listed');
+    assert.ok(after.generation > before.generation);
+    assert.match(s.log, /SIGHUP: rescanning skills/);
+    assert.equal(s.exited, null, 'SIGHUP must not stop the server');
+  } finally {
+    await client?.close();
+    await s.stop();
+  }
+});
