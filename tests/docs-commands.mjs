@@ -7,7 +7,8 @@
 // to its coverage and documents the format and the extraction rule.
 //
 // Last line, always: "SUMMARY docs-commands: P passed, F failed".
-// Environment: DOCS_COMMANDS_VERBOSE=1 prints each run command's output.
+// Environment: DOCS_COMMANDS_VERBOSE=1 prints each run command's output;
+// DOCS_COMMANDS_ROOT checks another tree (with its own tests/docs-commands.txt).
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,7 +17,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// DOCS_COMMANDS_ROOT points the check at another tree (its own tests do).
+const REPO = process.env.DOCS_COMMANDS_ROOT
+  ? path.resolve(process.env.DOCS_COMMANDS_ROOT)
+  : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MAP = 'tests/docs-commands.txt';
 const VERBOSE = process.env.DOCS_COMMANDS_VERBOSE === '1';
 
@@ -294,7 +298,9 @@ async function main() {
   fs.mkdirSync(work);
   fs.mkdirSync(path.join(tmp, 'bin'));
   fs.symlinkSync(bin, path.join(tmp, 'bin', 'skill-mcp'));
-  for (const d of ['skills', 'hooks']) fs.cpSync(path.join(REPO, d), path.join(work, d), { recursive: true });
+  for (const d of ['skills', 'hooks']) {
+    if (fs.existsSync(path.join(REPO, d))) fs.cpSync(path.join(REPO, d), path.join(work, d), { recursive: true });
+  }
   for (const d of fs.readdirSync(REPO)) {
     if (d.startsWith('.') || d === 'skills' || d === 'hooks') continue;
     fs.symlinkSync(path.join(REPO, d), path.join(work, d));
