@@ -314,7 +314,7 @@ async function main() {
   process.on('SIGINT', () => { cleanup().then(() => process.exit(130)); });
 
   const place = (s, port) => s.replaceAll('{tmp}', tmp).replaceAll('{work}', work)
-    .replaceAll('{port}', String(port)).replaceAll('{bin}', bin).replaceAll('{repo}', REPO);
+    .replaceAll('{port}', String(port)).replaceAll('{bin}', bin).replaceAll('{repo}', REPO).replaceAll('{home}', os.homedir());
   const substitute = (cmd, port) => {
     let s = cmd;
     for (const [from, to] of map.subst) s = s.split(from).join(to);
