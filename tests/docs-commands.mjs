@@ -140,6 +140,7 @@ function words(s) {
 
 function parseMap() {
   const files = [], subst = [], setup = [], entries = [];
+  let server = 'skill-mcp --skills {work}/skills --host 127.0.0.1 --port {port}';
   const text = fs.readFileSync(path.join(REPO, MAP), 'utf8').split('\n');
   text.forEach((raw, n) => {
     const where = `${MAP}:${n + 1}`;
@@ -148,6 +149,7 @@ function parseMap() {
     let m;
     if ((m = /^files\s+(.+)$/.exec(line))) { files.push(...m[1].split(/\s+/)); return; }
     if ((m = /^setup\s+(.+)$/.exec(line))) { setup.push(m[1]); return; }
+    if ((m = /^server\s+(.+)$/.exec(line))) { server = m[1]; return; }
     if ((m = /^subst\s+(.+?)\s+=>\s+(.*)$/.exec(line))) { subst.push([m[1], m[2]]); return; }
     const at = line.lastIndexOf(' => ');
     if (at < 0) { bad(`${where}: cannot parse (expected 'PATTERN => COVERAGE'): ${line}`); return; }
@@ -166,7 +168,7 @@ function parseMap() {
     }
     entries.push({ where, pat, cov, match, used: 0 });
   });
-  return { files, subst, setup, entries };
+  return { files, subst, setup, entries, server };
 }
 
 function expandFiles(globs) {
@@ -276,6 +278,7 @@ function opts(cov) {
     else if ((m = /^append=(.*)$/s.exec(w))) o.append = m[1];
     else if ((m = /^exit=(\d+)$/.exec(w))) o.exit = Number(m[1]);
     else if ((m = /^ready-out=(.*)$/s.exec(w))) o.readyOut = m[1];
+    else if ((m = /^before=(.*)$/s.exec(w))) o.before = m[1];
     else return { error: `unknown run option '${w}'` };
   }
   return o;
@@ -352,7 +355,7 @@ async function main() {
       if (o.kind === 'with-server') {
         if (!shared) {
           sharedPort = await freePort();
-          shared = startBg(`exec skill-mcp --skills ${work}/skills --host 127.0.0.1 --port ${sharedPort}`, env, work);
+          shared = startBg(`exec ${place(map.server, sharedPort)}`, env, work);
           stopList.push(shared);
           if (!(await waitReady(shared, sharedPort))) { bad(`${at}: the test server did not start`, shared.out); continue; }
         }
@@ -364,6 +367,10 @@ async function main() {
       const cenv = { ...env };
       for (const [k, v] of Object.entries(o.env)) cenv[k] = place(v, port);
       const shown = `${at} (ran: ${run.length > 160 ? run.slice(0, 160) + '...' : run})`;
+      if (o.before) {
+        const b = spawnSync('bash', ['-c', place(o.before, port)], { cwd: work, env: cenv, encoding: 'utf8', timeout: 60000 });
+        if (b.status !== 0) { bad(`${at}: before='${o.before}' failed (exit ${b.status}) (${e.where})`, b.stdout + b.stderr); continue; }
+      }
       const t0 = Date.now();
       const took = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
 
