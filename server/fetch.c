@@ -1035,7 +1035,14 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
         free((void *)o.names);
         return prc > 0 ? 0 : 2;
     }
+    /* A missing --into folder (its parent existing) is created, and removed
+     * again if nothing ends up installed in it. */
+    int created = 0;
     int intofd = open(o.into, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (intofd < 0 && errno == ENOENT && mkdir(o.into, 0755) == 0) {
+        created = 1;
+        intofd = open(o.into, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
     if (intofd < 0) {
         fprintf(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
         free((void *)o.names);
@@ -1126,6 +1133,8 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     free(eff);
     free((void *)o.names);
     close(intofd);
+    if (created && !installed)
+        rmdir(o.into);
     curl_global_cleanup();
     return refused ? 1 : 0;
 }

@@ -597,6 +597,11 @@ test('refused: an existing installation is never replaced', opts, async () => {
 test('usage errors exit 2', opts, async () => {
   assert.equal((await fetchCli([])).code, 2);
   assert.equal((await fetchCli(['http://127.0.0.1:1/', '--into', '/nonexistent/x'])).code, 2);
+  // a missing --into (parent present) is created, and removed when nothing was installed
+  const parent = tmp('skill-fetch-into-');
+  const fresh = path.join(parent, 'new');
+  assert.equal((await fetchCli(['http://127.0.0.1:1/', '--into', fresh, '--timeout', '2'])).code, 1);
+  assert.equal(fs.existsSync(fresh), false, 'an --into folder made for nothing is removed');
   assert.equal((await fetchCli(['http://127.0.0.1:1/', '--timeout', 'soon'])).code, 2);
   const r = await fetchCli(['not a url', '--into', tmp('skill-fetch-u-')]);
   assert.equal(r.code, 1);
