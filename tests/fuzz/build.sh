@@ -22,19 +22,22 @@ LIBS="$(pkg-config --libs $PKGS) -lm"
 CFLAGS="$CFLAGS $(pkg-config --cflags $PKGS)"
 
 mkdir -p "$OUT"
-for t in frontmatter markdown; do
+for t in frontmatter markdown shape; do
     # shellcheck disable=SC2086
     $CC $CFLAGS -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" \
-        server/frontmatter.c server/markdown.c server/util.c $LIBS
+        server/frontmatter.c server/markdown.c server/shape.c server/util.c $LIBS
     echo "built $OUT/fuzz_$t"
 done
 # The request path links the whole server but main.c.
 ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis"
 SRCS=$(ls server/*.c | grep -v server/main.c)
 # shellcheck disable=SC2086
-$CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_rpc" \
-    tests/fuzz/fuzz_rpc.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
-echo "built $OUT/fuzz_rpc"
+for t in rpc uri; do
+    # shellcheck disable=SC2086
+    $CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_$t" \
+        "tests/fuzz/fuzz_$t.c" $SRCS $(pkg-config --libs $ALL) -lpthread -lm
+    echo "built $OUT/fuzz_$t"
+done
 # shellcheck disable=SC2086
 $CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_lock" \
     tests/fuzz/fuzz_lock.c $SRCS $(pkg-config --libs $ALL) -lpthread -lm
@@ -90,14 +93,20 @@ printf '# lock\nteam/a %s execution=none approved-by=alice approved-at=2026-11-2
 printf 'b %s execution=%s approved-by=x approved-at=2026-11-29T10:00:00Z revoked-by=y revoked-at=2026-11-30T00:00:00Z\n  %s 1 SKILL.md\n  %s 1 scripts/run.py\n' \
     "$d" "$f1" "$f1" "$f1" >"$LSEEDS/seed-2"
 
-for t in frontmatter markdown rpc lock; do
+for t in frontmatter markdown rpc shape uri lock; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
+    case $t in
+    rpc) seeds=$RSEEDS ;;
+    lock) seeds=$LSEEDS ;;
+    shape | uri) seeds=tests/fuzz/seeds-$t ;;
+    *) seeds=$SEEDS ;;
+    esac
     echo "fuzzing $t for ${TIME}s"
     if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$OUT/fuzz_$t" -max_total_time="$TIME" -max_len=65536 -timeout=10 \
             -rss_limit_mb=2048 -print_final_stats=0 \
-            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$(case $t in rpc) echo "$RSEEDS" ;; lock) echo "$LSEEDS" ;; *) echo "$SEEDS" ;; esac)" \
+            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$seeds" \
             >"$OUT/fuzz_$t.log" 2>&1; then
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
         tail -n 40 "$OUT/fuzz_$t.log" >&2
