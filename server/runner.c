@@ -366,6 +366,10 @@ static int spawn_job(struct run_job *j)
     /* The script runs as --script-user: its HOME must be its own. */
     if (j->run_uid >= 0 && chown(tmpl, (uid_t)j->run_uid, (gid_t)j->run_gid) < 0)
         log_warn("cannot give the scratch folder to uid %d: %s", j->run_uid, strerror(errno));
+    for (int i = 0; i < j->nscratch_args && i < 4; i++) {
+        free(j->argv[j->scratch_args[i]]);
+        j->argv[j->scratch_args[i]] = xstrdup(tmpl);
+    }
     snprintf(home, sizeof home, "HOME=%s", tmpl);
     snprintf(tmpv, sizeof tmpv, "TMPDIR=%s", tmpl);
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||

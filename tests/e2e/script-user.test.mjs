@@ -1,5 +1,7 @@
 // --script-user: when the server runs as root, scripts and hooks run as an
-// unprivileged user (through setpriv), with a scratch HOME of their own.
+// unprivileged user (through setpriv; nobody unless the flag names another),
+// with a scratch HOME of their own. A skills root that user cannot read stops
+// the start; --script-user root is allowed with a loud warning.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -57,4 +59,61 @@ test('an unknown --script-user stops the start', { timeout: TEST_TIMEOUT, skip }
   const r = runCli(['--script-user', 'no-such-user-xyz', '--port', '0', '--skills', dir]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /no such user/);
+});
+
+const nobodyUid = () => Number(fs.readFileSync('/etc/passwd', 'utf8')
+  .split('\n').find((l) => l.startsWith('nobody:')).split(':')[2]);
+
+async function whoRuns(args) {
+  const s = await startServer({ skillsDirs: [dir], args });
+  try {
+    const c = await connect(s.url);
+    const r = await c.callTool({ name: 'run_skill_script', arguments: { name: 'who', script: 'id.sh' } });
+    await c.close();
+    return { sc: r.structuredContent, log: s.log };
+  } finally {
+    await s.stop();
+  }
+}
+
+test('a root server without --script-user runs scripts and hooks as nobody', { timeout: TEST_TIMEOUT, skip }, async () => {
+  const { sc, log } = await whoRuns([]);
+  assert.equal(sc.status, 'ok', sc.hint);
+  const [uid, hook, home] = sc.stdout.trim().split('\n');
+  assert.equal(Number(uid), nobodyUid(), 'the script runs as nobody by default');
+  assert.equal(hook, `hook=${nobodyUid()}`, 'so does the hook');
+  assert.equal(home, 'home-ok');
+  assert.match(log, /scripts and hooks run as nobody/);
+});
+
+test('--script-user root is obeyed, with a loud warning', { timeout: TEST_TIMEOUT, skip }, async () => {
+  const { sc, log } = await whoRuns(['--script-user', 'root']);
+  assert.equal(sc.status, 'ok', sc.hint);
+  assert.equal(sc.stdout.split('\n')[0], '0');
+  assert.match(log, /warn.*SCRIPTS AND HOOKS RUN AS ROOT/);
+});
+
+test('a skills root the script user cannot read stops the start, naming the folder', { timeout: TEST_TIMEOUT, skip }, () => {
+  const closed = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-closed-'));   // 0700
+  try {
+    fs.mkdirSync(path.join(closed, 'lib', 'x'), { recursive: true, mode: 0o755 });
+    fs.writeFileSync(path.join(closed, 'lib', 'x', 'SKILL.md'), '---\nname: x\ndescription: X\n---\n');
+    const r = runCli(['--port', '0', '--skills', path.join(closed, 'lib')]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /run as nobody \(uid \d+\), who cannot read the skills root/);
+    assert.ok(r.stderr.includes(`${closed} (mode 0700`), r.stderr);
+  } finally {
+    fs.rmSync(closed, { recursive: true, force: true });
+  }
+});
+
+test('a hooks folder the script user cannot read stops the start too', { timeout: TEST_TIMEOUT, skip }, () => {
+  const closed = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-closed-hooks-'));
+  try {
+    const r = runCli(['--port', '0', '--skills', dir, '--hooks-dir', closed]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /cannot read the hooks folder/);
+  } finally {
+    fs.rmSync(closed, { recursive: true, force: true });
+  }
 });
