@@ -88,7 +88,10 @@ test('a root server without --script-user runs scripts and hooks as nobody', { t
 
 test('--script-user root is obeyed, with a loud warning', { timeout: TEST_TIMEOUT, skip }, async () => {
   const { sc, log } = await whoRuns(['--script-user', 'root']);
+  // as root, id.sh's probe does land in /root: take it away again
+  fs.rmSync('/root/.skill-mcp-probe', { force: true });
   assert.equal(sc.status, 'ok', sc.hint);
+  assert.match(sc.stdout, /ROOT-WRITABLE/);
   assert.equal(sc.stdout.split('\n')[0], '0');
   assert.match(log, /warn.*SCRIPTS AND HOOKS RUN AS ROOT/);
 });
