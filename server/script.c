@@ -351,13 +351,15 @@ static int try_run(char **argv, char *why, size_t wl)
         snprintf(why, wl, "cannot start %s: %s", argv[0], strerror(e));
         return -1;
     }
-    char out[400];
+    char out[400], sink[4096];
     size_t got = 0;
     ssize_t r;
-    while ((r = read(p[0], out + got, sizeof out - 1 - got)) > 0 && got + (size_t)r < sizeof out - 1)
-        got += (size_t)r;
-    if (r > 0)
-        got += (size_t)r;
+    /* keep the first bytes, drain the rest so that the child never blocks */
+    while ((r = got < sizeof out - 1 ? read(p[0], out + got, sizeof out - 1 - got)
+                                     : read(p[0], sink, sizeof sink)) > 0 ||
+           (r < 0 && errno == EINTR))
+        if (r > 0 && got < sizeof out - 1)
+            got += (size_t)r;
     out[got] = '\0';
     close(p[0]);
     int st = 0;
@@ -365,9 +367,11 @@ static int try_run(char **argv, char *why, size_t wl)
         ;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
-    while (got && (out[got - 1] == '\n' || out[got - 1] == ' '))
-        out[--got] = '\0';
-    snprintf(why, wl, "%s", got ? out : "it exited with an error and printed nothing");
+    /* bwrap says what went wrong in its first line */
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    snprintf(why, wl, "%s", out[0] ? out : "it exited with an error and printed nothing");
     return -1;
 }
 
