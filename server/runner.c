@@ -94,6 +94,16 @@ static void maybe_release(struct run_job *j)
         close(j->_pidfd);
         j->_pidfd = -1;
     }
+    /* The outcome is counted before the slot is given back: a reader that
+     * sees live drop also sees how the run ended. */
+    switch (j->hook ? -1 : (int)j->status) {
+    case RUN_OK: atomic_fetch_add(&r->sh->ok, 1); break;
+    case RUN_FAILED: atomic_fetch_add(&r->sh->failed, 1); break;
+    case RUN_STALLED: atomic_fetch_add(&r->sh->stalled, 1); break;
+    case RUN_TIMEOUT: atomic_fetch_add(&r->sh->timeout, 1); break;
+    case RUN_BUSY: atomic_fetch_add(&r->sh->busy, 1); break;
+    case RUN_DENIED: atomic_fetch_add(&r->sh->denied, 1); break;
+    }
     if (j->_slot >= 0) {
         struct run_slot *sl = &r->sh->slots[j->_slot];
         atomic_store(&sl->pgid, 0);
@@ -110,14 +120,6 @@ static void maybe_release(struct run_job *j)
         r->live--;
     }
     remove_tree(j->_scratch);
-    switch (j->hook ? -1 : (int)j->status) {
-    case RUN_OK: atomic_fetch_add(&r->sh->ok, 1); break;
-    case RUN_FAILED: atomic_fetch_add(&r->sh->failed, 1); break;
-    case RUN_STALLED: atomic_fetch_add(&r->sh->stalled, 1); break;
-    case RUN_TIMEOUT: atomic_fetch_add(&r->sh->timeout, 1); break;
-    case RUN_BUSY: atomic_fetch_add(&r->sh->busy, 1); break;
-    case RUN_DENIED: atomic_fetch_add(&r->sh->denied, 1); break;
-    }
     log_info("run %s %s/%s: %s in %.0f ms (stdout %llu B, stderr %llu B)", j->request_id,
              j->skill, j->script, run_status_name(j->status), j->duration_ms,
              (unsigned long long)j->out.total, (unsigned long long)j->err.total);
