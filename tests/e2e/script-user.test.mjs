@@ -19,6 +19,9 @@ let client;
 
 before(async () => {
   if (!root) return;
+  // A probe left by an interrupted run of the --script-user root test below
+  // must not count against this run.
+  fs.rmSync('/root/.skill-mcp-probe', { force: true });
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-user-'));
   fs.chmodSync(dir, 0o755);             // the script user must be able to reach the skill
   const sk = path.join(dir, 'who');
