@@ -17,6 +17,8 @@ function skill(dir, front, body) {
 
 export function buildFixtures() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-accept-'));
+  // A root server runs scripts and hooks as nobody, who must read the fixtures.
+  fs.chmodSync(tmp, 0o755);
   const A = path.join(tmp, 'rootA');
   const B = path.join(tmp, 'rootB');
   const H = path.join(tmp, 'hooks');
@@ -176,5 +178,10 @@ let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{
   const R = path.join(tmp, 'rootR');
   skill(path.join(R, 'zeta'), 'name: zeta\ndescription: Zeta', '# Zeta\n');
 
-  return { tmp, A, B, H, R, outside, hookLog: path.join(tmp, 'hooklog.jsonl'), cleanup() { fs.rmSync(tmp, { recursive: true, force: true }); } };
+  // The hooks (as nobody) append to it; the items truncate it, keeping the mode.
+  const hookLog = path.join(tmp, 'hooklog.jsonl');
+  fs.writeFileSync(hookLog, '');
+  fs.chmodSync(hookLog, 0o666);
+
+  return { tmp, A, B, H, R, outside, hookLog, cleanup() { fs.rmSync(tmp, { recursive: true, force: true }); } };
 }

@@ -15,6 +15,7 @@ mkdir -p build/bench
 cc -O2 -o build/bench/spawn bench/spawn.c
 
 tmp=$(mktemp -d); pids=()
+chmod 755 "$tmp"   # a root server runs scripts as nobody
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 for s in plain hooked; do

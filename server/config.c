@@ -91,6 +91,19 @@ static const struct opt opts[] = {
      "(default: half of --max-script-concurrency)"},
     {"--script-user", OPT_STR, O(script_user), 0, 0, "USER",
      "when the server runs as root, run scripts and hooks as USER (e.g. nobody)"},
+    {"--script-cpu-limit", OPT_SECONDS, O(script_cpu_limit), 0, 86400, "SEC",
+     "RLIMIT_CPU of scripts and hooks; 0 = their ceiling + 1 s (default 0)"},
+    {"--script-memory-limit", OPT_LONG, O(script_memory_mib), 0, 1L << 30, "MIB",
+     "RLIMIT_AS (address space) of scripts and hooks in MiB, 0 = none (default 2048)"},
+    {"--script-file-size-limit", OPT_LONG, O(script_fsize_mib), 0, 1L << 30, "MIB",
+     "RLIMIT_FSIZE (largest file written) of scripts and hooks in MiB, 0 = none (default 1024)"},
+    {"--script-max-processes", OPT_INT, O(script_nproc), 0, 1 << 22, "N",
+     "RLIMIT_NPROC of scripts and hooks, 0 = none (default 256 when they run as another user "
+     "than the server, else none)"},
+    {"--sandbox", OPT_STR, O(sandbox), 0, 0, "KIND",
+     "none|bwrap: run scripts and hooks under bubblewrap (default none)"},
+    {"--bwrap-path", OPT_STR, O(bwrap_path), 0, 0, "FILE",
+     "the bwrap binary for --sandbox bwrap (default: bwrap on PATH)"},
     {"--hooks-dir", OPT_STR, O(hooks_dir), 0, 0, "DIR",
      "global pre/post hooks run around every script (default: none)"},
     {"--hook-timeout", OPT_SECONDS, O(hook_timeout), 0, 3600, "SEC",
@@ -272,6 +285,9 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->hook_timeout = 10;
     c->task_ttl = 3600;
     c->max_tasks_per_client = 16;
+    c->script_memory_mib = 2048;
+    c->script_fsize_mib = 1024;
+    c->script_nproc = -1;
     c->max_scripts_per_client = -1;
     c->context_tokens = 128000;
     c->context_share = 0.25;
@@ -346,6 +362,13 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
                         "or drop --stateful\n", c->workers);
         return -1;
     }
+    if (c->sandbox && strcmp(c->sandbox, "none") && strcmp(c->sandbox, "bwrap")) {
+        fprintf(stderr, "skill-mcp: invalid value '%s' for --sandbox: expected none or bwrap\n",
+                c->sandbox);
+        return -1;
+    }
+    if (c->sandbox && !strcmp(c->sandbox, "none"))
+        c->sandbox = NULL;
     if (c->script_timeout <= 0) {
         fprintf(stderr, "skill-mcp: --script-timeout must be more than 0\n");
         return -1;

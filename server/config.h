@@ -47,6 +47,12 @@ struct cfg {
     const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
+    double script_cpu_limit;            /* --script-cpu-limit s; 0 = the ceiling + 1 s */
+    long script_memory_mib;             /* --script-memory-limit MiB (RLIMIT_AS); 0 = none */
+    long script_fsize_mib;              /* --script-file-size-limit MiB; 0 = none */
+    int script_nproc;                   /* --script-max-processes; -1 = by script user */
+    const char *sandbox;                /* --sandbox bwrap, or NULL */
+    const char *bwrap_path;             /* --bwrap-path, or NULL: bwrap on PATH */
     int enable_tasks;                   /* --enable-tasks: run_skill_script as an MCP task */
     const char *tasks_redis;            /* --tasks-redis URL: task records in Redis */
     double task_ttl;                    /* --task-ttl: finished tasks kept, default 3600 s */

@@ -305,6 +305,14 @@ static int result_types_ok(json_t *r)
     for (const char *const *k = str; *k; k++)
         if ((v = json_object_get(r, *k)) && !json_is_string(v))
             return 0;
+    if ((v = json_object_get(r, "limit"))) {
+        static const char *const limits[] = {"cpu", "memory", "file_size", "processes", NULL};
+        const char *const *l = limits;
+        while (*l && !(json_is_string(v) && !strcmp(json_string_value(v), *l)))
+            l++;
+        if (!*l)
+            return 0;
+    }
     v = json_object_get(r, "exit_code");
     return !v || json_is_integer(v) || json_is_null(v);
 }

@@ -94,6 +94,16 @@ static void maybe_release(struct run_job *j)
         close(j->_pidfd);
         j->_pidfd = -1;
     }
+    /* The outcome is counted before the slot is given back: a reader that
+     * sees live drop also sees how the run ended. */
+    switch (j->hook ? -1 : (int)j->status) {
+    case RUN_OK: atomic_fetch_add(&r->sh->ok, 1); break;
+    case RUN_FAILED: atomic_fetch_add(&r->sh->failed, 1); break;
+    case RUN_STALLED: atomic_fetch_add(&r->sh->stalled, 1); break;
+    case RUN_TIMEOUT: atomic_fetch_add(&r->sh->timeout, 1); break;
+    case RUN_BUSY: atomic_fetch_add(&r->sh->busy, 1); break;
+    case RUN_DENIED: atomic_fetch_add(&r->sh->denied, 1); break;
+    }
     if (j->_slot >= 0) {
         struct run_slot *sl = &r->sh->slots[j->_slot];
         atomic_store(&sl->pgid, 0);
@@ -110,14 +120,6 @@ static void maybe_release(struct run_job *j)
         r->live--;
     }
     remove_tree(j->_scratch);
-    switch (j->hook ? -1 : (int)j->status) {
-    case RUN_OK: atomic_fetch_add(&r->sh->ok, 1); break;
-    case RUN_FAILED: atomic_fetch_add(&r->sh->failed, 1); break;
-    case RUN_STALLED: atomic_fetch_add(&r->sh->stalled, 1); break;
-    case RUN_TIMEOUT: atomic_fetch_add(&r->sh->timeout, 1); break;
-    case RUN_BUSY: atomic_fetch_add(&r->sh->busy, 1); break;
-    case RUN_DENIED: atomic_fetch_add(&r->sh->denied, 1); break;
-    }
     log_info("run %s %s/%s: %s in %.0f ms (stdout %llu B, stderr %llu B)", j->request_id,
              j->skill, j->script, run_status_name(j->status), j->duration_ms,
              (unsigned long long)j->out.total, (unsigned long long)j->err.total);
@@ -366,6 +368,10 @@ static int spawn_job(struct run_job *j)
     /* The script runs as --script-user: its HOME must be its own. */
     if (j->run_uid >= 0 && chown(tmpl, (uid_t)j->run_uid, (gid_t)j->run_gid) < 0)
         log_warn("cannot give the scratch folder to uid %d: %s", j->run_uid, strerror(errno));
+    for (int i = 0; i < j->nscratch_args && i < 4; i++) {
+        free(j->argv[j->scratch_args[i]]);
+        j->argv[j->scratch_args[i]] = xstrdup(tmpl);
+    }
     snprintf(home, sizeof home, "HOME=%s", tmpl);
     snprintf(tmpv, sizeof tmpv, "TMPDIR=%s", tmpl);
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||

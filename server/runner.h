@@ -53,6 +53,12 @@ struct run_job {
     size_t retain_max;      /* per stream */
     int run_uid, run_gid;   /* the scratch folder's owner (--script-user), or -1 */
     int hook;               /* a hook, not a script: left out of the scripts counters */
+    size_t scratch_args[4]; /* argv entries replaced by the scratch folder's path at start */
+    int nscratch_args;
+    /* the rlimits in effect (0 = none), so that the result can name the one that fired */
+    int lim_cpu_s, lim_nproc;
+    long lim_as_mib, lim_fsize_mib;
+    int sandboxed;          /* under bwrap: a signal death comes back as exit code 128 + sig */
     int urgent;             /* queued ahead of ordinary jobs, with no queue timeout: it
                              * finishes a call whose script has already run */
     /* optional: each complete stderr line as it arrives (loop thread) */

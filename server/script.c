@@ -19,6 +19,9 @@
 #include <ctype.h>
 #include <pwd.h>
 #include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -26,8 +29,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "jail.h"
@@ -61,20 +66,110 @@ struct scripts {
     char *setpriv;          /* absolute path, or NULL */
     char uid_arg[32], gid_arg[32];
     int uid, gid;           /* -1 when not switching */
+    /* rlimits, set by prlimit (util-linux) in front of everything else */
+    char *prlimit;
+    double cpu_s;           /* 0: each job's ceiling + 1 s */
+    long as_mib, fsize_mib; /* 0 = none */
+    int nproc;              /* 0 = none */
+    /* --sandbox bwrap: the binds every sandbox gets, built once */
+    char *bwrap;
+    char **sb_base;
+    size_t nsb_base;
+    /* the default script user (nobody) cannot reach this skills root (by
+     * root index) or the hooks folder: why, and runs there are refused */
+    char *closed[64];
+    char *closed_hooks;
 };
 
-/* The argv entries that drop to --script-user before the interpreter. */
-static size_t user_prefix(const struct scripts *sc, char **argv)
+static void env_push(char ***v, size_t *n, size_t *cap, char *kv);
+
+static void push_fmt(char ***v, size_t *n, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void push_fmt(char ***v, size_t *n, size_t *cap, const char *fmt, ...)
 {
-    if (!sc->setpriv)
-        return 0;
-    argv[0] = xstrdup(sc->setpriv);
-    argv[1] = xstrdup(sc->uid_arg);
-    argv[2] = xstrdup(sc->gid_arg);
-    argv[3] = xstrdup("--clear-groups");
-    argv[4] = xstrdup("--no-new-privs");
-    argv[5] = xstrdup("--");
-    return 6;
+    char b[4200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    env_push(v, n, cap, xstrdup(b));
+}
+
+/*
+ * The argv entries in front of the interpreter: the rlimits (prlimit), the
+ * switch to the script user (setpriv), then the sandbox (bwrap). setpriv
+ * comes before bwrap so that bwrap never holds root: it builds its
+ * namespaces as the script user, in an unprivileged user namespace, and the
+ * uid inside is that user's. ro lists the folders the sandbox shows
+ * read-only (the skill, a hook's folder); cwd is where the script starts.
+ */
+static void wrap_prefix(const struct scripts *sc, struct run_job *j, const char *const *ro,
+                        size_t nro, const char *cwd, int network, char ***v, size_t *n,
+                        size_t *cap)
+{
+    if (sc->prlimit) {
+        env_push(v, n, cap, xstrdup(sc->prlimit));
+        /* No core files: cwd is the skill folder. */
+        env_push(v, n, cap, xstrdup("--core=0"));
+        double cpu = sc->cpu_s > 0 ? sc->cpu_s : j->timeout_s + 1;
+        j->lim_cpu_s = (int)ceil(cpu);
+        /* soft < hard: SIGXCPU first, which names the limit, SIGKILL a second later */
+        push_fmt(v, n, cap, "--cpu=%d:%d", j->lim_cpu_s, j->lim_cpu_s + 1);
+        if (sc->as_mib) {
+            j->lim_as_mib = sc->as_mib;
+            push_fmt(v, n, cap, "--as=%lld", (long long)sc->as_mib << 20);
+        }
+        if (sc->fsize_mib) {
+            j->lim_fsize_mib = sc->fsize_mib;
+            push_fmt(v, n, cap, "--fsize=%lld", (long long)sc->fsize_mib << 20);
+        }
+        if (sc->nproc) {
+            j->lim_nproc = sc->nproc;
+            push_fmt(v, n, cap, "--nproc=%d", sc->nproc);
+        }
+        env_push(v, n, cap, xstrdup("--"));
+    }
+    if (sc->setpriv) {
+        env_push(v, n, cap, xstrdup(sc->setpriv));
+        env_push(v, n, cap, xstrdup(sc->uid_arg));
+        env_push(v, n, cap, xstrdup(sc->gid_arg));
+        env_push(v, n, cap, xstrdup("--clear-groups"));
+        env_push(v, n, cap, xstrdup("--no-new-privs"));
+        env_push(v, n, cap, xstrdup("--"));
+    }
+    if (sc->bwrap) {
+        static const char *const net_files[] = {
+            "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/ssl",
+            "/etc/ca-certificates", "/etc/pki", NULL,
+        };
+        j->sandboxed = 1;
+        env_push(v, n, cap, xstrdup(sc->bwrap));
+        for (size_t i = 0; i < sc->nsb_base; i++)
+            env_push(v, n, cap, xstrdup(sc->sb_base[i]));
+        if (network) {
+            env_push(v, n, cap, xstrdup("--share-net"));
+            for (const char *const *f = net_files; *f; f++) {
+                env_push(v, n, cap, xstrdup("--ro-bind-try"));
+                env_push(v, n, cap, xstrdup(*f));
+                env_push(v, n, cap, xstrdup(*f));
+            }
+        }
+        for (size_t i = 0; i < nro; i++) {
+            env_push(v, n, cap, xstrdup("--ro-bind"));
+            env_push(v, n, cap, xstrdup(ro[i]));
+            env_push(v, n, cap, xstrdup(ro[i]));
+        }
+        /* The scratch HOME is made when the job starts: its path goes in then. */
+        env_push(v, n, cap, xstrdup("--bind"));
+        j->scratch_args[j->nscratch_args++] = *n;
+        env_push(v, n, cap, xstrdup("SCRATCH"));
+        j->scratch_args[j->nscratch_args++] = *n;
+        env_push(v, n, cap, xstrdup("SCRATCH"));
+        env_push(v, n, cap, xstrdup("--chdir"));
+        env_push(v, n, cap, xstrdup(cwd));
+        env_push(v, n, cap, xstrdup("--"));
+    }
 }
 
 /* ---- interpreters ------------------------------------------------------- */
@@ -197,38 +292,286 @@ static char *kv(const char *k, const char *v)
     return s;
 }
 
+/* 1 when uid/gid (no supplementary groups: setpriv clears them) has all of
+ * bits (4 read, 1 search) on st. */
+static int may(const struct stat *st, int uid, int gid, unsigned bits)
+{
+    unsigned m = (unsigned)st->st_mode;
+    if ((int)st->st_uid == uid)
+        return ((m >> 6) & bits) == bits;
+    if ((int)st->st_gid == gid)
+        return ((m >> 3) & bits) == bits;
+    return (m & bits) == bits;
+}
+
+/* Walks dir from / as uid/gid would: search on every folder on the way,
+ * read and search on dir. 0, or -1 with the folder that shuts it out. */
+static int reachable(const char *dir, int uid, int gid, char *why, size_t wl)
+{
+    char real[4096], part[4096];
+    if (!realpath(dir, real))
+        return 0;           /* a missing root is discovery's to report */
+    size_t len = strlen(real);
+    for (size_t i = 1; i <= len; i++) {
+        if (real[i] != '/' && real[i] != '\0')
+            continue;
+        memcpy(part, real, i);
+        part[i] = '\0';
+        struct stat st;
+        if (stat(part, &st) < 0)
+            return 0;
+        unsigned bits = i == len ? 5 : 1;
+        if (!may(&st, uid, gid, bits)) {
+            snprintf(why, wl, "%s (mode %04o, owner uid %d) is closed to it", part,
+                     (unsigned)st.st_mode & 07777, (int)st.st_uid);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Runs argv (a sandbox with /bin/true inside) once and waits; 0 when it
+ * exits 0, else -1 with what it printed. */
+static int try_run(char **argv, char *why, size_t wl)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(why, wl, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    posix_spawn_file_actions_addchdir_np(&fa, "/");
+    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+    pid_t pid;
+    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (e) {
+        close(p[0]);
+        snprintf(why, wl, "cannot start %s: %s", argv[0], strerror(e));
+        return -1;
+    }
+    char out[400], sink[4096];
+    size_t got = 0;
+    ssize_t r;
+    /* keep the first bytes, drain the rest so that the child never blocks */
+    while ((r = got < sizeof out - 1 ? read(p[0], out + got, sizeof out - 1 - got)
+                                     : read(p[0], sink, sizeof sink)) > 0 ||
+           (r < 0 && errno == EINTR))
+        if (r > 0 && got < sizeof out - 1)
+            got += (size_t)r;
+    out[got] = '\0';
+    close(p[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    /* bwrap says what went wrong in its first line */
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    snprintf(why, wl, "%s", out[0] ? out : "it exited with an error and printed nothing");
+    return -1;
+}
+
+/* The binds every sandbox gets: the system folders interpreters need,
+ * read-only, and nothing else. */
+static void sandbox_base(struct scripts *sc)
+{
+    size_t cap = 0;
+    char ***v = &sc->sb_base;
+    size_t *n = &sc->nsb_base;
+    static const char *const tops[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+                                       NULL};
+    static const char *const etc[] = {
+        "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+        "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", NULL,
+    };
+    env_push(v, n, &cap, xstrdup("--die-with-parent"));
+    env_push(v, n, &cap, xstrdup("--new-session"));
+    env_push(v, n, &cap, xstrdup("--unshare-all"));
+    env_push(v, n, &cap, xstrdup("--ro-bind"));
+    env_push(v, n, &cap, xstrdup("/usr"));
+    env_push(v, n, &cap, xstrdup("/usr"));
+    for (const char *const *t = tops; *t; t++) {
+        struct stat st;
+        char target[4096];
+        if (lstat(*t, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t k = readlink(*t, target, sizeof target - 1);
+            if (k <= 0)
+                continue;
+            target[k] = '\0';
+            env_push(v, n, &cap, xstrdup("--symlink"));
+            env_push(v, n, &cap, xstrdup(target));
+        } else if (S_ISDIR(st.st_mode)) {
+            env_push(v, n, &cap, xstrdup("--ro-bind"));
+            env_push(v, n, &cap, xstrdup(*t));
+        } else {
+            continue;
+        }
+        env_push(v, n, &cap, xstrdup(*t));
+    }
+    for (const char *const *f = etc; *f; f++) {
+        env_push(v, n, &cap, xstrdup("--ro-bind-try"));
+        env_push(v, n, &cap, xstrdup(*f));
+        env_push(v, n, &cap, xstrdup(*f));
+    }
+    /* An interpreter outside /usr (a pyenv or venv python, /opt/node) needs
+     * its installation: the folder above its bin/. */
+    for (size_t i = 0; i < sc->n; i++) {
+        char copy[4096];
+        if (!sc->in[i].path || !strncmp(sc->in[i].path, "/usr/", 5))
+            continue;
+        snprintf(copy, sizeof copy, "%s", sc->in[i].path);
+        char *top = dirname(dirname(copy));
+        if (!strcmp(top, "/"))
+            continue;
+        env_push(v, n, &cap, xstrdup("--ro-bind"));
+        env_push(v, n, &cap, xstrdup(top));
+        env_push(v, n, &cap, xstrdup(top));
+    }
+    env_push(v, n, &cap, xstrdup("--proc"));
+    env_push(v, n, &cap, xstrdup("/proc"));
+    env_push(v, n, &cap, xstrdup("--dev"));
+    env_push(v, n, &cap, xstrdup("/dev"));
+    env_push(v, n, &cap, xstrdup("--tmpfs"));
+    env_push(v, n, &cap, xstrdup("/tmp"));
+}
+
+/* --sandbox bwrap: find bwrap and run it once as scripts will run. */
+static int sandbox_setup(struct scripts *sc, const struct cfg *c)
+{
+    if (c->bwrap_path) {
+        struct stat st;
+        if (c->bwrap_path[0] != '/' || stat(c->bwrap_path, &st) < 0 || !S_ISREG(st.st_mode) ||
+            access(c->bwrap_path, X_OK) < 0) {
+            log_error("--sandbox bwrap: --bwrap-path %s is not an executable file; install "
+                      "bubblewrap (apt-get install bubblewrap) or fix the path", c->bwrap_path);
+            return -1;
+        }
+        sc->bwrap = xstrdup(c->bwrap_path);
+    } else if (!(sc->bwrap = resolve("bwrap"))) {
+        log_error("--sandbox bwrap: bwrap is not on PATH; install bubblewrap (apt-get install "
+                  "bubblewrap) or give --bwrap-path");
+        return -1;
+    }
+    sandbox_base(sc);
+    char *tru = resolve("true");
+    if (!tru) {
+        log_error("--sandbox bwrap: no 'true' binary on PATH to check the sandbox with");
+        return -1;
+    }
+    struct run_job probe = {0};
+    probe.timeout_s = 10;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    wrap_prefix(sc, &probe, NULL, 0, "/", 0, &v, &n, &cap);
+    for (int i = 0; i < probe.nscratch_args; i++) {
+        free(v[probe.scratch_args[i]]);
+        v[probe.scratch_args[i]] = xstrdup("/tmp");
+    }
+    env_push(&v, &n, &cap, tru);
+    char why[600];
+    int rc = try_run(v, why, sizeof why);
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    if (rc < 0) {
+        log_error("--sandbox bwrap: %s does not work here: %s (bwrap needs unprivileged user "
+                  "namespaces: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu an "
+                  "AppArmor profile for bwrap)", sc->bwrap, why);
+        return -1;
+    }
+    log_info("scripts and hooks run sandboxed by %s", sc->bwrap);
+    return 0;
+}
+
 struct scripts *script_setup(const struct cfg *c)
 {
     struct scripts *sc = xcalloc(1, sizeof *sc);
     size_t cap = 0;
     sc->uid = sc->gid = -1;
-    if (c->script_user) {
-        struct passwd *pw = getpwnam(c->script_user);
+    /* Scripts never run as root unless the operator says so by name. */
+    const char *user = c->script_user;
+    if (!user && geteuid() == 0)
+        user = "nobody";
+    if (user) {
+        struct passwd *pw = getpwnam(user);
         if (!pw) {
-            log_error("--script-user %s: no such user", c->script_user);
-            free(sc);
+            log_error("--script-user %s: no such user%s", user,
+                      c->script_user ? "" : " (the default for a root server; give "
+                                            "--script-user with an unprivileged user)");
+            script_free(sc);
             return NULL;
         }
-        if (geteuid() != 0) {
+        if (pw->pw_uid == 0) {
+            log_warn("--script-user %s: SCRIPTS AND HOOKS RUN AS ROOT, with every privilege; "
+                     "RLIMIT_NPROC does not bind them. Use an unprivileged user.", user);
+        } else if (geteuid() != 0) {
             log_error("--script-user needs the server to run as root");
-            free(sc);
+            script_free(sc);
             return NULL;
+        } else {
+            sc->setpriv = resolve("setpriv");
+            if (!sc->setpriv) {
+                log_error("--script-user needs setpriv (util-linux), which is not on PATH");
+                script_free(sc);
+                return NULL;
+            }
+            sc->uid = (int)pw->pw_uid;
+            sc->gid = (int)pw->pw_gid;
+            snprintf(sc->uid_arg, sizeof sc->uid_arg, "--reuid=%d", sc->uid);
+            snprintf(sc->gid_arg, sizeof sc->gid_arg, "--regid=%d", sc->gid);
+            /* A root the script user cannot read would fail every script
+             * with a confusing error. With --script-user given, refuse to
+             * start. With the default user, serve anyway (reading skills
+             * does not need it) and refuse those scripts with this reason. */
+            for (size_t i = 0; i <= c->nroots; i++) {
+                const char *dir = i < c->nroots ? c->roots[i] : c->hooks_dir;
+                char why[4300], msg[4800];
+                if (!dir || reachable(dir, sc->uid, sc->gid, why, sizeof why) == 0)
+                    continue;
+                snprintf(msg, sizeof msg,
+                         "scripts and hooks run as %s (uid %d), who cannot read %s %s: %s. "
+                         "Make it readable by that user (e.g. chmod o+rx on each folder on "
+                         "the way) or give --script-user", user, sc->uid,
+                         i < c->nroots ? "the skills root" : "the hooks folder", dir, why);
+                if (c->script_user) {
+                    log_error("%s", msg);
+                    script_free(sc);
+                    return NULL;
+                }
+                log_error("%s; until then, run_skill_script refuses %s", msg,
+                          i < c->nroots ? "the skills under it" : "every script");
+                if (i == c->nroots)
+                    sc->closed_hooks = xstrdup(msg);
+                else if (i < sizeof sc->closed / sizeof *sc->closed)
+                    sc->closed[i] = xstrdup(msg);
+            }
+            log_info("scripts and hooks run as %s (uid %d) through %s", user, sc->uid,
+                     sc->setpriv);
         }
-        sc->setpriv = resolve("setpriv");
-        if (!sc->setpriv) {
-            log_error("--script-user needs setpriv (util-linux), which is not on PATH");
-            free(sc);
-            return NULL;
-        }
-        sc->uid = (int)pw->pw_uid;
-        sc->gid = (int)pw->pw_gid;
-        snprintf(sc->uid_arg, sizeof sc->uid_arg, "--reuid=%d", sc->uid);
-        snprintf(sc->gid_arg, sizeof sc->gid_arg, "--regid=%d", sc->gid);
-        log_info("scripts and hooks run as %s (uid %d) through %s", c->script_user, sc->uid,
-                 sc->setpriv);
-    } else if (geteuid() == 0) {
-        log_warn("running as root: scripts and hooks run as root too; give --script-user "
-                 "(e.g. nobody) or run the server as an unprivileged user");
+    }
+    sc->cpu_s = c->script_cpu_limit;
+    sc->as_mib = c->script_memory_mib;
+    sc->fsize_mib = c->script_fsize_mib;
+    /* RLIMIT_NPROC counts every process and thread of the user: on the
+     * server's own user (a desktop session, say) a default would starve
+     * scripts of forks, so it is only a default for a separate user. */
+    sc->nproc = c->script_nproc >= 0 ? c->script_nproc : sc->setpriv ? 256 : 0;
+    sc->prlimit = resolve("prlimit");
+    if (!sc->prlimit) {
+        log_error("scripts need prlimit (util-linux) for their resource limits, and it is not "
+                  "on PATH");
+        script_free(sc);
+        return NULL;
     }
     add_interp(sc, ".py", "python3", NULL);
     add_interp(sc, ".sh", "bash", NULL);
@@ -259,6 +602,10 @@ struct scripts *script_setup(const struct cfg *c)
             if (v)
                 env_push(&sc->base_env, &sc->nbase, &cap, kv(*n, v));
         }
+    if (c->sandbox && sandbox_setup(sc, c) < 0) {
+        script_free(sc);
+        return NULL;
+    }
     return sc;
 }
 
@@ -275,6 +622,14 @@ void script_free(struct scripts *sc)
         free(sc->hook_env[i]);
     free(sc->hook_env);
     free(sc->setpriv);
+    free(sc->prlimit);
+    free(sc->bwrap);
+    for (size_t i = 0; i < sc->nsb_base; i++)
+        free(sc->sb_base[i]);
+    free(sc->sb_base);
+    for (size_t i = 0; i < sizeof sc->closed / sizeof *sc->closed; i++)
+        free(sc->closed[i]);
+    free(sc->closed_hooks);
     free(sc);
 }
 
@@ -402,6 +757,13 @@ static double num_field(json_t *o, const char *key, double dflt)
     return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
+/* execution: {network: true} asks for the network under the sandbox. */
+int script_wants_network(const struct skill *k)
+{
+    json_t *ex = json_object_get(k->fm, "execution");
+    return json_is_object(ex) && json_is_true(json_object_get(ex, "network"));
+}
+
 /* ---- prepare ----------------------------------------------------------------- */
 
 static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -439,6 +801,13 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     if (!script || !*script) {
         fail(why, wl, "Argument 'script' is required: a path from the 'scripts' that load_skill "
                       "lists, such as scripts/run.py.");
+        return NULL;
+    }
+    const char *closed = sc->closed_hooks ? sc->closed_hooks
+                         : k->root < sizeof sc->closed / sizeof *sc->closed ? sc->closed[k->root]
+                                                                              : NULL;
+    if (closed) {
+        fail(why, wl, "Cannot run scripts of '%s' on this server: %s.", k->qname, closed);
         return NULL;
     }
     size_t slen = json_string_length(json_object_get(args, "script"));
@@ -565,18 +934,19 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     }
 
     struct run_job *j = xcalloc(1, sizeof *j);
-    size_t na = 0;
-    j->argv = xcalloc(nargs + 12, sizeof *j->argv);
-    na = user_prefix(sc, j->argv);
-    j->argv[na++] = xstrdup(it->path);
+    size_t na = 0, acap = 0;
+    j->timeout_s = to;
+    const char *ro[] = {k->dir};
+    wrap_prefix(sc, j, ro, 1, k->dir, script_wants_network(k), &j->argv, &na, &acap);
+    env_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 3 && it->args[i]; i++)
-        j->argv[na++] = xstrdup(it->args[i]);
-    j->argv[na++] = real;
+        env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
+    env_push(&j->argv, &na, &acap, real);
     j->argv_fixed = na;
     j->run_uid = sc->uid;
     j->run_gid = sc->gid;
     for (size_t i = 0; i < nargs; i++)
-        j->argv[na++] = xstrdup(json_string_value(json_array_get(jargs, i)));
+        env_push(&j->argv, &na, &acap, xstrdup(json_string_value(json_array_get(jargs, i))));
 
     request_id(j->request_id, sizeof j->request_id);
     size_t n = 0, cap = 0;
@@ -625,13 +995,24 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
         return NULL;
     }
     struct run_job *j = xcalloc(1, sizeof *j);
-    size_t na = 0;
-    j->argv = xcalloc(12, sizeof *j->argv);
-    na = user_prefix(sc, j->argv);
-    j->argv[na++] = xstrdup(it->path);
+    size_t na = 0, acap = 0;
+    j->timeout_s = c->hook_timeout > 0 ? c->hook_timeout : 10;
+    /* A hook sees its own folder and the skill's, read-only, and never the
+     * network (it decides; it does not fetch). */
+    char hdir[4096];
+    snprintf(hdir, sizeof hdir, "%s", path);
+    char *slash = strrchr(hdir, '/');
+    if (slash && slash != hdir)
+        *slash = '\0';
+    const char *ro[] = {hdir, skill_dir, cwd};
+    size_t nro = 1 + (skill_dir && *skill_dir) + (cwd && *cwd);
+    if (!(skill_dir && *skill_dir))
+        ro[1] = cwd;
+    wrap_prefix(sc, j, ro, nro, cwd, 0, &j->argv, &na, &acap);
+    env_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 3 && it->args[i]; i++)
-        j->argv[na++] = xstrdup(it->args[i]);
-    j->argv[na++] = xstrdup(path);
+        env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
+    env_push(&j->argv, &na, &acap, xstrdup(path));
     j->run_uid = sc->uid;
     j->run_gid = sc->gid;
     size_t n = 0, cap = 0;
@@ -652,7 +1033,6 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     j->stdin_data = xmalloc(input_len + 1);
     memcpy(j->stdin_data, input, input_len);
     j->stdin_data[input_len] = '\0';
-    j->timeout_s = c->hook_timeout > 0 ? c->hook_timeout : 10;
     double stall = c->script_stall_timeout > 0 ? c->script_stall_timeout : j->timeout_s;
     j->stall_s = stall < j->timeout_s ? stall : 0;
     snprintf(j->request_id, sizeof j->request_id, "%s", request_id);
@@ -727,8 +1107,56 @@ static const char *signame(int sig)
     case SIGBUS: return "SIGBUS";
     case SIGFPE: return "SIGFPE";
     case SIGILL: return "SIGILL";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
     default: return "signal";
     }
+}
+
+static int err_has(const struct run_job *j, const char *const *needles)
+{
+    if (!j->err.data)
+        return 0;
+    for (const char *const *p = needles; *p; p++)
+        if (memmem(j->err.data, j->err.len, *p, strlen(*p)))
+            return 1;
+    return 0;
+}
+
+/*
+ * Which rlimit ended a failed run, or NULL. CPU and file size are certain
+ * (the kernel's SIGXCPU / SIGXFSZ). The kernel reports a refused
+ * allocation or fork only as an error code to the script, so memory and
+ * processes are read from what the interpreter printed about it.
+ */
+static const char *which_limit(const struct run_job *j)
+{
+    static const char *const mem[] = {
+        "MemoryError", "Cannot allocate memory", "cannot allocate memory", "out of memory",
+        "Out of memory", "bad_alloc", "memory exhausted", "xmalloc: cannot allocate",
+        "xrealloc: cannot allocate", "Failed to reserve virtual memory", NULL,
+    };
+    static const char *const fsz[] = {"File too large", "File size limit exceeded", NULL};
+    static const char *const procs[] = {
+        "fork: retry", "fork: Resource temporarily unavailable", "BlockingIOError",
+        "Resource temporarily unavailable", NULL,
+    };
+    if (j->status != RUN_FAILED || j->cancelled || j->shutdown || j->error[0])
+        return NULL;
+    int sig = j->term_signal;
+    if (!sig && j->sandboxed && j->exit_code > 128 && j->exit_code < 128 + 65)
+        sig = j->exit_code - 128;
+    if (sig == SIGXCPU && j->lim_cpu_s)
+        return "cpu";
+    if (sig == SIGXFSZ && j->lim_fsize_mib)
+        return "file_size";
+    if (j->lim_as_mib && err_has(j, mem))
+        return "memory";
+    if (j->lim_fsize_mib && err_has(j, fsz))
+        return "file_size";
+    if (j->lim_nproc && err_has(j, procs))
+        return "processes";
+    return NULL;
 }
 
 json_t *script_result(const struct run_job *j, int max_live, double queue_timeout_s)
@@ -738,6 +1166,7 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
     int oc = 0, ec = 0;
     char *out = script_utf8_repair(j->out.data ? j->out.data : "", j->out.len, &ol, &oc);
     char *err = script_utf8_repair(j->err.data ? j->err.data : "", j->err.len, &el, &ec);
+    const char *limit = which_limit(j);
 
     switch (j->status) {
     case RUN_OK:
@@ -754,6 +1183,25 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
         else if (j->error[0])
             snprintf(hint, sizeof hint, "The script could not be started (%s). Tell the operator; "
                                         "retrying will not help.", j->error);
+        else if (limit && !strcmp(limit, "cpu"))
+            snprintf(hint, sizeof hint, "The script used its %d s of CPU time (RLIMIT_CPU, "
+                                        "--script-cpu-limit) and was stopped. Give it less work "
+                                        "per call (a smaller input, fewer items).", j->lim_cpu_s);
+        else if (limit && !strcmp(limit, "memory"))
+            snprintf(hint, sizeof hint, "The script ran out of its %ld MiB memory limit "
+                                        "(RLIMIT_AS, --script-memory-limit): an allocation was "
+                                        "refused. Give it a smaller input or ask the operator to "
+                                        "raise the limit; retrying unchanged will fail the same "
+                                        "way.", j->lim_as_mib);
+        else if (limit && !strcmp(limit, "file_size"))
+            snprintf(hint, sizeof hint, "The script tried to write a file larger than its %ld MiB "
+                                        "limit (RLIMIT_FSIZE, --script-file-size-limit) and was "
+                                        "stopped. Ask for less output.", j->lim_fsize_mib);
+        else if (limit && !strcmp(limit, "processes"))
+            snprintf(hint, sizeof hint, "The script could not start another process: its user may "
+                                        "have %d at once (RLIMIT_NPROC, --script-max-processes). "
+                                        "Retry when fewer scripts run; a script that forks in a "
+                                        "loop must be fixed.", j->lim_nproc);
         else if (j->term_signal)
             snprintf(hint, sizeof hint, "The script was killed by %s. It crashed or was stopped "
                                         "from outside; stderr may say why.",
@@ -815,6 +1263,8 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
         json_object_set_new(r, "signal", json_string(signame(j->term_signal)));
     if (j->status == RUN_STALLED)
         json_object_set_new(r, "silent_for", json_real(j->silent_for_s));
+    if (limit)
+        json_object_set_new(r, "limit", json_string(limit));
     if (oc || ec)
         json_object_set_new(r, "utf8_repaired", json_true());
     if (j->queued_ms >= 1)

@@ -53,6 +53,9 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
 /* The execution: entry for a script path, falling back to nothing. Borrowed. */
 json_t *script_exec_entry(const struct skill *k, const char *path);
 
+/* 1 when the skill's frontmatter asks for the network (execution.network). */
+int script_wants_network(const struct skill *k);
+
 /* UTF-8 with every invalid sequence replaced by U+FFFD; *changed says if any was. */
 char *script_utf8_repair(const char *s, size_t n, size_t *outlen, int *changed);
 

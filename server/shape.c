@@ -211,7 +211,9 @@ size_t shape_chars(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         if ((p[i] & 0xC0) != 0x80)
             c++;
-        if (p[i] >= 0xF0)
+        /* a surrogate pair; a stray lead byte (invalid UTF-8) is one unit,
+         * so the count never exceeds n */
+        if (p[i] >= 0xF0 && p[i] <= 0xF4 && i + 1 < n && (p[i + 1] & 0xC0) == 0x80)
             c++;
     }
     return c;

@@ -1018,6 +1018,8 @@ static const struct tool table[] = {
      "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"failed\",\"stalled\","
      "\"timeout\",\"denied\",\"busy\"]},"
      "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":\"string\"},"
+     "\"limit\":{\"type\":\"string\",\"enum\":[\"cpu\",\"memory\",\"file_size\","
+     "\"processes\"]},"
      "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
      "\"duration_ms\":{\"type\":\"number\"},\"timeout\":{\"type\":\"number\"},"
      "\"stall_timeout\":{\"type\":\"number\"},\"silent_for\":{\"type\":\"number\"},"

@@ -78,7 +78,7 @@ static const struct {
     {"metadata", "RFC-SKILL-1 §2.3.1; Agent Skills: metadata"},
     {"tags", "RFC-SKILL-1 §2.3"},
     {"version", "RFC-SKILL-1 §2.3"},
-    {"execution", "RFC-SKILL-1 §2.4.1, §2.4.2"},
+    {"execution", "RFC-SKILL-1 §2.4.1, §2.4.2, §2.4.5"},
     {"execution-script", "RFC-SKILL-1 §2.4.1, §6.1.1"},
     {"execution-mode", "RFC-SKILL-1 §2.4.3"},
     {"execution-unknown-key", "RFC-SKILL-1 §2.4.3"},
@@ -275,6 +275,14 @@ static void check_execution(struct vctx *c, const char *dir, const char *md, jso
                 "and return, and a second script should fetch the result by that id",
                 "'execution' has a 'mode' key, which is no longer part of the execution policy "
                 "(the server cannot guess a job key from ordinary output)");
+            continue;
+        }
+        if (!strcmp(key, "network")) {
+            if (!json_is_boolean(v))
+                add(c, "error", "execution", md, line,
+                    "write `network: true` (the skill's scripts need the network under "
+                    "--sandbox bwrap) or `network: false`",
+                    "execution 'network' must be true or false");
             continue;
         }
         if (!json_is_object(v)) {

@@ -46,6 +46,7 @@ run tsan make -s tsan
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
 run bench-scale-smoke bench/scale.sh --smoke
+run soak-smoke bench/soak.sh --smoke
 
 echo
 echo "=== summary"

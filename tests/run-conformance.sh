@@ -66,6 +66,7 @@ for f in "$N" "$LEGACY" "$MODERN"; do
 done
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/skill-mcp-conformance.XXXXXX")"
+chmod 755 "$work"   # a root server runs scripts as nobody
 server_pid=""
 cleanup() {
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then

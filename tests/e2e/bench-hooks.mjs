@@ -27,6 +27,7 @@ const BIN = process.env.SKILL_MCP_BIN ? path.resolve(process.env.SKILL_MCP_BIN) 
 const N = Number(process.env.BENCH_N ?? 200);
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-bench-hooks-'));
+fs.chmodSync(tmp, 0o755);  // a root server's scripts run as nobody
 for (const name of ['bench-plain', 'bench-hooked', 'bench-pyhooked']) {
   fs.mkdirSync(path.join(tmp, 'lib', name, 'scripts'), { recursive: true });
   fs.writeFileSync(path.join(tmp, 'lib', name, 'SKILL.md'), `---\nname: ${name}\ndescription: benchmark skill\n---\n\n# ${name}\n`);

@@ -1,5 +1,6 @@
 // TLS (--tls-cert/--tls-key) and the limits at the edge: header size,
-// connections per address, idle and slow connections.
+// connections per address, idle and slow connections, 300 slowloris
+// connections from another address, JSON nested 10,000 deep.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { TEST_TIMEOUT, post, runCli, startServer } from './lib/harness.mjs';
+import { TEST_TIMEOUT, callOk, connect, post, runCli, startServer } from './lib/harness.mjs';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edge-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -96,6 +97,66 @@ test('an idle or slow connection is closed after --connection-timeout', { timeou
     assert.equal(await closedWithin(s, 10000), true, 'a slow client cannot pin a connection');
     assert.ok(Date.now() - t0 >= 500, 'closed by the timeout, not at once');
   } finally {
+    await own.stop();
+  }
+});
+
+test('JSON nested 10,000 deep is a parse error, and the server keeps serving', { timeout: TEST_TIMEOUT }, async () => {
+  for (const deep of ['['.repeat(10000) + ']'.repeat(10000), '{"a":'.repeat(10000) + '1' + '}'.repeat(10000)]) {
+    const r = await post(srv.url, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":${deep}}}`);
+    assert.equal(r.json?.error?.code, -32700, `${r.status} ${r.text.slice(0, 200)}`);
+    assert.equal(r.json.id, null);
+  }
+  const ok = await post(srv.url, { jsonrpc: '2.0', id: 2, method: 'ping' });
+  assert.deepEqual(ok.json.result, {});
+});
+
+test('300 slowloris connections from 127.0.0.2: its per-address cap holds, and calls from 127.0.0.1 still answer within a second', { timeout: 60_000 }, async () => {
+  const own = await startServer({ args: ['--max-connections-per-ip', '64', '--connection-timeout', '30'] });
+  const socks = [];
+  let trickle;
+  let client;
+  try {
+    const port = Number(new URL(own.url).port);
+    // Each sends a request line and then one header line a second, never
+    // finishing: the classic slowloris, from a second loopback address.
+    await Promise.all(Array.from({ length: 300 }, () => new Promise((resolve) => {
+      const s = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' }, () => {
+        s.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n');
+        resolve();
+      });
+      s.on('error', () => resolve());
+      s.on('close', () => { s.closedAt = Date.now(); });
+      s.resume();
+      socks.push(s);
+    })));
+    let n = 0;
+    trickle = setInterval(() => {
+      n++;
+      for (const s of socks) if (!s.destroyed) s.write(`X-Slow-${n}: ${n}\r\n`);
+    }, 1000);
+    client = await connect(own.url);
+    const worst = [];
+    for (let i = 0; i < 20; i++) {
+      const t0 = Date.now();
+      const r = await callOk(assert, client, 'list_skills', { limit: 2 });
+      worst.push(Date.now() - t0);
+      assert.ok(Array.isArray(r.skills) && r.skills.length > 0);
+      const p0 = Date.now();
+      const ping = await post(own.url, { jsonrpc: '2.0', id: i, method: 'ping' });
+      assert.deepEqual(ping.json.result, {});
+      worst.push(Date.now() - p0);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const open = socks.filter((s) => !s.destroyed).length;
+    assert.ok(open <= 64, `127.0.0.2 holds at most 64 connections (--max-connections-per-ip), holds ${open}`);
+    assert.ok(open > 0, 'the slow connections under the cap are still open (not a blanket refusal)');
+    const max = Math.max(...worst);
+    assert.ok(max < 1000, `every call from 127.0.0.1 answered within a second (slowest ${max} ms)`);
+  } finally {
+    clearInterval(trickle);
+    await client?.close();
+    for (const s of socks) s.destroy();
     await own.stop();
   }
 });

@@ -276,6 +276,7 @@ test('fetch from a running skill-mcp: every skill installed, byte for byte; agai
 test('with a lock, a fetched skill arrives quarantined until `skill-mcp lock approve` names it', opts, async () => {
   const s = await startServer({ setup(skills) { fs.rmSync(path.join(skills, 'globex'), { recursive: true }); } });
   const into = tmp('skill-fetch-lock-');
+  fs.chmodSync(into, 0o755);      // served: the script user (nobody, as root) must read it
   const lock = path.join(tmp('skill-fetch-lockfile-'), 'skills.lock');
   // a library with one reviewed skill and its lock
   fs.mkdirSync(path.join(into, 'local-notes'));

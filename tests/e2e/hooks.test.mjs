@@ -94,6 +94,9 @@ const readJson = (f) => JSON.parse(fs.readFileSync(f, 'utf8'));
 // only) and a secret (for nobody).
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-e2e-hooks-'));
+// A root server runs hooks and scripts as nobody: they read the hooks here
+// and write their traces, markers and the audit log here too.
+fs.chmodSync(work, 0o777);
 const TRACE = path.join(work, 'trace');
 const GLOBAL = path.join(work, 'global');
 const EMPTY_GLOBAL = path.join(work, 'global-empty');
@@ -102,7 +105,8 @@ const marker = (tag) => path.join(work, `marker-${tag}-${crypto.randomBytes(4).t
 let s;
 let client;
 before(async () => {
-  fs.mkdirSync(TRACE);
+  fs.mkdirSync(TRACE, { mode: 0o777 });
+  fs.chmodSync(TRACE, 0o777);
   fs.mkdirSync(EMPTY_GLOBAL);
   fs.cpSync(path.join(HOOK_FIXTURES, 'global-hooks'), GLOBAL, { recursive: true });
   s = await startHooked({

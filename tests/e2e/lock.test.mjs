@@ -16,6 +16,7 @@ import {
 
 const T = { timeout: 60_000 };
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-lock-'));
+fs.chmodSync(tmp, 0o755);  // a root server runs scripts as nobody, who must read the libraries
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 let n = 0;

@@ -26,6 +26,7 @@ import { alive, sleep, waitGone } from './lib/procs.mjs';
 
 const SKILLS = path.join(E2E_DIR, 'fixtures', 'task-skills');
 const TRACE = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-tasks-'));
+fs.chmodSync(TRACE, 0o777);  // a root server's hooks run as nobody and write their trace here
 process.env.HOOK_TRACE_DIR = TRACE;
 const servers = [];
 const redises = [];

@@ -22,17 +22,17 @@ LIBS="$(pkg-config --libs $PKGS) -lm"
 CFLAGS="$CFLAGS $(pkg-config --cflags $PKGS)"
 
 mkdir -p "$OUT"
-for t in frontmatter markdown; do
+for t in frontmatter markdown shape; do
     # shellcheck disable=SC2086
     $CC $CFLAGS -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" \
-        server/frontmatter.c server/markdown.c server/util.c $LIBS
+        server/frontmatter.c server/markdown.c server/shape.c server/util.c $LIBS
     echo "built $OUT/fuzz_$t"
 done
-# The request path, the lock parser and fetch's index and archive reading
-# link the whole server but main.c.
+# The request path, the URI resolver, the lock parser and fetch's index and
+# archive reading link the whole server but main.c.
 ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl"
 SRCS=$(ls server/*.c | grep -v server/main.c)
-for t in rpc lock fetch; do
+for t in rpc uri lock fetch; do
     # shellcheck disable=SC2086
     $CC $CFLAGS $(pkg-config --cflags $ALL) -DSKILL_VERSION='"fuzz"' -o "$OUT/fuzz_$t" \
         "tests/fuzz/fuzz_$t.c" $SRCS $(pkg-config --libs $ALL) -lpthread -lm
@@ -116,14 +116,21 @@ for name, members in cases.items():
     open(os.path.join(out, 'seed-' + name), 'wb').write(b'\x01' + b.getvalue())
 PY
 
-for t in frontmatter markdown rpc lock fetch; do
+for t in frontmatter markdown rpc shape uri lock fetch; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
+    case $t in
+    rpc) seeds=$RSEEDS ;;
+    lock) seeds=$LSEEDS ;;
+    fetch) seeds=$FSEEDS ;;
+    shape | uri) seeds=tests/fuzz/seeds-$t ;;
+    *) seeds=$SEEDS ;;
+    esac
     echo "fuzzing $t for ${TIME}s"
     if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$OUT/fuzz_$t" -max_total_time="$TIME" -max_len=65536 -timeout=10 \
             -rss_limit_mb=2048 -print_final_stats=0 \
-            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$(case $t in rpc) echo "$RSEEDS" ;; lock) echo "$LSEEDS" ;; fetch) echo "$FSEEDS" ;; *) echo "$SEEDS" ;; esac)" \
+            -artifact_prefix="$OUT/crash-$t-" "$corpus" "$seeds" \
             >"$OUT/fuzz_$t.log" 2>&1; then
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
         tail -n 40 "$OUT/fuzz_$t.log" >&2

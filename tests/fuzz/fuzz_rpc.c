@@ -81,9 +81,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Half the inputs also carry modern headers, so the 2026-07-28 path is
-     * reached with matching and mismatching values alike. */
+     * reached with matching and mismatching values alike. Chosen by length:
+     * every JSON body starts with the same byte, so a choice by the first
+     * byte sent every request down the mismatch path. */
     struct rpc_headers h = {0};
-    if (size && (data[0] & 1)) {
+    if (size & 1) {
         h.protocol_version = "2026-07-28";
         h.method = "tools/call";
         h.name = "load_skill";

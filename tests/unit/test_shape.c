@@ -116,6 +116,11 @@ TEST(tokens_other_text)
     const char *emoji = "\xF0\x9F\x9A\x80";     /* U+1F680 */
     CHECK(shape_tokens(emoji, 4) >= 2);
     CHECK_EQ(shape_chars(emoji, 4), 2);
+    /* stray 4-byte lead bytes (invalid UTF-8) are one unit each: the count
+     * never exceeds the bytes (found by fuzz_shape) */
+    CHECK_EQ(shape_chars("\xff;", 2), 2);
+    CHECK_EQ(shape_chars("\xf0", 1), 1);
+    CHECK_EQ(shape_chars("\xf8\x80", 2), 1);
 }
 
 TEST(budget_of)

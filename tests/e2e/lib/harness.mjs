@@ -42,6 +42,8 @@ process.on('exit', () => {
 /** Copy the fixture library into a fresh temp dir; returns {dir, skills}. */
 export function copyFixtures() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-e2e-'));
+  // A root server runs scripts as nobody, who must be able to read the copy.
+  fs.chmodSync(dir, 0o755);
   const skills = path.join(dir, 'skills');
   fs.cpSync(FIXTURES, skills, { recursive: true });
   return { dir, skills };

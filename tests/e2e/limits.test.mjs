@@ -1,0 +1,134 @@
+// Resource limits on every script and hook (RLIMIT_CPU, RLIMIT_AS,
+// RLIMIT_FSIZE, RLIMIT_NPROC through prlimit), and the result naming the
+// limit that ended a run (`limit` and a hint that names the flag).
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { TEST_TIMEOUT, connect, startServer } from './lib/harness.mjs';
+
+const root = process.getuid && process.getuid() === 0;
+const opts = { timeout: TEST_TIMEOUT };
+let dir;
+let srv;
+let client;
+
+const SCRIPTS = {
+  'hog.py': 'a = []\nwhile True:\n    a.append(bytearray(16 << 20))\n',
+  'spin.py': 'while True:\n    pass\n',
+  'big.sh': 'head -c 3000000 /dev/zero > "$HOME/big"\necho "after the write"\n',
+  'big.py': 'import os\nwith open(os.environ["HOME"] + "/big", "wb") as f:\n    f.write(b"0" * 3000000)\n',
+  'forks.py': 'import os, sys, time\nkids = 0\ntry:\n    for i in range(200):\n' +
+    '        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n' +
+    '        kids += 1\nexcept BlockingIOError:\n    print("forked", kids, flush=True)\n    raise\n',
+  'limits.sh': 'echo "hook: $LIMITS_SEEN"\n' +
+    'awk \'/Max cpu time|Max address space|Max file size|Max processes|Max core/{print $(NF-2)}\' /proc/self/limits | tr "\\n" " "\n',
+  'fail.sh': 'echo "nothing special went wrong" >&2\nexit 3\n',
+  'hello.js': 'console.log("hello from node " + process.version.length);\n',
+};
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-limits-'));
+  fs.chmodSync(dir, 0o755);
+  const sk = path.join(dir, 'hog');
+  fs.mkdirSync(path.join(sk, 'scripts'), { recursive: true });
+  fs.mkdirSync(path.join(sk, 'hooks'));
+  fs.writeFileSync(path.join(sk, 'SKILL.md'), '---\nname: hog\ndescription: Scripts that hit their limits\n---\n# Hog\n');
+  for (const [f, text] of Object.entries(SCRIPTS)) fs.writeFileSync(path.join(sk, 'scripts', f), text);
+  fs.writeFileSync(path.join(sk, 'hooks', 'pre.sh'),
+    'read -r -d "" _ || true\n' +
+    'printf \'{"env":{"LIMITS_SEEN":"%s"}}\' "$(awk \'/Max cpu time|Max address space|Max file size|Max processes/{print $(NF-2)}\' /proc/self/limits | tr "\\n" " ")"\n');
+  for (const d of ['', 'scripts', 'hooks']) fs.chmodSync(path.join(sk, d), 0o755);
+  srv = await startServer({
+    skillsDirs: [dir],
+    args: ['--script-memory-limit', '256', '--script-file-size-limit', '1', '--script-cpu-limit', '1',
+      '--script-max-processes', '3000', '--hook-timeout', '5'],
+  });
+  client = await connect(srv.url);
+});
+after(async () => {
+  await client?.close();
+  await srv?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const run = async (script, extra = {}) => (await client.callTool({
+  name: 'run_skill_script', arguments: { name: 'hog', script, ...extra },
+})).structuredContent;
+
+test('every script and hook gets the configured rlimits, and no core files', opts, async () => {
+  const r = await run('limits.sh');
+  assert.equal(r.status, 'ok', r.hint);
+  const [hookLine, own] = r.stdout.split('\n');
+  // /proc/self/limits order: cpu time, file size, core, processes, address space
+  assert.deepEqual(own.trim().split(' '), ['1', String(1 << 20), '0', '3000', String(256 << 20)]);
+  assert.deepEqual(hookLine.replace('hook: ', '').trim().split(' '),
+    ['1', String(1 << 20), '3000', String(256 << 20)], 'the pre hook ran under the same limits');
+});
+
+test('a script that allocates without bound ends failed, naming the memory limit', opts, async () => {
+  const r = await run('hog.py');
+  assert.equal(r.status, 'failed');
+  assert.equal(r.limit, 'memory', JSON.stringify(r));
+  assert.match(r.hint, /256 MiB memory limit/);
+  assert.match(r.hint, /--script-memory-limit/);
+  assert.match(r.stderr, /MemoryError/);
+});
+
+test('a CPU-bound script is stopped by RLIMIT_CPU (SIGXCPU), before its ceiling', opts, async () => {
+  const t0 = Date.now();
+  const r = await run('spin.py', { timeout: 15 });
+  assert.equal(r.status, 'failed', r.hint);
+  assert.equal(r.limit, 'cpu');
+  assert.equal(r.signal, 'SIGXCPU');
+  assert.match(r.hint, /--script-cpu-limit/);
+  assert.ok(Date.now() - t0 < 14_000, 'the CPU limit fired, not the 15 s ceiling');
+});
+
+test('writing past RLIMIT_FSIZE: python (EFBIG) ends naming the limit; bash only loses the writing child', opts, async () => {
+  const sh = await run('big.sh');
+  assert.equal(sh.status, 'ok', 'bash goes on after its child was stopped');
+  const py = await run('big.py');
+  assert.equal(py.status, 'failed');
+  assert.equal(py.limit, 'file_size', JSON.stringify(py));
+  assert.match(py.hint, /1 MiB limit/);
+});
+
+test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: root ? false : 'needs root: RLIMIT_NPROC counts every process of the user, so it is tested on nobody' }, async () => {
+  // Its own server: RLIMIT_NPROC counts all of nobody's processes, other
+  // test files' scripts included, so only this run gets the low cap (and
+  // others running at the same time can only make it fork fewer).
+  const s = await startServer({ skillsDirs: [dir], args: ['--script-max-processes', '20'] });
+  try {
+    const c = await connect(s.url);
+    const r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'hog', script: 'forks.py' } })).structuredContent;
+    await c.close();
+    assert.equal(r.status, 'failed', r.stdout + r.stderr);
+    assert.equal(r.limit, 'processes', JSON.stringify(r));
+    const m = /forked (\d+)/.exec(r.stdout);
+    assert.ok(!m || Number(m[1]) < 20, `at most 20 processes: ${r.stdout}`);
+    assert.match(r.hint, /--script-max-processes/);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('an ordinary failure names no limit; node still starts under the default memory limit', opts, async () => {
+  const f = await run('fail.sh');
+  assert.equal(f.status, 'failed');
+  assert.equal(f.exit_code, 3);
+  assert.equal(f.limit, undefined);
+  const s = await startServer({ skillsDirs: [dir] });
+  try {
+    const c = await connect(s.url);
+    const r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'hog', script: 'hello.js' } })).structuredContent;
+    assert.equal(r.status, 'ok', r.stderr);
+    assert.match(r.stdout, /^hello from node/);
+    await c.close();
+  } finally {
+    await s.stop();
+  }
+});
