@@ -297,6 +297,8 @@ async function main() {
   // The scratch copy: skills/ and hooks/ copied (commands may write there),
   // the rest of the tree linked read-only, `skill-mcp` first on PATH.
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-docs.'));
+  // a root server runs scripts as nobody, who must reach the scratch skills
+  fs.chmodSync(tmp, 0o755);
   const work = path.join(tmp, 'work');
   fs.mkdirSync(work);
   fs.mkdirSync(path.join(tmp, 'bin'));
