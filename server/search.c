@@ -699,10 +699,29 @@ static int cmp_name_ent(const void *a, const void *b)
 struct search_terms {
     uint32_t n;                 /* distinct terms */
     uint32_t len[NFIELDS];      /* field lengths in tokens */
-    uint32_t (*tf)[NFIELDS];    /* [n] */
-    uint32_t *tlen;             /* [n] term lengths; terms are back to back in pool */
-    char *pool;                 /* NUL-terminated terms */
+    /* then, in the same block: uint16_t tf[n][NFIELDS] (counts saturate at
+     * 65535, far past where BM25 saturates), uint8_t tlen[n] (a term is at
+     * most MAXTOK bytes), and the n terms back to back, NUL-terminated.
+     * One allocation per document: kept for the life of the entry. */
+    unsigned char data[];
 };
+
+/* Offsets in data[] of a block of n terms. tf is read with memcpy: data[]
+ * carries no alignment promise for uint16_t beyond malloc's. */
+#define TERMS_TLEN_OFF(n) ((size_t)(n) * NFIELDS * sizeof(uint16_t))
+#define TERMS_POOL_OFF(n) (TERMS_TLEN_OFF(n) + (size_t)(n))
+
+static uint16_t terms_tf(const struct search_terms *t, size_t i, int f)
+{
+    uint16_t v;
+    memcpy(&v, t->data + (i * NFIELDS + (size_t)f) * sizeof v, sizeof v);
+    return v;
+}
+
+static size_t terms_tlen(const struct search_terms *t, size_t i)
+{
+    return t->data[TERMS_TLEN_OFF(t->n) + i];
+}
 
 static void builder_init(struct builder *b, size_t cap, size_t tp_hint)
 {
@@ -732,16 +751,21 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
 
     /* Term ids are given in order of first appearance, and each id gets its
      * one tmp posting at that moment: tp[i].tid == i. */
-    struct search_terms *t = s_calloc(1, sizeof *t);
-    t->n = (uint32_t)b.nterms;
+    size_t n = b.nterms;
+    struct search_terms *t =
+        s_malloc(sizeof *t + n * (NFIELDS * sizeof(uint16_t) + 1) + b.pool_len);
+    t->n = (uint32_t)n;
     memcpy(t->len, len[0], sizeof t->len);
-    t->tf = s_malloc(b.nterms * sizeof *t->tf);
-    t->tlen = s_malloc(b.nterms * sizeof *t->tlen);
-    for (size_t i = 0; i < b.nterms; i++) {
-        memcpy(t->tf[i], b.tp[i].tf, sizeof t->tf[i]);
-        t->tlen[i] = b.term[i].len;
+    for (size_t i = 0; i < n; i++) {
+        for (int f = 0; f < NFIELDS; f++) {
+            uint16_t v = (uint16_t)(b.tp[i].tf[f] > UINT16_MAX ? UINT16_MAX : b.tp[i].tf[f]);
+            memcpy(t->data + (i * NFIELDS + (size_t)f) * sizeof v, &v, sizeof v);
+        }
+        t->data[TERMS_TLEN_OFF(n) + i] = (unsigned char)b.term[i].len;
     }
-    t->pool = b.pool ? s_realloc(b.pool, b.pool_len) : s_calloc(1, 1);
+    if (b.pool_len)
+        memcpy(t->data + TERMS_POOL_OFF(n), b.pool, b.pool_len);
+    free(b.pool);
     free(b.term);
     free(b.table);
     free(b.tp);
@@ -750,11 +774,6 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
 
 void search_terms_free(struct search_terms *t)
 {
-    if (!t)
-        return;
-    free(t->tf);
-    free(t->tlen);
-    free(t->pool);
     free(t);
 }
 
@@ -762,8 +781,8 @@ size_t search_terms_bytes(const struct search_terms *t)
 {
     size_t pool = 0;
     for (uint32_t i = 0; i < t->n; i++)
-        pool += t->tlen[i] + 1;
-    return sizeof *t + t->n * (sizeof *t->tf + sizeof *t->tlen) + pool;
+        pool += terms_tlen(t, i) + 1;
+    return sizeof *t + t->n * (NFIELDS * sizeof(uint16_t) + 1) + pool;
 }
 
 struct search_index *search_new(const struct search_doc *docs, size_t n)
@@ -799,15 +818,16 @@ struct search_index *search_new_terms(const struct search_doc *docs,
     /* Merge each document's dictionary into the library's. */
     for (size_t d = 0; d < n; d++) {
         const struct search_terms *t = terms[d];
-        const char *p = t->pool;
+        const char *p = (const char *)t->data + TERMS_POOL_OFF(t->n);
         memcpy(b.len[d], t->len, sizeof b.len[d]);
         grow((void **)&b.tp, &b.tpcap, b.ntp + t->n, sizeof *b.tp);
         for (uint32_t i = 0; i < t->n; i++) {
             struct tmp_post *tp = &b.tp[b.ntp++];
-            tp->tid = intern(&b, p, t->tlen[i]);
+            tp->tid = intern(&b, p, terms_tlen(t, i));
             tp->doc = (uint32_t)d;
-            memcpy(tp->tf, t->tf[i], sizeof tp->tf);
-            p += t->tlen[i] + 1;
+            for (int f = 0; f < NFIELDS; f++)
+                tp->tf[f] = terms_tf(t, i, f);
+            p += terms_tlen(t, i) + 1;
         }
     }
     /* The sorted dictionary: rank[tid] is the term's position. */

@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -750,6 +751,9 @@ struct cand {
     char *real;             /* canonical path when known without realpath */
     struct stat mdst;
     struct stat dirst;      /* of the folder itself, when real is known */
+    int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
+    int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
+    size_t team_lo, team_hi;    /* a team: its skills' candidates, b->c[lo..hi) */
     /* set by prepare */
     struct skill *old;      /* the previous entry of that qualified name */
     int reuse;              /* old serves unchanged */
@@ -761,11 +765,26 @@ struct cand {
     char first_escape[256];
 };
 
+enum { CAND_SKILL, CAND_TEAM, CAND_NONE };
+
 static void prepare(const struct snapshot *old, struct cand *c)
 {
     char real[PATH_MAX], md[PATH_MAX + 16];
     struct fm f = {0};
 
+    if (c->pending) {
+        /* The scan only listed this folder; whether it is a skill (it holds
+         * a SKILL.md) or a team folder is found here, off the serial path. */
+        snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
+        if (stat(c->dir, &c->dirst) < 0 || !S_ISDIR(c->dirst.st_mode)) {
+            c->kind = CAND_NONE;
+            return;
+        }
+        if (stat(md, &c->mdst) < 0 || !S_ISREG(c->mdst.st_mode)) {
+            c->kind = CAND_TEAM;
+            return;
+        }
+    }
     c->old = find_in(old, c->qname);
     if (c->old && c->old->root == c->root && entry_unchanged(c->old, &c->mdst)) {
         c->reuse = 1;
@@ -931,9 +950,9 @@ static void apply(struct build *b, struct cand *c)
     add_watches_of(b, k, &c->mdst);
 }
 
-static void cand_add(struct build *b, unsigned root, const char *team, const char *name,
-                     const char *dir, const char *real, const struct stat *dirst,
-                     const struct stat *mdst)
+static struct cand *cand_add(struct build *b, unsigned root, const char *team,
+                             const char *name, const char *dir, const char *real,
+                             const struct stat *dirst, const struct stat *mdst)
 {
     if (b->nc == b->ccap) {
         b->ccap = b->ccap ? b->ccap * 2 : 64;
@@ -949,8 +968,11 @@ static void cand_add(struct build *b, unsigned root, const char *team, const cha
     c->qname = xstrdup(qname);
     c->dir = xstrdup(dir);
     c->real = real ? xstrdup(real) : NULL;
-    c->mdst = *mdst;
-    c->dirst = *dirst;
+    if (mdst)
+        c->mdst = *mdst;
+    if (dirst)
+        c->dirst = *dirst;
+    return c;
 }
 
 struct prep_pool {
@@ -989,11 +1011,11 @@ static size_t prep_threads(size_t n)
     return cpus < 1 ? 1 : cpus > 4 ? 4 : cpus;
 }
 
-static void prepare_all(struct build *b)
+static void prepare_all(struct build *b, size_t lo, size_t hi)
 {
-    struct prep_pool p = {.c = b->c, .n = b->nc, .old = b->old};
+    struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old};
     pthread_t t[3];
-    size_t want = prep_threads(b->nc), started = 0;
+    size_t want = prep_threads(hi - lo), started = 0;
     atomic_init(&p.next, 0);
     while (started + 1 < want && pthread_create(&t[started], NULL, prep_worker, &p) == 0)
         started++;
@@ -1103,9 +1125,18 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         char dir[PATH_MAX], real[PATH_MAX];
         struct stat st, mst;
         int link;
+        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i].name);
+        if (names[i].type == DT_DIR && have_real) {
+            /* A plain folder: prepare finds whether it is a skill or a team. */
+            snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
+            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, real, NULL, NULL);
+            c->pending = 1;
+            continue;
+        }
+        if (names[i].type != DT_DIR && names[i].type != DT_LNK && names[i].type != DT_UNKNOWN)
+            continue;
         if (!child_dir(rfd, &names[i], &st, &link))
             continue;
-        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i].name);
         if (link && !(b->old))
             log_info("skills: %s is a symlinked folder; following it", dir);
         if (have_real && !link)
@@ -1114,11 +1145,8 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         if (has_skill_md(rfd, names[i].name, &mst)) {
             cand_add(b, root, NULL, names[i].name, dir, known, &st, &mst);
         } else {
-            int tfd = openat(rfd, names[i].name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (tfd >= 0) {
-                scan_team(b, root, names[i].name, tfd, dir, known, &st);
-                close(tfd);
-            }
+            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, known, &st, NULL);
+            c->pending = 1;     /* no SKILL.md: prepare will call it a team */
         }
     }
     dents_free(names, n);
@@ -1454,11 +1482,37 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     double t0 = now_ms();
     for (size_t i = 0; i < S->nroots; i++)
         scan_root(&b, (unsigned)i, S->roots[i]);
-    prepare_all(&b);
-    for (size_t i = 0; i < b.nc; i++) {
-        apply(&b, &b.c[i]);
-        cand_free(&b.c[i]);
+    size_t top = b.nc;
+    prepare_all(&b, 0, top);
+    /* Team folders (found by the first pass) are scanned now; their skills
+     * are prepared in a second pass and applied in the team's place. */
+    for (size_t i = 0; i < top; i++) {
+        struct cand *c = &b.c[i];
+        if (!c->pending || c->kind != CAND_TEAM)
+            continue;
+        size_t lo = b.nc;
+        int tfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (tfd >= 0) {
+            char team[PATH_MAX];
+            snprintf(team, sizeof team, "%s", c->name);
+            scan_team(&b, c->root, team, tfd, c->dir, c->real, &c->dirst);
+            close(tfd);
+        }
+        b.c[i].team_lo = lo;    /* b.c may have moved */
+        b.c[i].team_hi = b.nc;
     }
+    prepare_all(&b, top, b.nc);
+    for (size_t i = 0; i < top; i++) {
+        struct cand *c = &b.c[i];
+        if (c->pending && c->kind == CAND_TEAM) {
+            for (size_t j = c->team_lo; j < c->team_hi; j++)
+                apply(&b, &b.c[j]);
+        } else if (!c->pending || c->kind == CAND_SKILL) {
+            apply(&b, c);
+        }
+    }
+    for (size_t i = 0; i < b.nc; i++)
+        cand_free(&b.c[i]);
     free(b.c);
 
     struct snapshot *s = xcalloc(1, sizeof *s);
@@ -1489,6 +1543,9 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     free(docs);
     if (S->gate)
         S->gate(s, S->gate_arg);
+    /* Parsing leaves freed blocks in every thread's arena (libyaml's buffers
+     * above all); hand them back once per build rather than carry them. */
+    malloc_trim(0);
     s->built_at = (int64_t)time(NULL);
     s->build_ms = now_ms() - t0;
     return s;
