@@ -1013,6 +1013,8 @@ static size_t prep_threads(size_t n)
 
 static void prepare_all(struct build *b, size_t lo, size_t hi)
 {
+    if (hi <= lo)
+        return;
     struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old};
     pthread_t t[3];
     size_t want = prep_threads(hi - lo), started = 0;
