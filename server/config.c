@@ -59,7 +59,7 @@ static const struct opt opts[] = {
     {"--connection-timeout", OPT_SECONDS, O(connection_timeout), 1, 3600, "SEC",
      "close a connection idle or stalled this long (default 60)"},
     {"--max-header-bytes", OPT_SIZE, O(max_header_bytes), 4096, 16L << 20, "BYTES",
-     "request line and headers at most (default 65536)"},
+     "request line and headers at most (default 32768)"},
     {"--allowed-origins", OPT_STR, O(allowed_origins), 0, 0, "LIST",
      "extra allowed Origin values, comma-separated, or * (default: loopback origins)"},
     {"--allowed-hosts", OPT_STR, O(allowed_hosts), 0, 0, "LIST",
@@ -272,7 +272,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->max_connections = 1024;
     c->max_connections_per_ip = 64;
     c->connection_timeout = 60;
-    c->max_header_bytes = 65536;
+    c->max_header_bytes = 32768;
     c->log_level = LOG_INFO;
     c->workers = 1;
     c->shutdown_timeout = 30;
