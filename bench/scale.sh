@@ -43,7 +43,7 @@ cc -O2 -o build/bench/mcpc bench/mcpc.c
 cc -O2 -std=c11 -D_GNU_SOURCE -Iserver $(pkg-config --cflags $PKGS) -o build/bench/tick bench/tick.c \
     $(ls build/obj/*.o | grep -v '/main\.o$') $(pkg-config --libs $PKGS) -lpthread -lm
 
-if [ "$(nproc)" -ge 2 ]; then SRV_CPU="taskset -c 0"; GEN_CPU="taskset -c 1"; else SRV_CPU=""; GEN_CPU=""; fi
+if [ "$(nproc)" -ge 2 ]; then SRV_CPU="taskset -c 0"; GEN_CPU="taskset -c 1"; ALL_CPU="taskset -c 0-$(($(nproc) - 1))"; else SRV_CPU=""; GEN_CPU=""; ALL_CPU=""; fi
 tmp=$(mktemp -d); pids=(); restore=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
@@ -101,7 +101,8 @@ for N in $SIZES; do
     # client stays on core 1 and sleeps between its polls.
     colds=()
     for _ in $(seq $STARTS); do
-        line=$($GEN_CPU build/bench/mcpc cold "$LIST" -- "$BIN" --skills "$FIX" \
+        # (the server would inherit the client's affinity: give it every core)
+        line=$($GEN_CPU build/bench/mcpc cold "$LIST" -- $ALL_CPU "$BIN" --skills "$FIX" \
             --port '{PORT}' --threads 1 --refresh-interval 0 --log-level warn 2>/dev/null) || true
         [ -n "$line" ] && colds+=($(kv cold_ms <<<"$line"))
     done

@@ -753,7 +753,8 @@ struct cand {
     struct stat dirst;      /* of the folder itself, when real is known */
     int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
     int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
-    size_t team_lo, team_hi;    /* a team: its skills' candidates, b->c[lo..hi) */
+    struct cand *kids;      /* a team: its skill folders, prepared with it */
+    size_t nkids;
     /* set by prepare */
     struct skill *old;      /* the previous entry of that qualified name */
     int reuse;              /* old serves unchanged */
@@ -766,6 +767,45 @@ struct cand {
 };
 
 enum { CAND_SKILL, CAND_TEAM, CAND_NONE };
+
+static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
+                      const char *dir, const char *real, const struct stat *dirst,
+                      const struct stat *mdst);
+static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link);
+static int has_skill_md(int dfd, const char *name, struct stat *mst);
+static void prepare(const struct snapshot *old, struct cand *c);
+
+/* A team folder: its skill folders (one level down) become its kids,
+ * prepared here, on the thread that found the team. */
+static void prepare_team(const struct snapshot *old, struct cand *c)
+{
+    int tfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (tfd < 0)
+        return;
+    size_t n;
+    struct dent *names = list_fd(tfd, &n);
+    c->kids = xcalloc(n ? n : 1, sizeof *c->kids);
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX], real[PATH_MAX];
+        struct stat st, mst;
+        int link;
+        if (!child_dir(tfd, &names[i], &st, &link))
+            continue;
+        snprintf(dir, sizeof dir, "%s/%s", c->dir, names[i].name);
+        /* No symlink on the way: the canonical path is known without realpath. */
+        if (c->real && !link)
+            snprintf(real, sizeof real, "%s/%s", c->real, names[i].name);
+        /* A folder without SKILL.md at this depth is not a skill: folders
+         * nest one level only (team/skill). */
+        if (has_skill_md(tfd, names[i].name, &mst))
+            cand_init(&c->kids[c->nkids++], c->root, c->name, names[i].name, dir,
+                      c->real && !link ? real : NULL, &st, &mst);
+    }
+    dents_free(names, n);
+    close(tfd);
+    for (size_t i = 0; i < c->nkids; i++)
+        prepare(old, &c->kids[i]);
+}
 
 static void prepare(const struct snapshot *old, struct cand *c)
 {
@@ -782,6 +822,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
         }
         if (stat(md, &c->mdst) < 0 || !S_ISREG(c->mdst.st_mode)) {
             c->kind = CAND_TEAM;
+            prepare_team(old, c);
             return;
         }
     }
@@ -858,6 +899,9 @@ static void prepare(const struct snapshot *old, struct cand *c)
 
 static void cand_free(struct cand *c)
 {
+    for (size_t i = 0; i < c->nkids; i++)
+        cand_free(&c->kids[i]);
+    free(c->kids);
     skill_unref(c->k);
     free(c->team);
     free(c->name);
@@ -950,15 +994,10 @@ static void apply(struct build *b, struct cand *c)
     add_watches_of(b, k, &c->mdst);
 }
 
-static struct cand *cand_add(struct build *b, unsigned root, const char *team,
-                             const char *name, const char *dir, const char *real,
-                             const struct stat *dirst, const struct stat *mdst)
+static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
+                      const char *dir, const char *real, const struct stat *dirst,
+                      const struct stat *mdst)
 {
-    if (b->nc == b->ccap) {
-        b->ccap = b->ccap ? b->ccap * 2 : 64;
-        b->c = xrealloc(b->c, b->ccap * sizeof *b->c);
-    }
-    struct cand *c = &b->c[b->nc++];
     char qname[PATH_MAX];
     memset(c, 0, sizeof *c);
     snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
@@ -972,6 +1011,18 @@ static struct cand *cand_add(struct build *b, unsigned root, const char *team,
         c->mdst = *mdst;
     if (dirst)
         c->dirst = *dirst;
+}
+
+static struct cand *cand_add(struct build *b, unsigned root, const char *team,
+                             const char *name, const char *dir, const char *real,
+                             const struct stat *dirst, const struct stat *mdst)
+{
+    if (b->nc == b->ccap) {
+        b->ccap = b->ccap ? b->ccap * 2 : 64;
+        b->c = xrealloc(b->c, b->ccap * sizeof *b->c);
+    }
+    struct cand *c = &b->c[b->nc++];
+    cand_init(c, root, team, name, dir, real, dirst, mdst);
     return c;
 }
 
@@ -1080,31 +1131,6 @@ static int has_skill_md(int dfd, const char *name, struct stat *mst)
     if ((size_t)snprintf(md, sizeof md, "%s/SKILL.md", name) >= sizeof md)
         return 0;
     return fstatat(dfd, md, mst, 0) == 0 && S_ISREG(mst->st_mode);
-}
-
-static void scan_team(struct build *b, unsigned root, const char *team, int tfd,
-                      const char *teampath, const char *teamreal, const struct stat *tst)
-{
-    size_t n;
-    struct dent *names = list_fd(tfd, &n);
-    watch_add(b, teampath, tst);
-    for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], real[PATH_MAX];
-        struct stat st, mst;
-        int link;
-        if (!child_dir(tfd, &names[i], &st, &link))
-            continue;
-        snprintf(dir, sizeof dir, "%s/%s", teampath, names[i].name);
-        /* No symlink on the way: the canonical path is known without realpath. */
-        if (teamreal && !link)
-            snprintf(real, sizeof real, "%s/%s", teamreal, names[i].name);
-        if (has_skill_md(tfd, names[i].name, &mst))
-            cand_add(b, root, team, names[i].name, dir, teamreal && !link ? real : NULL, &st,
-                     &mst);
-        /* A folder without SKILL.md at this depth is not a skill: folders
-         * nest one level only (team/skill). */
-    }
-    dents_free(names, n);
 }
 
 static void scan_root(struct build *b, unsigned root, const char *rootpath)
@@ -1484,31 +1510,13 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     double t0 = now_ms();
     for (size_t i = 0; i < S->nroots; i++)
         scan_root(&b, (unsigned)i, S->roots[i]);
-    size_t top = b.nc;
-    prepare_all(&b, 0, top);
-    /* Team folders (found by the first pass) are scanned now; their skills
-     * are prepared in a second pass and applied in the team's place. */
-    for (size_t i = 0; i < top; i++) {
-        struct cand *c = &b.c[i];
-        if (!c->pending || c->kind != CAND_TEAM)
-            continue;
-        size_t lo = b.nc;
-        int tfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (tfd >= 0) {
-            char team[PATH_MAX];
-            snprintf(team, sizeof team, "%s", c->name);
-            scan_team(&b, c->root, team, tfd, c->dir, c->real, &c->dirst);
-            close(tfd);
-        }
-        b.c[i].team_lo = lo;    /* b.c may have moved */
-        b.c[i].team_hi = b.nc;
-    }
-    prepare_all(&b, top, b.nc);
-    for (size_t i = 0; i < top; i++) {
+    prepare_all(&b, 0, b.nc);
+    for (size_t i = 0; i < b.nc; i++) {
         struct cand *c = &b.c[i];
         if (c->pending && c->kind == CAND_TEAM) {
-            for (size_t j = c->team_lo; j < c->team_hi; j++)
-                apply(&b, &b.c[j]);
+            watch_add(&b, c->dir, &c->dirst);
+            for (size_t j = 0; j < c->nkids; j++)
+                apply(&b, &c->kids[j]);
         } else if (!c->pending || c->kind == CAND_SKILL) {
             apply(&b, c);
         }
