@@ -707,20 +707,6 @@ static void b64url(const unsigned char *in, size_t n, char *out)
     out[o] = '\0';
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* 1 when the file (open on fd) already names client id; *last_nl says if it ends in '\n'. */
 static int file_has_id(int fd, const char *id, int *ends_nl)
 {
@@ -846,7 +832,7 @@ int auth_token_cli(int argc, char **argv)
     if (rpm >= 0)
         n += snprintf(line + n, sizeof line - (size_t)n, " %ld", rpm);
     n += snprintf(line + n, sizeof line - (size_t)n, "\n");
-    if (write_all(fd, line, (size_t)n) || fsync(fd)) {
+    if (x_write_all(fd, line, (size_t)n) || fsync(fd)) {
         fprintf(stderr, "skill-mcp token add: cannot write %s: %s\n", file, strerror(errno));
         close(fd);
         return 1;

@@ -53,27 +53,6 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static void hex_digest(const unsigned char md[32], char out[DIGEST_LEN + 1])
-{
-    static const char hex[] = "0123456789abcdef";
-    memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = hex[md[i] >> 4];
-        out[8 + 2 * i] = hex[md[i] & 15];
-    }
-    out[DIGEST_LEN] = '\0';
-}
-
-static int sha256_of(const void *data, size_t len, char out[DIGEST_LEN + 1])
-{
-    unsigned char md[32];
-    unsigned int n = 0;
-    if (EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) != 1 || n != 32)
-        return -EIO;
-    hex_digest(md, out);
-    return 0;
-}
-
 /* Is k in the index? The skills/list rule: its frontmatter name is its
  * folder name and follows the Agent Skills naming rules. */
 static int listed(const struct skill *k)
@@ -562,7 +541,7 @@ static int archive_get(const struct skill *k, char **data, size_t *len,
     rc = archive_build(k, root, &p, &b, &stable);
     close(root);
     if (rc == 0)
-        rc = sha256_of(b.p ? b.p : "", b.len, digest);
+        manifest_sha256(b.p ? b.p : "", b.len, digest);
     if (rc == 0 && stable)
         cache_put(k->qname, p.fp, b.p ? b.p : "", b.len, digest);
     if (rc == 0 && data) {
@@ -834,7 +813,7 @@ int discovery_export(const struct snapshot *s, const char *dir)
         int r = is_archive(k) ? archive_get(k, &data, &len, digests[i])
                               : skill_md_get(k, &data, &len);
         if (r == 0)
-            r = sha256_of(data, len, digests[i]);
+            manifest_sha256(data, len, digests[i]);
         if (r < 0) {
             fprintf(stderr, "skill-mcp export: '%s' left out: %s\n", k->qname,
                     r == -EFBIG ? "over the 64 MiB archive limit" : "its files cannot be read");

@@ -21,7 +21,6 @@
 #include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include "frontmatter.h"
+#include "manifest.h"
 #include "skills.h"
 #include "util.h"
 
@@ -274,20 +274,6 @@ static int parent_of(int dirfd, char *rel, const char **leaf)
     return fd;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes one regular member's data (dirfd < 0: reads and counts it only). */
 static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64_t declared,
                         int64_t *total, const struct fetch_limits *lim, char *why,
@@ -331,7 +317,7 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
             setwhy(why, whylen, "member '%.200s' expands past the limit", shown);
             goto out;
         }
-        if (fd >= 0 && write_all(fd, block, (size_t)r) < 0) {
+        if (fd >= 0 && x_write_all(fd, block, (size_t)r) < 0) {
             setwhy(why, whylen, "member '%.200s': cannot write: %s", shown, strerror(errno));
             goto out;
         }
@@ -633,21 +619,6 @@ static char *resolve_url(const char *base, const char *ref, char **scheme, char 
     return res;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[7 + 64 + 1])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char md[32];
-    unsigned int n = 0;
-    memset(md, 0, sizeof md);
-    EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-    memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = hex[md[i] >> 4];
-        out[8 + 2 * i] = hex[md[i] & 15];
-    }
-    out[7 + 64] = '\0';
-}
-
 /* ---- installing one entry -------------------------------------------------- */
 
 /* "/" between dir and a name, unless dir already ends in one. */
@@ -745,15 +716,7 @@ static int check_skill_md(int stagefd, const char *folder, const struct fetch_en
         return -1;
     }
     char *data = xmalloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    size_t got = x_pread_full(fd, data, (size_t)st.st_size);
     close(fd);
     struct fm fm;
     struct err e = {0};
@@ -820,7 +783,7 @@ static void install_one(const struct opts *o, int intofd, const char *index_eff,
                  sizeof res->reason) < 0)
         goto out;
     /* The bytes are trusted only once they are the bytes the index names. */
-    sha256_hex(body.p ? body.p : "", body.len, got);
+    manifest_sha256(body.p ? body.p : "", body.len, got);
     if (strcmp(got, f->digest)) {
         setwhy(res->reason, sizeof res->reason, "digest mismatch: the index says %s, %s has %s",
                f->digest, url, got);
@@ -854,7 +817,7 @@ static void install_one(const struct opts *o, int intofd, const char *index_eff,
     } else {
         int fd = openat(stagefd, "SKILL.md", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                         0644);
-        int bad = fd < 0 || write_all(fd, body.p ? body.p : "", body.len) < 0;
+        int bad = fd < 0 || x_write_all(fd, body.p ? body.p : "", body.len) < 0;
         if ((fd >= 0 && close(fd) < 0) || bad) {
             setwhy(res->reason, sizeof res->reason, "cannot write SKILL.md: %s", strerror(errno));
             goto out;

@@ -133,15 +133,7 @@ int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *ou
         return fd;
     size_t want = (size_t)st.st_size < max ? (size_t)st.st_size : max;
     out->data = xmalloc(want + 1);
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(fd, out->data + got, want - got, (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    size_t got = x_pread_full(fd, out->data, want);
     close(fd);
     out->data[got] = '\0';
     out->len = got;

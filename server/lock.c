@@ -94,25 +94,6 @@ const struct lock_entry *lock_find(const struct lock_table *t, const char *qname
 
 /* ---- digests --------------------------------------------------------------- */
 
-static void hex_digest(const unsigned char md[32], char out[MANIFEST_DIGEST_LEN + 1])
-{
-    static const char hex[] = "0123456789abcdef";
-    memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = hex[md[i] >> 4];
-        out[8 + 2 * i] = hex[md[i] & 15];
-    }
-    out[MANIFEST_DIGEST_LEN] = '\0';
-}
-
-static void sha256_hex(const void *data, size_t n, char out[MANIFEST_DIGEST_LEN + 1])
-{
-    unsigned char md[32];
-    unsigned int len = 0;
-    EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
-    hex_digest(md, out);
-}
-
 static int file_line(struct buf *b, const struct lock_file *f)
 {
     return buf_printf(b, "%s %lld %s\n", f->digest, (long long)f->size, f->path);
@@ -134,7 +115,7 @@ void lock_digest_files(const struct lock_file *files, size_t n, char out[MANIFES
     }
     EVP_DigestFinal_ex(ctx, md, &len);
     EVP_MD_CTX_free(ctx);
-    hex_digest(md, out);
+    manifest_format_digest(md, out);
 }
 
 static int digest_valid(const char *s, size_t n)
@@ -155,7 +136,7 @@ static void exec_digest(const struct skill *k, char out[MANIFEST_DIGEST_LEN + 1]
         return;
     }
     char *s = json_dumps(ex, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    sha256_hex(s ? s : "", s ? strlen(s) : 0, out);
+    manifest_sha256(s ? s : "", s ? strlen(s) : 0, out);
     free(s);
 }
 
@@ -492,15 +473,7 @@ static char *slurp(const char *file, size_t *len, struct stat *st, int *missing)
         return NULL;
     }
     char *data = xmalloc((size_t)st->st_size + 1);
-    size_t got = 0;
-    while (got < (size_t)st->st_size) {
-        ssize_t r = read(fd, data + got, (size_t)st->st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    size_t got = x_pread_full(fd, data, (size_t)st->st_size);
     close(fd);
     data[got] = '\0';
     *len = got;
@@ -630,20 +603,6 @@ static int lock_dir(const char *file)
     return fd;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes data to path through a temporary file and rename (never half a file). */
 static int replace_file(const char *path, const char *data, size_t len, mode_t mode)
 {
@@ -652,7 +611,7 @@ static int replace_file(const char *path, const char *data, size_t len, mode_t m
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return -1;
-    if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+    if (x_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
         close(fd);
         unlink(tmp);
         return -1;
@@ -795,7 +754,7 @@ static int store_put(const char *store, const struct skill *k, const struct lock
         if (jail_read(k->dir, m->files[i].path, (size_t)m->files[i].size + 1, &f, why) < 0)
             return -1;
         char d[MANIFEST_DIGEST_LEN + 1];
-        sha256_hex(f.data, f.len, d);
+        manifest_sha256(f.data, f.len, d);
         int ok = !strcmp(d, m->files[i].digest) &&
                  replace_file(path, f.data, f.len, 0444) == 0;
         jail_file_cleanup(&f);
@@ -827,11 +786,11 @@ static int copy_blob(const char *store, const struct lock_file *f, const char *d
     if (!data)
         return -1;
     char d[MANIFEST_DIGEST_LEN + 1];
-    sha256_hex(data, len, d);
+    manifest_sha256(data, len, d);
     int rc = strcmp(d, f->digest) ? -1 : 0;   /* a damaged blob is never served */
     if (!rc) {
         int fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-        rc = fd < 0 || write_all(fd, data, len) < 0 ? -1 : 0;
+        rc = fd < 0 || x_write_all(fd, data, len) < 0 ? -1 : 0;
         if (fd >= 0)
             close(fd);
     }
@@ -1197,12 +1156,7 @@ void lock_audit(struct lock *L, const char *skill, const char *manifest_digest,
                 const char *script, const char *status, long exit_code, double duration_ms)
 {
     char ts[40];
-    struct timespec t;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &t);
-    gmtime_r(&t.tv_sec, &tm);
-    snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000000);
+    now_utc(ts, sizeof ts);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s, s:s, s:o, s:f}", "ts",
                           ts, "event", "script_run", "skill", skill, "manifest_digest",
                           manifest_digest && *manifest_digest ? manifest_digest : NULL,

@@ -165,7 +165,7 @@ out:
     return rc;
 }
 
-static void format_digest(const unsigned char md[32], char out[MANIFEST_DIGEST_LEN + 1])
+void manifest_format_digest(const unsigned char md[32], char out[MANIFEST_DIGEST_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
     memcpy(out, "sha256:", 7);
@@ -174,6 +174,14 @@ static void format_digest(const unsigned char md[32], char out[MANIFEST_DIGEST_L
         out[8 + 2 * i] = hex[md[i] & 15];
     }
     out[MANIFEST_DIGEST_LEN] = '\0';
+}
+
+void manifest_sha256(const void *data, size_t n, char out[MANIFEST_DIGEST_LEN + 1])
+{
+    unsigned char md[32] = {0};
+    unsigned int len = 0;
+    EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
+    manifest_format_digest(md, out);
 }
 
 int manifest_digest(int rootfd, const char *rel, char digest[MANIFEST_DIGEST_LEN + 1],
@@ -209,7 +217,7 @@ int manifest_digest(int rootfd, const char *rel, char digest[MANIFEST_DIGEST_LEN
         *size = len;
     }
     close(fd);
-    format_digest(md, digest);
+    manifest_format_digest(md, digest);
     return 0;
 }
 

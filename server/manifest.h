@@ -34,6 +34,12 @@ struct manifest {
     size_t skipped;         /* listed files that could not be opened now */
 };
 
+/* "sha256:" + 64 lowercase hex of md: the one digest text of the server
+ * (manifests, the lock, the discovery index, fetch). */
+void manifest_format_digest(const unsigned char md[32], char out[MANIFEST_DIGEST_LEN + 1]);
+/* SHA-256 of data[0..n) in that text. Any thread. */
+void manifest_sha256(const void *data, size_t n, char out[MANIFEST_DIGEST_LEN + 1]);
+
 /*
  * Digest and size of rel beneath rootfd (a jail_root() descriptor), from
  * the cache when the file's (dev, inode, mtime_ns, size) still match.

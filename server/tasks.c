@@ -1274,19 +1274,31 @@ static const char *need_task(struct mcp_call *c)
     return json_string_value(id);
 }
 
-int tasks_m_get(struct mcp_call *c)
+/* The record of the request's taskId, visible to its client: 0 with *r
+ * filled (trec_cleanup it), or -1 with the error answered; what names the
+ * operation in the not-found message ("retrieve", "update"). */
+static int lookup(struct mcp_call *c, const char **id, struct trec *r, const char *what)
 {
-    const char *id = need_task(c);
-    if (!id)
-        return -1;
-    struct trec r;
     char why[400];
-    int rc = st_get(c->S->tasks, id, client_of(c), &r, why, sizeof why);
+    if (!(*id = need_task(c)))
+        return -1;
+    int rc = st_get(c->S->tasks, *id, client_of(c), r, why, sizeof why);
     if (rc < 0)
         return unavailable(c, why);
-    if (rc == 1)
+    if (rc == 1) {
+        trec_cleanup(r);
         return mcp_error(c, RPC_INVALID_PARAMS, NULL,
-                         "Failed to retrieve task: Task not found or expired");
+                         "Failed to %s task: Task not found or expired", what);
+    }
+    return 0;
+}
+
+int tasks_m_get(struct mcp_call *c)
+{
+    const char *id;
+    struct trec r;
+    if (lookup(c, &id, &r, "retrieve") < 0)
+        return -1;
     c->result = task_json(&r, c->modern, 1);
     trec_cleanup(&r);
     return 0;
@@ -1294,17 +1306,10 @@ int tasks_m_get(struct mcp_call *c)
 
 int tasks_m_result(struct mcp_call *c)
 {
-    const char *id = need_task(c);
-    if (!id)
-        return -1;
+    const char *id;
     struct trec r;
-    char why[400];
-    int rc = st_get(c->S->tasks, id, client_of(c), &r, why, sizeof why);
-    if (rc < 0)
-        return unavailable(c, why);
-    if (rc == 1)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
-                         "Failed to retrieve task: Task not found or expired");
+    if (lookup(c, &id, &r, "retrieve") < 0)
+        return -1;
     if (is_terminal(r.status)) {
         size_t len;
         c->raw_response = result_response(&r, c->id, &len);
@@ -1424,18 +1429,11 @@ int tasks_m_cancel(struct mcp_call *c)
 
 int tasks_m_update(struct mcp_call *c)
 {
-    const char *id = need_task(c);
-    if (!id)
-        return -1;
+    const char *id;
     struct trec r;
-    char why[400];
-    int rc = st_get(c->S->tasks, id, client_of(c), &r, why, sizeof why);
-    if (rc < 0)
-        return unavailable(c, why);
+    if (lookup(c, &id, &r, "update") < 0)
+        return -1;
     trec_cleanup(&r);
-    if (rc == 1)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
-                         "Failed to update task: Task not found or expired");
     return mcp_error(c, RPC_INVALID_PARAMS, NULL,
                      "Task %s never asks for input (a script gets all of its input when it "
                      "starts): there is nothing to update",

@@ -282,14 +282,18 @@ static int has_all_tags(const struct skill *k, json_t *tags)
 
 /* ---- list_skills ----------------------------------------------------------- */
 
-static json_t *list_page(const struct snapshot *s, const char *query, json_t *tags,
-                         size_t offset, size_t limit)
+/*
+ * The entries of one list page, in page order: the search hits (or every
+ * entry, by qualified name), the tag filter, then the window [offset,
+ * offset + limit). Both page builders take their entries from here, so they
+ * cannot disagree. Returns the window (free()) and its size in *n; *total is
+ * the count before the window.
+ */
+static size_t *page_window(const struct snapshot *s, const char *query, json_t *tags,
+                           size_t offset, size_t limit, size_t *n, size_t *total)
 {
-    json_t *cards = json_array();
-    size_t total = 0;
     struct search_hit *hits = NULL;
     size_t nhits = 0;
-
     if (query) {
         hits = xmalloc((s->n ? s->n : 1) * sizeof *hits);
         nhits = search_query(s->search, query, hits, s->n);
@@ -297,16 +301,29 @@ static json_t *list_page(const struct snapshot *s, const char *query, json_t *ta
             nhits = s->n;
     }
     size_t count = query ? nhits : s->n;
+    size_t *win = xmalloc((limit < count ? limit : count ? count : 1) * sizeof *win);
+    *n = *total = 0;
     for (size_t i = 0; i < count; i++) {
         size_t idx = query ? hits[i].doc : i;
-        const struct skill *k = s->v[idx];
-        if (tags && !has_all_tags(k, tags))
+        if (tags && !has_all_tags(s->v[idx], tags))
             continue;
-        if (total >= offset && total < offset + limit)
-            json_array_append_new(cards, card_of(s, idx));
-        total++;
+        if (*total >= offset && *total < offset + limit)
+            win[(*n)++] = idx;
+        (*total)++;
     }
     free(hits);
+    return win;
+}
+
+static json_t *list_page(const struct snapshot *s, const char *query, json_t *tags,
+                         size_t offset, size_t limit)
+{
+    json_t *cards = json_array();
+    size_t n, total;
+    size_t *win = page_window(s, query, tags, offset, limit, &n, &total);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(cards, card_of(s, win[i]));
+    free(win);
     json_t *r = json_pack("{s:o, s:I, s:I}", "skills", cards, "total", (json_int_t)total,
                           "generation", (json_int_t)s->generation);
     if (offset + limit < total) {
@@ -428,33 +445,18 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
                            size_t offset, size_t limit, struct tool_out *o)
 {
     static const char head[] = "{\"skills\":[", head_esc[] = "{\\\"skills\\\":[";
-    struct search_hit *hits = NULL;
-    size_t nhits = 0, total = 0, kept = 0;
-    struct card **win = NULL;
+    size_t total, kept;
     struct buf b, e, tail;
 
-    if (query) {
-        hits = xmalloc((s->n ? s->n : 1) * sizeof *hits);
-        nhits = search_query(s->search, query, hits, s->n);
-        if (nhits > s->n)
-            nhits = s->n;
+    size_t *idx = page_window(s, query, tags, offset, limit, &kept, &total);
+    struct card **win = xmalloc((kept ? kept : 1) * sizeof *win);
+    unsigned char *own = xcalloc(kept ? kept : 1, 1);
+    for (size_t i = 0; i < kept; i++) {
+        int o1;
+        win[i] = card_get(s, idx[i], &o1);
+        own[i] = (unsigned char)o1;
     }
-    size_t count = query ? nhits : s->n;
-    size_t wcap = limit < count ? limit : count ? count : 1;
-    win = xmalloc(wcap * sizeof *win);
-    unsigned char *own = xcalloc(wcap, 1);
-    for (size_t i = 0; i < count; i++) {
-        size_t idx = query ? hits[i].doc : i;
-        if (tags && !has_all_tags(s->v[idx], tags))
-            continue;
-        if (total >= offset && total < offset + limit) {
-            int o1;
-            win[kept] = card_get(s, idx, &o1);
-            own[kept++] = (unsigned char)o1;
-        }
-        total++;
-    }
-    free(hits);
+    free(idx);
 
     /* Sizes of the head and of every prefix of the window. */
     size_t hc = sizeof head - 1, ht = shape_tokens(head, hc);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- memory ----------------------------------------------------------- */
 
@@ -229,8 +230,6 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 {
     static const char *names[] = {"debug", "info", "warn", "error"};
     char msg[2048], ts[40];
-    struct timespec t;
-    struct tm tm;
     va_list ap;
 
     if (lvl < log_min)
@@ -238,11 +237,7 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    clock_gettime(CLOCK_REALTIME, &t);
-    gmtime_r(&t.tv_sec, &tm);
-    snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             t.tv_nsec / 1000000);
+    now_utc(ts, sizeof ts);
     if (log_json) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s?}", "ts", ts, "level", names[lvl], "msg", msg,
                               "proc", log_tag[0] ? log_tag : NULL);
@@ -271,12 +266,7 @@ void log_request(const char *method, const char *tool, const char *client, unsig
         return;
     }
     char ts[40];
-    struct timespec t;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &t);
-    gmtime_r(&t.tv_sec, &tm);
-    snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000000);
+    now_utc(ts, sizeof ts);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:i, s:f, s:b}", "ts", ts, "level",
                           "info", "event", "request", "method", method, "tool",
                           tool && *tool ? tool : NULL, "client", client, "status", (int)status,
@@ -300,6 +290,16 @@ uint64_t now_ns(void)
 double now_ms(void)
 {
     return (double)now_ns() / 1e6;
+}
+
+void now_utc(char *out, size_t n)
+{
+    struct timespec t;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &t);
+    gmtime_r(&t.tv_sec, &tm);
+    snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000000);
 }
 
 /* ---- UTF-8 ------------------------------------------------------------- */
@@ -390,4 +390,33 @@ size_t utf8_trim(const char *s, size_t n)
     if (c < 0x80)
         return n;
     return back + 1 >= want ? n : i - 1;
+}
+
+int x_write_all(int fd, const void *data, size_t n)
+{
+    const char *p = data;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+size_t x_pread_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
 }

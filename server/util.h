@@ -25,6 +25,11 @@ void *x_shared_alloc(size_t n);
 void x_shared_free(void *p, size_t n);
 /* Route jansson's allocations through the functions above. Call once. */
 void x_install_json_alloc(void);
+/* Writes all of data[0..n) (retrying short writes and EINTR): 0, or -1 with errno. */
+int x_write_all(int fd, const void *data, size_t n);
+/* Reads up to n bytes from offset 0 (retrying short reads and EINTR); the
+ * count read before the end of the file, or an error, stops it. */
+size_t x_pread_full(int fd, void *buf, size_t n);
 
 /* ---- error record (like jansson's json_error_t) ---------------------- */
 
@@ -83,6 +88,8 @@ void log_request(const char *method, const char *tool, const char *client, unsig
 
 uint64_t now_ns(void);      /* CLOCK_MONOTONIC */
 double now_ms(void);
+/* The wall clock as "2026-11-30T01:02:03.456Z" (logs, audit lines). */
+void now_utc(char *out, size_t n);
 
 /* ---- UTF-8 ----------------------------------------------------------- */
 
