@@ -178,9 +178,11 @@ char *buf_steal(struct buf *b, size_t *len)
     return p;
 }
 
+/* Escapes as jansson does (uppercase \u00XX), so bytes rendered here and
+ * by json_dumps are the same. */
 int buf_json_escape(struct buf *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
+    static const char hex[] = "0123456789ABCDEF";
     size_t run = 0;
     /* Worst case every byte becomes \u00XX; reserve for the common case and
      * let buf_append grow for the rest. */
