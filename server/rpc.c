@@ -44,6 +44,7 @@ char *rpc_wrap_raw(json_t *id, const char *raw, size_t rawlen, size_t *outlen)
     struct buf b;
     char *ids = id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     buf_init(&b, 0);
+    buf_reserve(&b, rawlen + 64 + (ids ? strlen(ids) : 4));
     buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     buf_puts(&b, ids ? ids : "null");
     buf_puts(&b, ",\"result\":");

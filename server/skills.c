@@ -170,6 +170,10 @@ static void skill_body_free_(struct skill_body *b)
     free(b->sec);
     free(atomic_load(&b->rendered[0]));
     free(atomic_load(&b->rendered[1]));
+    if (b->sec_rendered)
+        for (size_t i = 0; i < 2 * b->nsec; i++)
+            free(atomic_load(&b->sec_rendered[i]));
+    free(b->sec_rendered);
     free(b);
 }
 
@@ -1404,6 +1408,8 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
     free(raw);
     b->key = key;
     b->nsec = md_sections(b->text, b->len, &b->sec);
+    if (b->nsec)
+        b->sec_rendered = xcalloc(2 * b->nsec, sizeof *b->sec_rendered);
     if (!same) {
         *tmp = b;
         *out = b;

@@ -36,6 +36,8 @@ struct skill_file {
 /* Bytes rendered once and kept with the entry they describe. */
 struct skill_rendered {
     size_t len;
+    size_t key_len;         /* the argument it answers (a section name as asked),
+                               stored at data + len + 1 */
     char data[];
 };
 
@@ -48,6 +50,9 @@ struct skill_body {
     struct fkey key;        /* the SKILL.md it was read from */
     /* load_skill(name) rendered once per era, on first use (set-once CAS) */
     _Atomic(struct skill_rendered *) rendered[2];
+    /* load_skill(name, section): [2 * section + era], the same way; the
+     * first spelling of the section asked for is the one kept */
+    _Atomic(struct skill_rendered *) *sec_rendered;
 };
 
 struct skill {

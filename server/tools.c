@@ -515,8 +515,15 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
         buf_puts(&tail, "\"}}");
     }
 
+    size_t bytes = 0, esc_bytes = 0;
+    for (size_t i = 0; i < cut; i++) {
+        bytes += win[i]->len + 1;
+        esc_bytes += win[i]->esc_len + 1;
+    }
     buf_init(&b, 0);
     buf_init(&e, 0);
+    buf_reserve(&b, sizeof head + bytes + tail.len);
+    buf_reserve(&e, sizeof head_esc + esc_bytes + 2 * tail.len);
     buf_puts(&b, head);
     buf_puts(&e, head_esc);
     for (size_t i = 0; i < cut; i++) {
@@ -626,6 +633,44 @@ static json_t *load_result(const struct skill *k, const struct skill_body *b,
     return r;
 }
 
+/*
+ * A load_skill answer from its slot, rendered and published by the first
+ * request (set-once CAS: a thread that loses the race frees its copy).
+ * NULL when the slot holds another spelling of the section: the caller
+ * renders that one per request.
+ */
+static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *slot,
+                                            const char *key, const struct skill *k,
+                                            const struct skill_body *b, const char *section,
+                                            const char *text, size_t len, struct tool_ctx *c,
+                                            struct tool_out *o)
+{
+    size_t klen = strlen(key);
+    struct skill_rendered *r = atomic_load(slot);
+    if (!r) {
+        struct tool_out full = {.structured = load_result(k, b, section, text, len),
+                                .budget = &c->S->budget, .hint = o->hint};
+        size_t n;
+        char *bytes = render(&full, 0, c->modern, &n);
+        struct skill_rendered *mine = xmalloc(sizeof *mine + n + 1 + klen + 1);
+        mine->len = n;
+        mine->key_len = klen;
+        memcpy(mine->data, bytes, n + 1);
+        memcpy(mine->data + n + 1, key, klen + 1);
+        free(bytes);
+        struct skill_rendered *expect = NULL;
+        if (atomic_compare_exchange_strong(slot, &expect, mine)) {
+            r = mine;
+        } else {
+            free(mine);
+            r = expect;
+        }
+    }
+    if (r->key_len != klen || memcmp(r->data + r->len + 1, key, klen))
+        return NULL;
+    return r;
+}
+
 static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name", "section", NULL};
@@ -652,36 +697,11 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
                     k->qname);
     }
     int whole = !section || !*section;
-    if (whole && !tmp) {
-        /* The whole-body answer depends only on this entry: render it once. */
-        struct skill_body *mb = b;
-        struct skill_rendered *r = atomic_load(&mb->rendered[c->modern]);
-        if (!r) {
-            struct tool_out full = {.structured = load_result(k, b, NULL, b->text, b->len),
-                                    .budget = &c->S->budget, .hint = o->hint};
-            size_t len;
-            char *bytes = render(&full, 0, c->modern, &len);
-            struct skill_rendered *mine = xmalloc(sizeof *mine + len + 1);
-            mine->len = len;
-            memcpy(mine->data, bytes, len + 1);
-            free(bytes);
-            struct skill_rendered *expect = NULL;
-            if (atomic_compare_exchange_strong(&mb->rendered[c->modern], &expect, mine)) {
-                r = mine;
-            } else {
-                free(mine);     /* another thread rendered the same bytes first */
-                r = expect;
-            }
-        }
-        o->raw = r->data;
-        o->rawlen = r->len;
-        return 0;
-    }
-
     const char *text = b->text;
     size_t len = b->len;
-    if (section && *section) {
-        long at = md_find(b->text, b->sec, b->nsec, section);
+    long at = -1;
+    if (!whole) {
+        at = md_find(b->text, b->sec, b->nsec, section);
         if (at < 0) {
             struct buf l;
             buf_init(&l, 700);
@@ -698,6 +718,20 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         }
         text = b->text + b->sec[at].start;
         len = b->sec[at].end - b->sec[at].start;
+    }
+    if (!tmp) {
+        /* The answer depends only on this entry and the argument: render it
+         * once and keep it with the body. */
+        _Atomic(struct skill_rendered *) *slot =
+            whole ? &b->rendered[c->modern] : &b->sec_rendered[2 * at + c->modern];
+        const char *key = whole ? "" : section;
+        struct skill_rendered *r = cached_render(slot, key, k, b, whole ? NULL : section, text,
+                                                 len, c, o);
+        if (r) {
+            o->raw = r->data;
+            o->rawlen = r->len;
+            return 0;
+        }
     }
     o->structured = load_result(k, b, whole ? NULL : section, text, len);
     skills_body_free(tmp);
@@ -761,9 +795,10 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
         n = utf8_trim(f.data, n);
     json_t *r;
     if (utf8_valid(f.data, n)) {
-        r = json_pack("{s:s, s:s, s:I, s:s, s:s%, s:b}", "name", k->qname, "path", path,
-                      "size", (json_int_t)f.size, "encoding", "utf-8", "content", f.data, n,
-                      "truncated", f.truncated || n < f.len);
+        /* validated just above: jansson need not check it again */
+        r = json_pack("{s:s, s:s, s:I, s:s, s:o, s:b}", "name", k->qname, "path", path,
+                      "size", (json_int_t)f.size, "encoding", "utf-8", "content",
+                      json_stringn_nocheck(f.data, n), "truncated", f.truncated || n < f.len);
     } else {
         char *b64 = base64(f.data, f.len);
         r = json_pack("{s:s, s:s, s:I, s:s, s:s, s:b}", "name", k->qname, "path", path, "size",
@@ -1172,6 +1207,8 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     }
     json_decref(o->structured);
     o->structured = NULL;
+    /* The text block is the escaped JSON: at least as long, usually not much more. */
+    buf_reserve(&b, (o->escaped ? o->esclen : n1 + n1 / 8) + n1 + 128);
     buf_puts(&b, "{\"content\":[{\"type\":\"text\",\"text\":\"");
     if (o->escaped)
         buf_append(&b, o->escaped, o->esclen);

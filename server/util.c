@@ -103,7 +103,7 @@ void buf_init(struct buf *b, size_t max)
     b->max = max;
 }
 
-static int buf_reserve(struct buf *b, size_t extra)
+int buf_reserve(struct buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
     if (need < b->len || (b->max && b->len + extra > b->max))
@@ -178,15 +178,45 @@ char *buf_steal(struct buf *b, size_t *len)
     return p;
 }
 
+/* Word-at-a-time tests (the classic bit tricks): a byte of w below 0x20,
+ * or equal to a given byte, sets that byte's high bit in the result. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline uint64_t load8(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint64_t zero_byte(uint64_t w)
+{
+    return (w - ONES) & ~w & HIGHS;
+}
+
+static inline int word_needs_escape(const char *p)
+{
+    uint64_t w = load8(p);
+    /* high-bit bytes are UTF-8 and pass; of the rest, < 0x20, '"' or '\\' */
+    uint64_t low = (w - ONES * 0x20) & ~w & HIGHS;
+    return (low | zero_byte(w ^ (ONES * '"')) | zero_byte(w ^ (ONES * '\\'))) != 0;
+}
+
 /* Escapes as jansson does (uppercase \u00XX), so bytes rendered here and
  * by json_dumps are the same. */
 int buf_json_escape(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t run = 0;
-    /* Worst case every byte becomes \u00XX; reserve for the common case and
-     * let buf_append grow for the rest. */
+    if (buf_reserve(b, n + 2) < 0)
+        return -ENOSPC;
     for (size_t i = 0; i < n; i++) {
+        /* Text is mostly plain: skip eight bytes at a time while none of
+         * them needs escaping. */
+        while (n - i >= 8 && !word_needs_escape(s + i))
+            i += 8;
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
@@ -346,6 +376,15 @@ int utf8_valid(const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
+        /* ASCII without NUL, eight bytes at a time */
+        while (n - i >= 8) {
+            uint64_t w = load8(s + i);
+            if ((w & HIGHS) || zero_byte(w))
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         if (p[i] && p[i] < 0x80) {
             i++;
             continue;

@@ -53,6 +53,9 @@ struct buf {
 
 void buf_init(struct buf *b, size_t max);
 /* Returns 0, or -ENOSPC when the append would pass max (buffer unchanged). */
+/* Room for extra more bytes (and the NUL): one allocation up front where the
+ * final size is known, instead of a chain of doublings that copy. */
+int buf_reserve(struct buf *b, size_t extra);
 int buf_append(struct buf *b, const void *data, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -650,10 +650,32 @@ TEST(load_whole_body_cached)
     /* and the legacy one is still legacy */
     json_t *c = call("load_skill", "{\"name\":\"csv-profile\"}");
     CHECK(json_object_get(c, "resultType") == NULL);
-    /* a section is rendered per call */
+    /* a section is kept too, per era, for the spelling first asked for */
     json_t *d = call("load_skill", "{\"name\":\"csv-profile\",\"section\":\"usage\"}");
     CHECK_TOOL_OK(d);
+    CHECK(last_raw);
+    json_t *d2 = call("load_skill", "{\"name\":\"csv-profile\",\"section\":\"usage\"}");
+    CHECK(last_raw);
+    CHECK(json_equal(d, d2));
+    CHECK_STR(sget(sc(d), "section"), "usage");
+    CHECK(json_object_get(d, "resultType") == NULL);
+    json_t *sargs = json_pack("{s:s, s:s}", "name", "csv-profile", "section", "usage");
+    json_t *dm = call_j("load_skill", sargs, 1);
+    json_decref(sargs);
+    CHECK(last_raw);
+    CHECK_STR(sget(dm, "resultType"), "complete");
+    CHECK(json_equal(sc(dm), sc(d)));
+    /* another spelling of the same section: the same content, its own echo,
+     * rendered per call (the kept bytes answer "usage") */
+    json_t *d3 = call("load_skill", "{\"name\":\"csv-profile\",\"section\":\"## USAGE\"}");
+    CHECK_TOOL_OK(d3);
     CHECK(!last_raw);
+    CHECK_STR(sget(sc(d3), "section"), "## USAGE");
+    CHECK_STR(sget(sc(d3), "content"), sget(sc(d), "content"));
+    CHECK(strcmp(sget(sc(d), "content"), sget(sc(a), "content")) != 0);
+    json_decref(d2);
+    json_decref(d3);
+    json_decref(dm);
     json_decref(a);
     json_decref(b);
     json_decref(c);

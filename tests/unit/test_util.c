@@ -1,0 +1,126 @@
+/*
+ * test_util.c - the byte loops that take the word-at-a-time fast path:
+ * buf_json_escape against jansson's own escaping, and utf8_valid against a
+ * byte-by-byte reference, for every alignment and every position of the
+ * byte that matters.
+ */
+#include <jansson.h>
+
+#include "harness.h"
+#include "util.h"
+
+/* jansson's rendering of the string s[0..n), without the quotes. */
+static char *jansson_escape(const char *s, size_t n)
+{
+    json_t *j = json_stringn_nocheck(s, n);
+    char *d = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+    json_decref(j);
+    size_t len = strlen(d);
+    memmove(d, d + 1, len - 2);
+    d[len - 2] = '\0';
+    return d;
+}
+
+static int escape_matches(const char *s, size_t n)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_json_escape(&b, s, n);
+    char *want = jansson_escape(s, n);
+    int ok = b.len == strlen(want) && memcmp(b.p ? b.p : "", want, b.len) == 0;
+    if (!ok)
+        printf("# escape of %zu bytes: got \"%.*s\" want \"%s\"\n", n, (int)b.len,
+               b.p ? b.p : "", want);
+    free(want);
+    buf_cleanup(&b);
+    return ok;
+}
+
+TEST(escape_every_special_byte_at_every_position)
+{
+    /* every byte jansson escapes, and neighbours of the ranges, at each
+     * offset of strings 0..40 long, so both the word loop and the tail see it */
+    static const unsigned char special[] = {0x00, 0x01, 0x08, 0x09, 0x0A, 0x0C, 0x0D, 0x1B,
+                                            0x1F, 0x20, '"',  '\\', '/',  0x7F, 0x21, 0x5B,
+                                            0x5D, 0x23};
+    char s[48];
+    for (size_t n = 0; n <= 40; n++)
+        for (size_t at = 0; at < (n ? n : 1); at++)
+            for (size_t k = 0; k < sizeof special; k++) {
+                memset(s, 'a', sizeof s);
+                if (n)
+                    s[at] = (char)special[k];
+                CHECK(escape_matches(s, n));
+            }
+}
+
+TEST(escape_utf8_passes_through)
+{
+    const char *t = "grüße, 日本語 and 😀 inside a longer line of text \"quoted\"\n";
+    CHECK(escape_matches(t, strlen(t)));
+    /* high bytes next to a control byte inside one word */
+    const char u[] = "\xc3\xa9\x01\xc3\xa9\x1f\xe2\x80\xa8x";
+    CHECK(escape_matches(u, sizeof u - 1));
+}
+
+TEST(escape_random_text)
+{
+    /* pseudo-random ASCII with a sprinkle of specials: a fixed seed, so a
+     * failure is reproducible */
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    char s[4096];
+    for (int round = 0; round < 200; round++) {
+        size_t n = (size_t)(x % sizeof s);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            unsigned r = (unsigned)(x % 64);
+            s[i] = r == 0 ? '"' : r == 1 ? '\\' : r == 2 ? '\n' : r == 3 ? (char)(x % 32)
+                                                                         : (char)(0x20 + x % 95);
+        }
+        CHECK(escape_matches(s, n));
+    }
+}
+
+/* The reference: one byte at a time, the same rules (no NUL, well-formed
+ * UTF-8 as jansson accepts it). */
+static int valid_ref(const char *s, size_t n)
+{
+    json_t *j = json_stringn(s, n);
+    int ok = j != NULL && memchr(s, 0, n) == NULL;
+    json_decref(j);
+    return ok;
+}
+
+TEST(utf8_valid_matches_reference)
+{
+    static const char *const pieces[] = {"a", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
+                                         "\x80", "\xc3", "\xed\xa0\x80", "\xc0\xaf",
+                                         "\xf4\x90\x80\x80", "\0", "\x7f"};
+    char s[64];
+    /* a bad or multi-byte piece at every offset of a run of ASCII */
+    for (size_t n = 0; n <= 40; n++)
+        for (size_t p = 0; p < sizeof pieces / sizeof *pieces; p++)
+            for (size_t at = 0; at <= n; at++) {
+                memset(s, 'b', sizeof s);
+                const char *pc = pieces[p];
+                size_t pl = *pc ? strlen(pc) : 1;
+                if (at + pl > n)
+                    continue;
+                memcpy(s + at, pc, pl);
+                int got = utf8_valid(s, n), want = valid_ref(s, n);
+                if (got != want)
+                    printf("# n=%zu piece=%zu at=%zu: got %d want %d\n", n, p, at, got, want);
+                CHECK_EQ(got, want);
+            }
+}
+
+int main(void)
+{
+    RUN(escape_every_special_byte_at_every_position);
+    RUN(escape_utf8_passes_through);
+    RUN(escape_random_text);
+    RUN(utf8_valid_matches_reference);
+    DONE();
+}
