@@ -13,9 +13,10 @@
  *
  * Cache: one slot per qualified name holding the last archive built, with a
  * fingerprint (SHA-256 over the name and each member's path, device, inode,
- * mtime_ns and size) as validator. A request re-opens and fstats every
- * member (as manifest.c does) and rebuilds when the fingerprint moved. An
- * archive is cached only when every member held still while it was read.
+ * mtime_ns, ctime_ns and size) as validator. A request re-opens and fstats
+ * every member (as manifest.c does) and rebuilds when the fingerprint moved.
+ * An archive is cached only when every member held still while it was read
+ * and none changed within the last second.
  * The cache is emptied when it would pass CACHE_MAX_BYTES or CACHE_MAX_SLOTS.
  */
 #include "discovery.h"
@@ -28,6 +29,7 @@
 #include <locale.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,7 +259,7 @@ static void cache_put(const char *qname, const unsigned char fp[32], const char 
 
 /* What a member was when it was fingerprinted. */
 struct fid {
-    int64_t dev, ino, mtime_ns, size;
+    int64_t dev, ino, mtime_ns, ctime_ns, size;
 };
 
 static void fid_of(const struct stat *st, struct fid *f)
@@ -266,7 +268,20 @@ static void fid_of(const struct stat *st, struct fid *f)
     f->dev = (int64_t)st->st_dev;
     f->ino = (int64_t)st->st_ino;
     f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    /* ctime too: an edit of the same size with its mtime set back (touch -d,
+     * tar, rsync -t) still moves ctime, which no user can set */
+    f->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
     f->size = (int64_t)st->st_size;
+}
+
+/* Changed within the last second: a second same-size write inside one
+ * timestamp tick would leave every field above as it was. */
+static int fid_recent(const struct fid *f)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    return t - f->mtime_ns < 1000000000 || t - f->ctime_ns < 1000000000;
 }
 
 /* One member of the archive: a file (file >= 0: index into the member
@@ -477,7 +492,7 @@ static int archive_build(const struct skill *k, int root, const struct plan *p,
                 continue;
             }
             fid_of(&st, &now);
-            if (memcmp(&now, &p->id[m[i].file], sizeof now))
+            if (memcmp(&now, &p->id[m[i].file], sizeof now) || fid_recent(&now))
                 *stable = 0;
             if (now.size > ARCHIVE_MAX_INPUT || read_all(fd, now.size, &data, &len) < 0) {
                 close(fd);

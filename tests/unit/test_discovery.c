@@ -508,6 +508,54 @@ TEST(edit_changes_digest)
     rm_rf(tmp);
 }
 
+/* An edit of the same size with its mtime put back (touch -d, tar, rsync -t)
+ * keeps device, inode, size and mtime: the cached archive must still go. */
+TEST(same_size_edit_with_mtime_restored)
+{
+    char tmp[128], path[256];
+    snprintf(tmp, sizeof tmp, "%s/restored", base);
+    build_tree(tmp);
+    snprintf(path, sizeof path, "%s/pack/references/a.md", tmp);
+    struct stat st0;
+    CHECK_EQ(stat(path, &st0), 0);
+    /* old enough to be cached: nothing changed within the last second */
+    struct timespec nap = {1, 200000000};
+    nanosleep(&nap, NULL);
+    struct skills *S = open_lib(tmp);
+    struct snapshot *s = skills_acquire(S);
+    discovery_cache_clear();
+    char *a1, *a2, *a3;
+    size_t l1, l2, l3;
+    CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a1, &l1), 0);
+    CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a2, &l2), 0);
+    CHECK(l1 == l2 && !memcmp(a1, a2, l1));
+    /* rewrite in place, same length, then restore the old mtime */
+    FILE *f = fopen(path, "r+");
+    CHECK(f);
+    char old[256];
+    size_t n = fread(old, 1, sizeof old, f);
+    CHECK(n > 2);
+    old[0] = old[0] == 'Z' ? 'Y' : 'Z';
+    rewind(f);
+    CHECK_EQ(fwrite(old, 1, n, f), n);
+    fclose(f);
+    struct timespec times[2] = {st0.st_atim, st0.st_mtim};
+    CHECK_EQ(utimensat(AT_FDCWD, path, times, 0), 0);
+    struct stat st1;
+    CHECK_EQ(stat(path, &st1), 0);
+    CHECK(st1.st_ino == st0.st_ino && st1.st_size == st0.st_size &&
+          st1.st_mtim.tv_sec == st0.st_mtim.tv_sec &&
+          st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
+    CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a3, &l3), 0);
+    CHECK(l3 != l1 || memcmp(a3, a1, l1) != 0);
+    free(a1);
+    free(a2);
+    free(a3);
+    skills_release(s);
+    skills_free(S);
+    rm_rf(tmp);
+}
+
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -699,6 +747,7 @@ int main(void)
     RUN(escaping_link_never_archived);
     RUN(unknown_paths);
     RUN(edit_changes_digest);
+    RUN(same_size_edit_with_mtime_restored);
     RUN(export_matches_served_bytes);
     RUN(concurrent_readers);
     RUN(empty_library);
