@@ -214,8 +214,18 @@ int skillsext_list(struct mcp_call *c)
     size_t listed = 0, next = 0;
     for (size_t i = off; i < s->n; i++) {
         const struct skill *k = s->v[i];
-        char tmp[300];
+        char tmp[300], held[600];
         const char *why = unlisted_reason(k, tmp, sizeof tmp);
+        /* As resources/read and skills/get see it: a quarantined skill has
+         * nothing a host could read, and one served from the lock store is
+         * listed with the approved version's files and digests. */
+        const struct skill_gate *g = skills_gate_of(s, k);
+        if (!why && g && g->reason && !g->serve) {
+            snprintf(held, sizeof held, "quarantined: %s", g->reason);
+            why = held;
+        } else if (g && g->serve) {
+            k = g->serve;
+        }
         if (!why && listed == SKILLS_PAGE) {
             next = i;
             break;
@@ -278,8 +288,13 @@ int skillsext_get(struct mcp_call *c)
     char *owned;
     if (!uri)
         return -1;
-    if (res_locate(c, uri, &k, &path, &owned) < 0)
+    if (res_locate(c, uri, &k, &path, &owned) < 0) {
+        /* a quarantined skill keeps res_locate's answer: it names the
+         * command that approves it */
+        if (c->errdata && json_is_true(json_object_get(c->errdata, "quarantined")))
+            return -1;
         return unknown_skill(c, uri, "no such skill");
+    }
     /* Only the canonical form names a skill: skill://<qualified-name>/SKILL.md */
     size_t ql = strlen(k->qname);
     int canonical = !strncmp(owned, k->qname, ql) && !strcmp(owned + ql, "/SKILL.md");

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 // --lock: only approved skill versions are served. Quarantine in strict and
 // pin modes, `skill-mcp lock approve|revoke|diff|status`, rollback to the
 // approved version from --lock-store, SIGHUP, the audit line of every script
@@ -105,6 +106,21 @@ test('strict: approved skills are served, the others quarantined with the comman
     assert.doesNotMatch(names, /"notes/);
     const md = await raw(srv.url.replace(/\/mcp$/, '/.well-known/agent-skills/notes/SKILL.md'), { method: 'GET' });
     assert.equal(md.status, 404);
+
+    // skills/list: a quarantined skill is not listed but named as omitted, with the reason
+    const sl = await post(srv.url, { jsonrpc: '2.0', id: 5, method: 'skills/list', params: {} },
+      { 'mcp-protocol-version': '2025-11-25' });
+    const listed = sl.json.result.skills.map((e) => e.uri);
+    assert.ok(listed.includes('skill://billing/refunds/SKILL.md'), JSON.stringify(listed));
+    assert.ok(!listed.includes('skill://notes/SKILL.md'), JSON.stringify(listed));
+    const omitted = sl.json.result._meta['io.modelcontextprotocol.skills/omitted'];
+    const om = omitted.find((o) => o.uri === 'skill://notes/SKILL.md');
+    assert.ok(om, JSON.stringify(omitted));
+    assert.match(om.reason, /^quarantined: not approved.*skill-mcp lock approve notes/);
+    const sg = await post(srv.url, { jsonrpc: '2.0', id: 6, method: 'skills/get', params: { uri: 'skill://notes/SKILL.md' } },
+      { 'mcp-protocol-version': '2025-11-25' });
+    assert.equal(sg.json.error?.code, -32602);
+    assert.match(sg.json.error.message, /quarantined/);
 
     // edit a reference: refused at once (read-time check), quarantined on reload
     fs.writeFileSync(path.join(lib.refunds, 'references', 'policy.md'), 'policy v2 (unreviewed)\n');
@@ -282,6 +298,15 @@ test('--lock-store with --lock-serve approved: an unreviewed edit is served at i
     const r = await post(srv.url, { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'skill://billing/refunds/references/policy.md' } },
       { 'mcp-protocol-version': '2025-11-25' });
     assert.equal(r.json.result.contents[0].text, 'policy v1\n');
+    // skills/list describes what resources/read serves: the approved files
+    const sl = await post(srv.url, { jsonrpc: '2.0', id: 2, method: 'skills/list', params: {} },
+      { 'mcp-protocol-version': '2025-11-25' });
+    const ent = sl.json.result.skills.find((e) => e.uri === 'skill://billing/refunds/SKILL.md');
+    assert.ok(ent, JSON.stringify(sl.json.result));
+    assert.equal(ent.frontmatter.description, 'Issue refunds by the policy.');
+    const pol = ent.resources.find((x) => x.uri === 'skill://billing/refunds/references/policy.md');
+    const want = 'sha256:' + crypto.createHash('sha256').update('policy v1\n').digest('hex');
+    assert.equal(pol.digest, want, 'the digest of the bytes resources/read serves');
 
     // the approved copy is read-only
     const tree = fs.readdirSync(path.join(store, 'trees')).filter((d) => !d.startsWith('.'));
