@@ -754,6 +754,14 @@ Object.assign(ZH, {
     "`skill-mcp lock diff` 用 `!` 和 WIDENS 标出新脚本并以 1 退出；`lock approve` 之后以 0 退出。",
   "server/lock.c (lock_changes, cli_report): compare the manifest with the approved file list; scripts/ and hooks/ additions widen; exit 1 when anything is unapproved.":
     "server/lock.c（lock_changes、cli_report）：将清单与已批准的文件列表比较；scripts/ 与 hooks/ 的新增视为扩权；有未批准内容时以 1 退出。",
+  "With --lock, skills/list leaves a quarantined skill out and names it under _meta omitted with the reason.":
+    "使用 --lock 时，skills/list 不列出被隔离的技能，而是在 _meta 的 omitted 中列出它并说明原因。",
+  "server/skillsext.c (skillsext_list): ask skills_gate_of for each entry; a quarantined one goes to io.modelcontextprotocol.skills/omitted with \"quarantined: \" and the reason.":
+    "server/skillsext.c（skillsext_list）：对每个条目调用 skills_gate_of；被隔离的条目放入 io.modelcontextprotocol.skills/omitted，原因以 \"quarantined: \" 开头。",
+  "`skill-mcp lock gc` removes nothing while the lock changed within the grace, and never what the lock names.":
+    "`skill-mcp lock gc` 在锁文件于宽限期内改动过时不删除任何内容，且从不删除锁文件引用的内容。",
+  "server/lock.c (cli_gc): stat the lock first and stop when it is younger than --grace; skip every blob, manifest and tree an entry names.":
+    "server/lock.c（cli_gc）：先检查锁文件，若其新于 --grace 则停止；跳过条目引用的每个 blob、清单和目录树。",
   "A malformed lock stops the server at start-up, naming the file and line.":
     "格式错误的锁文件使服务器在启动时停止，并指出文件和行号。",
   "server/lock.c (lock_parse): refuse the file with \"FILE:LINE: ...\" and exit 2 before listening.":

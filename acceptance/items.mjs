@@ -961,6 +961,32 @@ T('docs/supply-chain.md "The review workflow"', '`skill-mcp lock diff` marks a n
     eq(runCli(c.bin, ['lock', 'approve', 'approved-one', '--lock', L.lock, '--skills', L.root]).code, 0, 'approve exit');
     eq(runCli(c.bin, ['lock', 'diff', 'approved-one', '--lock', L.lock, '--skills', L.root]).code, 0, 'diff exit after approval');
   });
+T('RFC-SKILL-1 §10.11.3', 'With --lock, skills/list leaves a quarantined skill out and names it under _meta omitted with the reason.',
+  'server/skillsext.c (skillsext_list): ask skills_gate_of for each entry; a quarantined one goes to io.modelcontextprotocol.skills/omitted with "quarantined: " and the reason.',
+  async (c) => {
+    const L = lockLibrary(c);
+    eq(runCli(c.bin, ['lock', 'approve', 'approved-one', '--lock', L.lock, '--skills', L.root, '--by', 'acceptance']).code, 0, 'lock approve exit');
+    const s = await c.srv('lock');
+    const r = await rpc(s, 'skills/list', {});
+    const uris = (r?.result?.skills ?? []).map((e) => e.uri);
+    eq([uris.includes('skill://approved-one/SKILL.md'), uris.includes('skill://unreviewed/SKILL.md')], [true, false], '[approved listed, quarantined listed]');
+    const om = (r.result._meta?.['io.modelcontextprotocol.skills/omitted'] ?? []).find((o) => o.uri === 'skill://unreviewed/SKILL.md');
+    expect(om && /^quarantined: /.test(om.reason) && om.reason.includes('skill-mcp lock approve unreviewed'), J(r.result._meta), 'an omitted entry with "quarantined: ..." naming the approving command');
+  });
+T('docs/supply-chain.md "Rollback: serving the approved version"; RFC-SKILL-1 §10.11.5', '`skill-mcp lock gc` removes nothing while the lock changed within the grace, and never what the lock names.',
+  'server/lock.c (cli_gc): stat the lock first and stop when it is younger than --grace; skip every blob, manifest and tree an entry names.',
+  async (c) => {
+    const L = lockLibrary(c);
+    const store = path.join(c.fx.tmp, 'gc-store');
+    eq(runCli(c.bin, ['lock', 'approve', '--all', '--lock', L.lock, '--skills', L.root, '--lock-store', store]).code, 0, 'approve exit');
+    const blobs = () => fs.readdirSync(path.join(store, 'blobs')).sort();
+    const before = blobs();
+    const r = runCli(c.bin, ['lock', 'gc', '--lock', L.lock, '--lock-store', store]);
+    eq(r.code, 0, 'gc exit'); has(r.stdout, 'Nothing removed', 'gc output');
+    const r0 = runCli(c.bin, ['lock', 'gc', '--lock', L.lock, '--lock-store', store, '--grace', '0']);
+    eq(r0.code, 0, 'gc --grace 0 exit'); has(r0.stdout, 'removed 0 blob(s)', 'gc --grace 0 output');
+    eq(blobs(), before, 'blobs the lock names');
+  });
 T('RFC-SKILL-1 §10.11.2', 'A malformed lock stops the server at start-up, naming the file and line.',
   'server/lock.c (lock_parse): refuse the file with "FILE:LINE: ..." and exit 2 before listening.',
   async (c) => {

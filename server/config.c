@@ -152,7 +152,7 @@ static void usage(FILE *f)
             "       skill-mcp validate [--json] DIR...\n"
             "       skill-mcp list [--json] DIR...\n"
             "       skill-mcp token add NAME [--rpm N] --file FILE\n"
-            "       skill-mcp lock approve|revoke|diff|status ... (skill-mcp lock --help)\n\n"
+            "       skill-mcp lock approve|revoke|diff|status|gc ... (skill-mcp lock --help)\n\n"
             "Serves a library of Agent Skills over MCP Streamable HTTP; `export` writes its\n"
             "Agent Skills discovery index and artifacts to DIR as static files.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {

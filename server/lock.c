@@ -1198,6 +1198,8 @@ struct cli {
     const char *store;
     const char *by;
     int all;
+    int dry_run;                /* gc: report only */
+    long grace;                 /* gc: seconds an unreferenced item is kept */
     const char *names[256];
     size_t nnames;
 };
@@ -1209,8 +1211,11 @@ static void cli_usage(FILE *f)
             "       skill-mcp lock revoke NAME... [--by WHO]\n"
             "       skill-mcp lock diff [NAME...]\n"
             "       skill-mcp lock status [NAME...]\n"
+            "       skill-mcp lock gc --lock-store DIR [--grace SECONDS] [--dry-run]\n"
             "common: --lock FILE (default skills.lock), --skills DIR (repeatable, default ./skills)\n"
-            "diff and status exit 1 when a skill is not approved as it is now.\n");
+            "diff and status exit 1 when a skill is not approved as it is now.\n"
+            "gc removes from the store what the lock no longer names, once it and the lock\n"
+            "are older than the grace (default 3600 s).\n");
 }
 
 static const char *who_default(void)
@@ -1231,6 +1236,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
     c->file = "skills.lock";
+    c->grace = 3600;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = !strcmp(a, "--lock")       ? &c->file
@@ -1248,6 +1254,18 @@ static int cli_parse(struct cli *c, int argc, char **argv)
                 c->roots[c->nroots++] = argv[++i];
         } else if (!strcmp(a, "--all")) {
             c->all = 1;
+        } else if (!strcmp(a, "--dry-run")) {
+            c->dry_run = 1;
+        } else if (!strcmp(a, "--grace")) {
+            char *end;
+            errno = 0;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (i + 1 >= argc || errno || end == argv[i + 1] || *end || v < 0) {
+                fprintf(stderr, "skill-mcp lock: --grace needs a number of seconds (0 or more)\n");
+                return -1;
+            }
+            c->grace = v;
+            i++;
         } else if (a[0] == '-') {
             fprintf(stderr, "skill-mcp lock: unknown option '%s'\n", a);
             return -1;
@@ -1499,6 +1517,134 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
     return unapproved;
 }
 
+/* ---- gc ------------------------------------------------------------------------ */
+
+static int hex_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int named(const char **v, size_t n, const char *hex)
+{
+    return bsearch(&hex, v, n, sizeof *v, hex_cmp) != NULL;
+}
+
+/*
+ * Removes from the store what the lock no longer names: blobs no entry's
+ * files use, manifests and trees of versions no entry holds (revoked
+ * entries still hold theirs). The store belongs to this one lock.
+ *
+ * Servers judge by the lock they last read, and a server serving an old
+ * approved version keeps doing so until it sees the new lock (at once on a
+ * change, at most one refresh later). So nothing goes while the lock
+ * changed within the grace, and nothing younger than the grace goes either
+ * (an `approve` writes its blobs before the lock; a server builds a tree
+ * before serving it).
+ */
+static int cli_gc(const struct cli *c)
+{
+    if (!c->store) {
+        fprintf(stderr, "skill-mcp lock gc: --lock-store DIR is required\n");
+        return 2;
+    }
+    struct stat lst;
+    if (stat(c->file, &lst) < 0) {
+        fprintf(stderr, "skill-mcp lock gc: %s: %s; without the lock, everything in the store "
+                        "stays\n", c->file, strerror(errno));
+        return 2;
+    }
+    struct err e = {0};
+    struct lock_table *t = lock_read(c->file, 0, &e);
+    if (!t) {
+        fprintf(stderr, "skill-mcp lock gc: %s\n", e.msg);
+        return 2;
+    }
+    time_t now = time(NULL);
+    if (now - lst.st_mtime < c->grace) {
+        printf("%s changed %lld s ago, within the grace of %ld s: servers may still serve "
+               "versions it no longer names. Nothing removed; run gc again later.\n",
+               c->file, (long long)(now - lst.st_mtime), c->grace);
+        lock_table_unref(t);
+        return 0;
+    }
+    size_t nf = 0;
+    for (size_t i = 0; i < t->n; i++)
+        nf += t->v[i].nfiles;
+    const char **vers = xcalloc(t->n + 1, sizeof *vers), **blobs = xcalloc(nf + 1, sizeof *blobs);
+    size_t nv = 0, nb = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        vers[nv++] = t->v[i].digest + 7;
+        for (size_t j = 0; j < t->v[i].nfiles; j++)
+            blobs[nb++] = t->v[i].files[j].digest + 7;
+    }
+    qsort(vers, nv, sizeof *vers, hex_cmp);
+    qsort(blobs, nb, sizeof *blobs, hex_cmp);
+
+    static const char *const kinds[] = {"blobs", "manifests", "trees"};
+    size_t gone[3] = {0}, kept[3] = {0}, young = 0;
+    long long bytes = 0;
+    int rc = 0;
+    for (int k = 0; k < 3; k++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/%s", c->store, kinds[k]);
+        DIR *d = opendir(dir);
+        if (!d) {
+            if (errno != ENOENT) {
+                fprintf(stderr, "skill-mcp lock gc: %s: %s\n", dir, strerror(errno));
+                rc = 1;
+            }
+            continue;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            const char *nm = de->d_name;
+            if (!strcmp(nm, ".") || !strcmp(nm, ".."))
+                continue;
+            /* a tree being built (".tmp-"), or one a crash left behind */
+            int partial = k == 2 && !strncmp(nm, ".tmp-", 5);
+            if (!partial && named(k == 0 ? blobs : vers, k == 0 ? nb : nv, nm)) {
+                kept[k]++;
+                continue;
+            }
+            char p[PATH_MAX];
+            struct stat st;
+            snprintf(p, sizeof p, "%s/%s", dir, nm);
+            if (lstat(p, &st) < 0)
+                continue;
+            if (now - st.st_mtime < c->grace) {
+                young++;
+                continue;
+            }
+            if (c->dry_run) {
+                printf("would remove %s/%s\n", kinds[k], nm);
+            } else if (k == 2) {
+                /* out of the way first, so a server never sees half a tree */
+                char away[PATH_MAX];
+                snprintf(away, sizeof away, "%s/.gc-%.16s-%d", dir, nm, (int)getpid());
+                if (partial || rename(p, away) < 0)
+                    snprintf(away, sizeof away, "%s", p);
+                rm_tree(away);
+            } else if (unlink(p) < 0) {
+                fprintf(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p, strerror(errno));
+                rc = 1;
+                continue;
+            }
+            gone[k]++;
+            if (k == 0)
+                bytes += st.st_size;
+        }
+        closedir(d);
+    }
+    printf("%s %zu blob(s) (%lld bytes), %zu manifest(s), %zu tree(s); kept %zu blob(s), "
+           "%zu manifest(s), %zu tree(s) the lock names, and %zu item(s) younger than %ld s\n",
+           c->dry_run ? "would remove" : "removed", gone[0], bytes, gone[1], gone[2], kept[0],
+           kept[1], kept[2], young, c->grace);
+    free(vers);
+    free(blobs);
+    lock_table_unref(t);
+    return rc;
+}
+
 int lock_cli(int argc, char **argv)
 {
     struct cli c;
@@ -1508,7 +1654,8 @@ int lock_cli(int argc, char **argv)
     }
     const char *cmd = argv[0];
     int kind = !strcmp(cmd, "approve") ? 1 : !strcmp(cmd, "revoke") ? 2
-               : !strcmp(cmd, "diff")  ? 3 : !strcmp(cmd, "status") ? 4 : 0;
+               : !strcmp(cmd, "diff")  ? 3 : !strcmp(cmd, "status") ? 4
+               : !strcmp(cmd, "gc")    ? 5 : 0;
     if (!kind) {
         fprintf(stderr, "skill-mcp lock: unknown command '%s'\n", cmd);
         cli_usage(stderr);
@@ -1518,6 +1665,8 @@ int lock_cli(int argc, char **argv)
         return 2;
     if (kind == 2)
         return cli_revoke(&c);
+    if (kind == 5)
+        return cli_gc(&c);
     log_set_level(LOG_ERROR);
     struct skills *sk = skills_new(c.roots, c.nroots, NULL, NULL, NULL, NULL);
     if (!sk) {

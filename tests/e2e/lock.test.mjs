@@ -1,12 +1,12 @@
-import crypto from 'node:crypto';
 // --lock: only approved skill versions are served. Quarantine in strict and
 // pin modes, `skill-mcp lock approve|revoke|diff|status`, rollback to the
 // approved version from --lock-store, SIGHUP, the audit line of every script
-// run, and a malformed lock that stops the start.
+// run, a malformed lock that stops the start, and `lock gc` of the store.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -351,6 +351,82 @@ test('--lock-store with --lock-serve approved: an unreviewed edit is served at i
   } finally {
     await srv.stop();
   }
+});
+
+test('lock gc removes from the store only what the lock no longer names, past the grace', T, () => {
+  const lib = library();
+  const store = path.join(tmp, `gcstore${n}`);
+  assert.equal(lockCli(lib, 'approve', '--all', '--lock-store', store).code, 0);
+  const v1 = /^billing\/refunds sha256:([0-9a-f]{64})/m.exec(fs.readFileSync(lib.lock, 'utf8'))[1];
+  fs.writeFileSync(path.join(lib.refunds, 'references', 'policy.md'), 'policy v2\n');
+  assert.equal(lockCli(lib, 'approve', 'billing/refunds', '--lock-store', store).code, 0);
+  const v2 = /^billing\/refunds sha256:([0-9a-f]{64})/m.exec(fs.readFileSync(lib.lock, 'utf8'))[1];
+  assert.notEqual(v1, v2);
+  const sha = (t) => crypto.createHash('sha256').update(t).digest('hex');
+  const blob = (t) => path.join(store, 'blobs', sha(t));
+  assert.ok(fs.existsSync(blob('policy v1\n')) && fs.existsSync(blob('policy v2\n')));
+  // a read-only tree of each version, as a server makes them, and a crashed build
+  for (const [name, text] of [[v1, 'policy v1\n'], [v2, 'policy v2\n'], ['.tmp-0123456789abcdef-1-1', 'x']]) {
+    const d = path.join(store, 'trees', name, 'references');
+    fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, 'policy.md'), text, { mode: 0o444 });
+    fs.chmodSync(d, 0o555);
+    fs.chmodSync(path.dirname(d), 0o555);
+  }
+  const gc = (...a) => runCli(['lock', 'gc', '--lock', lib.lock, '--lock-store', store, ...a]);
+
+  // the lock just changed: nothing goes, whatever the age of the items
+  let r = gc();
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /within the grace of 3600 s.*Nothing removed/s);
+  assert.ok(fs.existsSync(blob('policy v1\n')));
+
+  // age everything by two hours
+  const old = new Date(Date.now() - 2 * 3600 * 1000);
+  const age = (p) => { for (const e of fs.readdirSync(p, { withFileTypes: true })) { if (e.isDirectory()) age(path.join(p, e.name)); fs.utimesSync(path.join(p, e.name), old, old); } };
+  age(store);
+  fs.utimesSync(lib.lock, old, old);
+
+  r = gc('--dry-run');
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(r.stdout.includes(`would remove blobs/${sha('policy v1\n')}`), r.stdout);
+  assert.ok(r.stdout.includes(`would remove manifests/${v1}`), r.stdout);
+  assert.ok(r.stdout.includes(`would remove trees/${v1}`), r.stdout);
+  assert.ok(r.stdout.includes('would remove trees/.tmp-0123456789abcdef-1-1'), r.stdout);
+  assert.ok(!r.stdout.includes(v2), r.stdout);
+  assert.ok(fs.existsSync(blob('policy v1\n')), 'a dry run removes nothing');
+
+  // a fresh unreferenced blob (an approve in progress) stays
+  fs.writeFileSync(path.join(store, 'blobs', sha('in flight\n')), 'in flight\n');
+  r = gc();
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^removed 1 blob\(s\) \(10 bytes\), 1 manifest\(s\), 2 tree\(s\); kept \d+ blob\(s\), 2 manifest\(s\), 1 tree\(s\) the lock names, and 1 item\(s\) younger than 3600 s$/m);
+  assert.ok(!fs.existsSync(blob('policy v1\n')));
+  assert.ok(!fs.existsSync(path.join(store, 'manifests', v1)));
+  assert.ok(!fs.existsSync(path.join(store, 'trees', v1)));
+  assert.deepEqual(fs.readdirSync(path.join(store, 'trees')), [v2]);
+  assert.ok(fs.existsSync(blob('policy v2\n')) && fs.existsSync(path.join(store, 'manifests', v2)));
+  assert.ok(fs.existsSync(blob('in flight\n')));
+  // what the lock names still verifies: every kept blob has its digest as name
+  for (const b of fs.readdirSync(path.join(store, 'blobs')))
+    assert.equal(sha(fs.readFileSync(path.join(store, 'blobs', b))), b);
+  // and the kept manifest still finds each of its blobs
+  const man = fs.readFileSync(path.join(store, 'manifests', v2), 'utf8');
+  for (const m of man.matchAll(/sha256:([0-9a-f]{64})/g))
+    assert.ok(fs.existsSync(path.join(store, 'blobs', m[1])), `blob ${m[1]} of the approved version`);
+
+  // bad invocations change nothing
+  const before = fs.readdirSync(path.join(store, 'blobs')).sort();
+  r = runCli(['lock', 'gc', '--lock', lib.lock]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--lock-store DIR is required/);
+  r = runCli(['lock', 'gc', '--lock', path.join(tmp, 'no-such.lock'), '--lock-store', store]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /without the lock, everything in the store stays/);
+  r = gc('--grace', 'soon');
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--grace needs a number of seconds/);
+  assert.deepEqual(fs.readdirSync(path.join(store, 'blobs')).sort(), before);
 });
 
 test('pin: the first version seen is recorded; later changes are quarantined', T, async () => {
