@@ -691,6 +691,304 @@ out:
     return rc;
 }
 
+/* ---- fast path -------------------------------------------------------- */
+
+/*
+ * Most frontmatter is a handful of flat `key: value` lines, and libyaml's
+ * reader and event machinery cost far more than the text deserves. The
+ * functions below read a small, unambiguous subset of block-mapping YAML
+ * and build the same object the event walk would; on anything else (or
+ * anything doubtful) they say "not handled" and parse_yaml() runs libyaml on
+ * the same text. They never report errors: every message, position and odd
+ * case stays libyaml's. The subset is held to the event walk by the
+ * differential fuzz target tests/fuzz/fuzz_fmfast.c.
+ */
+
+#define FAST_KEY_MAX 256        /* libyaml refuses simple keys over 1024 */
+
+static int fast_off;            /* fm_set_fast(0): tests compare both paths */
+
+void fm_set_fast(int on)
+{
+    fast_off = !on;
+}
+
+/*
+ * Every byte is one libyaml reads without complaint and without meaning
+ * anything but itself: printable ASCII and '\n', and (the text is valid
+ * UTF-8) non-ASCII except C1 controls and NEL, U+2028/U+2029 (YAML line
+ * breaks), U+FEFF and U+FFFE/U+FFFF. Tabs and CR fall back.
+ */
+static int fast_text_ok(const unsigned char *s, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = s[i];
+
+        if (c >= 0x20 && c < 0x7F)
+            continue;
+        if (c == '\n' || (c >= 0x80 && c < 0xC2) || (c > 0xC2 && c < 0xE2) ||
+            (c > 0xE2 && c < 0xEF) || c > 0xEF)
+            continue;           /* continuation bytes pass with their lead */
+        if (c == 0xC2 && i + 1 < n && s[i + 1] >= 0xA0)
+            continue;
+        if (c == 0xE2 && i + 2 < n && !(s[i + 1] == 0x80 && (s[i + 2] == 0xA8 || s[i + 2] == 0xA9)))
+            continue;
+        if (c == 0xEF && i + 2 < n && !(s[i + 1] == 0xBB && s[i + 2] == 0xBF) &&
+            !(s[i + 1] == 0xBF && s[i + 2] >= 0xBE))
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+static int fast_key_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-';
+}
+
+/* Leading spaces of [s, s+n). */
+static size_t fast_indent(const char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && s[i] == ' ')
+        i++;
+    return i;
+}
+
+/*
+ * A plain scalar that YAML cannot read as anything else: no indicator first
+ * (but '-' before a digit or '.', a negative number), no ": " or " #"
+ * inside, no ':' last; in a flow sequence (flow != 0) also none of
+ * ",[]{}:#". Trailing spaces are already cut.
+ */
+static int fast_plain_ok(const char *v, size_t n, int flow)
+{
+    size_t i;
+
+    if (n == 0)
+        return 0;
+    if (v[0] == '-' ? n < 2 || !((v[1] >= '0' && v[1] <= '9') || v[1] == '.')
+                    : strchr("?:,[]{}#&*!|>'\"%@` ", v[0]) != NULL)
+        return 0;
+    if (v[n - 1] == ':' || v[n - 1] == ' ')
+        return 0;
+    for (i = 0; i < n; i++) {
+        if (flow && strchr(",[]{}:#", v[i]))
+            return 0;
+        if (v[i] == ':' && i + 1 < n && v[i + 1] == ' ')
+            return 0;
+        if (v[i] == ' ' && i + 1 < n && v[i + 1] == '#')
+            return 0;
+    }
+    return 1;
+}
+
+/* A plain scalar typed as the event walk types it (resolve() wants a NUL). */
+static json_t *fast_plain(const char *v, size_t n)
+{
+    char small[128], *s = n < sizeof(small) ? small : xmalloc(n + 1);
+    enum kind k;
+    json_t *j;
+
+    memcpy(s, v, n);
+    s[n] = '\0';
+    j = resolve(s, n, &k);
+    if (!j)
+        j = json_stringn_nocheck(s, n);     /* the text is valid UTF-8 */
+    if (s != small)
+        free(s);
+    return j;
+}
+
+/* `[a, b]` on one line, plain items only; v[0] is '['. */
+static json_t *fast_flow(const char *v, size_t n)
+{
+    const char *close = memchr(v, ']', n);
+    size_t i, len, at;
+    json_t *arr;
+
+    if (!close)
+        return NULL;
+    for (i = (size_t)(close - v) + 1; i < n; i++)
+        if (v[i] != ' ')
+            return NULL;
+    len = (size_t)(close - v);          /* items are v[1..len) */
+    arr = json_array();
+    if (!arr || len == 1)
+        return arr;
+    for (at = 1; at < len;) {
+        const char *comma = memchr(v + at, ',', len - at);
+        size_t end = comma ? (size_t)(comma - v) : len;
+        json_t *item;
+
+        if (!fast_plain_ok(v + at, end - at, 1) ||
+            (comma && (end + 2 >= len || v[end + 1] != ' ')))
+            goto fail;
+        item = fast_plain(v + at, end - at);
+        if (!item || json_array_append_new(arr, item) < 0)
+            goto fail;
+        at = comma ? end + 2 : len;
+    }
+    return arr;
+fail:
+    json_decref(arr);
+    return NULL;
+}
+
+/* "text" or 'text' closed on the line, no escapes; v[0] is the quote. */
+static json_t *fast_quoted(const char *v, size_t n)
+{
+    const char *close = memchr(v + 1, v[0], n - 1);
+    size_t i, len;
+
+    if (!close)
+        return NULL;
+    len = (size_t)(close - v) - 1;
+    if (v[0] == '"' && memchr(v + 1, '\\', len))
+        return NULL;
+    for (i = len + 2; i < n; i++)
+        if (v[i] != ' ')
+            return NULL;
+    return json_stringn_nocheck(v + 1, len);
+}
+
+/*
+ * A block scalar: the header v[0..n) ('|' or '>', then an optional '-' or
+ * '+') and the lines from s[*pos], all indented alike, none blank inside.
+ * Blank lines after it are let through only where chomping drops them.
+ * On success *pos is the first line after the scalar.
+ */
+static json_t *fast_block(const char *s, size_t len, size_t *pos, const char *v, size_t n)
+{
+    int literal = v[0] == '|';
+    char chomp = n > 1 ? v[1] : ' ';
+    size_t p = *pos, indent = 0, lines = 0, total = 0, i, o;
+    size_t start = p, stop;
+    char *text;
+    json_t *j;
+
+    if (n > 2 || (n == 2 && chomp != '-' && chomp != '+'))
+        return NULL;
+    while (p < len) {
+        const char *nl = memchr(s + p, '\n', len - p);
+        size_t e = nl ? (size_t)(nl - s) : len, sp = fast_indent(s + p, e - p);
+
+        if (sp == 0 || sp == e - p)
+            break;                      /* the next key, or a blank line */
+        if (!nl)
+            return NULL;                /* clipping differs without a break */
+        if (indent == 0)
+            indent = sp;
+        else if (sp != indent)
+            return NULL;
+        total += e - p - indent;
+        lines++;
+        p = e + 1;
+    }
+    if (lines == 0)
+        return NULL;
+    stop = p;
+    while (p < len) {                   /* blank lines, up to the next key */
+        const char *nl = memchr(s + p, '\n', len - p);
+        size_t e = nl ? (size_t)(nl - s) : len, sp = fast_indent(s + p, e - p);
+
+        if (sp != e - p)
+            break;
+        if (chomp == '+' || sp > indent)
+            return NULL;
+        p = nl ? e + 1 : len;
+    }
+    if (p < len && s[p] == ' ')
+        return NULL;
+    total += lines - 1 + (chomp != '-');
+    text = xmalloc(total + 1);
+    for (o = 0, p = start; p < stop;) {
+        const char *nl = memchr(s + p, '\n', stop - p);
+        size_t e = (size_t)(nl - s);
+
+        if (o > 0)
+            text[o++] = literal ? '\n' : ' ';
+        i = e - p - indent;
+        memcpy(text + o, s + p + indent, i);
+        o += i;
+        p = e + 1;
+    }
+    if (chomp != '-')
+        text[o++] = '\n';
+    j = json_stringn_nocheck(text, o);
+    free(text);
+    *pos = p;
+    return j;
+}
+
+/*
+ * The whole text as a flat block mapping, or NULL: not handled (the caller
+ * runs libyaml), never an error.
+ */
+static json_t *fast_parse(const char *s, size_t len)
+{
+    json_t *obj;
+    size_t p = 0;
+
+    if (fast_off || !fast_text_ok((const unsigned char *)s, len))
+        return NULL;
+    obj = json_object();
+    if (!obj)
+        return NULL;
+    while (p < len) {
+        const char *nl = memchr(s + p, '\n', len - p);
+        size_t e = nl ? (size_t)(nl - s) : len, next = nl ? e + 1 : len;
+        const char *line = s + p, *v;
+        size_t n = e - p, k = 0, vn;
+        char key[FAST_KEY_MAX + 1];
+        json_t *val;
+
+        if (fast_indent(line, n) == n || line[0] == '#') {
+            p = next;
+            continue;
+        }
+        while (k < n && fast_key_char(line[k]))
+            k++;
+        if (k == 0 || k > FAST_KEY_MAX || line[0] == '-' || k == n || line[k] != ':' ||
+            (k + 1 < n && line[k + 1] != ' '))
+            goto fail;
+        memcpy(key, line, k);
+        key[k] = '\0';
+        if (json_object_get(obj, key))
+            goto fail;                  /* libyaml's message names both lines */
+        v = k + 2 <= n ? line + k + 2 : line + n;
+        vn = (size_t)(line + n - v);
+        while (vn > 0 && v[vn - 1] == ' ')
+            vn--;
+        p = next;
+        if (vn == 0)
+            val = json_null();
+        else if (v[0] == ' ')
+            goto fail;
+        else if (v[0] == '"' || v[0] == '\'')
+            val = fast_quoted(v, vn);
+        else if (v[0] == '[')
+            val = fast_flow(v, vn);
+        else if (v[0] == '|' || v[0] == '>')
+            val = fast_block(s, len, &p, v, vn);
+        else
+            val = fast_plain_ok(v, vn, 0) ? fast_plain(v, vn) : NULL;
+        if (!val)
+            goto fail;
+        if (json_object_set_new_nocheck(obj, key, val) < 0)
+            goto fail;
+    }
+    if (json_object_size(obj) > 0)
+        return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
 /* ---- entry points ----------------------------------------------------- */
 
 int fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct err *err)
@@ -755,9 +1053,14 @@ int fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct e
         return -EINVAL;
     }
 
-    position(buf, fm_off, &line, &col);
-    if (parse_yaml(buf + fm_off, close_off - fm_off, line, &fields, err) < 0)
-        return -EINVAL;
+    fields = fast_parse(buf + fm_off, close_off - fm_off);
+    if (fields) {
+        out->fast = 1;
+    } else {
+        position(buf, fm_off, &line, &col);
+        if (parse_yaml(buf + fm_off, close_off - fm_off, line, &fields, err) < 0)
+            return -EINVAL;
+    }
     out->fields = fields;
     out->body_off = body_off;
     out->fm_off = fm_off;

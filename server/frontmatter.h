@@ -32,6 +32,7 @@ struct fm {
     size_t body_off;    /* offset in the input of the first byte of the body */
     size_t fm_off;      /* offset of the first byte of YAML text (after fence) */
     size_t fm_len;      /* length of the YAML text between the fences */
+    int fast;           /* 1 when the fast path read it (tests, profiling) */
 };
 
 /*
@@ -49,5 +50,12 @@ struct fm {
  */
 int fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct err *err);
 void fm_cleanup(struct fm *f);
+
+/*
+ * Test hook: fm_set_fast(0) makes every later fm_parse use libyaml alone, so
+ * tests can compare the fast path of flat frontmatter with it; on by
+ * default. Not for use while other threads parse.
+ */
+void fm_set_fast(int on);
 
 #endif

@@ -393,6 +393,250 @@ TEST(null_err_and_buf)
     fm_cleanup(NULL);
 }
 
+/* json_equal plus the same key order at every level (types: json_equal). */
+static int same_json(json_t *a, json_t *b)
+{
+    if (json_typeof(a) != json_typeof(b))
+        return 0;
+    if (json_is_object(a)) {
+        void *ia = json_object_iter(a), *ib = json_object_iter(b);
+
+        for (; ia && ib; ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib))
+            if (strcmp(json_object_iter_key(ia), json_object_iter_key(ib)) != 0 ||
+                !same_json(json_object_iter_value(ia), json_object_iter_value(ib)))
+                return 0;
+        return !ia && !ib;
+    }
+    if (json_is_array(a)) {
+        size_t i;
+
+        if (json_array_size(a) != json_array_size(b))
+            return 0;
+        for (i = 0; i < json_array_size(a); i++)
+            if (!same_json(json_array_get(a, i), json_array_get(b, i)))
+                return 0;
+        return 1;
+    }
+    return json_equal(a, b);
+}
+
+/*
+ * Parse "---\n" yaml "---\n" with the fast path and with libyaml alone: the
+ * results must be the same, and the fast path must have taken it or not as
+ * the case says. Returns 1 when all holds (and prints why not).
+ */
+static int fast_case(const char *yaml, int want_fast, int want_ok)
+{
+    char *doc = malloc(strlen(yaml) + 9);
+    struct fm f1, f2;
+    struct err e1, e2;
+    int r1, r2, ok = 1;
+
+    if (!doc)
+        abort();
+    memcpy(doc, "---\n", 4);
+    memcpy(doc + 4, yaml, strlen(yaml));
+    memcpy(doc + 4 + strlen(yaml), "---\n", 5);
+    memset(&e1, 0, sizeof(e1));
+    memset(&e2, 0, sizeof(e2));
+    fm_set_fast(1);
+    r1 = fm_parse(doc, strlen(doc), 1, &f1, &e1);
+    fm_set_fast(0);
+    r2 = fm_parse(doc, strlen(doc), 1, &f2, &e2);
+    fm_set_fast(1);
+    if (r1 != r2 || (r1 == 0) != want_ok) {
+        printf("#   %s: fast %d, libyaml %d (%s), want %s\n", yaml, r1, r2, e2.msg,
+               want_ok ? "success" : "an error");
+        ok = 0;
+    } else if (r1 != 0) {
+        if (strcmp(e1.msg, e2.msg) != 0 || e1.line != e2.line || e1.col != e2.col) {
+            printf("#   %s: errors differ: %d:%d %s / %d:%d %s\n", yaml, e1.line, e1.col,
+                   e1.msg, e2.line, e2.col, e2.msg);
+            ok = 0;
+        }
+        if (want_fast) {
+            printf("#   %s: an error cannot come from the fast path\n", yaml);
+            ok = 0;
+        }
+    } else {
+        if (!same_json(f1.fields, f2.fields)) {
+            char *a = json_dumps(f1.fields, 0), *b = json_dumps(f2.fields, 0);
+            printf("#   %s: fields differ\n#     fast:    %s\n#     libyaml: %s\n", yaml, a, b);
+            free(a);
+            free(b);
+            ok = 0;
+        }
+        if (f1.fast != want_fast || f2.fast) {
+            printf("#   %s: fast path %s it\n", yaml, f1.fast ? "took" : "did not take");
+            ok = 0;
+        }
+        if (f1.body_off != f2.body_off || f1.fm_off != f2.fm_off || f1.fm_len != f2.fm_len) {
+            printf("#   %s: offsets differ\n", yaml);
+            ok = 0;
+        }
+        fm_cleanup(&f1);
+        fm_cleanup(&f2);
+    }
+    free(doc);
+    return ok;
+}
+
+/* Every shape the fast path reads: same result as libyaml, and it read it. */
+TEST(fast_path_shapes)
+{
+    static const char *const cases[] = {
+        "name: x\n",
+        "name: analyse-accessibility-00714\ndescription: >-\n  Compact data html\n"
+        "  validate accessibility.\ntags: [web, component]\nversion: \"2.3.20\"\n",
+        "description: one plain line\n",
+        "d: trailing spaces   \n",
+        "d: a:b, c#d [e] {f} -g ?h !i &j *k 'l' \"m\" %n @o `p\n",
+        "d: caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80 \xC2\xA0nbsp\n",
+        "# a comment\n\nname: x\n\n# another\n",
+        "a: 1\n   \nb: 2\n",
+        "k_1-2: x\n9: nine\ntrue: key\nnull: key\n",
+        "n: 12\nm: -7\np: +3\nbig: 99999999999999999999\nhuge: 1e999\n",
+        "f: 1.5\ng: -.5\nh: 1e3\ni: 1.0\nj: -1.5e-3\n",
+        "h: 0x1F\no: 0o17\nx: 0xFFFFFFFFFFFFFFFFFF\n",
+        "a: ~\nb: null\nc: Null\nd: NULL\n",
+        "a: true\nb: False\nc: TRUE\nd: yes\ne: off\n",
+        "a: .inf\nb: -.Inf\nc: .nan\n",
+        "v: 1.2.0\nw: 1.\n",
+        "empty:\nnext: 1\n",
+        "empty:   \n",
+        "last:\n",
+        "q: \"double 'q' # x: y\"  \n",
+        "q: \"\"\ns: ''\n",
+        "s: 'single \"q\" \\\\ and # and : '\n",
+        "q: \"  padded  \"\n",
+        "q: \"1\"\nr: 'true'\n",
+        "tags: [a, b c, 1, 2.5, ~, true, -3]\n",
+        "tags: []\n",
+        "tags: [one]   \n",
+        "d: >-\n  one\n  two\n",
+        "d: >\n  one\n  two\n",
+        "d: >+\n  one\n  two\n",
+        "d: |\n  one\n  two\n",
+        "d: |-\n  one\n  two\n",
+        "d: |+\n  one\nnext: x\n",
+        "d: >-  \n    four spaces\n    # not a comment\n    trailing  \nx: 1\n",
+        "d: >\n  one\n\n\nnext: x\n",
+        "d: |-\n  one\n  \n\nnext: x\n",
+        "d: |\n  one\n\n",
+        "d: |\n  - not a list\n  key: not a map\n",
+        NULL
+    };
+    size_t i, failed = 0;
+
+    for (i = 0; cases[i]; i++)
+        if (!fast_case(cases[i], 1, 1))
+            failed++;
+    CHECK_EQ(failed, 0);
+}
+
+/* Everything else goes to libyaml: same result (or the same error) as libyaml alone. */
+TEST(fast_path_falls_back)
+{
+    static const struct { const char *yaml; int ok; } cases[] = {
+        { "description: a: b\n", 0 },
+        { "name: x #c\n", 1 },
+        { "name: x#c\ny: a #\n", 1 },
+        { "k: 'it''s'\n", 1 },
+        { "k: \"a\\\"b\"\n", 1 },
+        { "k: \"a\\nb\"\n", 1 },
+        { "k: \"unclosed\n", 0 },
+        { "k: \"a\" b\n", 0 },
+        { "k: 'a' # c\n", 1 },
+        { "tags: [a, [b]]\n", 1 },
+        { "tags: [a,b]\n", 1 },
+        { "tags: [ a ]\n", 1 },
+        { "tags: [a, ]\n", 1 },
+        { "tags: [\"a\", 'b']\n", 1 },
+        { "tags: [a: b]\n", 1 },
+        { "tags: [a\n  , b]\n", 1 },
+        { "tags: [a, b] # c\n", 1 },
+        { "m: {a: 1}\n", 1 },
+        { "k: >2\n   x\n", 1 },
+        { "k: >\n  a\n\n  b\n", 1 },
+        { "k: |\n  a\n    more\n  b\n", 1 },
+        { "k: |\n    a\n  less\n", 0 },
+        { "k: |\n  a\n   \nn: 1\n", 1 },
+        { "k: |+\n  a\n\nn: 1\n", 1 },
+        { "k: >\nn: 1\n", 1 },
+        { "k: > # c\n  a\n", 1 },
+        { "k: >\n\ta\n", 0 },
+        { "k:\n  nested: map\n", 1 },
+        { "k:\n- a\n- b\n", 1 },
+        { "k: plain\n  continued\n", 1 },
+        { "k: &a 1\nb: *a\n", 0 },
+        { "k: !!str 1\n", 1 },
+        { "k: !custom 1\n", 0 },
+        { "<<: {a: 1}\n", 0 },
+        { "a: 1\na: 2\n", 0 },
+        { "name: x\r\ndescription: y\r\n", 1 },
+        { "name: x\n\tdescription: y\n", 0 },
+        { "name:\tx\n", 1 },
+        { "name: x\t\n", 1 },
+        { "key : x\n", 1 },
+        { "key:x\n", 0 },
+        { "k:  two spaces\n", 1 },
+        { "\"quoted key\": x\n", 1 },
+        { "k.x: y\n", 1 },
+        { "- a\n- b\n", 0 },
+        { "just a scalar\n", 0 },
+        { "# only a comment\n", 0 },
+        { "  indented: x\n", 1 },
+        { " # indented comment\nk: x\n", 1 },
+        { "k: -x\n", 1 },
+        { "k: - x\n", 0 },
+        { "k: ?x\n", 1 },
+        { "k: :x\n", 1 },
+        { "k: ends:\n", 0 },
+        { "k: x\n--- y\n", 0 },
+        { "k: a\xC2\x85" "b\n", 0 },     /* NEL and LS break lines */
+        { "k: a\xE2\x80\xA8" "b\n", 0 },
+        { "k: a\xEF\xBB\xBF" "b\n", 1 },
+        { "k: a\x7F" "b\n", 0 },
+        { "k: a\x01" "b\n", 0 },
+        { "\xC3\xA9: non-ASCII key\n", 1 },
+        { NULL, 0 }
+    };
+    size_t i, failed = 0;
+
+    for (i = 0; cases[i].yaml; i++)
+        if (!fast_case(cases[i].yaml, 0, cases[i].ok))
+            failed++;
+    CHECK_EQ(failed, 0);
+}
+
+/* The fast path's values themselves, not only their agreement with libyaml. */
+TEST(fast_path_values)
+{
+    struct fm fm;
+    struct err err;
+    json_t *f;
+
+    CHECK_EQ(parse("---\nd: >-\n  one\n  two\nl: |\n  a\n  b\nt: [x, 2]\nn:\nv: \"1.0\"\n"
+                   "r: 1.0\ni: -3\n---\n", 1, &fm, &err), 0);
+    CHECK(fm.fast);
+    f = fm.fields;
+    CHECK_STR(json_string_value(json_object_get(f, "d")), "one two");
+    CHECK_STR(json_string_value(json_object_get(f, "l")), "a\nb\n");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(f, "t"), 0)), "x");
+    CHECK(json_is_integer(json_array_get(json_object_get(f, "t"), 1)));
+    CHECK(json_is_null(json_object_get(f, "n")));
+    CHECK_STR(json_string_value(json_object_get(f, "v")), "1.0");
+    CHECK(json_is_real(json_object_get(f, "r")));
+    CHECK_EQ(json_integer_value(json_object_get(f, "i")), -3);
+    CHECK_STR(json_object_iter_key(json_object_iter(f)), "d");
+    fm_cleanup(&fm);
+
+    /* the duplicate still gets libyaml's message with both lines */
+    CHECK_EQ(parse("---\na: 1\nb: 2\na: 3\n---\n", 1, &fm, &err), -EINVAL);
+    CHECK(strstr(err.msg, "duplicate key 'a' (first defined on line 2)") != NULL);
+    CHECK_EQ(err.line, 4);
+}
+
 int main(void)
 {
     RUN(valid_cases);
@@ -407,5 +651,8 @@ int main(void)
     RUN(scalar_typing);
     RUN(tagged_numbers);
     RUN(null_err_and_buf);
+    RUN(fast_path_shapes);
+    RUN(fast_path_falls_back);
+    RUN(fast_path_values);
     DONE();
 }
