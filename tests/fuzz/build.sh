@@ -22,7 +22,7 @@ LIBS="$(pkg-config --libs $PKGS) -lm"
 CFLAGS="$CFLAGS $(pkg-config --cflags $PKGS)"
 
 mkdir -p "$OUT"
-for t in frontmatter markdown shape; do
+for t in frontmatter fmfast markdown shape; do
     # shellcheck disable=SC2086
     $CC $CFLAGS -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" \
         server/frontmatter.c server/markdown.c server/shape.c server/util.c $LIBS
@@ -50,6 +50,18 @@ i=0
 find tests/data/frontmatter -name SKILL.md | sort | while read -r f; do
     i=$((i + 1))
     cp "$f" "$SEEDS/seed-$i"
+done
+
+# Seeds for the fast path of the frontmatter parser: the SKILL.md cases, the
+# bundled skills and a few hand-made and generated ones (tests/fuzz/seeds-fmfast).
+MSEEDS="$OUT/seeds-fmfast"
+rm -rf "$MSEEDS"
+mkdir -p "$MSEEDS"
+cp "$SEEDS"/* tests/fuzz/seeds-fmfast/* "$MSEEDS"/
+i=0
+find skills -name SKILL.md | sort | while read -r f; do
+    i=$((i + 1))
+    cp "$f" "$MSEEDS/skill-$i"
 done
 
 status=0
@@ -116,20 +128,23 @@ for name, members in cases.items():
     open(os.path.join(out, 'seed-' + name), 'wb').write(b'\x01' + b.getvalue())
 PY
 
-for t in frontmatter markdown rpc shape uri lock fetch; do
+for t in frontmatter fmfast markdown rpc shape uri lock fetch; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
     case $t in
     rpc) seeds=$RSEEDS ;;
     lock) seeds=$LSEEDS ;;
     fetch) seeds=$FSEEDS ;;
+    fmfast) seeds=$MSEEDS ;;
     shape | uri) seeds=tests/fuzz/seeds-$t ;;
     *) seeds=$SEEDS ;;
     esac
+    dict=
+    [ -f "tests/fuzz/$t.dict" ] && dict="-dict=tests/fuzz/$t.dict"
     echo "fuzzing $t for ${TIME}s"
     if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$OUT/fuzz_$t" -max_total_time="$TIME" -max_len=65536 -timeout=10 \
-            -rss_limit_mb=2048 -print_final_stats=0 \
+            -rss_limit_mb=2048 -print_final_stats=0 $dict \
             -artifact_prefix="$OUT/crash-$t-" "$corpus" "$seeds" \
             >"$OUT/fuzz_$t.log" 2>&1; then
         echo "FAIL: fuzz_$t crashed; see $OUT/fuzz_$t.log and $OUT/crash-$t-*" >&2
