@@ -705,6 +705,7 @@ out:
  */
 
 #define FAST_KEY_MAX 256        /* libyaml refuses simple keys over 1024 */
+#define FAST_MAX_DEPTH 8        /* deeper is left to libyaml (FM_MAX_DEPTH) */
 
 static int fast_off;            /* fm_set_fast(0): tests compare both paths */
 
@@ -743,10 +744,16 @@ static int fast_text_ok(const unsigned char *s, size_t n)
     return 1;
 }
 
-static int fast_key_char(char c)
+static int fast_key_first(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+           c == '_';
+}
+
+/* Inside a key also '-', '.' and '/' (`scripts/run.sh`). */
+static int fast_key_char(char c)
+{
+    return fast_key_first(c) || c == '-' || c == '.' || c == '/';
 }
 
 /* Leading spaces of [s, s+n). */
@@ -857,29 +864,88 @@ static json_t *fast_quoted(const char *v, size_t n)
 }
 
 /*
- * A block scalar: the header v[0..n) ('|' or '>', then an optional '-' or
- * '+') and the lines from s[*pos], all indented alike, none blank inside.
- * Blank lines after it are let through only where chomping drops them.
- * On success *pos is the first line after the scalar.
+ * `{k: v, k2: v2}` on one line: keys and values plain, no duplicates; v[0]
+ * is '{'.
  */
-static json_t *fast_block(const char *s, size_t len, size_t *pos, const char *v, size_t n)
+static json_t *fast_flow_map(const char *v, size_t n)
+{
+    const char *close = memchr(v, '}', n);
+    size_t i, len, at;
+    json_t *obj;
+
+    if (!close)
+        return NULL;
+    for (i = (size_t)(close - v) + 1; i < n; i++)
+        if (v[i] != ' ')
+            return NULL;
+    len = (size_t)(close - v);          /* entries are v[1..len) */
+    obj = json_object();
+    if (!obj || len == 1)
+        return obj;
+    for (at = 1; at < len;) {
+        const char *comma = memchr(v + at, ',', len - at);
+        size_t end = comma ? (size_t)(comma - v) : len, k = at;
+        char key[FAST_KEY_MAX + 1];
+        json_t *val;
+
+        while (k < end && fast_key_char(v[k]))
+            k++;
+        if (k == at || k - at > FAST_KEY_MAX || !fast_key_first(v[at]) || k + 2 > end ||
+            v[k] != ':' || v[k + 1] != ' ' || !fast_plain_ok(v + k + 2, end - k - 2, 1) ||
+            (comma && (end + 2 >= len || v[end + 1] != ' ')))
+            goto fail;
+        memcpy(key, v + at, k - at);
+        key[k - at] = '\0';
+        if (json_object_get(obj, key))
+            goto fail;
+        val = fast_plain(v + k + 2, end - k - 2);
+        if (!val || json_object_set_new_nocheck(obj, key, val) < 0)
+            goto fail;
+        at = comma ? end + 2 : len;
+    }
+    return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
+struct fast {
+    const char *s;
+    size_t len;
+    size_t p;           /* start of the next line to read */
+};
+
+/* End of the line at p (its '\n', or len). */
+static size_t fast_eol(const struct fast *f, size_t p)
+{
+    const char *nl = memchr(f->s + p, '\n', f->len - p);
+
+    return nl ? (size_t)(nl - f->s) : f->len;
+}
+
+/*
+ * A block scalar: the header v[0..n) ('|' or '>', then an optional '-' or
+ * '+') of a value in a mapping indented by `parent`, and the lines from
+ * f->p, all indented alike (more than parent), none blank inside. Blank
+ * lines after it are let through only where chomping drops them. On success
+ * f->p is the first line after the scalar.
+ */
+static json_t *fast_block(struct fast *f, size_t parent, const char *v, size_t n)
 {
     int literal = v[0] == '|';
     char chomp = n > 1 ? v[1] : ' ';
-    size_t p = *pos, indent = 0, lines = 0, total = 0, i, o;
-    size_t start = p, stop;
+    size_t p = f->p, indent = 0, lines = 0, total = 0, i, o, start = f->p, stop;
     char *text;
     json_t *j;
 
     if (n > 2 || (n == 2 && chomp != '-' && chomp != '+'))
         return NULL;
-    while (p < len) {
-        const char *nl = memchr(s + p, '\n', len - p);
-        size_t e = nl ? (size_t)(nl - s) : len, sp = fast_indent(s + p, e - p);
+    while (p < f->len) {
+        size_t e = fast_eol(f, p), sp = fast_indent(f->s + p, e - p);
 
-        if (sp == 0 || sp == e - p)
+        if (sp <= parent || sp == e - p)
             break;                      /* the next key, or a blank line */
-        if (!nl)
+        if (e == f->len)
             return NULL;                /* clipping differs without a break */
         if (indent == 0)
             indent = sp;
@@ -892,69 +958,75 @@ static json_t *fast_block(const char *s, size_t len, size_t *pos, const char *v,
     if (lines == 0)
         return NULL;
     stop = p;
-    while (p < len) {                   /* blank lines, up to the next key */
-        const char *nl = memchr(s + p, '\n', len - p);
-        size_t e = nl ? (size_t)(nl - s) : len, sp = fast_indent(s + p, e - p);
+    while (p < f->len) {                /* blank lines, up to the next key */
+        size_t e = fast_eol(f, p), sp = fast_indent(f->s + p, e - p);
 
         if (sp != e - p)
             break;
         if (chomp == '+' || sp > indent)
             return NULL;
-        p = nl ? e + 1 : len;
+        p = e < f->len ? e + 1 : f->len;
     }
-    if (p < len && s[p] == ' ')
+    if (p < f->len && fast_indent(f->s + p, fast_eol(f, p) - p) > parent)
         return NULL;
     total += lines - 1 + (chomp != '-');
     text = xmalloc(total + 1);
-    for (o = 0, p = start; p < stop;) {
-        const char *nl = memchr(s + p, '\n', stop - p);
-        size_t e = (size_t)(nl - s);
+    for (o = 0, i = start; i < stop;) {
+        size_t e = fast_eol(f, i);
 
         if (o > 0)
             text[o++] = literal ? '\n' : ' ';
-        i = e - p - indent;
-        memcpy(text + o, s + p + indent, i);
-        o += i;
-        p = e + 1;
+        memcpy(text + o, f->s + i + indent, e - i - indent);
+        o += e - i - indent;
+        i = e + 1;
     }
     if (chomp != '-')
         text[o++] = '\n';
     j = json_stringn_nocheck(text, o);
     free(text);
-    *pos = p;
+    f->p = p;
     return j;
 }
 
 /*
- * The whole text as a flat block mapping, or NULL: not handled (the caller
- * runs libyaml), never an error.
+ * Skips blank and comment lines from f->p; returns the indentation of the
+ * next line that holds something, or -1 at the end of the text.
  */
-static json_t *fast_parse(const char *s, size_t len)
+static long fast_next_line(struct fast *f)
 {
-    json_t *obj;
-    size_t p = 0;
+    while (f->p < f->len) {
+        size_t e = fast_eol(f, f->p), sp = fast_indent(f->s + f->p, e - f->p);
 
-    if (fast_off || !fast_text_ok((const unsigned char *)s, len))
-        return NULL;
-    obj = json_object();
+        if (sp < e - f->p && f->s[f->p + sp] != '#')
+            return (long)sp;
+        f->p = e < f->len ? e + 1 : f->len;
+    }
+    return -1;
+}
+
+/*
+ * The block mapping whose keys are indented by `indent`, from f->p up to
+ * the first line indented less; NULL when it is not all in the subset.
+ */
+static json_t *fast_map(struct fast *f, size_t indent, int depth)
+{
+    json_t *obj = json_object();
+    long sp;
+
     if (!obj)
         return NULL;
-    while (p < len) {
-        const char *nl = memchr(s + p, '\n', len - p);
-        size_t e = nl ? (size_t)(nl - s) : len, next = nl ? e + 1 : len;
-        const char *line = s + p, *v;
-        size_t n = e - p, k = 0, vn;
+    while ((sp = fast_next_line(f)) >= 0 && (size_t)sp >= indent) {
+        size_t e = fast_eol(f, f->p), n = e - f->p - indent, k = 0, vn;
+        const char *line = f->s + f->p + indent, *v;
         char key[FAST_KEY_MAX + 1];
         json_t *val;
 
-        if (fast_indent(line, n) == n || line[0] == '#') {
-            p = next;
-            continue;
-        }
+        if ((size_t)sp > indent)
+            goto fail;
         while (k < n && fast_key_char(line[k]))
             k++;
-        if (k == 0 || k > FAST_KEY_MAX || line[0] == '-' || k == n || line[k] != ':' ||
-            (k + 1 < n && line[k + 1] != ' '))
+        if (k == 0 || k > FAST_KEY_MAX || !fast_key_first(line[0]) || k == n ||
+            line[k] != ':' || (k + 1 < n && line[k + 1] != ' '))
             goto fail;
         memcpy(key, line, k);
         key[k] = '\0';
@@ -964,19 +1036,26 @@ static json_t *fast_parse(const char *s, size_t len)
         vn = (size_t)(line + n - v);
         while (vn > 0 && v[vn - 1] == ' ')
             vn--;
-        p = next;
-        if (vn == 0)
-            val = json_null();
-        else if (v[0] == ' ')
+        f->p = e < f->len ? e + 1 : f->len;
+        if (vn == 0) {
+            sp = fast_next_line(f);
+            if (sp > (long)indent && depth < FAST_MAX_DEPTH)
+                val = fast_map(f, (size_t)sp, depth + 1);
+            else
+                val = sp > (long)indent ? NULL : json_null();
+        } else if (v[0] == ' ') {
             goto fail;
-        else if (v[0] == '"' || v[0] == '\'')
+        } else if (v[0] == '"' || v[0] == '\'') {
             val = fast_quoted(v, vn);
-        else if (v[0] == '[')
+        } else if (v[0] == '[') {
             val = fast_flow(v, vn);
-        else if (v[0] == '|' || v[0] == '>')
-            val = fast_block(s, len, &p, v, vn);
-        else
+        } else if (v[0] == '{') {
+            val = fast_flow_map(v, vn);
+        } else if (v[0] == '|' || v[0] == '>') {
+            val = fast_block(f, indent, v, vn);
+        } else {
             val = fast_plain_ok(v, vn, 0) ? fast_plain(v, vn) : NULL;
+        }
         if (!val)
             goto fail;
         if (json_object_set_new_nocheck(obj, key, val) < 0)
@@ -987,6 +1066,28 @@ static json_t *fast_parse(const char *s, size_t len)
 fail:
     json_decref(obj);
     return NULL;
+}
+
+/*
+ * The whole text as a block mapping, or NULL: not handled (the caller runs
+ * libyaml), never an error.
+ */
+static json_t *fast_parse(const char *s, size_t len)
+{
+    struct fast f;
+    json_t *obj;
+
+    if (fast_off || !fast_text_ok((const unsigned char *)s, len))
+        return NULL;
+    f.s = s;
+    f.len = len;
+    f.p = 0;
+    obj = fast_map(&f, 0, 1);
+    if (obj && f.p < len) {             /* stopped at a line it cannot read */
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
 }
 
 /* ---- entry points ----------------------------------------------------- */

@@ -524,6 +524,19 @@ TEST(fast_path_shapes)
         "d: |-\n  one\n  \n\nnext: x\n",
         "d: |\n  one\n\n",
         "d: |\n  - not a list\n  key: not a map\n",
+        "k.x/y: z\n",
+        " # indented comment\nk: x\n  # and another\n",
+        "m: {a: 1, b.c: x y, d: ~}\nn: {}\n",
+        "k:\n  nested: map\n",
+        "execution:\n  default: {timeout: 30, stall_timeout: 20}\n  scripts/check.sh:\n"
+        "    description: From many list create files existing.\n    timeout: 60\n"
+        "  scripts/fetch.sh:\n    description: >-\n      Folded\n      twice.\n"
+        "    args: [a, b]\nlicense: MIT\n",
+        "a:\n    deep:\n      deeper: 1\n    back: 2\nb: 3\n",
+        "a:\n# comment between\n\n  b: 1\n",
+        "a:\n  # only a comment under it\nb: 1\n",
+        "a:\n  l: |\n    x\n\n  m: 1\n",
+        "a:\n  b: |\n   x\n",
         NULL
     };
     size_t i, failed = 0;
@@ -555,7 +568,6 @@ TEST(fast_path_falls_back)
         { "tags: [a: b]\n", 1 },
         { "tags: [a\n  , b]\n", 1 },
         { "tags: [a, b] # c\n", 1 },
-        { "m: {a: 1}\n", 1 },
         { "k: >2\n   x\n", 1 },
         { "k: >\n  a\n\n  b\n", 1 },
         { "k: |\n  a\n    more\n  b\n", 1 },
@@ -565,7 +577,6 @@ TEST(fast_path_falls_back)
         { "k: >\nn: 1\n", 1 },
         { "k: > # c\n  a\n", 1 },
         { "k: >\n\ta\n", 0 },
-        { "k:\n  nested: map\n", 1 },
         { "k:\n- a\n- b\n", 1 },
         { "k: plain\n  continued\n", 1 },
         { "k: &a 1\nb: *a\n", 0 },
@@ -581,12 +592,10 @@ TEST(fast_path_falls_back)
         { "key:x\n", 0 },
         { "k:  two spaces\n", 1 },
         { "\"quoted key\": x\n", 1 },
-        { "k.x: y\n", 1 },
         { "- a\n- b\n", 0 },
         { "just a scalar\n", 0 },
         { "# only a comment\n", 0 },
         { "  indented: x\n", 1 },
-        { " # indented comment\nk: x\n", 1 },
         { "k: -x\n", 1 },
         { "k: - x\n", 0 },
         { "k: ?x\n", 1 },
@@ -599,6 +608,19 @@ TEST(fast_path_falls_back)
         { "k: a\x7F" "b\n", 0 },
         { "k: a\x01" "b\n", 0 },
         { "\xC3\xA9: non-ASCII key\n", 1 },
+        { "a:\n    b: 1\n  c: 2\n", 0 },
+        { "a:\n  b: 1\n    c: 2\n", 0 },
+        { "a:\n  b: |\n   x\n  c: 1\n d: 2\n", 0 },
+        { "a:\n  b: 1\n  b: 2\n", 0 },
+        { "m: {a: 1, a: 2}\n", 0 },
+        { "m: {a: 1,b: 2}\n", 1 },
+        { "m: {a: [1]}\n", 1 },
+        { "m: {a:1}\n", 1 },
+        { "m: {a: 1} # c\n", 1 },
+        { "m: {\"a\": 1}\n", 1 },
+        { "a:\n b:\n  c:\n   d:\n    e:\n     f:\n      g:\n       h:\n        i: 9\n", 1 },
+        { ".a: x\n", 1 },
+        { "a: x\n  # indented comment, then more\n  y\n", 0 },
         { NULL, 0 }
     };
     size_t i, failed = 0;
