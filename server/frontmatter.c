@@ -5,7 +5,15 @@
  * Walking events (not libyaml's document API) lets us refuse what we do not
  * want before it costs anything: anchors and aliases (alias bombs), custom
  * tags, complex keys, duplicate keys and nesting deeper than FM_MAX_DEPTH.
- * Plain scalars are typed by the YAML 1.2 core schema; see resolve_plain().
+ * Plain scalars are typed by the YAML 1.2 core schema; see resolve().
+ *
+ * Start-up parses every SKILL.md, and libyaml's per-character reader and
+ * event machinery were over half of it, while nearly all frontmatter is a
+ * few `key: value` lines. So a fast path (fast_parse) reads that narrow
+ * subset itself and gives up on anything else, without a word: libyaml
+ * then parses the same text, and stays the reference for every error and
+ * every unusual case. The fast path shares resolve() for typing, and
+ * tests/fuzz/fuzz_fmfast.c holds its output to libyaml's, byte for byte.
  */
 #include "frontmatter.h"
 
