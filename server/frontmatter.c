@@ -777,7 +777,7 @@ static size_t fast_indent(const char *s, size_t n)
 /*
  * A plain scalar that YAML cannot read as anything else: no indicator first
  * (but '-' before a digit or '.', a negative number), no ": " or " #"
- * inside, no ':' last; in a flow sequence (flow != 0) also none of
+ * inside, no ':' last; in a flow list or mapping (flow != 0) also none of
  * ",[]{}:#". Trailing spaces are already cut.
  */
 static int fast_plain_ok(const char *v, size_t n, int flow)
