@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -730,11 +731,27 @@ void fm_set_fast(int on)
  */
 static int fast_text_ok(const unsigned char *s, size_t n)
 {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     size_t i;
 
     for (i = 0; i < n; i++) {
-        unsigned char c = s[i];
+        unsigned char c;
 
+        /* eight bytes at a time while all are printable ASCII (the
+         * classic bit tricks: a byte below 0x20 or equal to 0x7F sets its
+         * high bit in the test) */
+        while (n - i >= 8) {
+            uint64_t w, x;
+
+            memcpy(&w, s + i, 8);
+            x = w ^ (ones * 0x7F);
+            if (((w | ((w - ones * 0x20) & ~w) | ((x - ones) & ~x)) & highs) != 0)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        c = s[i];
         if (c >= 0x20 && c < 0x7F)
             continue;
         if (c == '\n' || (c >= 0x80 && c < 0xC2) || (c > 0xC2 && c < 0xE2) ||
@@ -1154,7 +1171,8 @@ int fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct e
         return -EINVAL;
     }
 
-    bad = utf8_bad((const unsigned char *)buf + fm_off, close_off - fm_off, &nul);
+    bad = utf8_valid(buf + fm_off, close_off - fm_off) ? close_off - fm_off
+        : utf8_bad((const unsigned char *)buf + fm_off, close_off - fm_off, &nul);
     if (bad != close_off - fm_off) {
         position(buf, fm_off + bad, &line, &col);
         fail(err, line, col, nul ? "frontmatter contains a NUL byte"
