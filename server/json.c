@@ -463,49 +463,142 @@ json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err)
 #define JF_HIGHS 0x8080808080808080ULL
 #define JF_HASZERO(x) (((x) - JF_ONES) & ~(x) & JF_HIGHS)
 
-/* Whether any of 8 bytes needs a look: below 0x20, '"', '\\', or not
- * ASCII. Exact as a yes/no (the usual "has less than" bit trick). */
-static int jf_special8(uint64_t w)
+/* The bytes of w (8 input bytes, first in the low byte) that need a look:
+ * below 0x20, '"', '\\', and with `high` also every byte from 0x80 on.
+ * Only the lowest flagged byte is sure to be one of them (a borrow can
+ * flag a byte above it), and that is all the scan uses. */
+static uint64_t jf_mask8(uint64_t w, uint64_t high)
 {
     uint64_t lt = (w - JF_ONES * 0x20) & ~w & JF_HIGHS;
-    return (lt | JF_HASZERO(w ^ (JF_ONES * '"')) | JF_HASZERO(w ^ (JF_ONES * '\\')) |
-            (w & JF_HIGHS)) != 0;
+    return lt | JF_HASZERO(w ^ (JF_ONES * '"')) | JF_HASZERO(w ^ (JF_ONES * '\\')) |
+           (w & high);
 }
 
-/* As dump_string: fails on bytes that are not UTF-8 (NUL is fine, it
- * becomes \u0000); the escapes are buf_json_escape's, which match. */
-static int jf_str(struct buf *b, const char *s, size_t n)
+/* Offset of the first byte of s[0..n) that needs a look (n if none). */
+static size_t jf_scan(const unsigned char *s, size_t n, uint64_t high)
+{
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        uint64_t m = jf_mask8(w, high);
+        if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + ((size_t)__builtin_ctzll(m) >> 3);
+#else
+            break;
+#endif
+        }
+    }
+    for (; i < n; i++) {
+        unsigned c = s[i];
+        if (c < 0x20 || c == '"' || c == '\\' || (high && c >= 0x80))
+            break;
+    }
+    return i;
+}
+
+/* Output staged in a small array, so that the many short runs and escapes
+ * of prose (a newline every line) cost one buf_append per kilobyte rather
+ * than two per escape. */
+struct jf_out {
+    struct buf *b;
+    size_t n;
+    char tmp[1024];
+};
+
+static int jf_flush(struct jf_out *o)
+{
+    int rc = buf_append(o->b, o->tmp, o->n);
+    o->n = 0;
+    return rc;
+}
+
+static int jf_put(struct jf_out *o, const char *s, size_t n)
+{
+    if (n > sizeof o->tmp - o->n) {
+        if (jf_flush(o) < 0)
+            return -ENOSPC;
+        if (n > sizeof o->tmp / 2)
+            return buf_append(o->b, s, n);
+    }
+    memcpy(o->tmp + o->n, s, n);
+    o->n += n;
+    return 0;
+}
+
+/* The escapes of buf_json_escape (jansson's: '"', '\\', the short forms
+ * of \b \f \n \r \t, else \u00XX in uppercase); test_json checks every
+ * byte against it. */
+static int jf_put_esc(struct jf_out *o, unsigned c)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char e[6] = {'\\', 0, '0', '0', hex[c >> 4 & 15], hex[c & 15]};
+    size_t n = 2;
+    switch (c) {
+    case '"': e[1] = '"'; break;
+    case '\\': e[1] = '\\'; break;
+    case '\b': e[1] = 'b'; break;
+    case '\f': e[1] = 'f'; break;
+    case '\n': e[1] = 'n'; break;
+    case '\r': e[1] = 'r'; break;
+    case '\t': e[1] = 't'; break;
+    default: e[1] = 'u'; n = 6;
+    }
+    return jf_put(o, e, n);
+}
+
+/* The body of a JSON string for s[0..n); with `check`, bytes that are not
+ * UTF-8 fail as they fail in jansson's dump_string (NUL is fine, it
+ * becomes \u0000). */
+static int jf_esc(struct buf *b, const char *s, size_t n, int check)
 {
     const unsigned char *p = (const unsigned char *)s;
+    uint64_t high = check ? JF_HIGHS : 0;
     size_t i = 0, run = 0;
-    if (buf_append(b, "\"", 1) < 0)
-        return -ENOSPC;
-    while (i < n) {
-        if (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (!jf_special8(w)) {
-                i += 8;
-                continue;
-            }
-        }
+    struct jf_out o;
+    o.b = b;
+    o.n = 0;
+    while ((i += jf_scan(p + i, n - i, high)) < n) {
         unsigned c = p[i];
         if (c >= 0x80) {
             size_t k = jf_utf8_seq(p + i, n - i);
             if (!k)
                 return -EILSEQ;
             i += k;
-        } else if (c < 0x20 || c == '"' || c == '\\') {
-            if (buf_append(b, s + run, i - run) < 0 || buf_json_escape(b, s + i, 1) < 0)
-                return -ENOSPC;
-            run = ++i;
-        } else {
-            i++;
+            continue;
         }
+        if (jf_put(&o, s + run, i - run) < 0 || jf_put_esc(&o, c) < 0)
+            return -ENOSPC;
+        run = ++i;
     }
-    if (buf_append(b, s + run, n - run) < 0 || buf_append(b, "\"", 1) < 0)
+    if (!o.n)
+        return buf_append(b, s + run, n - run);
+    if (jf_put(&o, s + run, n - run) < 0 || (o.n && jf_flush(&o) < 0))
         return -ENOSPC;
     return 0;
+}
+
+static int jf_str(struct buf *b, const char *s, size_t n)
+{
+    if (buf_append(b, "\"", 1) < 0)
+        return -ENOSPC;
+    int rc = jf_esc(b, s, n, 1);
+    if (rc < 0)
+        return rc;
+    return buf_append(b, "\"", 1);
+}
+
+int jf_escape(struct buf *b, const char *s, size_t n)
+{
+    size_t start = b->len;
+    int rc = jf_esc(b, s, n, 0);
+    if (rc < 0) {
+        b->len = start;
+        if (b->p)
+            b->p[start] = '\0';
+    }
+    return rc;
 }
 
 static int jf_int(struct buf *b, json_int_t v)

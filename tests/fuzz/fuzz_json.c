@@ -4,8 +4,8 @@
  * parses with, jf_parse and json_loadb must agree on success or failure;
  * on success the trees must be json_equal with the same types and key
  * order, and jf_dump must write exactly the bytes json_dumps writes, both
- * for the tree jf_parse built and for jansson's (reals included). Any
- * difference aborts.
+ * for the tree jf_parse built and for jansson's (reals included); and
+ * jf_escape must write what buf_json_escape writes. Any difference aborts.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -101,9 +101,24 @@ static void one(const char *s, size_t n, size_t flags)
     json_decref(got);
 }
 
+/* jf_escape writes what buf_json_escape writes, for any bytes. */
+static void same_escape(const char *s, size_t n)
+{
+    struct buf x, y;
+    buf_init(&x, 0);
+    buf_init(&y, 0);
+    if (jf_escape(&x, s, n) != 0 || buf_json_escape(&y, s, n) != 0)
+        differ("escape failed");
+    if (x.len != y.len || memcmp(x.p, y.p, x.len) != 0)
+        differ("jf_escape and buf_json_escape differ");
+    buf_cleanup(&x);
+    buf_cleanup(&y);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *s = (const char *)data;
+    same_escape(s, size);
     one(s, size, 0);
     one(s, size, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL);
     one(s, size, JSON_DECODE_ANY);

@@ -414,6 +414,39 @@ TEST(dump_every_byte_at_every_offset)
     }
 }
 
+TEST(escape_matches_buf_json_escape)
+{
+    /* jf_escape against buf_json_escape: every byte value at every place
+     * of a 20-byte text, then a long text */
+    char s[21];
+    for (int c = 0; c < 256; c++) {
+        for (size_t pos = 0; pos < 20; pos++) {
+            memset(s, 'a', 20);
+            s[pos] = (char)c;
+            s[(pos + 9) % 20] = (char)(c ^ 0x80);
+            struct buf x, y;
+            buf_init(&x, 0);
+            buf_init(&y, 0);
+            CHECK_EQ(jf_escape(&x, s, 20), 0);
+            CHECK_EQ(buf_json_escape(&y, s, 20), 0);
+            if (x.len != y.len || memcmp(x.p, y.p, x.len) != 0) {
+                H_FAIL("byte 0x%02x at %zu: \"%s\" vs \"%s\"", c, pos, x.p, y.p);
+                return;
+            }
+            buf_cleanup(&x);
+            buf_cleanup(&y);
+        }
+    }
+    struct buf b;
+    buf_init(&b, 16);
+    buf_puts(&b, "ab");
+    CHECK_EQ(jf_escape(&b, "0123\n4567890123456", 19), -ENOSPC);
+    CHECK_MEM(b.p, b.len, "ab");
+    CHECK_EQ(jf_escape(&b, "\"\x01", 2), 0);
+    CHECK_MEM(b.p, b.len, "ab\\\"\\u0001");
+    buf_cleanup(&b);
+}
+
 TEST(dump_large_string)
 {
     size_t n = 20000;
@@ -489,6 +522,7 @@ int main(void)
     RUN(fast_path_is_taken);
     RUN(dump_every_type);
     RUN(dump_every_byte_at_every_offset);
+    RUN(escape_matches_buf_json_escape);
     RUN(dump_large_string);
     RUN(dump_failure_leaves_buffer);
     RUN(parse_then_dump_round_trip);
