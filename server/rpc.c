@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "json.h"
 #include "mcp.h"
 #include "runner.h"
 #include "session.h"
@@ -69,8 +70,7 @@ static void set_error(struct rpc_out *out, json_t *id, int code, const char *msg
     out->kind = RPC_OUT_ERROR;
     out->code = code;
     out->transport = transport;
-    out->body = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    out->len = strlen(out->body);
+    out->body = jf_dumps(r, &out->len);
     json_decref(r);
 }
 
@@ -200,8 +200,8 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     memset(out, 0, sizeof *out);
 
     if (len == 0 || too_deep(body, len) ||
-        !(req = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-                           &jerr))) {
+        !(req = jf_parse(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                         &jerr))) {
         set_error(out, NULL, RPC_PARSE_ERROR,
                   len == 0 ? "Parse error: empty body" : "Parse error: the body is not valid JSON",
                   NULL, 0);
@@ -383,8 +383,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
             rpc_decorate_modern(c.result, S->ttl_ms);
         json_t *r = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id", id, "result", c.result);
         out->kind = RPC_OUT_RESULT;
-        out->body = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        out->len = strlen(out->body);
+        out->body = jf_dumps(r, &out->len);
         json_decref(r);
     }
     mcp_call_done(&c);

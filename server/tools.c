@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "hooks.h"
 #include "jail.h"
+#include "json.h"
 #include "lock.h"
 #include "markdown.h"
 #include "rpc.h"
@@ -346,8 +347,7 @@ static void fit_list(struct tool_out *o, size_t offset)
     if (!b)
         return;
     size_t n;
-    char *s = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    n = strlen(s);
+    char *s = jf_dumps(r, &n);
     if (!over_budget(b, s, n)) {
         o->dumped = s;      /* fits: render_ex need not dump it again */
         o->dumplen = n;
@@ -367,9 +367,9 @@ static void fit_list(struct tool_out *o, size_t offset)
 
 static struct card *card_render(json_t *j)
 {
-    char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    size_t n;
+    char *s = jf_dumps(j, &n);
     json_decref(j);
-    size_t n = strlen(s);
     struct buf esc;
     buf_init(&esc, 0);
     buf_json_escape(&esc, s, n);
@@ -1196,13 +1196,11 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     size_t n1 = o->dumplen;
     o->dumped = NULL;
     if (!s1) {
-        s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
-        n1 = strlen(s1);
+        s1 = jf_dumps(o->structured, &n1);
         if (o->budget && over_budget(o->budget, s1, n1) &&
             shape_json(o->structured, o->budget, o->hint)) {
             free(s1);
-            s1 = json_dumps(o->structured, JSON_COMPACT | JSON_REAL_PRECISION(6));
-            n1 = strlen(s1);
+            s1 = jf_dumps(o->structured, &n1);
         }
     }
     json_decref(o->structured);

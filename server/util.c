@@ -178,10 +178,11 @@ char *buf_steal(struct buf *b, size_t *len)
     return p;
 }
 
-/* Word-at-a-time tests (the classic bit tricks): a byte of w below 0x20,
- * or equal to a given byte, sets that byte's high bit in the result. */
+/* Word-at-a-time tests (the classic bit tricks). */
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
+#define HASZERO(x) (((x) - ONES) & ~(x) & HIGHS)
+
 static inline uint64_t load8(const char *p)
 {
     uint64_t w;
@@ -189,62 +190,135 @@ static inline uint64_t load8(const char *p)
     return w;
 }
 
-static inline uint64_t zero_byte(uint64_t w)
+/* The bytes of w (8 input bytes, first in the low byte) that need a look:
+ * below 0x20, '"', '\\', and with `high` also every byte from 0x80 on.
+ * Only the lowest flagged byte is sure to be one of them (a borrow can flag
+ * a byte above it), and that is all the scan uses. */
+static inline uint64_t esc_mask8(uint64_t w, uint64_t high)
 {
-    return (w - ONES) & ~w & HIGHS;
+    uint64_t lt = (w - ONES * 0x20) & ~w & HIGHS;
+    return lt | HASZERO(w ^ (ONES * '"')) | HASZERO(w ^ (ONES * '\\')) | (w & high);
 }
 
-static inline int word_needs_escape(const char *p)
+/* Offset of the first byte of s[0..n) that needs a look (n if none). */
+static size_t esc_scan(const unsigned char *s, size_t n, uint64_t high)
 {
-    uint64_t w = load8(p);
-    /* high-bit bytes are UTF-8 and pass; of the rest, < 0x20, '"' or '\\' */
-    uint64_t low = (w - ONES * 0x20) & ~w & HIGHS;
-    return (low | zero_byte(w ^ (ONES * '"')) | zero_byte(w ^ (ONES * '\\'))) != 0;
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t m = esc_mask8(load8((const char *)s + i), high);
+        if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + ((size_t)__builtin_ctzll(m) >> 3);
+#else
+            break;
+#endif
+        }
+    }
+    for (; i < n; i++) {
+        unsigned c = s[i];
+        if (c < 0x20 || c == '"' || c == '\\' || (high && c >= 0x80))
+            break;
+    }
+    return i;
 }
 
-/* Escapes as jansson does (uppercase \u00XX), so bytes rendered here and
- * by json_dumps are the same. */
-int buf_json_escape(struct buf *b, const char *s, size_t n)
+/* Output staged in a small array, so that the many short runs and escapes
+ * of prose (a newline every line) cost one buf_append per kilobyte rather
+ * than two per escape. */
+struct esc_out {
+    struct buf *b;
+    size_t n;
+    char tmp[1024];
+};
+
+static int esc_flush(struct esc_out *o)
+{
+    int rc = buf_append(o->b, o->tmp, o->n);
+    o->n = 0;
+    return rc;
+}
+
+static int esc_put(struct esc_out *o, const char *s, size_t n)
+{
+    if (n > sizeof o->tmp - o->n) {
+        if (esc_flush(o) < 0)
+            return -ENOSPC;
+        if (n > sizeof o->tmp / 2)
+            return buf_append(o->b, s, n);
+    }
+    memcpy(o->tmp + o->n, s, n);
+    o->n += n;
+    return 0;
+}
+
+/* jansson's escapes: '"', '\\', the short forms of \b \f \n \r \t, else
+ * \u00XX in uppercase, so bytes rendered here and by json_dumps are the
+ * same. */
+static int esc_put_esc(struct esc_out *o, unsigned c)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t run = 0;
-    if (buf_reserve(b, n + 2) < 0)
-        return -ENOSPC;
-    for (size_t i = 0; i < n; i++) {
-        /* Text is mostly plain: skip eight bytes at a time while none of
-         * them needs escaping. */
-        while (n - i >= 8 && !word_needs_escape(s + i))
-            i += 8;
-        if (i >= n)
-            break;
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        if (buf_append(b, s + run, i - run) < 0)
-            return -ENOSPC;
-        char esc[6] = {'\\', 0};
-        size_t elen = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            elen = 6;
-        }
-        if (buf_append(b, esc, elen) < 0)
-            return -ENOSPC;
-        run = i + 1;
+    char e[6] = {'\\', 0, '0', '0', hex[c >> 4 & 15], hex[c & 15]};
+    size_t n = 2;
+    switch (c) {
+    case '"': e[1] = '"'; break;
+    case '\\': e[1] = '\\'; break;
+    case '\b': e[1] = 'b'; break;
+    case '\f': e[1] = 'f'; break;
+    case '\n': e[1] = 'n'; break;
+    case '\r': e[1] = 'r'; break;
+    case '\t': e[1] = 't'; break;
+    default: e[1] = 'u'; n = 6;
     }
-    return buf_append(b, s + run, n - run);
+    return esc_put(o, e, n);
+}
+
+static int json_escape(struct buf *b, const char *s, size_t n, int check)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t high = check ? HIGHS : 0;
+    size_t i = 0, run = 0, start = b->len;
+    int rc = 0;
+    struct esc_out o;
+    o.b = b;
+    o.n = 0;
+    while ((i += esc_scan(p + i, n - i, high)) < n) {
+        unsigned c = p[i];
+        if (c >= 0x80) {
+            size_t k = utf8_seq(p + i, n - i);
+            if (!k) {
+                rc = -EILSEQ;
+                goto out;
+            }
+            i += k;
+            continue;
+        }
+        if (esc_put(&o, s + run, i - run) < 0 || esc_put_esc(&o, c) < 0) {
+            rc = -ENOSPC;
+            goto out;
+        }
+        run = ++i;
+    }
+    if (!o.n)
+        rc = buf_append(b, s + run, n - run);
+    else if (esc_put(&o, s + run, n - run) < 0 || (o.n && esc_flush(&o) < 0))
+        rc = -ENOSPC;
+out:
+    if (rc < 0) {
+        b->len = start;
+        if (b->p)
+            b->p[start] = '\0';
+    }
+    return rc;
+}
+
+int buf_json_escape(struct buf *b, const char *s, size_t n)
+{
+    return json_escape(b, s, n, 0);
+}
+
+int buf_json_escape_utf8(struct buf *b, const char *s, size_t n)
+{
+    return json_escape(b, s, n, 1);
 }
 
 /* ---- logging ----------------------------------------------------------- */
@@ -337,7 +411,7 @@ void now_utc(char *out, size_t n)
 /* ---- UTF-8 ------------------------------------------------------------- */
 
 /* Length of the sequence starting at s (1..4) or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
     if (c < 0x80)
@@ -379,7 +453,7 @@ int utf8_valid(const char *s, size_t n)
         /* ASCII without NUL, eight bytes at a time */
         while (n - i >= 8) {
             uint64_t w = load8(s + i);
-            if ((w & HIGHS) || zero_byte(w))
+            if ((w & HIGHS) || HASZERO(w))
                 break;
             i += 8;
         }

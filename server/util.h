@@ -65,10 +65,15 @@ void buf_cleanup(struct buf *b);
 char *buf_steal(struct buf *b, size_t *len);
 
 /*
- * Appends s[0..n) as the inside of a JSON string (no quotes): '"', '\\' and
- * control bytes escaped, everything else (UTF-8 included) copied as is.
+ * Appends s[0..n) as the inside of a JSON string (no quotes), in the bytes
+ * jansson writes: '"', '\\' and control bytes escaped (uppercase \u00XX),
+ * everything else (UTF-8 included) copied as is. 0, or -ENOSPC with b
+ * unchanged.
  */
 int buf_json_escape(struct buf *b, const char *s, size_t n);
+/* The same, failing with -EILSEQ (b unchanged) on bytes that are not UTF-8,
+ * as json_dumps fails; NUL is fine (it becomes \u0000). */
+int buf_json_escape_utf8(struct buf *b, const char *s, size_t n);
 
 /* ---- logging (stderr, one line per event) ---------------------------- */
 
@@ -98,6 +103,9 @@ void now_utc(char *out, size_t n);
 
 /* 1 when [s, s+n) is valid UTF-8 with no NUL byte. */
 int utf8_valid(const char *s, size_t n);
+/* Length of the UTF-8 sequence at s[0..n), 0 when it is not one (or is NUL):
+ * no overlong forms, no surrogates, nothing above U+10FFFF (jansson's rules). */
+size_t utf8_seq(const unsigned char *s, size_t n);
 /* Replaces, in place, every byte that is not part of valid UTF-8 (and NUL
  * bytes before the terminator cannot exist) with '?'. For messages built
  * with "%.*s" cuts that may split a character. */

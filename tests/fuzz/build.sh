@@ -22,10 +22,10 @@ LIBS="$(pkg-config --libs $PKGS) -lm"
 CFLAGS="$CFLAGS $(pkg-config --cflags $PKGS)"
 
 mkdir -p "$OUT"
-for t in frontmatter fmfast markdown shape; do
+for t in frontmatter fmfast markdown shape json; do
     # shellcheck disable=SC2086
     $CC $CFLAGS -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" \
-        server/frontmatter.c server/markdown.c server/shape.c server/util.c $LIBS
+        server/frontmatter.c server/markdown.c server/shape.c server/json.c server/util.c $LIBS
     echo "built $OUT/fuzz_$t"
 done
 # The request path, the URI resolver, the lock parser and fetch's index and
@@ -128,7 +128,7 @@ for name, members in cases.items():
     open(os.path.join(out, 'seed-' + name), 'wb').write(b'\x01' + b.getvalue())
 PY
 
-for t in frontmatter fmfast markdown rpc shape uri lock fetch; do
+for t in frontmatter fmfast markdown rpc shape uri lock fetch json; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
     case $t in
@@ -136,7 +136,7 @@ for t in frontmatter fmfast markdown rpc shape uri lock fetch; do
     lock) seeds=$LSEEDS ;;
     fetch) seeds=$FSEEDS ;;
     fmfast) seeds=$MSEEDS ;;
-    shape | uri) seeds=tests/fuzz/seeds-$t ;;
+    shape | uri | json) seeds=tests/fuzz/seeds-$t ;;
     *) seeds=$SEEDS ;;
     esac
     dict=

@@ -28,7 +28,11 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define SECRET "FUZZ-SECRET-d41d8cd98f00"
+/* Starts with a letter that no JSON escape ends with (not a hex digit, not
+ * one of b f n r t u): an input holding all of the secret but its first
+ * letter, after a control byte, would otherwise come back as
+ * "\u000F" + "UZZ-..." and read as a leak. */
+#define SECRET "SKILL-FUZZ-SECRET-d41d8cd98f00"
 
 static struct srv S;
 static char alpha[128];

@@ -1,0 +1,38 @@
+/*
+ * json.h - JSON on the request hot path: a parser for the common shapes of
+ * a request body and a serialiser, both over jansson's json_t.
+ *
+ * jansson stays the representation and the reference: jf_parse accepts
+ * exactly what json_loadb accepts (anything it is not sure of goes to
+ * json_loadb, errors included), and jf_dump writes the bytes json_dumps
+ * writes. See json.c for why.
+ */
+#ifndef SKILL_JSON_H
+#define SKILL_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "util.h"
+
+/*
+ * json_loadb(s, len, flags, err), faster for the usual request. Same result,
+ * same tree (types, key order), same errors; flags other than
+ * JSON_DECODE_ANY, JSON_REJECT_DUPLICATES and JSON_ALLOW_NUL are simply
+ * passed on to json_loadb.
+ */
+json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err);
+
+/*
+ * Appends to b the bytes json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |
+ * JSON_REAL_PRECISION(6)) returns. 0, or negative (b unchanged) where
+ * json_dumps would return NULL (a string that is not UTF-8, v NULL, a
+ * tree nested deeper than 4096) or b cannot grow.
+ */
+int jf_dump(struct buf *b, const json_t *v);
+
+/* The same as a new NUL-terminated string (free()); *len gets its length
+ * when len is not NULL. NULL where json_dumps would return NULL. */
+char *jf_dumps(const json_t *v, size_t *len);
+
+#endif
