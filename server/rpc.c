@@ -43,7 +43,7 @@ void rpc_decorate_modern(json_t *result, int64_t ttl_ms)
 char *rpc_wrap_raw(json_t *id, const char *raw, size_t rawlen, size_t *outlen)
 {
     struct buf b;
-    char *ids = id ? json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char *ids = id ? jf_dumps(id, NULL) : NULL;   /* a string or an integer (checked) */
     buf_init(&b, 0);
     buf_reserve(&b, rawlen + 64 + (ids ? strlen(ids) : 4));
     buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -320,7 +320,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         if (!strcmp(method, "notifications/cancelled") && S->runner) {
             json_t *rid = json_object_get(params, "requestId");
             if (json_is_string(rid) || json_is_integer(rid)) {
-                char *ids = json_dumps(rid, JSON_ENCODE_ANY | JSON_COMPACT);
+                char *ids = jf_dumps(rid, NULL);
                 run_cancel_rpc(S->runner, h->client, ids);
                 free(ids);
             }
@@ -362,7 +362,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
         out->kind = RPC_OUT_PENDING;
         out->plan = c.plan;
         out->id = json_deep_copy(id);
-        char *ids = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *ids = jf_dumps(id, NULL);
         hook_set_rpc_id(c.plan, ids);
         free(ids);
         json_t *tok = json_object_get(meta, "progressToken");
