@@ -190,6 +190,14 @@ static void cache_clear_locked(void)
     cache_cap = cache_n = cache_bytes = 0;
 }
 
+size_t discovery_cache_count(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    size_t n = cache_n;
+    pthread_mutex_unlock(&cache_mu);
+    return n;
+}
+
 void discovery_cache_clear(void)
 {
     pthread_mutex_lock(&cache_mu);

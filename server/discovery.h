@@ -56,5 +56,7 @@ int discovery_export(const struct snapshot *s, const char *dir);
 
 /* Empties the archive cache (tests; frees its memory at exit). */
 void discovery_cache_clear(void);
+/* Archives in the cache now (for tests). */
+size_t discovery_cache_count(void);
 
 #endif

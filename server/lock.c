@@ -798,28 +798,34 @@ static int copy_blob(const char *store, const struct lock_file *f, const char *d
     return rc;
 }
 
-static void rm_tree(const char *path)
+/* Removes path and, when it is a folder (never followed through a link),
+ * everything beneath it; read-only folders are opened up first. 0 when
+ * path is gone. */
+static int rm_tree(const char *path)
 {
-    DIR *d = opendir(path);
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path);
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
-        unlink(path);
-        return;
+        if (fd >= 0)
+            close(fd);
+        return rmdir(path);
     }
-    chmod(path, 0755);
+    fchmod(fd, 0755);
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            rm_tree(p);
-        else
-            unlink(p);
+        rm_tree(p);
     }
     closedir(d);
-    rmdir(path);
+    return rmdir(path);
 }
 
 static int chmod_dirs_ro(const char *path)
@@ -1021,6 +1027,7 @@ static char *reasonf(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    utf8_sanitize(msg);     /* cut at 1 KiB, perhaps inside a character of a path */
     return xstrdup(msg);
 }
 
@@ -1418,6 +1425,17 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
         fprintf(stderr, "skill-mcp lock: %s\n", e.msg);
         rc = 1;
     }
+    /* Once more now that the lock names them: a `lock gc` that ran between
+     * the first store and the lock edit may have taken a blob that was
+     * unreferenced then (present blobs cost a stat). */
+    for (size_t i = 0; !rc && c->store && i < nk; i++) {
+        const char *why = "";
+        if (store_put(c->store, ks[i], &ms[i], &why) < 0) {
+            fprintf(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
+                    c->store, why);
+            rc = 1;
+        }
+    }
     if (!rc)
         for (size_t i = 0; i < a.n; i++)
             printf("approved %s %s (%zu files) by %s at %s\n", a.v[i].qname, a.v[i].digest,
@@ -1547,16 +1565,26 @@ static int cli_gc(const struct cli *c)
         fprintf(stderr, "skill-mcp lock gc: --lock-store DIR is required\n");
         return 2;
     }
+    /* Under the lock's flock for the whole run: an approve or a pin cannot
+     * name a version between the read below and the removals. */
+    int dfd = lock_dir(c->file);
+    if (dfd < 0) {
+        fprintf(stderr, "skill-mcp lock gc: %s: cannot lock its folder: %s\n", c->file,
+                strerror(errno));
+        return 2;
+    }
     struct stat lst;
     if (stat(c->file, &lst) < 0) {
         fprintf(stderr, "skill-mcp lock gc: %s: %s; without the lock, everything in the store "
                         "stays\n", c->file, strerror(errno));
+        close(dfd);
         return 2;
     }
     struct err e = {0};
     struct lock_table *t = lock_read(c->file, 0, &e);
     if (!t) {
         fprintf(stderr, "skill-mcp lock gc: %s\n", e.msg);
+        close(dfd);
         return 2;
     }
     time_t now = time(NULL);
@@ -1565,6 +1593,7 @@ static int cli_gc(const struct cli *c)
                "versions it no longer names. Nothing removed; run gc again later.\n",
                c->file, (long long)(now - lst.st_mtime), c->grace);
         lock_table_unref(t);
+        close(dfd);
         return 0;
     }
     size_t nf = 0;
@@ -1617,14 +1646,19 @@ static int cli_gc(const struct cli *c)
             }
             if (c->dry_run) {
                 printf("would remove %s/%s\n", kinds[k], nm);
-            } else if (k == 2) {
+            } else if (k == 2 && S_ISDIR(st.st_mode)) {
                 /* out of the way first, so a server never sees half a tree */
                 char away[PATH_MAX];
                 snprintf(away, sizeof away, "%s/.gc-%.16s-%d", dir, nm, (int)getpid());
                 if (partial || rename(p, away) < 0)
                     snprintf(away, sizeof away, "%s", p);
-                rm_tree(away);
-            } else if (unlink(p) < 0) {
+                if (rm_tree(away) < 0) {
+                    fprintf(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p,
+                            strerror(errno));
+                    rc = 1;
+                    continue;
+                }
+            } else if (unlink(p) < 0) {     /* a file, or a link (never followed) */
                 fprintf(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p, strerror(errno));
                 rc = 1;
                 continue;
@@ -1642,6 +1676,8 @@ static int cli_gc(const struct cli *c)
     free(vers);
     free(blobs);
     lock_table_unref(t);
+    flock(dfd, LOCK_UN);
+    close(dfd);
     return rc;
 }
 

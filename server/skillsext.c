@@ -214,7 +214,7 @@ int skillsext_list(struct mcp_call *c)
     size_t listed = 0, next = 0;
     for (size_t i = off; i < s->n; i++) {
         const struct skill *k = s->v[i];
-        char tmp[300], held[600];
+        char tmp[300], held[1100];
         const char *why = unlisted_reason(k, tmp, sizeof tmp);
         /* As resources/read and skills/get see it: a quarantined skill has
          * nothing a host could read, and one served from the lock store is
@@ -222,6 +222,7 @@ int skillsext_list(struct mcp_call *c)
         const struct skill_gate *g = skills_gate_of(s, k);
         if (!why && g && g->reason && !g->serve) {
             snprintf(held, sizeof held, "quarantined: %s", g->reason);
+            utf8_sanitize(held);    /* a cut may split a character: never lose the entry */
             why = held;
         } else if (g && g->serve) {
             k = g->serve;

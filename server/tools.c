@@ -633,23 +633,38 @@ static json_t *load_result(const struct skill *k, const struct skill_body *b,
     return r;
 }
 
+/* jansson takes only UTF-8: a SKILL.md in another encoding cannot be
+ * answered, and saying so beats a reply that is not JSON. */
+static int not_text(struct tool_out *o, const struct skill *k)
+{
+    return fail(o, "Skill '%s' cannot be loaded: its SKILL.md is not valid UTF-8 text (saved "
+                   "in another encoding?). Tell its author; `skill-mcp validate` shows where.",
+                k->qname);
+}
+
 /*
  * A load_skill answer from its slot, rendered and published by the first
  * request (set-once CAS: a thread that loses the race frees its copy).
  * NULL when the slot holds another spelling of the section: the caller
- * renders that one per request.
+ * renders that one per request; NULL with *bad set when the body cannot be
+ * put in JSON (not UTF-8).
  */
 static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *slot,
                                             const char *key, const struct skill *k,
                                             const struct skill_body *b, const char *section,
                                             const char *text, size_t len, struct tool_ctx *c,
-                                            struct tool_out *o)
+                                            struct tool_out *o, int *bad)
 {
     size_t klen = strlen(key);
     struct skill_rendered *r = atomic_load(slot);
+    *bad = 0;
     if (!r) {
-        struct tool_out full = {.structured = load_result(k, b, section, text, len),
-                                .budget = &c->S->budget, .hint = o->hint};
+        json_t *res = load_result(k, b, section, text, len);
+        if (!res) {
+            *bad = 1;       /* never cached: the caller answers with an error */
+            return NULL;
+        }
+        struct tool_out full = {.structured = res, .budget = &c->S->budget, .hint = o->hint};
         size_t n;
         char *bytes = render(&full, 0, c->modern, &n);
         struct skill_rendered *mine = xmalloc(sizeof *mine + n + 1 + klen + 1);
@@ -725,16 +740,21 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         _Atomic(struct skill_rendered *) *slot =
             whole ? &b->rendered[c->modern] : &b->sec_rendered[2 * at + c->modern];
         const char *key = whole ? "" : section;
+        int bad;
         struct skill_rendered *r = cached_render(slot, key, k, b, whole ? NULL : section, text,
-                                                 len, c, o);
+                                                 len, c, o, &bad);
         if (r) {
             o->raw = r->data;
             o->rawlen = r->len;
             return 0;
         }
+        if (bad)
+            return not_text(o, k);
     }
     o->structured = load_result(k, b, whole ? NULL : section, text, len);
     skills_body_free(tmp);
+    if (!o->structured)
+        return not_text(o, k);
     return 0;
 }
 
@@ -1197,11 +1217,20 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     o->dumped = NULL;
     if (!s1) {
         s1 = jf_dumps(o->structured, &n1);
-        if (o->budget && over_budget(o->budget, s1, n1) &&
+        if (s1 && o->budget && over_budget(o->budget, s1, n1) &&
             shape_json(o->structured, o->budget, o->hint)) {
             free(s1);
             s1 = jf_dumps(o->structured, &n1);
         }
+    }
+    if (!s1) {
+        /* nothing to serialise, or a string that is not UTF-8: an error,
+         * never a reply that is not JSON */
+        free(o->escaped);
+        o->escaped = NULL;
+        snprintf(o->msg, sizeof o->msg, "The result could not be serialised as JSON (text "
+                                        "that is not valid UTF-8).");
+        return render(o, -1, modern, len);
     }
     json_decref(o->structured);
     o->structured = NULL;

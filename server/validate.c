@@ -89,6 +89,7 @@ static const struct {
     {"skill-size", "RFC-SKILL-1 §9.12.3"},
     {"shadowed", "RFC-SKILL-1 §3.4.1"},
     {"body-tokens", "Agent Skills: progressive disclosure"},
+    {"body-utf8", "RFC-SKILL-1 §2.1.2"},
 };
 
 static const char *clause_of(const char *rule)
@@ -509,6 +510,17 @@ static void check_skill_md(struct vctx *c, const char *dir, const char *folder, 
         else
             check_fields(c, dir, folder, md, f.fields);
         if (!too_big && f.body_off <= len) {
+            /* load_skill answers in JSON, which carries UTF-8 only */
+            const unsigned char *p = (const unsigned char *)buf + f.body_off;
+            size_t n = len - f.body_off, i = 0;
+            while (i < n && (p[i] < 0x80 || utf8_seq(p + i, n - i)))
+                i += p[i] < 0x80 ? 1 : utf8_seq(p + i, n - i);
+            if (i < n)
+                add(c, "error", "body-utf8", md, line_of(buf, f.body_off + i),
+                    "save SKILL.md as UTF-8 (iconv -f latin1 -t utf-8, or your editor's "
+                    "encoding setting)",
+                    "the body is not valid UTF-8 (byte 0x%02X); load_skill cannot answer it",
+                    p[i]);
             size_t tokens = shape_tokens(buf + f.body_off, len - f.body_off);
             if (tokens > BODY_MAX_TOKENS)
                 add(c, "warning", "body-tokens", md, line_of(buf, f.body_off),

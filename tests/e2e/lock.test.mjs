@@ -373,6 +373,15 @@ test('lock gc removes from the store only what the lock no longer names, past th
     fs.chmodSync(d, 0o555);
     fs.chmodSync(path.dirname(d), 0o555);
   }
+  // a link in trees/ to a folder outside the store: removed, never followed
+  const outside = path.join(tmp, `gc-outside${n}`);
+  fs.mkdirSync(outside);
+  fs.writeFileSync(path.join(outside, 'keep.txt'), 'not the store\n');
+  fs.chmodSync(outside, 0o700);
+  const outsideMode = fs.statSync(outside).mode & 0o777;
+  const link = path.join(store, 'trees', 'deadbeef');
+  fs.chmodSync(path.join(store, 'trees'), 0o755);
+  fs.symlinkSync(outside, link);
   const gc = (...a) => runCli(['lock', 'gc', '--lock', lib.lock, '--lock-store', store, ...a]);
 
   // the lock just changed: nothing goes, whatever the age of the items
@@ -385,6 +394,7 @@ test('lock gc removes from the store only what the lock no longer names, past th
   const old = new Date(Date.now() - 2 * 3600 * 1000);
   const age = (p) => { for (const e of fs.readdirSync(p, { withFileTypes: true })) { if (e.isDirectory()) age(path.join(p, e.name)); fs.utimesSync(path.join(p, e.name), old, old); } };
   age(store);
+  fs.lutimesSync(link, old, old);
   fs.utimesSync(lib.lock, old, old);
 
   r = gc('--dry-run');
@@ -400,7 +410,10 @@ test('lock gc removes from the store only what the lock no longer names, past th
   fs.writeFileSync(path.join(store, 'blobs', sha('in flight\n')), 'in flight\n');
   r = gc();
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^removed 1 blob\(s\) \(10 bytes\), 1 manifest\(s\), 2 tree\(s\); kept \d+ blob\(s\), 2 manifest\(s\), 1 tree\(s\) the lock names, and 1 item\(s\) younger than 3600 s$/m);
+  assert.match(r.stdout, /^removed 1 blob\(s\) \(10 bytes\), 1 manifest\(s\), 3 tree\(s\); kept \d+ blob\(s\), 2 manifest\(s\), 1 tree\(s\) the lock names, and 1 item\(s\) younger than 3600 s$/m);
+  assert.ok(!fs.existsSync(link) && fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8') === 'not the store\n',
+    'the link is gone and what it pointed to is untouched');
+  assert.equal(fs.statSync(outside).mode & 0o777, outsideMode, 'its mode too');
   assert.ok(!fs.existsSync(blob('policy v1\n')));
   assert.ok(!fs.existsSync(path.join(store, 'manifests', v1)));
   assert.ok(!fs.existsSync(path.join(store, 'trees', v1)));

@@ -527,6 +527,7 @@ TEST(same_size_edit_with_mtime_restored)
     char *a1, *a2, *a3;
     size_t l1, l2, l3;
     CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a1, &l1), 0);
+    CHECK_EQ(discovery_cache_count(), 1);  /* held still and old enough: cached */
     CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a2, &l2), 0);
     CHECK(l1 == l2 && !memcmp(a1, a2, l1));
     /* rewrite in place, same length, then restore the old mtime */
@@ -548,6 +549,11 @@ TEST(same_size_edit_with_mtime_restored)
           st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec);
     CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a3, &l3), 0);
     CHECK(l3 != l1 || memcmp(a3, a1, l1) != 0);
+    /* just changed (ctime is now): rebuilt, and not cached */
+    discovery_cache_clear();
+    free(a3);
+    CHECK_EQ(archive_bytes(s, "pack.tar.gz", &a3, &l3), 0);
+    CHECK_EQ(discovery_cache_count(), 0);
     free(a1);
     free(a2);
     free(a3);

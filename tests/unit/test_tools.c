@@ -1172,6 +1172,40 @@ TEST(error_text_stays_utf8_path)
     json_decref(r);
 }
 
+/* A body saved in another encoding: a tool error naming the cause, never
+ * bytes that are not JSON, and nothing cached. */
+TEST(load_body_not_utf8)
+{
+    skill_md("latin", "latin", "A body saved as Latin-1", NULL,
+             "# Caf\xe9\n\n## Men\xfc\n\nCr\xe8" "me br\xfb" "l\xe9" "e.\n");
+    json_t *r = call("reload_skills", "{}");
+    CHECK_TOOL_OK(r);
+    json_decref(r);
+    for (int era = 0; era < 2; era++)
+        for (int round = 0; round < 2; round++) {
+            json_t *a = json_pack("{s:s}", "name", "latin");
+            json_t *w = call_j("load_skill", a, era);
+            json_decref(a);
+            CHECK(w != NULL);   /* the reply parsed as JSON */
+            CHECK_TOOL_ERROR(w, "latin", "not valid UTF-8", "skill-mcp validate");
+            json_decref(w);
+        }
+    r = call("load_skill", "{\"name\":\"latin\",\"section\":\"Caf\"}");
+    CHECK(r != NULL);
+    CHECK_TOOL_ERROR(r, "no section");     /* md_find: the heading is not "Caf" */
+    json_decref(r);
+    /* the other skills are unaffected */
+    r = call("load_skill", "{\"name\":\"csv-profile\"}");
+    CHECK_TOOL_OK(r);
+    json_decref(r);
+    char p[256];
+    snprintf(p, sizeof p, "%s/latin", root);
+    rm_tree(p);
+    r = call("reload_skills", "{}");
+    CHECK_TOOL_OK(r);
+    json_decref(r);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -1213,6 +1247,7 @@ int main(void)
     RUN(error_text_stays_utf8_path);
     RUN(stats_counts);
     RUN(reload_reports_changes);    /* last: it edits the tree */
+    RUN(load_body_not_utf8);
 
     server_down();
     rm_tree(base);

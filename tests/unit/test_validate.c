@@ -400,6 +400,34 @@ TEST(size_limits)
 
 /* ---- command lines ------------------------------------------------------------- */
 
+TEST(body_not_utf8)
+{
+    snprintf(tmp, sizeof tmp, "/tmp/skill-validate-utf8-XXXXXX");
+    CHECK(mkdtemp(tmp));
+    char p[PATH_MAX];
+    const char *d = mkskill("latin");
+    snprintf(p, sizeof p, "%s/SKILL.md", d);
+    /* line 6 holds a Latin-1 e-acute; line 5 a correct UTF-8 one */
+    write_file(p, "---\nname: latin\ndescription: A Latin-1 body.\n---\ncaf\xc3\xa9\ncaf\xe9\n",
+               0, 0, "");
+    d = mkskill("fine");
+    snprintf(p, sizeof p, "%s/SKILL.md", d);
+    write_file(p, "---\nname: fine\ndescription: A UTF-8 body.\n---\n\xe6\x97\xa5\xf0\x9f\x98\x80\n",
+               0, 0, "");
+    size_t n = 0;
+    const char *roots[1] = {tmp};
+    json_t *f = validate_roots(roots, 1, NULL, 0, &n);
+    rmtree(tmp);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(count(f, "body-utf8"), 1);
+    json_t *x = nth(f, "body-utf8", 0);
+    CHECK_STR(sev(x), "error");
+    CHECK_EQ(line(x), 6);
+    CHECK(contains(x, "skill", "latin"));
+    CHECK(contains(x, "message", "0xE9"));
+    json_decref(f);
+}
+
 TEST(exit_codes)
 {
     char *out, *err;
@@ -560,6 +588,7 @@ int main(void)
     RUN(symlink_leaving_the_skill);
     RUN(teams_and_shadowing);
     RUN(size_limits);
+    RUN(body_not_utf8);
     RUN(exit_codes);
     RUN(json_output_shape);
     RUN(list_shows_discovery);
