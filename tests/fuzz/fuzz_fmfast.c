@@ -11,36 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../unit/json_same.h"
 #include "frontmatter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* json_equal plus the same key order at every level. */
-static int same(json_t *a, json_t *b)
-{
-    if (json_typeof(a) != json_typeof(b))
-        return 0;
-    if (json_is_object(a)) {
-        void *ia = json_object_iter(a), *ib = json_object_iter(b);
-
-        for (; ia && ib; ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib))
-            if (strcmp(json_object_iter_key(ia), json_object_iter_key(ib)) != 0 ||
-                !same(json_object_iter_value(ia), json_object_iter_value(ib)))
-                return 0;
-        return !ia && !ib;
-    }
-    if (json_is_array(a)) {
-        size_t i;
-
-        if (json_array_size(a) != json_array_size(b))
-            return 0;
-        for (i = 0; i < json_array_size(a); i++)
-            if (!same(json_array_get(a, i), json_array_get(b, i)))
-                return 0;
-        return 1;
-    }
-    return json_equal(a, b);
-}
 
 static void both(const char *buf, size_t len, int complete)
 {
@@ -66,7 +40,7 @@ static void both(const char *buf, size_t len, int complete)
     }
     if (f2.fast || f1.body_off != f2.body_off || f1.fm_off != f2.fm_off || f1.fm_len != f2.fm_len)
         abort();
-    if (!same(f1.fields, f2.fields)) {
+    if (!json_same(f1.fields, f2.fields)) {
         char *a = json_dumps(f1.fields, JSON_ENCODE_ANY), *b = json_dumps(f2.fields, JSON_ENCODE_ANY);
 
         fprintf(stderr, "fields differ\n  fast:    %s\n  libyaml: %s\n", a, b);

@@ -11,6 +11,7 @@
 
 #include "frontmatter.h"
 #include "harness.h"
+#include "json_same.h"
 
 #define DATA "tests/data/frontmatter"
 
@@ -393,33 +394,6 @@ TEST(null_err_and_buf)
     fm_cleanup(NULL);
 }
 
-/* json_equal plus the same key order at every level (types: json_equal). */
-static int same_json(json_t *a, json_t *b)
-{
-    if (json_typeof(a) != json_typeof(b))
-        return 0;
-    if (json_is_object(a)) {
-        void *ia = json_object_iter(a), *ib = json_object_iter(b);
-
-        for (; ia && ib; ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib))
-            if (strcmp(json_object_iter_key(ia), json_object_iter_key(ib)) != 0 ||
-                !same_json(json_object_iter_value(ia), json_object_iter_value(ib)))
-                return 0;
-        return !ia && !ib;
-    }
-    if (json_is_array(a)) {
-        size_t i;
-
-        if (json_array_size(a) != json_array_size(b))
-            return 0;
-        for (i = 0; i < json_array_size(a); i++)
-            if (!same_json(json_array_get(a, i), json_array_get(b, i)))
-                return 0;
-        return 1;
-    }
-    return json_equal(a, b);
-}
-
 /*
  * Parse "---\n" yaml "---\n" with the fast path and with libyaml alone: the
  * results must be the same, and the fast path must have taken it or not as
@@ -459,7 +433,7 @@ static int fast_case(const char *yaml, int want_fast, int want_ok)
             ok = 0;
         }
     } else {
-        if (!same_json(f1.fields, f2.fields)) {
+        if (!json_same(f1.fields, f2.fields)) {
             char *a = json_dumps(f1.fields, 0), *b = json_dumps(f2.fields, 0);
             printf("#   %s: fields differ\n#     fast:    %s\n#     libyaml: %s\n", yaml, a, b);
             free(a);

@@ -4,6 +4,7 @@
  * (types, key order), same error reports, same bytes.
  */
 #include "harness.h"
+#include "json_same.h"
 #include "json.h"
 #include "util.h"
 
@@ -15,32 +16,6 @@
 #define DUMP_FLAGS (JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6))
 
 /* ---- helpers -------------------------------------------------------------- */
-
-/* Same types and key order all the way down; 0 when not. */
-static int same_shape(json_t *a, json_t *b)
-{
-    if (json_typeof(a) != json_typeof(b))
-        return 0;
-    if (json_is_array(a)) {
-        if (json_array_size(a) != json_array_size(b))
-            return 0;
-        for (size_t i = 0; i < json_array_size(a); i++)
-            if (!same_shape(json_array_get(a, i), json_array_get(b, i)))
-                return 0;
-        return 1;
-    }
-    if (!json_is_object(a))
-        return json_equal(a, b);
-    void *ia = json_object_iter(a), *ib = json_object_iter(b);
-    for (; ia && ib; ia = json_object_iter_next(a, ia), ib = json_object_iter_next(b, ib)) {
-        size_t la = json_object_iter_key_len(ia);
-        if (la != json_object_iter_key_len(ib) ||
-            memcmp(json_object_iter_key(ia), json_object_iter_key(ib), la) != 0 ||
-            !same_shape(json_object_iter_value(ia), json_object_iter_value(ib)))
-            return 0;
-    }
-    return !ia && !ib;
-}
 
 /* jf_parse and json_loadb on the same input: 1 accepted, 0 rejected (with
  * the same error report), -1 they disagree (reason printed). */
@@ -62,7 +37,7 @@ static int compare_parse(const char *s, size_t n, size_t flags)
         if (r < 0)
             printf("# %.*s: errors differ: \"%s\" vs \"%s\"\n", (int)n, s, e1.text, e2.text);
     } else {
-        r = json_equal(ref, got) && same_shape(ref, got) && strcmp(e1.source, e2.source) == 0 &&
+        r = json_equal(ref, got) && json_same(ref, got) && strcmp(e1.source, e2.source) == 0 &&
                     e1.line == e2.line && e2.text[0] == '\0'
                 ? 1
                 : -1;
