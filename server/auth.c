@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -803,17 +802,10 @@ int auth_token_cli(int argc, char **argv)
         return 1;
     }
     unsigned char raw[32];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            fprintf(stderr, "skill-mcp token add: getrandom: %s\n", strerror(errno));
-            close(fd);
-            return 1;
-        }
-        got += (size_t)r;
+    if (x_random(raw, sizeof raw) < 0) {
+        fprintf(stderr, "skill-mcp token add: getrandom: %s\n", strerror(errno));
+        close(fd);
+        return 1;
     }
     char token[8 + 48];
     memcpy(token, "smcp_", 5);

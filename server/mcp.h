@@ -68,8 +68,10 @@ const char *res_mime_of(const char *path, int text);
 /*
  * Resolves uri (which starts with "skill://") to its skill and the
  * percent-decoded path inside it ("" for the skill itself; not yet
- * jail-checked). *owned backs *path: free it. Returns 0, or -1 after a
- * -32602 "Resource not found" error on c.
+ * jail-checked). *owned backs *path: free it. Returns 0, -1 after a
+ * -32602 "Resource not found" error on c, or -2 after a -32602 error that
+ * the skill exists but is quarantined (the message names the approving
+ * command).
  */
 int res_locate(struct mcp_call *c, const char *uri, struct skill **k, const char **path,
                char **owned);

@@ -192,11 +192,10 @@ int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const c
     }
     const struct skill_gate *g = skills_gate_of(s, k);
     if (g && g->reason && !g->serve) {
-        int rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s, s:b}", "uri", uri,
-                                                               "quarantined", 1),
-                           "Skill '%s' is quarantined: %s", k->qname, g->reason);
+        mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s, s:b}", "uri", uri, "quarantined", 1),
+                  "Skill '%s' is quarantined: %s", k->qname, g->reason);
         free(rest);
-        return rc;
+        return -2;
     }
     if (g && g->serve)
         k = g->serve;       /* the approved version, from the store */

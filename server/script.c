@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -779,13 +778,10 @@ static int fail(char *why, size_t len, const char *fmt, ...)
 
 static void request_id(char *out, size_t n)
 {
-    unsigned char r[8] = {0};
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        uint64_t t = now_ns();
-        memcpy(r, &t, sizeof r);
-    }
-    snprintf(out, n, "r-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
-             r[6], r[7]);
+    char hex[17];
+    if (x_random_hex(hex, 8) < 0)   /* an id for logs, not a secret: the clock will do */
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)now_ns());
+    snprintf(out, n, "r-%s", hex);
 }
 
 struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,

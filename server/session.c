@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "util.h"
 
@@ -146,22 +145,8 @@ void session_sweep(struct session_table *t)
 
 int session_create(struct session_table *t, const char *client, char *out)
 {
-    unsigned char r[SESSION_ID_LEN / 2];
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = getrandom(r + got, sizeof r - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof r; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 15];
-    }
-    out[SESSION_ID_LEN] = '\0';
+    if (x_random_hex(out, SESSION_ID_LEN / 2) < 0)
+        return -1;
 
     uint64_t now = now_ns();
     pthread_mutex_lock(&t->mu);

@@ -289,13 +289,11 @@ int skillsext_get(struct mcp_call *c)
     char *owned;
     if (!uri)
         return -1;
-    if (res_locate(c, uri, &k, &path, &owned) < 0) {
-        /* a quarantined skill keeps res_locate's answer: it names the
-         * command that approves it */
-        if (c->errdata && json_is_true(json_object_get(c->errdata, "quarantined")))
-            return -1;
+    int found = res_locate(c, uri, &k, &path, &owned);
+    if (found == -2)
+        return -1;      /* quarantined: res_locate's answer names the approving command */
+    if (found < 0)
         return unknown_skill(c, uri, "no such skill");
-    }
     /* Only the canonical form names a skill: skill://<qualified-name>/SKILL.md */
     size_t ql = strlen(k->qname);
     int canonical = !strncmp(owned, k->qname, ql) && !strcmp(owned + ql, "/SKILL.md");

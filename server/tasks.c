@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,19 +141,10 @@ static void iso(int64_t ms, char *out, size_t n)
 
 static void new_id(char *out, size_t n)
 {
-    unsigned char r[16];
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t k = getrandom(r + got, sizeof r - got, 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            abort();        /* no CSPRNG: a guessable id would leak other clients' results */
-        got += (size_t)k;
-    }
-    char *p = out;
-    for (size_t i = 0; i < sizeof r && (size_t)(p - out) + 3 <= n; i++)
-        p += snprintf(p, 3, "%02x", r[i]);
+    char hex[33];
+    if (x_random_hex(hex, 16) < 0)
+        abort();            /* no CSPRNG: a guessable id would leak other clients' results */
+    snprintf(out, n, "%s", hex);
 }
 
 static int is_terminal(const char *st)

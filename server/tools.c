@@ -427,6 +427,20 @@ static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens
                   (!b->max_chars || chars <= b->max_chars));
 }
 
+/* The end of a list page cut to the budget, after its last card. */
+static void cut_tail(struct buf *t, size_t total, uint64_t generation, size_t cursor,
+                     size_t original_tokens, size_t kept_tokens, const char *hint)
+{
+    buf_reset(t);
+    buf_printf(t,
+               "],\"total\":%zu,\"generation\":%" PRIu64 ",\"next_cursor\":\"%zu\","
+               "\"_truncated\":{\"fields\":[\"skills\"],\"original_tokens\":%zu,"
+               "\"kept_tokens\":%zu,\"hint\":\"",
+               total, generation, cursor, original_tokens, kept_tokens);
+    buf_json_escape(t, hint ? hint : "", hint ? strlen(hint) : 0);
+    buf_puts(t, "\"}}");
+}
+
 /*
  * A list page from the entries' cards: the search, then copies of bytes
  * rendered before (the JSON and its escaped form for the text block).
@@ -476,14 +490,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
     if (!fits_budget(bu, chars + shape_chars(tail.p, tail.len), full_tokens)) {
         /* The tail of a cut page, sized with the widest numbers it can hold
          * (kept_tokens <= original_tokens, the cursor <= offset + kept). */
-        buf_reset(&tail);
-        buf_printf(&tail,
-                   "],\"total\":%zu,\"generation\":%" PRIu64 ",\"next_cursor\":\"%zu\","
-                   "\"_truncated\":{\"fields\":[\"skills\"],\"original_tokens\":%zu,"
-                   "\"kept_tokens\":%zu,\"hint\":\"",
-                   total, s->generation, offset + kept, full_tokens, full_tokens);
-        buf_json_escape(&tail, o->hint ? o->hint : "", o->hint ? strlen(o->hint) : 0);
-        buf_puts(&tail, "\"}}");
+        cut_tail(&tail, total, s->generation, offset + kept, full_tokens, full_tokens, o->hint);
         size_t tc = shape_chars(tail.p, tail.len), tt = shape_tokens(tail.p, tail.len);
         if ((bu->max_chars && tc * 3 > bu->max_chars) ||
             (bu->max_tokens && tt * 3 > bu->max_tokens))
@@ -505,14 +512,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
             buf_cleanup(&tail);
             return -1;
         }
-        buf_reset(&tail);
-        buf_printf(&tail,
-                   "],\"total\":%zu,\"generation\":%" PRIu64 ",\"next_cursor\":\"%zu\","
-                   "\"_truncated\":{\"fields\":[\"skills\"],\"original_tokens\":%zu,"
-                   "\"kept_tokens\":%zu,\"hint\":\"",
-                   total, s->generation, offset + cut, full_tokens, tokens);
-        buf_json_escape(&tail, o->hint ? o->hint : "", o->hint ? strlen(o->hint) : 0);
-        buf_puts(&tail, "\"}}");
+        cut_tail(&tail, total, s->generation, offset + cut, full_tokens, tokens, o->hint);
     }
 
     size_t bytes = 0, esc_bytes = 0;

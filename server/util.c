@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -505,6 +506,41 @@ size_t utf8_trim(const char *s, size_t n)
     if (c < 0x80)
         return n;
     return back + 1 >= want ? n : i - 1;
+}
+
+int x_random(void *p, size_t n)
+{
+    unsigned char *b = p;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = getrandom(b + got, n - got, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k == 0)
+                errno = EIO;
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+int x_random_hex(char *out, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    /* The bytes go in the upper half of out: step i reads byte i and
+     * writes out[2i], out[2i+1], which hold bytes already read. */
+    unsigned char *r = (unsigned char *)out + n;
+    if (x_random(r, n) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = r[i];
+        out[2 * i] = hex[c >> 4];
+        out[2 * i + 1] = hex[c & 15];
+    }
+    out[2 * n] = '\0';
+    return 0;
 }
 
 int x_write_all(int fd, const void *data, size_t n)

@@ -27,6 +27,11 @@ void x_shared_free(void *p, size_t n);
 void x_install_json_alloc(void);
 /* Writes all of data[0..n) (retrying short writes and EINTR): 0, or -1 with errno. */
 int x_write_all(int fd, const void *data, size_t n);
+/* n bytes from the kernel's CSPRNG (getrandom, retried on EINTR and short
+ * reads). 0, or -1 with errno. */
+int x_random(void *p, size_t n);
+/* n random bytes as 2n lowercase hex characters and a NUL (out holds 2n+1). */
+int x_random_hex(char *out, size_t n);
 /* Reads up to n bytes from offset 0 (retrying short reads and EINTR); the
  * count read before the end of the file, or an error, stops it. */
 size_t x_pread_full(int fd, void *buf, size_t n);

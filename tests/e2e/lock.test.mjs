@@ -439,6 +439,13 @@ test('lock gc removes from the store only what the lock no longer names, past th
   r = gc('--grace', 'soon');
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--grace needs a number of seconds/);
+  // a lock that does not parse names nothing it can be trusted on: keep all
+  const bad = path.join(tmp, `gc-bad${n}.lock`);
+  fs.writeFileSync(bad, 'billing/refunds sha256:nothex approved-by=x approved-at=2026-01-01T00:00:00Z\n');
+  fs.utimesSync(bad, old, old);
+  r = runCli(['lock', 'gc', '--lock', bad, '--lock-store', store, '--grace', '0']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, new RegExp(`${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:`));
   assert.deepEqual(fs.readdirSync(path.join(store, 'blobs')).sort(), before);
 });
 

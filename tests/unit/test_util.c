@@ -116,11 +116,42 @@ TEST(utf8_valid_matches_reference)
             }
 }
 
+TEST(random_hex)
+{
+    char a[65], b[65];
+    memset(a, 'Z', sizeof a);
+    CHECK_EQ(x_random_hex(a, 32), 0);
+    CHECK_EQ(strlen(a), 64);
+    for (size_t i = 0; i < 64; i++)
+        CHECK((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'f'));
+    CHECK_EQ(x_random_hex(b, 32), 0);
+    CHECK(strcmp(a, b) != 0);   /* 256 bits: equal only if the generator is broken */
+    /* every nibble value turns up over 64 draws of 32 bytes: the upper half
+     * of out is read before it is overwritten, not re-encoded */
+    int seen[16] = {0};
+    for (int k = 0; k < 64; k++) {
+        CHECK_EQ(x_random_hex(a, 32), 0);
+        for (size_t i = 0; i < 64; i++)
+            seen[a[i] <= '9' ? a[i] - '0' : a[i] - 'a' + 10]++;
+    }
+    for (int v = 0; v < 16; v++)
+        CHECK(seen[v] > 4096 / 16 / 2);     /* expected 256 each */
+    CHECK_EQ(x_random_hex(a, 0), 0);
+    CHECK_STR(a, "");
+    unsigned char r[4096] = {0};
+    CHECK_EQ(x_random(r, sizeof r), 0);
+    size_t zeros = 0;
+    for (size_t i = 0; i < sizeof r; i++)
+        zeros += r[i] == 0;
+    CHECK(zeros < 64);                      /* expected 16 */
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
     RUN(escape_utf8_passes_through);
     RUN(escape_random_text);
     RUN(utf8_valid_matches_reference);
+    RUN(random_hex);
     DONE();
 }
