@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, runCli } from './lib.mjs';
 import { buildFixtures } from './fixtures.mjs';
-import items, { Fail, Skip } from './items.mjs';
+import items, { Fail } from './items.mjs';
 import { tr, untranslated } from './i18n.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -100,14 +100,13 @@ try {
       ]).finally(() => clearTimeout(timer));
       res = { status: 'pass' };
     } catch (e) {
-      if (e instanceof Skip) res = { status: 'skip', note: e.message };
-      else if (e instanceof Fail) res = { status: 'fail', observed: e.observed, expected: e.expected };
+      if (e instanceof Fail) res = { status: 'fail', observed: e.observed, expected: e.expected };
       else res = { status: 'fail', observed: `${e?.rpc ? 'JSON-RPC error ' + JSON.stringify(e.rpc) : String(e?.stack ?? e).split('\n').slice(0, 3).join(' | ')}`, expected: '(the check to run without an exception)' };
     }
     res.ms = Date.now() - started;
     results.push({ it, ...res });
-    const mark = res.status === 'pass' ? 'ok  ' : res.status === 'skip' ? 'skip' : 'FAIL';
-    console.log(`${mark} ${it.id} [${it.area}] ${it.promise}${res.status === 'fail' ? `\n       observed: ${res.observed}\n       expected: ${res.expected}` : ''}${res.status === 'skip' ? ` (${res.note})` : ''}`);
+    const mark = res.status === 'pass' ? 'ok  ' : 'FAIL';
+    console.log(`${mark} ${it.id} [${it.area}] ${it.promise}${res.status === 'fail' ? `\n       observed: ${res.observed}\n       expected: ${res.expected}` : ''}`);
     if (res.status === 'fail' && opts.firstFailure) break;
   }
 } finally {
@@ -117,7 +116,6 @@ try {
 
 const pass = results.filter((r) => r.status === 'pass').length;
 const fail = results.filter((r) => r.status === 'fail').length;
-const skip = results.filter((r) => r.status === 'skip').length;
 const secs = ((Date.now() - t0) / 1000).toFixed(1);
 
 // ------------------------------------------------------------------ report
@@ -128,14 +126,14 @@ out.push(`# ${L('title')}`, '');
 out.push(`- ${L('date')}: ${new Date().toISOString()}`);
 out.push(`- ${L('binary')}: \`${opts.bin}\` (${runCli(opts.bin, ['--version']).stdout.trim()})`);
 const counts = opts.lang === 'zh'
-  ? `**通过 ${pass}，失败 ${fail}，跳过 ${skip}**（共 ${items.length} 项，已运行 ${results.length} 项，${secs} 秒）`
-  : `**${pass} passed, ${fail} failed, ${skip} skipped** (${results.length} of ${items.length} items run, ${secs} s)`;
+  ? `**通过 ${pass}，失败 ${fail}**（共 ${items.length} 项，已运行 ${results.length} 项，${secs} 秒）`
+  : `**${pass} passed, ${fail} failed** (${results.length} of ${items.length} items run, ${secs} s)`;
 out.push(`- ${L('result')}: ${counts}${opts.firstFailure && fail ? ` — ${L('stopped')}` : ''}`);
 out.push(`- ${L('spec')}: spec/RFC-SKILL-1.md, docs/`, '');
 out.push(`## ${L('items_heading')}`, '');
 out.push(`| ${L('col_id')} | ${L('col_area')} | ${L('col_cite')} | ${L('col_promise')} | ${L('col_result')} |`, '|---|---|---|---|---|');
 for (const r of results) {
-  const st = r.status === 'pass' ? L('pass') : r.status === 'skip' ? `${L('skip')}: ${r.note}` : `**${L('fail')}** ([${L('details')}](#${r.it.id.toLowerCase()}))`;
+  const st = r.status === 'pass' ? L('pass') : `**${L('fail')}** ([${L('details')}](#${r.it.id.toLowerCase()}))`;
   out.push(`| ${r.it.id} | ${esc(L(r.it.area))} | ${esc(r.it.cite)} | ${esc(L(r.it.promise))} | ${esc(st)} |`);
 }
 out.push('');
@@ -153,6 +151,6 @@ if (fail) {
 fs.mkdirSync(path.dirname(path.resolve(opts.report)), { recursive: true });
 fs.writeFileSync(opts.report, out.join('\n'));
 
-console.log(`\n${pass} passed, ${fail} failed, ${skip} skipped (${secs} s); report: ${path.relative(process.cwd(), path.resolve(opts.report)) || opts.report}`);
+console.log(`\n${pass} passed, ${fail} failed (${secs} s); report: ${path.relative(process.cwd(), path.resolve(opts.report)) || opts.report}`);
 if (opts.summary) console.log(`SUMMARY acceptance: ${pass} passed, ${fail} failed`);
 process.exitCode = fail ? 1 : 0;

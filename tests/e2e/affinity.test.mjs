@@ -167,11 +167,9 @@ async function drive(url) {
   return { missed, perInstance: after0.map((n, i) => n - before0[i]) };
 }
 
-const missing = [NGINX, HAPROXY].filter((b) => !fs.existsSync(b));
-const skip = missing.length ? `${missing.join(', ')} missing (tests/deps.sh test)` : false;
-
 before(async () => {
-  if (skip) return;
+  const missing = [NGINX, HAPROXY].filter((b) => !fs.existsSync(b));
+  assert.deepEqual(missing, [], `${missing.join(', ')} not installed (tests/deps.sh test installs them)`);
   for (let i = 0; i < 2; i++) servers.push(await startServer({ args: ['--stateful'] }));
 });
 after(async () => {
@@ -180,7 +178,7 @@ after(async () => {
 });
 
 test('HAProxy with the shipped stick-table lines keeps every session on its instance',
-  { timeout: TEST_TIMEOUT * 2, skip }, async () => {
+  { timeout: TEST_TIMEOUT * 2 }, async () => {
     const lines = shippedLines('haproxy/skill-mcp.cfg', /^stick/);
     assert.equal(lines.length, 3);
     const h = await haproxyWith(lines);
@@ -191,7 +189,7 @@ test('HAProxy with the shipped stick-table lines keeps every session on its inst
   });
 
 test('nginx with the shipped affinity line keeps every session on its instance',
-  { timeout: TEST_TIMEOUT * 2, skip }, async () => {
+  { timeout: TEST_TIMEOUT * 2 }, async () => {
     const lines = shippedLines('nginx/skill-mcp.conf', /^hash /);
     assert.deepEqual(lines, ['hash $binary_remote_addr consistent;']);
     const n = await nginxWith(lines);
@@ -202,7 +200,7 @@ test('nginx with the shipped affinity line keeps every session on its instance',
   });
 
 test('control: hashing the request Mcp-Session-Id alone sends sessions astray',
-  { timeout: TEST_TIMEOUT * 2, skip }, async () => {
+  { timeout: TEST_TIMEOUT * 2 }, async () => {
     const n = await nginxWith(['hash $http_mcp_session_id consistent;']);
     const { missed } = await drive(n.url);
     // Each session's id hashes to either instance, whichever minted it: with

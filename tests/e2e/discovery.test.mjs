@@ -3,9 +3,6 @@
 // the bytes fetched from its URL; unknown paths 404; an edit changes the digest
 // after reload_skills; `skill-mcp export DIR` writes the same files, and two
 // exports of the same tree are byte-identical.
-//
-// Until the HTTP route is wired, index.json answers 404 and every test here
-// is skipped (and says so); nothing else skips them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -22,12 +19,10 @@ const PREFIX = '/.well-known/agent-skills/';
 // Fixture skills whose frontmatter name is their folder name (skills/list's rule).
 const ARCHIVES = ['acme/billing', 'csv-profile', 'deploy-runner', 'pdf-tools'];
 const SKILL_MDS = ['acme/reports', 'git-helper', 'globex/reports'];
-const NOT_WIRED = 'GET /.well-known/agent-skills/index.json answers 404: the route is not wired yet';
 
 let s;
 let client;
 let origin;
-let wired = false;
 const tmpDirs = [];
 
 before(async () => {
@@ -46,8 +41,6 @@ before(async () => {
   });
   client = await connect(s.url);
   origin = new URL(s.url).origin;
-  const probe = await get(PREFIX + 'index.json');
-  wired = probe.status !== 404;
 });
 
 after(async () => {
@@ -82,8 +75,7 @@ function tarList(buf) {
   return r.stdout.trim().split('\n');
 }
 
-test('index.json: the v0.2.0 document, one entry per listable skill', opts, async (t) => {
-  if (!wired) return t.skip(NOT_WIRED);
+test('index.json: the v0.2.0 document, one entry per listable skill', opts, async () => {
   const r = await getIndex();
   assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
   assert.equal(r.json.$schema, SCHEMA);
@@ -110,8 +102,7 @@ test('index.json: the v0.2.0 document, one entry per listable skill', opts, asyn
   assert.ok(!r.json.skills.some((e) => e.name === 'other-name' || e.name === 'renamed-dir'));
 });
 
-test('every digest is the sha256 of the bytes fetched from its url', opts, async (t) => {
-  if (!wired) return t.skip(NOT_WIRED);
+test('every digest is the sha256 of the bytes fetched from its url', opts, async () => {
   const { json } = await getIndex();
   for (const e of json.skills) {
     const u = new URL(e.url, indexUrl());     // RFC 3986 resolution against the index URL
@@ -133,8 +124,7 @@ test('every digest is the sha256 of the bytes fetched from its url', opts, async
 });
 
 test('archives: sorted members under the skill folder, fixed owner and time, no leaks', opts,
-  async (t) => {
-    if (!wired) return t.skip(NOT_WIRED);
+  async () => {
     const r = await get(PREFIX + 'csv-profile.tar.gz');
     assert.equal(r.status, 200);
     const lines = tarList(r.body);
@@ -157,8 +147,7 @@ test('archives: sorted members under the skill folder, fixed owner and time, no 
     assert.ok(tarList(team.body).every((l) => / billing\//.test(l)));
   });
 
-test('unknown paths under /.well-known/agent-skills/ are 404', opts, async (t) => {
-  if (!wired) return t.skip(NOT_WIRED);
+test('unknown paths under /.well-known/agent-skills/ are 404', opts, async () => {
   for (const p of ['nope.tar.gz', 'nope/SKILL.md', 'git-helper.tar.gz', 'csv-profile/SKILL.md',
     'renamed-dir/SKILL.md', 'other-name/SKILL.md', 'billing.tar.gz', 'csv-profile/leak.txt',
     'index.json.bak', '', 'csv-profile%2F..%2Fgit-helper/SKILL.md', 'broken-skill/SKILL.md']) {
@@ -167,8 +156,7 @@ test('unknown paths under /.well-known/agent-skills/ are 404', opts, async (t) =
   }
 });
 
-test('an edit changes the digest after reload_skills', opts, async (t) => {
-  if (!wired) return t.skip(NOT_WIRED);
+test('an edit changes the digest after reload_skills', opts, async () => {
   const before1 = (await getIndex()).json.skills;
   const find = (list, url) => list.find((e) => e.url === url);
   fs.appendFileSync(path.join(s.skills, 'csv-profile', 'references', 'format.md'), '\nEdited.\n');
@@ -199,8 +187,7 @@ function readTree(dir) {
 }
 
 test('skill-mcp export DIR: the served index and artifacts, byte-identical twice', opts,
-  async (t) => {
-    if (!wired) return t.skip(NOT_WIRED);
+  async () => {
     const base = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-disc-export-'));
     tmpDirs.push(base);
     const outs = [path.join(base, 'one'), path.join(base, 'two')];

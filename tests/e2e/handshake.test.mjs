@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startServer, connect, post, TEST_TIMEOUT, RUNNER_OFFERED } from './lib/harness.mjs';
+import { startServer, connect, post, TEST_TIMEOUT } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const READ_TOOLS = ['list_skills', 'load_skill', 'read_skill_file', 'skill_server_stats'];
@@ -63,18 +63,13 @@ test('logging/setLevel answers {}', opts, async () => {
   assert.deepEqual(Object.keys(r).filter((k) => k !== '_meta' && k !== 'resultType'), []);
 });
 
-test('tools/list: the tools, schemas, annotations; run_skill_script only when docs/tools.md offers it', opts, async () => {
+test('tools/list: the tools, schemas, annotations, run_skill_script', opts, async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
   for (const n of ALL_TOOLS) assert.ok(names.includes(n), `${n} missing from tools/list: ${names}`);
-  if (RUNNER_OFFERED) {
-    const r = tools.find((t) => t.name === 'run_skill_script');
-    assert.ok(r, 'docs/tools.md documents run_skill_script: it must be in tools/list');
-    assert.ok(r.inputSchema.required.includes('name') && r.inputSchema.required.includes('script'));
-  } else {
-    assert.equal(names.includes('run_skill_script'), false,
-      'run_skill_script is in tools/list but docs/tools.md says "Not yet offered"');
-  }
+  const r = tools.find((t) => t.name === 'run_skill_script');
+  assert.ok(r, 'run_skill_script is offered unless --no-scripts (docs/tools.md)');
+  assert.ok(r.inputSchema.required.includes('name') && r.inputSchema.required.includes('script'));
   assert.equal(new Set(names).size, names.length, 'tool names are unique');
   for (const t of tools) {
     assert.equal(typeof t.description, 'string', `${t.name}.description`);
@@ -116,11 +111,6 @@ test('unknown tool is a JSON-RPC -32602 error, not a tool result', opts, async (
     assert.equal(e.code, -32602, e.message);
     return true;
   });
-  if (!RUNNER_OFFERED) {
-    // run_skill_script is not offered, so it is an unknown tool too.
-    await assert.rejects(client.callTool({ name: 'run_skill_script', arguments: { name: 'deploy-runner', script: 'deploy.sh' } }),
-      (e) => e.code === -32602);
-  }
 });
 
 test('two clients at once both work', opts, async () => {

@@ -8,10 +8,6 @@
 // Skills: fixtures/hook-skills/skills, copied to a temp dir per server.
 // Global hooks: fixtures/hook-skills/global-hooks, copied to a temp dir of
 // this file (with the trace dir the hooks write to, passed as HOOK_TRACE_DIR).
-//
-// Tests marked `todo` state the wanted behaviour where the server does not
-// have it yet (each says what is wrong): they run and report, but do not fail
-// the suite. Drop the `todo` when the server is fixed.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';

@@ -16,8 +16,7 @@ import { sleep } from './lib/procs.mjs';
 
 let bwrap = null;
 try { bwrap = execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim() || null; } catch { /* none */ }
-const skip = bwrap ? false : 'bubblewrap (bwrap) is not installed (tests/deps.sh test installs it)';
-const opts = { timeout: TEST_TIMEOUT, skip };
+const opts = { timeout: TEST_TIMEOUT };
 
 let dir;           // holds the skills root and, beside it, files no script may see
 let secretFile;
@@ -65,7 +64,7 @@ function writeSkill(root, name, front) {
 }
 
 before(async () => {
-  if (!bwrap) return;
+  assert.ok(bwrap, 'bubblewrap (bwrap) is not installed (tests/deps.sh test installs it)');
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-sandbox-'));
   fs.chmodSync(dir, 0o755);
   // A file the server's user may read and the script user may read too:

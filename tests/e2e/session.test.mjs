@@ -16,7 +16,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  E2E_DIR, FIXTURES, RUNNER_OFFERED, TEST_TIMEOUT, callOk, post, postModern, raw, runCli,
+  E2E_DIR, FIXTURES, TEST_TIMEOUT, callOk, post, postModern, raw, runCli,
   startServer,
 } from './lib/harness.mjs';
 
@@ -142,7 +142,7 @@ test('the 2026-07-28 era ignores Mcp-Session-Id: never required, never minted or
   });
 
 test('logging/setLevel is kept per session: script stderr reaches only the session that asked',
-  { timeout: TEST_TIMEOUT, skip: !RUNNER_OFFERED && 'run_skill_script not offered' }, async () => {
+  { timeout: TEST_TIMEOUT }, async () => {
     const hello = { name: 'runner-basics', script: 'scripts/hello.sh' };
     const logsA = [], logsB = [], logsC = [];
     const a = await sdk(srv.url, logsA);

@@ -263,18 +263,56 @@ test('resources/directory/read: the root and references/, on both eras', opts, a
   assert.equal(n, 520);
 });
 
-test('traversal in skill:// URIs is refused', opts, async () => {
-  const bad = ['skill://csv-profile/../git-helper/SKILL.md', 'skill://csv-profile/%2e%2e/git-helper/SKILL.md',
-    'skill://csv-profile/%2E%2E/%2E%2E/outside.txt', 'skill://csv-profile/references/../../pdf-tools/SKILL.md',
-    'skill://csv-profile/%2e%2e%2f%2e%2e%2foutside.txt', 'skill://x/../y'];
-  for (const uri of bad) {
-    err(await modern('resources/read', { uri }));
-    err(await modern('skills/get', { uri }));
-    err(await modern('resources/directory/read', { uri }));
+test('traversal in skill:// URIs is refused, for targets that exist', opts, async () => {
+  // Every target below exists on disk: a resolver that let `..` through would
+  // answer with its bytes, so only the exact refusal passes.
+  const SECRET = 'secret outside the skills';
+  const DOTDOT = "('..' is not allowed: paths stay inside the skill folder)";
+  const files = {
+    'skill://csv-profile/../git-helper/SKILL.md': 'git-helper/SKILL.md',
+    'skill://csv-profile/%2e%2e/git-helper/SKILL.md': 'git-helper/SKILL.md',
+    'skill://csv-profile/%2E%2E/%2E%2E/outside.txt': '../outside.txt',
+    'skill://csv-profile/references/../../pdf-tools/SKILL.md': 'pdf-tools/SKILL.md',
+    'skill://csv-profile/%2e%2e%2f%2e%2e%2foutside.txt': '../outside.txt',
+    'skill://csv-profile/../../outside.txt': '../outside.txt',
+  };
+  const dirs = {
+    'skill://csv-profile/..': '.',
+    'skill://csv-profile/%2e%2e': '.',
+    'skill://csv-profile/references/%2e%2e/..': '.',
+    'skill://csv-profile/../acme': 'acme',
+  };
+  for (const [uri, target] of Object.entries({ ...files, ...dirs })) {
+    assert.ok(fs.existsSync(path.join(s.skills, target)), `${uri}: its target ${target} must exist for the test to mean anything`);
   }
-  for (const uri of ['skill://csv-profile/..', 'skill://csv-profile/%2e%2e', 'skill://csv-profile/references/%2e%2e/..']) {
-    err(await modern('resources/directory/read', { uri }));
+  const refused = (reply, uri, what) => {
+    const e = err(reply);
+    assert.deepEqual(e.data, { uri }, `${what} ${uri}: data`);
+    assert.ok(!JSON.stringify(reply).includes(SECRET), `${what} ${uri} leaked the file outside`);
+    return e.message;
+  };
+  for (const uri of Object.keys(files)) {
+    for (const m of ['resources/read', 'resources/directory/read']) {
+      assert.equal(refused(await modern(m, { uri }), uri, m), `Resource not found: ${uri} ${DOTDOT}`);
+    }
+    // skills/get names a skill by skill://<qualified-name>/SKILL.md: a name with
+    // `..` in it is no skill.
+    assert.equal(refused(await modern('skills/get', { uri }), uri, 'skills/get'),
+      `Unknown skill: ${uri} (a skill is named by skill://<qualified-name>/SKILL.md)`);
+    assert.equal(refused(await legacy('resources/read', { uri }), uri, 'legacy resources/read'),
+      `Resource not found: ${uri} ${DOTDOT}`);
   }
+  for (const uri of Object.keys(dirs)) {
+    assert.equal(refused(await modern('resources/directory/read', { uri }), uri, 'resources/directory/read'),
+      `Resource not found: ${uri} ${DOTDOT}`);
+  }
+  // A skill name that is not one, followed by `..` back into a real skill.
+  const uri = 'skill://no-such-skill/../csv-profile/SKILL.md';
+  assert.ok(fs.existsSync(path.join(s.skills, 'csv-profile', 'SKILL.md')));
+  for (const m of ['resources/read', 'resources/directory/read']) {
+    assert.equal(refused(await modern(m, { uri }), uri, m), `Resource not found: ${uri} (no such skill)`);
+  }
+  assert.equal(refused(await modern('skills/get', { uri }), uri, 'skills/get'), `Unknown skill: ${uri} (no such skill)`);
 });
 
 test('prompts: every skill, with the body and the task', opts, async () => {

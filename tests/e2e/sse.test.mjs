@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 
 import {
-  E2E_DIR, FIXTURES, JSON_HEADERS, RUNNER_OFFERED, TEST_TIMEOUT, callOk, connect, post,
+  E2E_DIR, FIXTURES, JSON_HEADERS, TEST_TIMEOUT, callOk, connect, post,
   postModern, raw, startServer,
 } from './lib/harness.mjs';
 
@@ -68,12 +68,10 @@ test('the SDK client works for every tool, and for lists, resources and prompts'
   const stats = await callOk(assert, client, 'skill_server_stats', {});
   assert.ok(stats.tools.list_skills.calls >= 2);
   await callOk(assert, client, 'reload_skills', {});
-  if (RUNNER_OFFERED) {
-    assert.ok(names.includes('run_skill_script'));
-    const run = await callOk(assert, client, 'run_skill_script', { name: 'runner-basics', script: 'scripts/hello.sh' });
-    assert.equal(run.status, 'ok');
-    assert.match(run.stdout, /hello from bash/);
-  }
+  assert.ok(names.includes('run_skill_script'));
+  const run = await callOk(assert, client, 'run_skill_script', { name: 'runner-basics', script: 'scripts/hello.sh' });
+  assert.equal(run.status, 'ok');
+  assert.match(run.stdout, /hello from bash/);
   const bad = await client.callTool({ name: 'load_skill', arguments: { name: 'no-such-skill' } });
   assert.equal(bad.isError, true);
   assert.ok((await client.listResources()).resources.length > 0);
@@ -140,8 +138,7 @@ test('the 2026-07-28 era streams too', { timeout: TEST_TIMEOUT }, async () => {
   assert.equal(msg.result.resultType, 'complete');
 });
 
-test('a script call streams its result alone, without a progressToken', { timeout: TEST_TIMEOUT,
-  skip: !RUNNER_OFFERED && 'run_skill_script not offered' }, async () => {
+test('a script call streams its result alone, without a progressToken', { timeout: TEST_TIMEOUT }, async () => {
   const r = await post(srv.url, { jsonrpc: '2.0', id: 13, method: 'tools/call',
     params: { name: 'run_skill_script', arguments: { name: 'runner-basics', script: 'scripts/hello.sh' } } }, V);
   const { msg } = oneEvent(r);

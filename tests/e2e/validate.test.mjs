@@ -2,9 +2,6 @@
 // the bundled skills lint clean (no errors) and list all eight; the fixture
 // trees in tests/data/validate/ give the findings, lines and exit codes that
 // docs/writing-skills.md ("Checking skills") promises.
-//
-// Until main.c wires the subcommands, `skill-mcp validate --help` exits 2
-// with "unknown option" and every test here is skipped (and says so).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -13,7 +10,6 @@ import path from 'node:path';
 
 import { BIN, REPO, TEST_TIMEOUT } from './lib/harness.mjs';
 
-const NOT_WIRED = 'skill-mcp validate/list are not wired into main.c yet ("unknown option")';
 const DATA = 'tests/data/validate';
 const BUNDLED = fs.readdirSync(path.join(REPO, 'skills'))
   .filter((n) => fs.existsSync(path.join(REPO, 'skills', n, 'SKILL.md'))).sort();
@@ -23,9 +19,7 @@ function cli(args) {
   return { code: r.status, signal: r.signal, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
-const probe = cli(['validate', '--help']);
-const wired = !(probe.code === 2 && /unknown option/.test(probe.stderr));
-const opts = { timeout: TEST_TIMEOUT, skip: wired ? false : NOT_WIRED };
+const opts = { timeout: TEST_TIMEOUT };
 
 test('validate --help prints the usage and exits 0', opts, () => {
   const r = cli(['validate', '--help']);

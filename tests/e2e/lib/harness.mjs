@@ -26,10 +26,7 @@ export const BIN = process.env.SKILL_MCP_BIN
 
 export const MODERN = '2026-07-28';
 
-// run_skill_script is offered once docs/tools.md stops saying "Not yet offered"
 // (the contract document decides what the tests expect).
-export const RUNNER_OFFERED = !/##\s*run_skill_script\s+Not yet offered/.test(
-  fs.readFileSync(path.join(REPO, 'docs', 'tools.md'), 'utf8'));
 export const TEST_TIMEOUT = 20_000; // hard per-test ceiling (node:test `timeout`)
 
 const live = new Set();
