@@ -13,12 +13,14 @@
 # Prints one line per scenario (and one per failing check), then, always, as
 # the last line: "SUMMARY conformance: P passed, F failed".
 # Checks listed in tests/conformance/expected-failures.txt are reported as
-# "expected", not failures. Exit 0 only when F is 0.
+# "expected", not failures. A check the suite skips fails the run unless
+# tests/skips-allowed.txt lists it (printed with its reason). Exit 0 only when
+# F is 0.
 #
 # Environment: CONFORMANCE_SCENARIO_TIMEOUT (seconds per scenario, default 30),
 # CONFORMANCE_KEEP=1 keeps the output directory (path printed),
 # CONFORMANCE_SKILLS=DIR serves DIR instead of skills/ (or the e2e fixtures).
-set -u
+set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -146,7 +148,8 @@ run_suite() {
         timeout --kill-after=5 "${CONFORMANCE_SCENARIO_TIMEOUT:-30}" \
             "$N" "$cli" server --url "$url" --scenario "$sc" -o "$out" >"$out/run.log" 2>&1
         rc=$?
-        counts="$(node "$conf/count-checks.mjs" "$suite" "$sc" "$out" "$conf/expected-failures.txt")"
+        counts="$(node "$conf/count-checks.mjs" "$suite" "$sc" "$out" "$conf/expected-failures.txt" \
+            "${SKIPS_ALLOWED:-$here/skips-allowed.txt}")"
         line="$(printf '%s\n' "$counts" | tail -n 1)"
         read -r _ p f e st sk <<<"$line"
         total_pass=$((total_pass + p))

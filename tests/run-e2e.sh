@@ -4,10 +4,12 @@
 #
 # Last line of output, always: "SUMMARY e2e: P passed, F failed".
 # Exit status: 0 when every test passed, 1 otherwise (runner crash included).
+# A skipped or todo test counts as failed unless tests/skips-allowed.txt
+# lists it (tests/check-skips.sh); an allowed one is printed with its reason.
 #
 # Environment: E2E_TIMEOUT (seconds, default 150) bounds the whole run;
 # E2E_FILES overrides the test files (space-separated, relative to the repo).
-set -u
+set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -71,6 +73,8 @@ rc=${PIPESTATUS[0]}
 pass="$(sed -n 's/^# pass \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
 fail="$(sed -n 's/^# fail \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
 cancelled="$(sed -n 's/^# cancelled \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
+skipped="$(sed -n 's/^# skipped \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
+todo="$(sed -n 's/^# todo \([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)"
 
 if [ -z "$pass" ] || [ -z "$fail" ]; then
     # The runner crashed or timed out before its closing lines.
@@ -80,6 +84,19 @@ if [ -z "$pass" ] || [ -z "$fail" ]; then
     exit 1
 fi
 fail=$(( fail + ${cancelled:-0} ))
+
+echo
+skips="$("$here/check-skips.sh" e2e "$log")"
+printf '%s\n' "$skips" | sed '$d'
+read -r _ _ allowed _ unexpected <<<"$(printf '%s\n' "$skips" | tail -n 1)"
+# node's own count catches a skip whose TAP line the checker could not read.
+unread=$(( ${skipped:-0} + ${todo:-0} - ${allowed:-0} - ${unexpected:-0} ))
+if [ "$unread" -gt 0 ]; then
+    echo "FAIL node reports $unread skipped/todo test(s) that tests/check-skips.sh did not find in the TAP output"
+    unexpected=$(( ${unexpected:-0} + unread ))
+fi
+fail=$(( fail + ${unexpected:-1} ))   # no SKIPS line: the checker failed
+[ "${allowed:-0}" -gt 0 ] && echo "run-e2e: ${allowed} allowed skip(s), listed in tests/skips-allowed.txt"
 
 if [ "$fail" -gt 0 ]; then
     echo

@@ -1,4 +1,4 @@
-// count-checks.mjs SUITE SCENARIO OUTDIR EXPECTED_FAILURES_FILE
+// count-checks.mjs SUITE SCENARIO OUTDIR EXPECTED_FAILURES_FILE [SKIPS_ALLOWED_FILE]
 //
 // Reads every checks.json under OUTDIR (written by the conformance CLI's -o),
 // classifies each check and prints one line per check that is not a plain
@@ -7,12 +7,15 @@
 // SUCCESS = pass. FAILURE and WARNING = fail, unless "SCENARIO CHECK-ID" (or
 // "SUITE/SCENARIO CHECK-ID") is listed in the expected-failures file, then
 // expected. A listed check that passes everywhere is stale: counted once as a
-// failure (not as a pass), so the list is kept honest. INFO / SKIPPED are neither. No checks.json at all is
-// one failure (the scenario crashed).
+// failure (not as a pass), so the list is kept honest. INFO is neither.
+// SKIPPED is a failure unless the skips allow-list (tests/skips-allowed.txt)
+// has a line "conformance SCENARIO CHECK-ID  # reason" (or SUITE/SCENARIO);
+// an allowed skip is printed with that reason and counted as skipped. No
+// checks.json at all is one failure (the scenario crashed).
 import fs from 'node:fs';
 import path from 'node:path';
 
-const [suite, scenario, outdir, expectedFile] = process.argv.slice(2);
+const [suite, scenario, outdir, expectedFile, skipsFile] = process.argv.slice(2);
 
 function expectedSet() {
   const set = new Map();
@@ -24,6 +27,20 @@ function expectedSet() {
     const [sc, id] = parts;
     const reason = why.join('#').trim();
     if (sc === scenario || sc === `${suite}/${scenario}`) set.set(id, reason);
+  }
+  return set;
+}
+
+// "conformance SCENARIO CHECK-ID  # reason" lines of the allow-list: id -> reason.
+function allowedSkips() {
+  const set = new Map();
+  if (!skipsFile) return set;
+  for (const line of fs.readFileSync(skipsFile, 'utf8').split('\n')) {
+    const cut = line.lastIndexOf(' # ');
+    if (/^\s*(#|$)/.test(line) || cut < 0) continue;
+    const [s0, sc, id, ...extra] = line.slice(0, cut).trim().split(/\s+/);
+    if (s0 !== 'conformance' || extra.length) continue;
+    if (sc === scenario || sc === `${suite}/${scenario}`) set.set(id, line.slice(cut + 3).trim());
   }
   return set;
 }
@@ -40,6 +57,7 @@ function findChecks(dir) {
 }
 
 const expected = expectedSet();
+const skipsOk = allowedSkips();
 const files = findChecks(outdir);
 let pass = 0; let fail = 0; let exp = 0; let stale = 0; let skipped = 0;
 const oneLine = (s) => String(s ?? '').replace(/\s+/g, ' ').trim().slice(0, 400);
@@ -73,8 +91,14 @@ if (files.length === 0) {
           fail++;
           console.log(`    FAIL  ${c.status.padEnd(7)} ${c.id}: ${oneLine(c.errorMessage)}`);
         }
-      } else {
-        skipped++;
+      } else if (c.status === 'SKIPPED') {
+        if (skipsOk.has(c.id)) {
+          skipped++;
+          console.log(`    skip  ${c.id}  # allowed: ${skipsOk.get(c.id)}`);
+        } else {
+          fail++;
+          console.log(`    FAIL  SKIPPED ${c.id}: ${oneLine(c.details?.note ?? c.errorMessage)} (not in tests/skips-allowed.txt)`);
+        }
       }
     }
   }

@@ -210,5 +210,5 @@ int main(void)
     RUN(full_table_evicts_least_recently_used);
     RUN(churn_keeps_every_live_id);
     RUN(threads);
-    return h_tests_failed ? 1 : 0;
+    DONE();
 }

@@ -297,8 +297,11 @@ TEST(teams_and_shadowing)
 static void write_file(const char *path, const char *head, size_t fill, char c, const char *tail)
 {
     FILE *fp = fopen(path, "w");
-    if (!fp)
+    if (!fp) {
+        /* fails the running test: the tree it checks would be incomplete */
+        H_FAIL("cannot write %s", path);
         return;
+    }
     fputs(head, fp);
     for (size_t i = 0; i < fill; i++)
         fputc(c == '\n' ? '\n' : (i % 80 == 79 ? '\n' : c), fp);
