@@ -2,6 +2,7 @@
 #
 #   make            build build/skill-mcp
 #   make run        install missing packages, build, serve ./skills on 127.0.0.1:8000 (PORT=N)
+#   make check      the inner loop: unit, end-to-end, lint and the tooling self-test (a few minutes)
 #   make test       everything: unit, end-to-end, conformance, then all again under ASan+UBSan
 #   make asan       ASan+UBSan build into build-asan/ and run unit + e2e against it
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -23,8 +24,11 @@ WARN    += -Wno-format-truncation
 endif
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -DSKILL_VERSION='"$(VERSION)"' $(WARN) -g -MMD -MP
 OPT     ?= -O2
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+# pkg-config's message names a package it cannot find; the build stops on it
+# (when a compile or link needs the flags, so `make deps` still runs).
+pkg_flags = $(if $(findstring PKG-CONFIG-FAILED,$1),$(error pkg-config failed: $(filter-out PKG-CONFIG-FAILED,$1) (make deps installs the missing packages)),$1)
+PKG_CFLAGS = $(call pkg_flags,$(shell pkg-config --cflags $(PKGS) 2>&1 || echo PKG-CONFIG-FAILED))
+PKG_LIBS   = $(call pkg_flags,$(shell pkg-config --libs $(PKGS) 2>&1 || echo PKG-CONFIG-FAILED)) -lpthread -lm
 
 BUILD   ?= build
 SAN     ?=
@@ -38,8 +42,8 @@ UNITBIN := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(SAN) $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SAN) $(LDFLAGS)
 
-.PHONY: all run test unit unit-build e2e conformance docs-commands asan asan-build tsan install clean deps test-deps \
-        fuzz lint bench bench-smoke format
+.PHONY: all run check test unit unit-build e2e conformance docs-commands asan asan-build tsan install clean deps \
+        test-deps fuzz lint selftest bench bench-smoke
 
 all: $(BUILD)/skill-mcp
 
@@ -94,6 +98,14 @@ conformance: all
 docs-commands: all
 	@node tests/docs-commands.mjs $(BUILD)/skill-mcp
 
+# The inner loop: what a change most often breaks, in a few minutes.
+# `make test` stays the full run.
+check: test-deps all unit-build
+	@tests/run-unit.sh $(BUILD)
+	@tests/run-e2e.sh $(BUILD)/skill-mcp
+	@tests/lint.sh $(BUILD)
+	@tests/selftest.sh
+
 test: test-deps
 	@tests/run-all.sh
 
@@ -127,6 +139,10 @@ bench-smoke:
 
 lint:
 	@tests/lint.sh $(BUILD)
+
+# The test tooling's own guarantees (skips, early exits, pkg-config errors).
+selftest:
+	@tests/selftest.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/skill-mcp

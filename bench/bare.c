@@ -4,6 +4,8 @@
  * canned body of a given size, doing no JSON work at all.
  *
  *   bench/bare PORT BODY_FILE THREADS
+ *
+ * Prints "PORT n" once it listens; PORT 0 lets the kernel pick a free one.
  */
 #include <microhttpd.h>
 #include <signal.h>
@@ -42,8 +44,10 @@ int main(int argc, char **argv)
         return 2;
     }
     FILE *f = fopen(argv[2], "rb");
-    if (!f)
+    if (!f) {
+        perror(argv[2]);
         return 1;
+    }
     fseek(f, 0, SEEK_END);
     body_len = (size_t)ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -55,8 +59,13 @@ int main(int argc, char **argv)
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO, (uint16_t)atoi(argv[1]),
         NULL, NULL, on_request, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)atoi(argv[3]),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
-    if (!d)
+    if (!d) {
+        fprintf(stderr, "bare: cannot listen on port %s\n", argv[1]);
         return 1;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    printf("PORT %u\n", di ? (unsigned)di->port : 0u);
+    fflush(stdout);
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, SIGTERM);

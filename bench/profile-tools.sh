@@ -10,6 +10,7 @@
 #   BENCH_BIN=path/to/skill-mcp          profile another build (before/after)
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DIR=${1:-skills}; K=${2:-200}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 1; }
 if [ -z "${BENCH_BIN:-}" ]; then make -s all; fi
@@ -19,7 +20,7 @@ cc -O2 -o build/bench/mcpc bench/mcpc.c
 
 tmp=$(mktemp -d); VG=
 cleanup() { [ -n "$VG" ] && kill "$VG" 2>/dev/null && wait "$VG" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+strict_at_exit cleanup
 PORT=$(build/bench/mcpc port)
 valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
     --callgrind-out-file="$tmp/cg.out" \

@@ -11,6 +11,7 @@
 #   BENCH_PROFILE_KEEP=DIR keeps the callgrind files in DIR
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 N=${1:-5000}; K=${2:-200}; TOP=${BENCH_PROFILE_TOP:-10}
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)"; exit 1; }
 make -s all
@@ -21,7 +22,7 @@ python3 bench/gen-skills.py "$N" "$FIX"
 
 tmp=$(mktemp -d); VG=
 cleanup() { [ -n "$VG" ] && kill "$VG" 2>/dev/null && wait "$VG" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+strict_at_exit cleanup
 PORT=$(build/bench/mcpc port)
 valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
     --callgrind-out-file="$tmp/cg.out" \

@@ -7,7 +7,9 @@
 #   bench/run.sh [--smoke]      (--smoke: 1 short run, no results file)
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SMOKE=0; [ "${1:-}" = --smoke ] && SMOKE=1
+[ $SMOKE = 1 ] && STRICT_SUMMARY=bench-smoke
 DUR=${BENCH_DURATION:-5s}; RUNS=${BENCH_RUNS:-3}; CONNS=${BENCH_CONNS:-16}
 [ $SMOKE = 1 ] && { DUR=1s; RUNS=1; }
 BIN=build/skill-mcp
@@ -22,20 +24,13 @@ else SRV_CPU=""; GEN_CPU=""; THREADS=1; fi
 
 tmp=$(mktemp -d); pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
+strict_at_exit cleanup
 
 $SRV_CPU "$BIN" --skills skills --port 0 --threads $THREADS --refresh-interval 0 \
     --log-level warn 2>"$tmp/srv.log" &
 SRV=$!; pids+=($SRV)
-# The listening line is logged at info (off here); ask the kernel, until it answers.
-PORT=
-for _ in $(seq 100); do
-    PORT=$(ss -ltnpH 2>/dev/null | grep "pid=$SRV," | sed -nE 's/.*127\.0\.0\.1:([0-9]+).*/\1/p' | head -1)
-    [ -n "$PORT" ] && break
-    kill -0 $SRV 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$PORT" ] || { echo "skill-mcp did not start"; cat "$tmp/srv.log"; exit 1; }
+# The listening line is logged at info (off here); ask the kernel.
+PORT=$(bench_port $SRV) && bench_wait_up "$PORT" $SRV || { echo "skill-mcp did not start"; cat "$tmp/srv.log"; exit 1; }
 URL=http://127.0.0.1:$PORT/mcp
 
 call() { printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"%s","arguments":%s}}' "$1" "$2"; }
@@ -47,8 +42,13 @@ NAMES+=("load_skill(section)");    BODIES+=("$(call load_skill '{"name":"csv-pro
 NAMES+=("read_skill_file");        BODIES+=("$(call read_skill_file '{"name":"api-fetch","path":"references/hangs.md"}')")
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-run_wrk() { # url body -> RESULT line
-    BENCH_BODY="$2" $GEN_CPU wrk -t1 -c"$CONNS" -d"$DUR" -s bench/post.lua "$1" 2>&1 | grep RESULT
+run_wrk() { # url body -> RESULT line; wrk's own output when it has none
+    local out
+    out=$(BENCH_BODY="$2" $GEN_CPU wrk -t1 -c"$CONNS" -d"$DUR" -s bench/post.lua "$1" 2>&1) || true
+    grep RESULT <<<"$out" && return 0
+    echo "wrk against $1 gave no RESULT line:" >&2
+    sed 's/^/    /' <<<"$out" >&2
+    return 1
 }
 rss_kb() { awk '/VmRSS/ {print $2}' /proc/$1/status; }
 
@@ -61,9 +61,14 @@ for i in "${!NAMES[@]}"; do
         -H 'Accept: application/json, text/event-stream' -d "$body" "$URL"
     size=$(stat -c %s "$tmp/reply")
     grep -q '"error"' "$tmp/reply" && { echo "$name failed: $(head -c 300 "$tmp/reply")"; exit 1; }
-    BPORT=$((20000 + RANDOM % 20000))
-    $SRV_CPU build/bench/bare $BPORT "$tmp/reply" $THREADS & BARE=$!; pids+=($BARE)
-    sleep 0.3
+    $SRV_CPU build/bench/bare 0 "$tmp/reply" $THREADS >"$tmp/bare.out" & BARE=$!; pids+=($BARE)
+    BPORT=""
+    for _ in $(seq 100); do
+        BPORT=$(sed -n 's/^PORT \([0-9][0-9]*\)$/\1/p' "$tmp/bare.out")
+        [ -n "$BPORT" ] || ! kill -0 $BARE 2>/dev/null && break
+        sleep 0.1
+    done
+    [ -n "$BPORT" ] && bench_wait_up "$BPORT" $BARE || { echo "the bare server did not start"; exit 1; }
     s_rps=(); b_rps=(); s_p50=(); s_p99=(); b_p50=()
     for r in $(seq "$RUNS"); do
         line=$(run_wrk "$URL" "$body")
@@ -84,7 +89,7 @@ done
 cat "$out"
 if [ $SMOKE = 1 ]; then
     rows=$(($(wc -l <"$out") - 2))
-    echo "SUMMARY bench-smoke: $rows passed, 0 failed"
+    strict_summary "$rows" 0
     exit 0
 fi
 mkdir -p bench/results

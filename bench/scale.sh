@@ -28,7 +28,9 @@
 #   BENCH_SIZES="2000 5000"      choose sizes; BENCH_DURATION (wrk, default 3s)
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SMOKE=0; [ "${1:-}" = --smoke ] && SMOKE=1
+[ $SMOKE = 1 ] && STRICT_SUMMARY=bench-scale
 SIZES=${BENCH_SIZES:-2000 5000 50000}; DUR=${BENCH_DURATION:-3s}; STARTS=3; EDITS=3; ROUNDS=100
 QUERIES=("profile a csv spreadsheet" "kubernetes" "retry http request with timeout")
 if [ $SMOKE = 1 ]; then
@@ -50,7 +52,7 @@ cleanup() {
     for r in "${restore[@]}"; do cp -p "$tmp/orig.md" "$r"; done
     rm -rf "$tmp"
 }
-trap cleanup EXIT
+strict_at_exit cleanup
 
 passed=0; failed=0
 took() { passed=$((passed + 1)); }
@@ -66,10 +68,16 @@ LIST=$(call list_skills)
 STATS=$(call skill_server_stats)
 
 start_server() { # fixture refresh -> sets SRV, PORT
-    PORT=$(build/bench/mcpc port)
-    $SRV_CPU "$BIN" --skills "$1" --port "$PORT" --threads 1 --refresh-interval "$2" \
+    $SRV_CPU "$BIN" --skills "$1" --port 0 --threads 1 --refresh-interval "$2" \
         --log-level warn 2>>"$tmp/srv.log" &
     SRV=$!; pids+=($SRV)
+    # A large library takes a while to index before the server listens.
+    PORT=""
+    for _ in $(seq 1200); do
+        PORT=$(bench_port $SRV 2>/dev/null) && break
+        kill -0 "$SRV" 2>/dev/null || break
+    done
+    [ -n "$PORT" ] || { echo "skill-mcp did not listen on $1"; cat "$tmp/srv.log"; exit 1; }
     for _ in $(seq 1200); do
         build/bench/mcpc run "$PORT" 1 "$STATS" >/dev/null 2>&1 && return 0
         kill -0 "$SRV" 2>/dev/null || break
@@ -189,7 +197,7 @@ out="$tmp/table.md"
 } >"$out"
 cat "$out"
 if [ $SMOKE = 1 ]; then
-    echo "SUMMARY bench-scale: $passed passed, $failed failed"
+    strict_summary "$passed" "$failed"
     [ $failed = 0 ]
     exit
 fi

@@ -7,7 +7,9 @@
 #   bench/scripts.sh [--smoke]
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SMOKE=0; [ "${1:-}" = --smoke ] && SMOKE=1
+[ $SMOKE = 1 ] && STRICT_SUMMARY=bench-scripts
 DUR=${BENCH_DURATION:-5s}; N=${BENCH_SPAWNS:-300}
 [ $SMOKE = 1 ] && { DUR=1s; N=30; }
 make -s all
@@ -17,7 +19,7 @@ cc -O2 -o build/bench/spawn bench/spawn.c
 tmp=$(mktemp -d); pids=()
 chmod 755 "$tmp"   # a root server runs scripts as nobody
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
+strict_at_exit cleanup
 for s in plain hooked; do
     mkdir -p "$tmp/lib/$s/scripts"
     printf -- '---\nname: %s\ndescription: benchmark skill\n---\n# %s\n' "$s" "$s" >"$tmp/lib/$s/SKILL.md"
@@ -32,14 +34,22 @@ printf 'read -r -d "" _ || true\n' >"$tmp/lib/hooked/hooks/post.sh"
 build/skill-mcp --skills "$tmp/lib" --port 0 --refresh-interval 0 --max-script-concurrency 8 \
     2>"$tmp/srv.log" &
 SRV=$!; pids+=($SRV)
-for _ in $(seq 50); do grep -q listening "$tmp/srv.log" && break; sleep 0.1; done
-PORT=$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$tmp/srv.log" | head -1)
+PORT=$(bench_port $SRV) && bench_wait_up "$PORT" $SRV || { echo "skill-mcp did not start"; cat "$tmp/srv.log"; exit 1; }
 URL=http://127.0.0.1:$PORT/mcp
 PY=$(sed -nE 's/.*\.py runs with ([^ ]+).*/\1/p' "$tmp/srv.log" | head -1)
 SH=$(sed -nE 's/.*\.sh runs with ([^ ]+).*/\1/p' "$tmp/srv.log" | head -1)
+[ -n "$PY" ] && [ -n "$SH" ] || { echo "the server log names no .py/.sh interpreter:"; cat "$tmp/srv.log"; exit 1; }
 
 body() { printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_skill_script","arguments":{"name":"%s","script":"%s"}}}' "$1" "$2"; }
-p50_ms() { BENCH_BODY="$2" wrk -t1 -c"${3:-1}" -d"$DUR" -s bench/post.lua "$1" | sed -nE 's/.*p50_us=([0-9]+).*/\1/p' | awk '{printf "%.2f", $1 / 1000}'; }
+wrk_result() { # url body conns -> RESULT line; wrk's own output when it has none
+    local out
+    out=$(BENCH_BODY="$2" wrk -t1 -c"$3" -d"$DUR" -s bench/post.lua "$1" 2>&1) || true
+    grep RESULT <<<"$out" && return 0
+    echo "wrk against $1 gave no RESULT line:" >&2
+    sed 's/^/    /' <<<"$out" >&2
+    return 1
+}
+p50_ms() { wrk_result "$1" "$2" "${3:-1}" | sed -nE 's/.*p50_us=([0-9]+).*/\1/p' | awk '{printf "%.2f", $1 / 1000}'; }
 
 direct_sh=$(build/bench/spawn "$N" "$SH" "$tmp/lib/plain/scripts/true.sh")
 direct_py=$(build/bench/spawn "$N" "$PY" -E -s -B "$tmp/lib/plain/scripts/pass.py")
@@ -51,8 +61,7 @@ hook_sh=$(p50_ms "$URL" "$(body hooked scripts/true.sh)")
 BENCH_BODY="$(body plain scripts/wait.py)" wrk -t1 -c24 -d"$DUR" -s bench/post.lua "$URL" >"$tmp/load.txt" 2>&1 &
 LOAD=$!; pids+=($LOAD)
 sleep 0.5
-busy=$(BENCH_BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_skills"}}' \
-    wrk -t1 -c4 -d"$DUR" -s bench/post.lua "$URL" | grep RESULT)
+busy=$(wrk_result "$URL" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_skills"}}' 4)
 wait $LOAD || true
 loadline=$(grep RESULT "$tmp/load.txt" || echo "RESULT rps=0")
 
@@ -67,5 +76,4 @@ echo "| run_skill_script true.sh with pre+post sh hooks | $hook_sh (hooks add $(
 echo
 echo "list_skills while 24 x 0.5 s scripts run (cap 8): $(sed -E 's/RESULT //' <<<"$busy")"
 echo "the scripts themselves: $(sed -E 's/RESULT //' <<<"$loadline") (cap 8 / 0.5 s = 16 req/s ceiling)"
-[ $SMOKE = 1 ] && echo "SUMMARY bench-scripts: 1 passed, 0 failed"
-exit 0
+[ $SMOKE = 0 ] || strict_summary 1 0

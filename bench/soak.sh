@@ -15,21 +15,22 @@
 # Exit status 1 on any wrong answer, transport error, or a server that died.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/lib.sh
+STRICT_SUMMARY=soak
 smoke=0; [ "${1:-}" = --smoke ] && smoke=1
 N=${SOAK_N:-$([ $smoke = 1 ] && echo 20000 || echo 1000000)}
 FAST=${SOAK_FAST:-$([ $smoke = 1 ] && echo 4 || echo 8)}
 SLOW=${SOAK_SLOW:-$([ $smoke = 1 ] && echo 50 || echo 300)}
 BIN=${SKILL_MCP_BIN:-build/skill-mcp}
 
-summary() { echo "SUMMARY soak: $1 passed, $2 failed"; }
-[ -x "$BIN" ] || { echo "soak: $BIN missing (run make)"; summary 0 1; exit 1; }
+[ -x "$BIN" ] || { echo "soak: $BIN missing (run make)"; exit 1; }
 mkdir -p build/bench
 cc -O2 -Wall -Wextra -o build/bench/soak bench/soak.c $(pkg-config --cflags --libs jansson) -lpthread
 
 tmp=$(mktemp -d); pid=""
 chmod 755 "$tmp"   # a root server runs scripts as nobody
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+strict_at_exit cleanup
 lib="$tmp/lib"
 for i in $(seq 0 19); do
     n=$(printf 's%02d' "$i")
@@ -44,18 +45,19 @@ printf 'printf "echo:%%s\\n" "$1"\n' >"$lib/runner/scripts/echo.sh"
 printf 'sleep 0.3\nprintf "nap:%%s\\n" "$1"\n' >"$lib/runner/scripts/nap.sh"
 chmod -R a+rX "$lib"
 
-# --log-level warn keeps a million request lines out of the log; so the port
-# is picked here rather than read from the "listening" line.
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$BIN" --skills "$lib" --port "$PORT" --refresh-interval 0 --max-connections-per-ip 1000 \
+# --log-level warn keeps a million request lines out of the log, the
+# "listening" line with them: the port is read back from the kernel.
+"$BIN" --skills "$lib" --port 0 --refresh-interval 0 --max-connections-per-ip 1000 \
     --max-connections 2048 --log-level warn 2>"$tmp/srv.log" &
 pid=$!
+PORT=$(bench_port $pid) || { echo "soak: the server did not start"; cat "$tmp/srv.log"; exit 1; }
 up=0
 for _ in $(seq 100); do
     curl -s -o /dev/null "http://127.0.0.1:$PORT/healthz" && { up=1; break; }
+    kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
 done
-[ $up = 1 ] || { cat "$tmp/srv.log"; summary 0 1; exit 1; }
+[ $up = 1 ] || { echo "soak: /healthz did not answer"; cat "$tmp/srv.log"; exit 1; }
 
 cmd="build/bench/soak $PORT $N $FAST $SLOW 127.0.0.2 $lib $pid"
 set +e
@@ -84,4 +86,4 @@ if [ $smoke = 0 ]; then
     } >"$out"
     echo "wrote $out"
 fi
-if [ "$rc" -eq 0 ] && [ $crashes = 0 ]; then summary 1 0; else summary 0 1; exit 1; fi
+if [ "$rc" -eq 0 ] && [ $crashes = 0 ]; then strict_summary 1 0; else strict_summary 0 1; exit 1; fi

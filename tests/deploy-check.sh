@@ -17,7 +17,7 @@
 # BINARY defaults to build/skill-mcp. The npm packages are installed once into
 # build/deploy-check-npm (DEPLOY_CHECK_NPM overrides).
 # Last line, always: "SUMMARY deploy: N passed, N failed".
-set -u
+set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 dep="$repo/deploy"

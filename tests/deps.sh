@@ -3,6 +3,7 @@
 # `test` for the whole test suite. As root it runs apt-get; otherwise it
 # prints the exact command and stops.
 set -eu
+. "$(dirname "$0")/strict.sh"
 what=${1:-build}
 pkgs=(gcc make pkg-config libmicrohttpd-dev libjansson-dev libyaml-dev libuv1-dev
       libpcre2-dev libssl-dev libarchive-dev libhiredis-dev libcurl4-openssl-dev)

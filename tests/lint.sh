@@ -2,7 +2,7 @@
 # make lint: project conventions checked by machine.
 #  1. banned calls (shell, unbounded string functions) in server/
 #  2. every non-static symbol of a module carries that module's prefix
-set -u
+set -uo pipefail
 build=${1:-build}
 fail=0; pass=0
 banned='\b(system|popen|sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|gets)[[:space:]]*\('

@@ -2,7 +2,7 @@
 # make test: unit, end-to-end and conformance against the normal build, then
 # unit and end-to-end again against the ASan+UBSan build. Prints each
 # suite's summary and, last, the total as `N passed, N failed`.
-set -u
+set -uo pipefail
 cd "$(dirname "$0")/.."
 total_p=0; total_f=0; status=0
 declare -a lines
@@ -30,6 +30,7 @@ run unit tests/run-unit.sh build
 run e2e tests/run-e2e.sh build/skill-mcp
 run conformance tests/run-conformance.sh build/skill-mcp
 run lint tests/lint.sh build
+run selftest tests/selftest.sh
 run skills bash tests/fakeapi/run_examples.sh
 run deploy bash tests/deploy-check.sh build/skill-mcp
 run acceptance node acceptance/run.mjs --bin build/skill-mcp --summary

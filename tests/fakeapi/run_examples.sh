@@ -2,7 +2,7 @@
 # run_examples.sh - run the example skills' scripts and hooks against fakeapi
 # and check outputs and exit codes. Starts fakeapi on a free port and stops
 # it (by PID) on exit. Needs python3, bash, curl, git (optional).
-set -u
+set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 skills="$root/skills"

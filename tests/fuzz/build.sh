@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tests/fuzz/build.sh - build the libFuzzer targets into build-fuzz/.
 #
 #   tests/fuzz/build.sh           build only
@@ -11,6 +11,8 @@
 set -eu
 
 cd "$(dirname "$0")/../.."
+. tests/strict.sh
+[ "${1:-}" = "--smoke" ] && STRICT_SUMMARY=fuzz
 OUT=build-fuzz
 CC=${FUZZ_CC:-clang}
 TIME=${FUZZ_TIME:-20}
@@ -156,5 +158,5 @@ for t in frontmatter fmfast markdown rpc shape uri lock fetch json; do
         passed=$((passed + 1))
     fi
 done
-echo "SUMMARY fuzz: $passed passed, $failed failed"
+strict_summary "$passed" "$failed"
 exit $status
