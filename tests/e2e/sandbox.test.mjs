@@ -52,7 +52,9 @@ const SCRIPTS = {
   'echo.sh': 'printf "%s|" "$@"; echo; echo "name=$SKILL_NAME"; cat\n',
   'sleeper.sh': 'echo started; sleep 47.25\n',
   'spin.py': 'while True:\n    pass\n',
-  'hog.py': 'a = []\nwhile True:\n    a.append(bytearray(16 << 20))\n',
+  // bytes(n) comes from calloc: address space (RLIMIT_AS) without touching
+  // pages, so the memory limit fires long before 1 s of CPU on a busy machine.
+  'hog.py': 'a = []\nwhile True:\n    a.append(bytes(16 << 20))\n',
 };
 
 function writeSkill(root, name, front) {
