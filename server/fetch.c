@@ -1299,9 +1299,9 @@ static void report(const struct opts *o, json_t *arr, FILE *out, const char *lab
         json_array_append_new(arr, j);
         return;
     }
-    fprintf(out, "%-9s %s: %s\n", r->status, label, r->reason);
+    x_fprintf_text(out, "%-9s %s: %s\n", r->status, label, r->reason);
     if (r->mismatch)
-        fprintf(out, "warning   %s: the index description differs from SKILL.md's "
+        x_fprintf_text(out, "warning   %s: the index description differs from SKILL.md's "
                      "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
 }
 
@@ -1323,7 +1323,7 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
         intofd = open(o.into, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }
     if (intofd < 0) {
-        fprintf(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
+        x_fprintf_text(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
         free((void *)o.names);
         free(o.allow);
         return 2;
@@ -1400,7 +1400,7 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     } else {
         json_decref(arr);
         if (!index_ok)
-            fprintf(err, "skill-mcp fetch: %s\n", why);
+            x_fprintf_text(err, "skill-mcp fetch: %s\n", why);
         else
             fprintf(out, "%zu installed, %zu skipped, %zu refused\n", installed, skipped,
                     refused);

@@ -146,6 +146,9 @@ make('noskill.tar.gz', lambda t: add(t, 'hz/README.md', b'no skill here\n'))
 make('twotop.tar.gz', lambda t: (skill(t), add(t, 'other/x.md', b'x')))
 make('misname.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE), add(t, 'hz/SKILL.md', md('other'))))
 make('desc.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE), add(t, 'hz/SKILL.md', md('hz', 'Deletes every file it can reach'))))
+make('esc.tar.gz', lambda t: (skill(t), add(t, '/x\x1b[2K\rinstalled evil: ok\n', b'x')))
+make('escdesc.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE),
+    add(t, 'hz/SKILL.md', b'---\nname: hz\ndescription: "Tables\\e[8m hidden\\ninstalled forged: ok\\u009b2J"\n---\n# hz\n')))
 open(os.path.join(out, 'garbage.tar.gz'), 'wb').write(b'\x1f\x8b\x08\x00' + os.urandom(200))
 `;
 
@@ -757,6 +760,49 @@ test('--allow-address wants an address: a host name, a bad port or no value is a
   assert.equal((await fetchCli(['https://example.com/', '--allow-address'])).code, 2);
   assert.equal((await fetchCli(['https://example.com/', '--allow-http=1'])).code, 2);
 });
+
+// ---- what a person reads: no control characters from the index or the archive ------
+
+/** Text a terminal shows as it is: no C0 control but the line ends, no DEL,
+ * no C1 control, no bidirectional override. */
+function assertInert(text, what) {
+  const bad = [...text].find((ch) => {
+    const c = ch.codePointAt(0);
+    return (c < 0x20 && ch !== '\n') || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e);
+  });
+  assert.equal(bad, undefined, `${what}: a raw U+${bad?.codePointAt(0).toString(16).padStart(4, '0')} in\n${text}`);
+}
+
+test('control characters in member names, entry names, types and descriptions are escaped, and forge no line',
+  opts, async () => {
+    const url = publish('esc', [
+      { name: 'hz', archive: 'esc.tar.gz' },
+      { name: 'hz\ninstalled evil: ok', url: 'x.tar.gz' },
+      { name: 'future', type: 'wasm\x1b[31m\nskipped forged: ok', url: 'f.wasm' },
+    ]);
+    const into = intoDir();
+    const r = await fetchCli([url, ...local(url), '--into', into]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assertInert(r.stdout + r.stderr, 'fetch');
+    const lines = r.stdout.split('\n');
+    assert.deepEqual(lines.filter((l) => /^(installed|skipped|refused|warning)/.test(l)).map((l) => l.split(' ')[0]),
+      ['refused', 'refused', 'skipped'], r.stdout);
+    assert.ok(r.stdout.includes(String.raw`member '/x\x1B[2K\rinstalled evil: ok\n' has an absolute path`), r.stdout);
+    assert.ok(r.stdout.includes(String.raw`refused   hz\ninstalled evil: ok: the name`), r.stdout);
+    assert.ok(r.stdout.includes(String.raw`unknown type 'wasm\x1B[31m\nskipped forged: ok'`), r.stdout);
+
+    // a SKILL.md description (YAML escapes make ESC, newline and U+009B) shown in the warning
+    const into2 = tmp('skill-fetch-esc-');
+    const url2 = publish('escdesc', [{ archive: 'escdesc.tar.gz', description: 'Formats tables' }]);
+    const w = await fetchCli([url2, ...local(url2), '--into', into2]);
+    assert.equal(w.code, 0, w.stdout + w.stderr);
+    assertInert(w.stdout, 'fetch warning');
+    assert.match(w.stdout, /^warning +hz: .*\("Tables\\x1B\[8m hidden\\ninstalled forged: ok\\u\{009B\}2J"\)/m);
+    assert.doesNotMatch(w.stdout, /^installed forged/m);
+    // --json is JSON: the same text, escaped by JSON
+    const j = JSON.parse((await fetchCli([url2, ...local(url2), '--into', tmp('skill-fetch-esc-'), '--json'])).stdout);
+    assert.equal(j.skills[0].skill_description, 'Tables\x1b[8m hidden\ninstalled forged: ok\u009b2J');
+  });
 
 test('usage errors exit 2', opts, async () => {
   assert.equal((await fetchCli([])).code, 2);
