@@ -584,18 +584,62 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
                         why, whylen);
 }
 
+/*
+ * The tar stream, decompressed by a reader of its own and handed to the tar
+ * reader through this callback, which counts it: libarchive skips the data
+ * of a member it is not asked for (a folder's, say) by decompressing it, so
+ * only a count of the whole stream bounds the work a small download can
+ * ask for, not the sizes of the files written.
+ */
+struct unz {
+    struct archive *in;     /* gzip (or none) + raw: the tar stream */
+    int64_t total, cap;
+    int over;
+    char *block;
+};
+
+static la_ssize_t unz_read(struct archive *a, void *ud, const void **out)
+{
+    struct unz *u = ud;
+    la_ssize_t r = archive_read_data(u->in, u->block, BLOCK);
+    if (r < 0) {
+        archive_set_error(a, EIO, "%s",
+                          archive_error_string(u->in) ? archive_error_string(u->in)
+                                                      : "unreadable data");
+        return -1;
+    }
+    u->total += r;
+    if (u->total > u->cap) {
+        u->over = 1;
+        archive_set_error(a, EIO, "decompresses past the limit");
+        return -1;
+    }
+    *out = u->block;
+    return r;
+}
+
 int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
                   char *why, size_t whylen)
 {
-    struct archive *a = archive_read_new();
+    struct archive *a = archive_read_new(), *in = archive_read_new();
+    struct archive_entry *raw;
     struct pset seen = {0};
     int64_t entries = 0, total = 0;
+    /* The files, plus what tar itself needs around them: a header and
+     * padding per member (with a long name, a few blocks more) and the end. */
+    struct unz u = {.in = in, .cap = lim->max_expanded + lim->max_entries * 4096 + (1 << 20),
+                    .block = xmalloc(BLOCK)};
     int rc = -1;
-    if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
-        archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
-        archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+    if (!a || !in || archive_read_support_format_raw(in) != ARCHIVE_OK ||
+        archive_read_support_filter_gzip(in) != ARCHIVE_OK ||
+        archive_read_open_memory(in, data, len) != ARCHIVE_OK ||
+        archive_read_next_header(in, &raw) != ARCHIVE_OK ||
+        archive_read_support_format_tar(a) != ARCHIVE_OK ||
+        archive_read_open(a, &u, NULL, unz_read, NULL) != ARCHIVE_OK) {
         setwhy(why, whylen, "not a tar or tar.gz archive: %s",
-               a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
+               u.over ? "decompresses past the limit"
+               : in && archive_error_string(in) ? archive_error_string(in)
+               : a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
         goto out;
     }
     for (;;) {
@@ -622,8 +666,15 @@ int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_li
     }
     rc = 0;
 out:
+    if (u.over)
+        setwhy(why, whylen, "the archive decompresses to more than %lld bytes (--max-expanded, "
+                            "plus 4 KiB of headers per member --max-files allows, plus 1 MiB)",
+               (long long)u.cap);
     if (a)
         archive_read_free(a);
+    if (in)
+        archive_read_free(in);
+    free(u.block);
     pset_free(&seen);
     return rc;
 }

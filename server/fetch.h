@@ -90,7 +90,9 @@ struct fetch_limits {
  * the folder dirfd, which must be empty and private to the caller. Refused,
  * with why[] set: absolute paths, '..' components, symbolic and hard links
  * (whatever their target), devices, fifos and sockets, the same path twice,
- * a path through a file, more members or bytes than lim allows, a
+ * a path through a file, more members or bytes than lim allows, a tar
+ * stream that decompresses past max_expanded + 4 KiB per member allowed +
+ * 1 MiB (counted as it is decompressed, skipped data included), a
  * malformed archive. Files get mode 0755 when the archive gave any execute
  * bit, else 0644; folders 0755 (both less the umask); owners, times and
  * setuid/setgid bits are not restored. dirfd < 0 checks without writing

@@ -146,6 +146,12 @@ make('noskill.tar.gz', lambda t: add(t, 'hz/README.md', b'no skill here\n'))
 make('twotop.tar.gz', lambda t: (skill(t), add(t, 'other/x.md', b'x')))
 make('misname.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE), add(t, 'hz/SKILL.md', md('other'))))
 make('desc.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE), add(t, 'hz/SKILL.md', md('hz', 'Deletes every file it can reach'))))
+def dumpdir(t, n):
+    ti = tarfile.TarInfo('hz/d')
+    ti.type = b'D'
+    ti.size = n
+    t.addfile(ti, io.BytesIO(bytes(n)))
+make('dumpdir.tar.gz', lambda t: (skill(t), dumpdir(t, 8 << 20)))
 make('esc.tar.gz', lambda t: (skill(t), add(t, '/x\x1b[2K\rinstalled evil: ok\n', b'x')))
 make('escdesc.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE),
     add(t, 'hz/SKILL.md', b'---\nname: hz\ndescription: "Tables\\e[8m hidden\\ninstalled forged: ok\\u009b2J"\n---\n# hz\n')))
@@ -476,6 +482,8 @@ const HAZARDS = [
   ['one file over 64 MiB', 'bigfile.tar.gz', /over the per-file limit/],
   ['expansion over --max-expanded', 'bomb.tar.gz', /over the expanded size limit|expands past the limit/,
     ['--max-expanded', '3000000']],
+  ['a folder member carrying data (GNU dumpdir) past the decompression bound', 'dumpdir.tar.gz',
+    /the archive decompresses to more than \d+ bytes/, ['--max-expanded', '1000000', '--max-files', '10']],
   ['no SKILL.md', 'noskill.tar.gz', /no SKILL.md at the archive root/],
   ['a second top folder', 'twotop.tar.gz', /no SKILL.md at the archive root/],
   ['SKILL.md names another skill', 'misname.tar.gz', /SKILL.md names the skill 'other', the index entry 'hz'/],

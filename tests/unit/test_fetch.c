@@ -454,6 +454,82 @@ TEST(allow_address)
     }
 }
 
+/* One ustar header for path (typeflag type) declaring size bytes, into h[512]. */
+static void ustar_header(char *h, const char *path, char type, int64_t size)
+{
+    memset(h, 0, 512);
+    snprintf(h, 100, "%s", path);
+    memcpy(h + 100, "0000755", 7);
+    memcpy(h + 108, "0000000", 7);
+    memcpy(h + 116, "0000000", 7);
+    snprintf(h + 124, 12, "%011llo", (long long)size);
+    memcpy(h + 136, "00000000000", 11);
+    h[156] = type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += (unsigned char)h[i];
+    snprintf(h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+}
+
+/* data gzip-compressed (libarchive's raw writer); *len its size. Caller frees. */
+static char *gzip_of(const char *data, size_t n, size_t *len)
+{
+    size_t cap = n / 100 + (1 << 20), used = 0;
+    char *buf = xmalloc(cap);
+    struct archive *a = archive_write_new();
+    archive_write_set_format_raw(a);
+    archive_write_add_filter_gzip(a);
+    archive_write_open_memory(a, buf, cap, &used);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "x");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_size(e, (int64_t)n);
+    archive_write_header(a, e);
+    archive_write_data(a, data, n);
+    archive_entry_free(e);
+    archive_write_close(a);
+    archive_write_free(a);
+    *len = used;
+    return buf;
+}
+
+TEST(extract_bounds_decompression)
+{
+    /* A GNU dumpdir member (a folder that carries data) of 64 MiB of zeros:
+     * no file is written, but libarchive skips past it by decompressing all
+     * of it. The stream is bounded, not only the files. */
+    int64_t big = (int64_t)64 << 20;
+    size_t n = 512 + (size_t)big + 1024;
+    char *tar = xcalloc(n, 1);
+    ustar_header(tar, "hz/", 'D', big);
+    size_t glen;
+    char *gz = gzip_of(tar, n, &glen);
+    free(tar);
+    CHECK(glen < (size_t)1 << 20);      /* a ratio over 64:1 */
+    struct fetch_limits lim = {100, 1 << 20, 1 << 20};
+    char why[512] = "";
+    CHECK_EQ(fetch_extract(-1, gz, glen, &lim, why, sizeof why), -1);
+    CHECK(strstr(why, "decompresses to more than") != NULL);
+    /* the same with room for it: accepted (the folder has no file data) */
+    struct fetch_limits roomy = {100, big + (4 << 20), 1 << 20};
+    why[0] = '\0';
+    CHECK_EQ(fetch_extract(-1, gz, glen, &roomy, why, sizeof why), 0);
+    free(gz);
+
+    /* a plain tar is bounded the same way */
+    n = 512 + (4 << 20) + 1024;
+    tar = xcalloc(n, 1);
+    ustar_header(tar, "hz/", 'D', 4 << 20);
+    struct fetch_limits small = {100, 1 << 20, 1 << 20};
+    CHECK_EQ(fetch_extract(-1, tar, n, &small, why, sizeof why), -1);
+    CHECK(strstr(why, "decompresses to more than") != NULL);
+    free(tar);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -464,6 +540,7 @@ int main(void)
     RUN(extract_hazards);
     RUN(extract_counts_members);
     RUN(extract_not_an_archive);
+    RUN(extract_bounds_decompression);
     RUN(addresses_refused);
     RUN(allow_address);
     DONE();
