@@ -1353,7 +1353,7 @@ static void report(const struct opts *o, json_t *arr, FILE *out, const char *lab
     x_fprintf_text(out, "%-9s %s: %s\n", r->status, label, r->reason);
     if (r->mismatch)
         x_fprintf_text(out, "warning   %s: the index description differs from SKILL.md's "
-                     "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
+                            "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
 }
 
 int fetch_run(int argc, char **argv, FILE *out, FILE *err)

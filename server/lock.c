@@ -1286,7 +1286,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
         c->by = who_default();
     if (!who_valid(c->by, strlen(c->by))) {
         x_fprintf_text(stderr, "skill-mcp lock: --by '%s': 1-64 characters of A-Z a-z 0-9 . _ @ + -\n",
-                c->by);
+                       c->by);
         return -1;
     }
     return 0;
@@ -1309,8 +1309,8 @@ static int cli_pick(const struct snapshot *s, const struct cli *c, struct skill 
         struct skill *k = skills_find(s, c->names[i], strlen(c->names[i]), &amb);
         if (!k) {
             x_fprintf_text(stderr, "skill-mcp lock: %s: %s\n", c->names[i],
-                    amb ? "names skills of several teams; give the qualified name"
-                        : "no such skill (or it does not load: see `skill-mcp validate`)");
+                           amb ? "names skills of several teams; give the qualified name"
+                               : "no such skill (or it does not load: see `skill-mcp validate`)");
             bad = 1;
             continue;
         }
@@ -1341,7 +1341,7 @@ static int approve_edit(const struct lock_table *cur, struct lock_entry **upd, s
         const struct lock_entry *e = lock_find(cur, a->v[i].qname);
         if (!e) {
             x_fprintf_text(stderr, "skill-mcp lock: %s is not in the lock; nothing to revoke\n",
-                    a->v[i].qname);
+                           a->v[i].qname);
             a->missing = 1;
             continue;
         }
@@ -1376,7 +1376,7 @@ static int cli_revoke(const struct cli *c)
     }
     for (size_t i = 0; i < c->nnames && !a.missing; i++)
         x_fprintf_text(stdout, "revoked %s (by %s at %s): quarantined at the next refresh, or now on SIGHUP\n",
-               c->names[i], c->by, a.at);
+                       c->names[i], c->by, a.at);
     return a.missing ? 1 : 0;
 }
 
@@ -1407,7 +1407,7 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
         }
         if (c->store && store_put(c->store, ks[i], &ms[i], &why) < 0) {
             x_fprintf_text(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
-                    c->store, why);
+                           c->store, why);
             rc = 1;
             continue;
         }
@@ -1432,14 +1432,14 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
         const char *why = "";
         if (store_put(c->store, ks[i], &ms[i], &why) < 0) {
             x_fprintf_text(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
-                    c->store, why);
+                           c->store, why);
             rc = 1;
         }
     }
     if (!rc)
         for (size_t i = 0; i < a.n; i++)
             x_fprintf_text(stdout, "approved %s %s (%zu files) by %s at %s\n", a.v[i].qname, a.v[i].digest,
-                   a.v[i].nfiles, c->by, a.at);
+                           a.v[i].nfiles, c->by, a.at);
     for (size_t i = 0; i < nk; i++)
         lock_manifest_cleanup(&ms[i]);
     free(ms);
@@ -1497,14 +1497,14 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
             x_fprintf_text(stdout, "%s: approved (by %s at %s)\n", ks[i]->qname, a->by, a->at);
         else if (a && a->revoked_by && !strcmp(a->digest, m.digest))
             x_fprintf_text(stdout, "%s: REVOKED by %s at %s (unchanged since approved by %s at %s)\n",
-                   ks[i]->qname, a->revoked_by, a->revoked_at, a->by, a->at);
+                           ks[i]->qname, a->revoked_by, a->revoked_at, a->by, a->at);
         else if (a)
             x_fprintf_text(stdout, "%s: %sCHANGED since approved by %s at %s%s\n", ks[i]->qname,
-                   a->revoked_by ? "REVOKED and " : "", a->by, a->at,
-                   w ? "  ! WIDENS what it can do" : "");
+                           a->revoked_by ? "REVOKED and " : "", a->by, a->at,
+                           w ? "  ! WIDENS what it can do" : "");
         else
             x_fprintf_text(stdout, "%s: NOT APPROVED (new to the lock)%s\n", ks[i]->qname,
-                   w ? "  ! WIDENS what it can do" : "");
+                           w ? "  ! WIDENS what it can do" : "");
         if (!a || a->revoked_by || strcmp(a->digest, m.digest))
             unapproved = 1;
         widens |= w;
@@ -1513,7 +1513,7 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
             const char *word = change_word(&ch[j]);
             if (ch[j].kind == LOCK_EXEC_CHANGED)
                 x_fprintf_text(stdout, "  ! X %s: the execution: block %s  WIDENS\n", ch[j].path,
-                       a ? "changed" : "is new");
+                               a ? "changed" : "is new");
             else if (ch[j].widens)
                 x_fprintf_text(stdout, "  ! %c %s  WIDENS: %s\n", mark[ch[j].kind], ch[j].path, word);
             else
@@ -1570,13 +1570,13 @@ static int cli_gc(const struct cli *c)
     int dfd = lock_dir(c->file);
     if (dfd < 0) {
         x_fprintf_text(stderr, "skill-mcp lock gc: %s: cannot lock its folder: %s\n", c->file,
-                strerror(errno));
+                       strerror(errno));
         return 2;
     }
     struct stat lst;
     if (stat(c->file, &lst) < 0) {
         x_fprintf_text(stderr, "skill-mcp lock gc: %s: %s; without the lock, everything in the store "
-                        "stays\n", c->file, strerror(errno));
+                               "stays\n", c->file, strerror(errno));
         close(dfd);
         return 2;
     }
@@ -1590,8 +1590,8 @@ static int cli_gc(const struct cli *c)
     time_t now = time(NULL);
     if (now - lst.st_mtime < c->grace) {
         x_fprintf_text(stdout, "%s changed %lld s ago, within the grace of %ld s: servers may still serve "
-               "versions it no longer names. Nothing removed; run gc again later.\n",
-               c->file, (long long)(now - lst.st_mtime), c->grace);
+                       "versions it no longer names. Nothing removed; run gc again later.\n",
+                       c->file, (long long)(now - lst.st_mtime), c->grace);
         lock_table_unref(t);
         close(dfd);
         return 0;
@@ -1654,7 +1654,7 @@ static int cli_gc(const struct cli *c)
                     snprintf(away, sizeof away, "%s", p);
                 if (rm_tree(away) < 0) {
                     x_fprintf_text(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p,
-                            strerror(errno));
+                                   strerror(errno));
                     rc = 1;
                     continue;
                 }
@@ -1670,9 +1670,9 @@ static int cli_gc(const struct cli *c)
         closedir(d);
     }
     x_fprintf_text(stdout, "%s %zu blob(s) (%lld bytes), %zu manifest(s), %zu tree(s); kept %zu blob(s), "
-           "%zu manifest(s), %zu tree(s) the lock names, and %zu item(s) younger than %ld s\n",
-           c->dry_run ? "would remove" : "removed", gone[0], bytes, gone[1], gone[2], kept[0],
-           kept[1], kept[2], young, c->grace);
+                   "%zu manifest(s), %zu tree(s) the lock names, and %zu item(s) younger than %ld s\n",
+                   c->dry_run ? "would remove" : "removed", gone[0], bytes, gone[1], gone[2], kept[0],
+                   kept[1], kept[2], young, c->grace);
     free(vers);
     free(blobs);
     lock_table_unref(t);

@@ -865,10 +865,10 @@ int validate_run(int argc, char **argv, FILE *out, FILE *err)
                 snprintf(where, sizeof where, ":%lld", (long long)json_integer_value(line));
             const char *clause = json_string_value(json_object_get(f, "clause"));
             x_fprintf_text(out, "%s%s: %s: %s [%s%s%s]", json_string_value(json_object_get(f, "file")),
-                    where, json_string_value(json_object_get(f, "severity")),
-                    json_string_value(json_object_get(f, "message")),
-                    json_string_value(json_object_get(f, "rule")), clause ? ", " : "",
-                    clause ? clause : "");
+                           where, json_string_value(json_object_get(f, "severity")),
+                           json_string_value(json_object_get(f, "message")),
+                           json_string_value(json_object_get(f, "rule")), clause ? ", " : "",
+                           clause ? clause : "");
             if (hint)
                 x_fprintf_text(out, " (hint: %s)", hint);
             fputc('\n', out);
@@ -1060,10 +1060,10 @@ int validate_list_run(int argc, char **argv, FILE *out, FILE *err)
             const char *reason = json_string_value(json_object_get(r, "reason"));
             const char *root = json_string_value(json_object_get(r, "root"));
             x_fprintf_text(out, "%-*s  %-*s  %-*s  %s%s%s%s\n", (int)wq,
-                    json_string_value(json_object_get(r, "qualified_name")), (int)wn,
-                    json_string_value(json_object_get(r, "name")), (int)wr, root ? root : "-",
-                    fl ? flags : "-", reason ? " (" : "", reason ? reason : "",
-                    reason ? ")" : "");
+                           json_string_value(json_object_get(r, "qualified_name")), (int)wn,
+                           json_string_value(json_object_get(r, "name")), (int)wr, root ? root : "-",
+                           fl ? flags : "-", reason ? " (" : "", reason ? reason : "",
+                           reason ? ")" : "");
         }
         json_t *sum = json_object_get(doc, "summary");
         fprintf(out, "%lld served, %lld shadowed, %lld broken\n",
