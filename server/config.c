@@ -148,7 +148,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: skill-mcp [options]\n"
             "       skill-mcp export DIR [--skills DIR ...]\n"
-            "       skill-mcp fetch URL [--into DIR] [--name NAME]... [--json]\n"
+            "       skill-mcp fetch URL [--into DIR] [--name NAME]... [--json] [--allow-http]\n"
+            "                       [--allow-address ADDR[:PORT]]...\n"
             "       skill-mcp validate [--json] DIR...\n"
             "       skill-mcp list [--json] DIR...\n"
             "       skill-mcp token add NAME [--rpm N] --file FILE\n"

@@ -12,6 +12,7 @@
  */
 #include "fetch.h"
 
+#include <arpa/inet.h>
 #include <archive.h>
 #include <archive_entry.h>
 #include <curl/curl.h>
@@ -21,10 +22,13 @@
 #include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +60,175 @@ static void setwhy(char *why, size_t whylen, const char *fmt, ...)
     vsnprintf(why, whylen, fmt, ap);
     va_end(ap);
     utf8_sanitize(why);
+}
+
+/* ---- where a download may connect ------------------------------------------- */
+
+static int in4(uint32_t a, uint32_t net, int bits)
+{
+    return bits == 0 || (a >> (32 - bits)) == (net >> (32 - bits));
+}
+
+static const char *v4_refused(uint32_t a)
+{
+    static const struct {
+        uint32_t net;
+        int bits;
+        const char *what;
+    } r[] = {
+        {0x00000000u, 8, "a 'this network' address (0.0.0.0/8)"},
+        {0x0A000000u, 8, "a private address (10.0.0.0/8)"},
+        {0x64400000u, 10, "a shared (carrier NAT) address (100.64.0.0/10)"},
+        {0x7F000000u, 8, "a loopback address (127.0.0.0/8)"},
+        {0xA9FE0000u, 16, "a link-local address (169.254.0.0/16)"},
+        {0xAC100000u, 12, "a private address (172.16.0.0/12)"},
+        {0xC0000000u, 24, "a protocol assignment address (192.0.0.0/24)"},
+        {0xC0000200u, 24, "a documentation address (192.0.2.0/24)"},
+        {0xC0A80000u, 16, "a private address (192.168.0.0/16)"},
+        {0xC6120000u, 15, "a benchmarking address (198.18.0.0/15)"},
+        {0xC6336400u, 24, "a documentation address (198.51.100.0/24)"},
+        {0xCB007100u, 24, "a documentation address (203.0.113.0/24)"},
+        {0xE0000000u, 4, "a multicast address (224.0.0.0/4)"},
+        {0xF0000000u, 4, "a reserved or broadcast address (240.0.0.0/4)"},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof *r; i++)
+        if (in4(a, r[i].net, r[i].bits))
+            return r[i].what;
+    return NULL;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* An IPv6 address that carries an IPv4 one is judged by the IPv4 one; the
+ * rest by its own range. */
+static const char *v6_refused(const unsigned char *a)
+{
+    static const unsigned char zero[16];
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b};
+    if (!memcmp(a, mapped, 12) || !memcmp(a, nat64, 12)) {
+        const char *w = v4_refused(be32(a + 12));
+        return w ? w : NULL;
+    }
+    if (!memcmp(a, zero, 12)) {
+        if (!memcmp(a, zero, 15))
+            return a[15] == 1 ? "a loopback address (::1)"
+                   : a[15] == 0 ? "the unspecified address (::)"
+                                : "an IPv4-compatible address (::/96, deprecated)";
+        return "an IPv4-compatible address (::/96, deprecated)";
+    }
+    if (a[0] == 0x20 && a[1] == 0x02) {    /* 6to4: 2002:AABB:CCDD::/48 */
+        const char *w = v4_refused(be32(a + 2));
+        return w ? "a 6to4 address of a refused IPv4 address (2002::/16)" : NULL;
+    }
+    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b && a[4] == 0 && a[5] == 1)
+        return "a local-use NAT64 address (64:ff9b:1::/48)";
+    if (a[0] == 0x01 && !memcmp(a + 1, zero, 7))
+        return "a discard-only address (100::/64)";
+    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0)
+        return "a Teredo tunnel address (2001::/32)";
+    if (a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0d && a[3] == 0xb8)
+        return "a documentation address (2001:db8::/32)";
+    if ((a[0] & 0xfe) == 0xfc)
+        return "a unique local address (fc00::/7)";
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+        return "a link-local address (fe80::/10)";
+    if (a[0] == 0xfe && (a[1] & 0xc0) == 0xc0)
+        return "a site-local address (fec0::/10)";
+    if (a[0] == 0xff)
+        return "a multicast address (ff00::/8)";
+    return NULL;
+}
+
+const char *fetch_addr_refused(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return v4_refused(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+    if (sa->sa_family == AF_INET6)
+        return v6_refused(((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
+    return "not an IP address";
+}
+
+/* The address of sa with an IPv4-mapped IPv6 one as IPv4: *fam, out[], port. */
+static void addr_norm(const struct sockaddr *sa, int *fam, unsigned char out[16], unsigned *port)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    *fam = sa->sa_family;
+    *port = 0;
+    memset(out, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+        memcpy(out, &s4->sin_addr, 4);
+        *port = ntohs(s4->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+        *port = ntohs(s6->sin6_port);
+        if (!memcmp(s6->sin6_addr.s6_addr, mapped, 12)) {
+            *fam = AF_INET;
+            memcpy(out, s6->sin6_addr.s6_addr + 12, 4);
+        } else {
+            memcpy(out, s6->sin6_addr.s6_addr, 16);
+        }
+    }
+}
+
+int fetch_allow_parse(const char *s, struct fetch_allow *out)
+{
+    char host[INET6_ADDRSTRLEN + 64];
+    const char *port = NULL, *colon = strchr(s, ':');
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || (end[1] && end[1] != ':') || (size_t)(end - s - 1) >= sizeof host)
+            return -1;
+        snprintf(host, sizeof host, "%.*s", (int)(end - s - 1), s + 1);
+        port = end[1] ? end + 2 : NULL;
+    } else if (colon && !strchr(colon + 1, ':')) {      /* one colon: ADDR:PORT */
+        if ((size_t)(colon - s) >= sizeof host)
+            return -1;
+        snprintf(host, sizeof host, "%.*s", (int)(colon - s), s);
+        port = colon + 1;
+    } else {
+        if (strlen(s) >= sizeof host)
+            return -1;
+        snprintf(host, sizeof host, "%s", s);
+    }
+    unsigned long p = 0;
+    if (port) {
+        char *e;
+        errno = 0;
+        p = strtoul(port, &e, 10);
+        if (!*port || *e || errno || p < 1 || p > 65535 || *port < '0' || *port > '9')
+            return -1;
+    }
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM}, *ai;
+    if (!*host || getaddrinfo(host, NULL, &hints, &ai) != 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    unsigned ignored;
+    addr_norm(ai->ai_addr, &out->family, out->addr, &ignored);
+    freeaddrinfo(ai);
+    out->port = (unsigned)p;
+    return 0;
+}
+
+const char *fetch_dest_refused(const struct sockaddr *sa, const struct fetch_allow *allow,
+                               size_t n)
+{
+    const char *why = fetch_addr_refused(sa);
+    if (!why || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+        return why;
+    int fam;
+    unsigned char a[16];
+    unsigned port;
+    addr_norm(sa, &fam, a, &port);
+    for (size_t i = 0; i < n; i++)
+        if (allow[i].family == fam && !memcmp(allow[i].addr, a, fam == AF_INET ? 4 : 16) &&
+            (!allow[i].port || allow[i].port == port))
+            return NULL;
+    return why;
 }
 
 /* ---- the index --------------------------------------------------------- */
@@ -411,18 +584,62 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
                         why, whylen);
 }
 
+/*
+ * The tar stream, decompressed by a reader of its own and handed to the tar
+ * reader through this callback, which counts it: libarchive skips the data
+ * of a member it is not asked for (a folder's, say) by decompressing it, so
+ * only a count of the whole stream bounds the work a small download can
+ * ask for, not the sizes of the files written.
+ */
+struct unz {
+    struct archive *in;     /* gzip (or none) + raw: the tar stream */
+    int64_t total, cap;
+    int over;
+    char *block;
+};
+
+static la_ssize_t unz_read(struct archive *a, void *ud, const void **out)
+{
+    struct unz *u = ud;
+    la_ssize_t r = archive_read_data(u->in, u->block, BLOCK);
+    if (r < 0) {
+        archive_set_error(a, EIO, "%s",
+                          archive_error_string(u->in) ? archive_error_string(u->in)
+                                                      : "unreadable data");
+        return -1;
+    }
+    u->total += r;
+    if (u->total > u->cap) {
+        u->over = 1;
+        archive_set_error(a, EIO, "decompresses past the limit");
+        return -1;
+    }
+    *out = u->block;
+    return r;
+}
+
 int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
                   char *why, size_t whylen)
 {
-    struct archive *a = archive_read_new();
+    struct archive *a = archive_read_new(), *in = archive_read_new();
+    struct archive_entry *raw;
     struct pset seen = {0};
     int64_t entries = 0, total = 0;
+    /* The files, plus what tar itself needs around them: a header and
+     * padding per member (with a long name, a few blocks more) and the end. */
+    struct unz u = {.in = in, .cap = lim->max_expanded + lim->max_entries * 4096 + (1 << 20),
+                    .block = xmalloc(BLOCK)};
     int rc = -1;
-    if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
-        archive_read_support_filter_gzip(a) != ARCHIVE_OK ||
-        archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+    if (!a || !in || archive_read_support_format_raw(in) != ARCHIVE_OK ||
+        archive_read_support_filter_gzip(in) != ARCHIVE_OK ||
+        archive_read_open_memory(in, data, len) != ARCHIVE_OK ||
+        archive_read_next_header(in, &raw) != ARCHIVE_OK ||
+        archive_read_support_format_tar(a) != ARCHIVE_OK ||
+        archive_read_open(a, &u, NULL, unz_read, NULL) != ARCHIVE_OK) {
         setwhy(why, whylen, "not a tar or tar.gz archive: %s",
-               a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
+               u.over ? "decompresses past the limit"
+               : in && archive_error_string(in) ? archive_error_string(in)
+               : a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
         goto out;
     }
     for (;;) {
@@ -449,8 +666,15 @@ int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_li
     }
     rc = 0;
 out:
+    if (u.over)
+        setwhy(why, whylen, "the archive decompresses to more than %lld bytes (--max-expanded, "
+                            "plus 4 KiB of headers per member --max-files allows, plus 1 MiB)",
+               (long long)u.cap);
     if (a)
         archive_read_free(a);
+    if (in)
+        archive_read_free(in);
+    free(u.block);
     pset_free(&seen);
     return rc;
 }
@@ -463,19 +687,30 @@ struct opts {
     const char **names;
     size_t nnames;
     int json;
+    int allow_http;         /* plain http may be fetched (a local test index) */
+    struct fetch_allow *allow;  /* --allow-address: otherwise refused destinations */
+    size_t nallow;
     int64_t max_bytes;
     double timeout;
     struct fetch_limits lim;
 };
 
 struct dl {
+    CURL *c;
+    const struct opts *o;
     struct buf b;
     int too_big;
+    char refused[320];      /* the first connection the address check refused */
 };
 
 static size_t dl_write(char *p, size_t sz, size_t n, void *ud)
 {
     struct dl *d = ud;
+    long status = 0;
+    /* A redirect's own body is not the artifact. */
+    curl_easy_getinfo(d->c, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 300 && status < 400)
+        return sz * n;
     if (buf_append(&d->b, p, sz * n) < 0) {
         d->too_big = 1;
         return 0;
@@ -484,32 +719,122 @@ static size_t dl_write(char *p, size_t sz, size_t n, void *ud)
 }
 
 /*
- * GETs url into out (at most max bytes). *ctype (may be NULL) and *eff (the
- * URL after redirects) are malloc'd copies. Returns 0 or -1 with why[] set.
+ * Every connection libcurl makes is opened here, after DNS and for every
+ * redirect, so the address checked is the address connected to: a name
+ * that resolves to a private address, or a redirect to one, is refused
+ * like the address itself.
+ */
+static curl_socket_t dl_open(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct dl *d = ud;
+    const char *why = purpose == CURLSOCKTYPE_IPCXN
+                          ? fetch_dest_refused(&a->addr, d->o->allow, d->o->nallow)
+                          : "not a connection fetch makes";
+    if (why) {
+        char host[INET6_ADDRSTRLEN] = "?";
+        unsigned port = 0;
+        int v6 = a->family == AF_INET6;
+        if (a->family == AF_INET) {
+            const struct sockaddr_in *s4 = (const struct sockaddr_in *)&a->addr;
+            inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+            port = ntohs(s4->sin_port);
+        } else if (v6) {
+            const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&a->addr;
+            inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+            port = ntohs(s6->sin6_port);
+        }
+        if (!d->refused[0])
+            snprintf(d->refused, sizeof d->refused,
+                     "refused to connect to %s port %u, %s: only public addresses are "
+                     "fetched from (--allow-address %s%s%s:%u allows this one, for a "
+                     "local test index)",
+                     host, port, why, v6 ? "[" : "", host, v6 ? "]" : "", port);
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* shown: url with any credentials taken out (malloc'd). */
+static char *url_shown(CURLU *u, const char *url)
+{
+    char *full = NULL, *res;
+    curl_url_set(u, CURLUPART_USER, NULL, 0);
+    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+    res = curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK ? xstrdup(full) : xstrdup(url);
+    curl_free(full);
+    return res;
+}
+
+/*
+ * May url be requested at all: a scheme fetch follows (https; http only
+ * with --allow-http and never once the index came over https) and no
+ * credentials. The destination's address is checked when connecting.
+ * 0, or -1 with why[] set; shown (the URL the message names) is set either way.
+ */
+static int url_ok(const char *url, const struct opts *o, int https_only, char **shown,
+                  char *why, size_t whylen)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *user = NULL, *pass = NULL;
+    int rc = -1;
+    *shown = NULL;
+    if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+        setwhy(why, whylen, "'%.300s' is not a URL", url);
+        goto out;
+    }
+    curl_url_get(u, CURLUPART_USER, &user, 0);
+    curl_url_get(u, CURLUPART_PASSWORD, &pass, 0);
+    *shown = url_shown(u, url);
+    int https = !strcasecmp(scheme, "https"), http = !strcasecmp(scheme, "http");
+    if (user || pass)
+        setwhy(why, whylen, "%s: a URL with credentials (user:password@) is refused; "
+                            "an index and its artifacts are public", *shown);
+    else if (!https && !(http && o->allow_http && !https_only))
+        setwhy(why, whylen, "%s: only %s URLs are followed%s", *shown,
+               https_only || !o->allow_http ? "https" : "http and https",
+               https_only ? " (the index came over https)"
+               : !o->allow_http && http ? " (plain http needs --allow-http)" : "");
+    else
+        rc = 0;
+out:
+    curl_free(scheme);
+    curl_free(user);
+    curl_free(pass);
+    curl_url_cleanup(u);
+    if (!*shown)
+        *shown = xstrdup(url);
+    return rc;
+}
+
+/*
+ * GETs url into out (at most max bytes), following at most MAX_REDIRS
+ * redirects itself so that every URL on the way passes url_ok, all within
+ * --timeout. *ctype (may be NULL) and *eff (the URL after redirects) are
+ * malloc'd copies. Returns 0 or -1 with why[] set.
  */
 static int download(const char *url, const struct opts *o, int https_only, int64_t max,
                     struct buf *out, char **ctype, char **eff, char *why, size_t whylen)
 {
-    struct dl d = {.too_big = 0};
+    struct dl d = {.o = o};
     char errbuf[CURL_ERROR_SIZE] = "";
-    const char *protos = https_only ? "https" : "http,https";
-    buf_init(&d.b, (size_t)max);
+    const char *protos = https_only || !o->allow_http ? "https" : "http,https";
     *ctype = *eff = NULL;
     CURL *c = curl_easy_init();
     if (!c) {
         setwhy(why, whylen, "libcurl cannot start");
         return -1;
     }
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    d.c = c;
+    buf_init(&d.b, (size_t)max);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, protos);
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, protos);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, (long)MAX_REDIRS);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-    long ms = (long)(o->timeout * 1000);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                     o->timeout < CONNECT_TIMEOUT ? ms : (long)(CONNECT_TIMEOUT * 1000));
+    /* A proxy would make the connection the check sees the proxy's, not
+     * the destination's: none is used, whatever the environment says. */
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, dl_open);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &d);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     /* The digest covers the bytes as served: never decode them. */
     curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
@@ -519,36 +844,63 @@ static int download(const char *url, const struct opts *o, int https_only, int64
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (o->cacert)
         curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
-    CURLcode r = curl_easy_perform(c);
-    long status = 0;
-    char *ct = NULL, *ef = NULL;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-    curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &ef);
+    double deadline = now_ms() + o->timeout * 1000;
+    char *cur = xstrdup(url), *shown = NULL, *ct = NULL;
     int rc = -1;
-    if (d.too_big || r == CURLE_FILESIZE_EXCEEDED)
-        setwhy(why, whylen, "%s: larger than %lld bytes (--max-bytes)", url, (long long)max);
-    else if (r == CURLE_TOO_MANY_REDIRECTS)
-        setwhy(why, whylen, "%s: more than %d redirects", url, MAX_REDIRS);
-    else if (r == CURLE_OPERATION_TIMEDOUT)
-        setwhy(why, whylen, "%s: timed out after %gs (--timeout)", url, o->timeout);
-    else if (r == CURLE_UNSUPPORTED_PROTOCOL)
-        setwhy(why, whylen, "%s: only %s URLs are followed%s", url,
-               https_only ? "https" : "http and https",
-               https_only ? " (the index came over https)" : "");
-    else if (r != CURLE_OK)
-        setwhy(why, whylen, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(r));
-    else if (status != 200)
-        setwhy(why, whylen, "%s: HTTP status %ld", ef ? ef : url, status);
-    else
-        rc = 0;
+    for (int hops = 0;; hops++) {
+        free(shown);
+        if (url_ok(cur, o, https_only, &shown, why, whylen) < 0)
+            break;
+        double left = deadline - now_ms();
+        long ms = left < 1 ? 1 : (long)left;
+        curl_easy_setopt(c, CURLOPT_URL, cur);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                         ms < (long)(CONNECT_TIMEOUT * 1000) ? ms : (long)(CONNECT_TIMEOUT * 1000));
+        buf_reset(&d.b);
+        d.too_big = 0;
+        errbuf[0] = '\0';
+        CURLcode r = curl_easy_perform(c);
+        long status = 0;
+        char *loc = NULL;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+        curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &loc);
+        if (r == CURLE_OK && status >= 300 && status < 400 && loc) {
+            if (hops == MAX_REDIRS) {
+                setwhy(why, whylen, "%s: more than %d redirects", url, MAX_REDIRS);
+                break;
+            }
+            free(cur);
+            cur = xstrdup(loc);
+            continue;
+        }
+        if (d.too_big || r == CURLE_FILESIZE_EXCEEDED)
+            setwhy(why, whylen, "%s: larger than %lld bytes (--max-bytes)", shown, (long long)max);
+        else if (r == CURLE_OPERATION_TIMEDOUT)
+            setwhy(why, whylen, "%s: timed out after %gs (--timeout)", url, o->timeout);
+        else if (r != CURLE_OK && d.refused[0])
+            setwhy(why, whylen, "%s: %s", shown, d.refused);
+        else if (r == CURLE_UNSUPPORTED_PROTOCOL)
+            setwhy(why, whylen, "%s: only %s URLs are followed", shown, protos);
+        else if (r != CURLE_OK)
+            setwhy(why, whylen, "%s: %s", shown, errbuf[0] ? errbuf : curl_easy_strerror(r));
+        else if (status != 200)
+            setwhy(why, whylen, "%s: HTTP status %ld", shown, status);
+        else
+            rc = 0;
+        break;
+    }
     if (rc == 0) {
         *ctype = ct ? xstrdup(ct) : NULL;
-        *eff = xstrdup(ef ? ef : url);
+        *eff = cur;
+        cur = NULL;
         *out = d.b;
     } else {
         buf_cleanup(&d.b);
     }
+    free(cur);
+    free(shown);
     curl_easy_cleanup(c);
     return rc;
 }
@@ -870,8 +1222,11 @@ static void usage(FILE *f)
             "usage: skill-mcp fetch URL [--into DIR] [--name NAME]... [--json]\n"
             "                 [--max-bytes N] [--timeout SECONDS] [--max-files N]\n"
             "                 [--max-expanded N] [--cacert FILE]\n"
+            "                 [--allow-http] [--allow-address ADDR[:PORT]]...\n"
             "  Installs the skills of URL/.well-known/agent-skills/index.json into DIR\n"
-            "  (default: the current folder), each verified against its digest.\n");
+            "  (default: the current folder), each verified against its digest.\n"
+            "  Only https, and only public addresses; --allow-http and --allow-address\n"
+            "  open exactly what a local test index needs.\n");
 }
 
 static int num_arg(const char *flag, const char *v, double min, double max, double *out,
@@ -896,6 +1251,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, FILE *out, FILE *er
     o->timeout = DEFAULT_TIMEOUT;
     o->lim = (struct fetch_limits){DEFAULT_MAX_ENTRIES, DEFAULT_MAX_EXPANDED, MAX_FILE};
     o->names = xcalloc((size_t)argc + 1, sizeof *o->names);
+    o->allow = xcalloc((size_t)argc + 1, sizeof *o->allow);
     for (int i = 0; i < argc; i++) {
         char flag[32];
         const char *a = argv[i], *v, *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
@@ -915,6 +1271,16 @@ static int parse_opts(int argc, char **argv, struct opts *o, FILE *out, FILE *er
         } else if (!strcmp(flag, "--json") && !eq) {
             o->json = 1;
             step = 0;
+        } else if (!strcmp(flag, "--allow-http") && !eq) {
+            o->allow_http = 1;
+            step = 0;
+        } else if (!strcmp(flag, "--allow-address") && v) {
+            if (fetch_allow_parse(v, &o->allow[o->nallow]) < 0) {
+                fprintf(err, "skill-mcp fetch: --allow-address wants an IP address, "
+                             "ADDR:PORT or [V6]:PORT (a host name is not taken): %s\n", v);
+                return -1;
+            }
+            o->nallow++;
         } else if (!strcmp(flag, "--into") && v) {
             o->into = v;
         } else if (!strcmp(flag, "--cacert") && v) {
@@ -984,10 +1350,10 @@ static void report(const struct opts *o, json_t *arr, FILE *out, const char *lab
         json_array_append_new(arr, j);
         return;
     }
-    fprintf(out, "%-9s %s: %s\n", r->status, label, r->reason);
+    x_fprintf_text(out, "%-9s %s: %s\n", r->status, label, r->reason);
     if (r->mismatch)
-        fprintf(out, "warning   %s: the index description differs from SKILL.md's "
-                     "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
+        x_fprintf_text(out, "warning   %s: the index description differs from SKILL.md's "
+                            "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
 }
 
 int fetch_run(int argc, char **argv, FILE *out, FILE *err)
@@ -996,6 +1362,7 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     int prc = parse_opts(argc, argv, &o, out, err);
     if (prc) {
         free((void *)o.names);
+        free(o.allow);
         return prc > 0 ? 0 : 2;
     }
     /* A missing --into folder (its parent existing) is created, and removed
@@ -1007,8 +1374,9 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
         intofd = open(o.into, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }
     if (intofd < 0) {
-        fprintf(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
+        x_fprintf_text(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
         free((void *)o.names);
+        free(o.allow);
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1083,7 +1451,7 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     } else {
         json_decref(arr);
         if (!index_ok)
-            fprintf(err, "skill-mcp fetch: %s\n", why);
+            x_fprintf_text(err, "skill-mcp fetch: %s\n", why);
         else
             fprintf(out, "%zu installed, %zu skipped, %zu refused\n", installed, skipped,
                     refused);
@@ -1095,6 +1463,7 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     free(ctype);
     free(eff);
     free((void *)o.names);
+    free(o.allow);
     close(intofd);
     if (created && !installed)
         rmdir(o.into);

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #define FETCH_SCHEMA "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 
@@ -49,6 +50,35 @@ int fetch_index_parse(const char *data, size_t len, struct fetch_entry **out, si
                       char *why, size_t whylen);
 void fetch_index_free(struct fetch_entry *v, size_t n);
 
+/*
+ * Why a download may not connect to sa by default: a loopback, private
+ * (RFC 1918), shared, link-local, unique local, multicast, reserved,
+ * documentation or unspecified address, IPv4 or IPv6, an IPv6 form that
+ * carries one of those IPv4 addresses (IPv4-mapped, NAT64, 6to4), or not an
+ * IP address at all. NULL: a public address.
+ */
+const char *fetch_addr_refused(const struct sockaddr *sa);
+
+/* One --allow-address: an address (IPv4-mapped IPv6 stored as IPv4) and a
+ * port, 0 for any. */
+struct fetch_allow {
+    int family;             /* AF_INET or AF_INET6 */
+    unsigned char addr[16]; /* 4 or 16 bytes, network order */
+    unsigned port;
+};
+
+/*
+ * Parses ADDR, ADDR:PORT, [V6] or [V6]:PORT. ADDR is read as the resolver
+ * reads a numeric host, so every IPv4 spelling inet_aton takes (2130706433,
+ * 0x7f.1, 017700000001) is the address it names; a host name is refused.
+ * 0, or -1.
+ */
+int fetch_allow_parse(const char *s, struct fetch_allow *out);
+
+/* fetch_addr_refused(sa), unless (address, port) is one of allow[0..n). */
+const char *fetch_dest_refused(const struct sockaddr *sa, const struct fetch_allow *allow,
+                               size_t n);
+
 struct fetch_limits {
     int64_t max_entries;    /* archive members, folders included */
     int64_t max_expanded;   /* sum of the members' sizes */
@@ -60,7 +90,9 @@ struct fetch_limits {
  * the folder dirfd, which must be empty and private to the caller. Refused,
  * with why[] set: absolute paths, '..' components, symbolic and hard links
  * (whatever their target), devices, fifos and sockets, the same path twice,
- * a path through a file, more members or bytes than lim allows, a
+ * a path through a file, more members or bytes than lim allows, a tar
+ * stream that decompresses past max_expanded + 4 KiB per member allowed +
+ * 1 MiB (counted as it is decompressed, skipped data included), a
  * malformed archive. Files get mode 0755 when the archive gave any execute
  * bit, else 0644; folders 0755 (both less the umask); owners, times and
  * setuid/setgid bits are not restored. dirfd < 0 checks without writing

@@ -1252,7 +1252,7 @@ static int cli_parse(struct cli *c, int argc, char **argv)
                                                          : NULL;
         if (slot || !strcmp(a, "--skills")) {
             if (i + 1 >= argc || !*argv[i + 1]) {
-                fprintf(stderr, "skill-mcp lock: %s needs a value\n", a);
+                x_fprintf_text(stderr, "skill-mcp lock: %s needs a value\n", a);
                 return -1;
             }
             if (slot)
@@ -1268,13 +1268,13 @@ static int cli_parse(struct cli *c, int argc, char **argv)
             errno = 0;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
             if (i + 1 >= argc || errno || end == argv[i + 1] || *end || v < 0) {
-                fprintf(stderr, "skill-mcp lock: --grace needs a number of seconds (0 or more)\n");
+                x_fprintf_text(stderr, "skill-mcp lock: --grace needs a number of seconds (0 or more)\n");
                 return -1;
             }
             c->grace = v;
             i++;
         } else if (a[0] == '-') {
-            fprintf(stderr, "skill-mcp lock: unknown option '%s'\n", a);
+            x_fprintf_text(stderr, "skill-mcp lock: unknown option '%s'\n", a);
             return -1;
         } else if (c->nnames < sizeof c->names / sizeof *c->names) {
             c->names[c->nnames++] = a;
@@ -1285,8 +1285,8 @@ static int cli_parse(struct cli *c, int argc, char **argv)
     if (!c->by)
         c->by = who_default();
     if (!who_valid(c->by, strlen(c->by))) {
-        fprintf(stderr, "skill-mcp lock: --by '%s': 1-64 characters of A-Z a-z 0-9 . _ @ + -\n",
-                c->by);
+        x_fprintf_text(stderr, "skill-mcp lock: --by '%s': 1-64 characters of A-Z a-z 0-9 . _ @ + -\n",
+                       c->by);
         return -1;
     }
     return 0;
@@ -1308,9 +1308,9 @@ static int cli_pick(const struct snapshot *s, const struct cli *c, struct skill 
         int amb;
         struct skill *k = skills_find(s, c->names[i], strlen(c->names[i]), &amb);
         if (!k) {
-            fprintf(stderr, "skill-mcp lock: %s: %s\n", c->names[i],
-                    amb ? "names skills of several teams; give the qualified name"
-                        : "no such skill (or it does not load: see `skill-mcp validate`)");
+            x_fprintf_text(stderr, "skill-mcp lock: %s: %s\n", c->names[i],
+                           amb ? "names skills of several teams; give the qualified name"
+                               : "no such skill (or it does not load: see `skill-mcp validate`)");
             bad = 1;
             continue;
         }
@@ -1340,8 +1340,8 @@ static int approve_edit(const struct lock_table *cur, struct lock_entry **upd, s
         }
         const struct lock_entry *e = lock_find(cur, a->v[i].qname);
         if (!e) {
-            fprintf(stderr, "skill-mcp lock: %s is not in the lock; nothing to revoke\n",
-                    a->v[i].qname);
+            x_fprintf_text(stderr, "skill-mcp lock: %s is not in the lock; nothing to revoke\n",
+                           a->v[i].qname);
             a->missing = 1;
             continue;
         }
@@ -1357,7 +1357,7 @@ static int approve_edit(const struct lock_table *cur, struct lock_entry **upd, s
 static int cli_revoke(const struct cli *c)
 {
     if (!c->nnames) {
-        fprintf(stderr, "skill-mcp lock revoke: name the skill(s) to revoke\n");
+        x_fprintf_text(stderr, "skill-mcp lock revoke: name the skill(s) to revoke\n");
         return 2;
     }
     struct approve_arg a = {.revoke = 1, .by = c->by};
@@ -1371,19 +1371,19 @@ static int cli_revoke(const struct cli *c)
         free(a.v[i].qname);
     free(a.v);
     if (rc < 0) {
-        fprintf(stderr, "skill-mcp lock: %s\n", e.msg);
+        x_fprintf_text(stderr, "skill-mcp lock: %s\n", e.msg);
         return 1;
     }
     for (size_t i = 0; i < c->nnames && !a.missing; i++)
-        printf("revoked %s (by %s at %s): quarantined at the next refresh, or now on SIGHUP\n",
-               c->names[i], c->by, a.at);
+        x_fprintf_text(stdout, "revoked %s (by %s at %s): quarantined at the next refresh, or now on SIGHUP\n",
+                       c->names[i], c->by, a.at);
     return a.missing ? 1 : 0;
 }
 
 static int cli_approve(const struct cli *c, const struct snapshot *s)
 {
     if (!c->nnames && !c->all) {
-        fprintf(stderr, "skill-mcp lock approve: name the skill(s) to approve, or --all\n");
+        x_fprintf_text(stderr, "skill-mcp lock approve: name the skill(s) to approve, or --all\n");
         return 2;
     }
     struct skill **ks;
@@ -1401,13 +1401,13 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
     for (size_t i = 0; i < nk; i++) {
         const char *why = "";
         if (lock_manifest_of(ks[i], &ms[i], &why) < 0) {
-            fprintf(stderr, "skill-mcp lock: %s: %s\n", ks[i]->qname, why);
+            x_fprintf_text(stderr, "skill-mcp lock: %s: %s\n", ks[i]->qname, why);
             rc = 1;
             continue;
         }
         if (c->store && store_put(c->store, ks[i], &ms[i], &why) < 0) {
-            fprintf(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
-                    c->store, why);
+            x_fprintf_text(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
+                           c->store, why);
             rc = 1;
             continue;
         }
@@ -1422,7 +1422,7 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
     }
     struct err e = {0};
     if (!rc && lock_edit(c->file, approve_edit, &a, NULL, &e) < 0) {
-        fprintf(stderr, "skill-mcp lock: %s\n", e.msg);
+        x_fprintf_text(stderr, "skill-mcp lock: %s\n", e.msg);
         rc = 1;
     }
     /* Once more now that the lock names them: a `lock gc` that ran between
@@ -1431,15 +1431,15 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
     for (size_t i = 0; !rc && c->store && i < nk; i++) {
         const char *why = "";
         if (store_put(c->store, ks[i], &ms[i], &why) < 0) {
-            fprintf(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
-                    c->store, why);
+            x_fprintf_text(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
+                           c->store, why);
             rc = 1;
         }
     }
     if (!rc)
         for (size_t i = 0; i < a.n; i++)
-            printf("approved %s %s (%zu files) by %s at %s\n", a.v[i].qname, a.v[i].digest,
-                   a.v[i].nfiles, c->by, a.at);
+            x_fprintf_text(stdout, "approved %s %s (%zu files) by %s at %s\n", a.v[i].qname, a.v[i].digest,
+                           a.v[i].nfiles, c->by, a.at);
     for (size_t i = 0; i < nk; i++)
         lock_manifest_cleanup(&ms[i]);
     free(ms);
@@ -1468,7 +1468,7 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
     struct err e = {0};
     struct lock_table *t = lock_read(c->file, 1, &e);
     if (!t) {
-        fprintf(stderr, "skill-mcp lock: %s\n", e.msg);
+        x_fprintf_text(stderr, "skill-mcp lock: %s\n", e.msg);
         return 2;
     }
     struct skill **ks;
@@ -1484,7 +1484,7 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
         const char *why = "";
         const struct lock_entry *a = lock_find(t, ks[i]->qname);
         if (lock_manifest_of(ks[i], &m, &why) < 0) {
-            printf("%s: cannot be checked: %s\n", ks[i]->qname, why);
+            x_fprintf_text(stdout, "%s: cannot be checked: %s\n", ks[i]->qname, why);
             unapproved = 1;
             continue;
         }
@@ -1494,17 +1494,17 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
         for (size_t j = 0; j < n; j++)
             w |= ch[j].widens;
         if (a && !a->revoked_by && !strcmp(a->digest, m.digest))
-            printf("%s: approved (by %s at %s)\n", ks[i]->qname, a->by, a->at);
+            x_fprintf_text(stdout, "%s: approved (by %s at %s)\n", ks[i]->qname, a->by, a->at);
         else if (a && a->revoked_by && !strcmp(a->digest, m.digest))
-            printf("%s: REVOKED by %s at %s (unchanged since approved by %s at %s)\n",
-                   ks[i]->qname, a->revoked_by, a->revoked_at, a->by, a->at);
+            x_fprintf_text(stdout, "%s: REVOKED by %s at %s (unchanged since approved by %s at %s)\n",
+                           ks[i]->qname, a->revoked_by, a->revoked_at, a->by, a->at);
         else if (a)
-            printf("%s: %sCHANGED since approved by %s at %s%s\n", ks[i]->qname,
-                   a->revoked_by ? "REVOKED and " : "", a->by, a->at,
-                   w ? "  ! WIDENS what it can do" : "");
+            x_fprintf_text(stdout, "%s: %sCHANGED since approved by %s at %s%s\n", ks[i]->qname,
+                           a->revoked_by ? "REVOKED and " : "", a->by, a->at,
+                           w ? "  ! WIDENS what it can do" : "");
         else
-            printf("%s: NOT APPROVED (new to the lock)%s\n", ks[i]->qname,
-                   w ? "  ! WIDENS what it can do" : "");
+            x_fprintf_text(stdout, "%s: NOT APPROVED (new to the lock)%s\n", ks[i]->qname,
+                           w ? "  ! WIDENS what it can do" : "");
         if (!a || a->revoked_by || strcmp(a->digest, m.digest))
             unapproved = 1;
         widens |= w;
@@ -1512,12 +1512,12 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
             static const char mark[] = {'A', 'R', 'M', 'X'};
             const char *word = change_word(&ch[j]);
             if (ch[j].kind == LOCK_EXEC_CHANGED)
-                printf("  ! X %s: the execution: block %s  WIDENS\n", ch[j].path,
-                       a ? "changed" : "is new");
+                x_fprintf_text(stdout, "  ! X %s: the execution: block %s  WIDENS\n", ch[j].path,
+                               a ? "changed" : "is new");
             else if (ch[j].widens)
-                printf("  ! %c %s  WIDENS: %s\n", mark[ch[j].kind], ch[j].path, word);
+                x_fprintf_text(stdout, "  ! %c %s  WIDENS: %s\n", mark[ch[j].kind], ch[j].path, word);
             else
-                printf("    %c %s\n", mark[ch[j].kind], ch[j].path);
+                x_fprintf_text(stdout, "    %c %s\n", mark[ch[j].kind], ch[j].path);
         }
         free(ch);
         lock_manifest_cleanup(&m);
@@ -1526,10 +1526,10 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
     for (size_t i = 0; !c->nnames && i < t->n; i++) {
         int amb;
         if (!skills_find(s, t->v[i].qname, strlen(t->v[i].qname), &amb))
-            printf("%s: in the lock but not in the skills folders\n", t->v[i].qname);
+            x_fprintf_text(stdout, "%s: in the lock but not in the skills folders\n", t->v[i].qname);
     }
     if (verbose && widens)
-        printf("! marks changes that widen what a skill can do: review them first.\n");
+        x_fprintf_text(stdout, "! marks changes that widen what a skill can do: review them first.\n");
     free(ks);
     lock_table_unref(t);
     return unapproved;
@@ -1562,36 +1562,36 @@ static int named(const char **v, size_t n, const char *hex)
 static int cli_gc(const struct cli *c)
 {
     if (!c->store) {
-        fprintf(stderr, "skill-mcp lock gc: --lock-store DIR is required\n");
+        x_fprintf_text(stderr, "skill-mcp lock gc: --lock-store DIR is required\n");
         return 2;
     }
     /* Under the lock's flock for the whole run: an approve or a pin cannot
      * name a version between the read below and the removals. */
     int dfd = lock_dir(c->file);
     if (dfd < 0) {
-        fprintf(stderr, "skill-mcp lock gc: %s: cannot lock its folder: %s\n", c->file,
-                strerror(errno));
+        x_fprintf_text(stderr, "skill-mcp lock gc: %s: cannot lock its folder: %s\n", c->file,
+                       strerror(errno));
         return 2;
     }
     struct stat lst;
     if (stat(c->file, &lst) < 0) {
-        fprintf(stderr, "skill-mcp lock gc: %s: %s; without the lock, everything in the store "
-                        "stays\n", c->file, strerror(errno));
+        x_fprintf_text(stderr, "skill-mcp lock gc: %s: %s; without the lock, everything in the store "
+                               "stays\n", c->file, strerror(errno));
         close(dfd);
         return 2;
     }
     struct err e = {0};
     struct lock_table *t = lock_read(c->file, 0, &e);
     if (!t) {
-        fprintf(stderr, "skill-mcp lock gc: %s\n", e.msg);
+        x_fprintf_text(stderr, "skill-mcp lock gc: %s\n", e.msg);
         close(dfd);
         return 2;
     }
     time_t now = time(NULL);
     if (now - lst.st_mtime < c->grace) {
-        printf("%s changed %lld s ago, within the grace of %ld s: servers may still serve "
-               "versions it no longer names. Nothing removed; run gc again later.\n",
-               c->file, (long long)(now - lst.st_mtime), c->grace);
+        x_fprintf_text(stdout, "%s changed %lld s ago, within the grace of %ld s: servers may still serve "
+                       "versions it no longer names. Nothing removed; run gc again later.\n",
+                       c->file, (long long)(now - lst.st_mtime), c->grace);
         lock_table_unref(t);
         close(dfd);
         return 0;
@@ -1619,7 +1619,7 @@ static int cli_gc(const struct cli *c)
         DIR *d = opendir(dir);
         if (!d) {
             if (errno != ENOENT) {
-                fprintf(stderr, "skill-mcp lock gc: %s: %s\n", dir, strerror(errno));
+                x_fprintf_text(stderr, "skill-mcp lock gc: %s: %s\n", dir, strerror(errno));
                 rc = 1;
             }
             continue;
@@ -1645,7 +1645,7 @@ static int cli_gc(const struct cli *c)
                 continue;
             }
             if (c->dry_run) {
-                printf("would remove %s/%s\n", kinds[k], nm);
+                x_fprintf_text(stdout, "would remove %s/%s\n", kinds[k], nm);
             } else if (k == 2 && S_ISDIR(st.st_mode)) {
                 /* out of the way first, so a server never sees half a tree */
                 char away[PATH_MAX];
@@ -1653,13 +1653,13 @@ static int cli_gc(const struct cli *c)
                 if (partial || rename(p, away) < 0)
                     snprintf(away, sizeof away, "%s", p);
                 if (rm_tree(away) < 0) {
-                    fprintf(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p,
-                            strerror(errno));
+                    x_fprintf_text(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p,
+                                   strerror(errno));
                     rc = 1;
                     continue;
                 }
             } else if (unlink(p) < 0) {     /* a file, or a link (never followed) */
-                fprintf(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p, strerror(errno));
+                x_fprintf_text(stderr, "skill-mcp lock gc: cannot remove %s: %s\n", p, strerror(errno));
                 rc = 1;
                 continue;
             }
@@ -1669,10 +1669,10 @@ static int cli_gc(const struct cli *c)
         }
         closedir(d);
     }
-    printf("%s %zu blob(s) (%lld bytes), %zu manifest(s), %zu tree(s); kept %zu blob(s), "
-           "%zu manifest(s), %zu tree(s) the lock names, and %zu item(s) younger than %ld s\n",
-           c->dry_run ? "would remove" : "removed", gone[0], bytes, gone[1], gone[2], kept[0],
-           kept[1], kept[2], young, c->grace);
+    x_fprintf_text(stdout, "%s %zu blob(s) (%lld bytes), %zu manifest(s), %zu tree(s); kept %zu blob(s), "
+                   "%zu manifest(s), %zu tree(s) the lock names, and %zu item(s) younger than %ld s\n",
+                   c->dry_run ? "would remove" : "removed", gone[0], bytes, gone[1], gone[2], kept[0],
+                   kept[1], kept[2], young, c->grace);
     free(vers);
     free(blobs);
     lock_table_unref(t);
@@ -1693,7 +1693,7 @@ int lock_cli(int argc, char **argv)
                : !strcmp(cmd, "diff")  ? 3 : !strcmp(cmd, "status") ? 4
                : !strcmp(cmd, "gc")    ? 5 : 0;
     if (!kind) {
-        fprintf(stderr, "skill-mcp lock: unknown command '%s'\n", cmd);
+        x_fprintf_text(stderr, "skill-mcp lock: unknown command '%s'\n", cmd);
         cli_usage(stderr);
         return 2;
     }
@@ -1706,7 +1706,7 @@ int lock_cli(int argc, char **argv)
     log_set_level(LOG_ERROR);
     struct skills *sk = skills_new(c.roots, c.nroots, NULL, NULL, NULL, NULL);
     if (!sk) {
-        fprintf(stderr, "skill-mcp lock: no usable --skills directory\n");
+        x_fprintf_text(stderr, "skill-mcp lock: no usable --skills directory\n");
         return 2;
     }
     struct snapshot *snap = skills_acquire(sk);

@@ -322,6 +322,98 @@ int buf_json_escape_utf8(struct buf *b, const char *s, size_t n)
     return json_escape(b, s, n, 1);
 }
 
+/* The code point of the valid k-byte UTF-8 sequence at p. */
+static unsigned utf8_cp(const unsigned char *p, size_t k)
+{
+    if (k == 2)
+        return (p[0] & 0x1Fu) << 6 | (p[1] & 0x3Fu);
+    if (k == 3)
+        return (p[0] & 0x0Fu) << 12 | (p[1] & 0x3Fu) << 6 | (p[2] & 0x3Fu);
+    return (p[0] & 0x07u) << 18 | (p[1] & 0x3Fu) << 12 | (p[2] & 0x3Fu) << 6 | (p[3] & 0x3Fu);
+}
+
+/* Characters that change how the rest of a line shows: C1 controls (a
+ * terminal may take U+009B as CSI), bidirectional marks and overrides, and
+ * the Unicode line and paragraph separators. */
+static int text_hidden(unsigned cp)
+{
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+           (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+int buf_text_escape(struct buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t start = b->len, i = 0, run = 0;
+    int rc = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c >= 0x20 && c < 0x7F) {
+            i++;
+            continue;
+        }
+        size_t k = c >= 0x80 ? utf8_seq(p + i, n - i) : 0;
+        unsigned cp = k ? utf8_cp(p + i, k) : 0;
+        if (k && !text_hidden(cp)) {
+            i += k;
+            continue;
+        }
+        if ((rc = buf_append(b, s + run, i - run)) < 0)
+            break;
+        if (k)
+            rc = buf_printf(b, "\\u{%04X}", cp);
+        else if (c == '\n' || c == '\r' || c == '\t')
+            rc = buf_printf(b, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+        else
+            rc = buf_printf(b, "\\x%02X", c);
+        if (rc < 0)
+            break;
+        i += k ? k : 1;
+        run = i;
+    }
+    if (rc == 0)
+        rc = buf_append(b, s + run, n - run);
+    if (rc < 0) {
+        b->len = start;
+        if (b->p)
+            b->p[start] = '\0';
+        return -ENOSPC;
+    }
+    return 0;
+}
+
+void x_fprintf_text(FILE *f, const char *fmt, ...)
+{
+    char stack[1024], *s = stack;
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int n = vsnprintf(stack, sizeof stack, fmt, ap);
+    va_end(ap);
+    if (n >= (int)sizeof stack) {
+        s = xmalloc((size_t)n + 1);
+        vsnprintf(s, (size_t)n + 1, fmt, aq);
+    }
+    va_end(aq);
+    if (n < 0) {
+        if (s != stack)
+            free(s);
+        return;
+    }
+    size_t len = (size_t)n, fl = strlen(fmt);
+    /* Only the format's own final newline ends the line. */
+    int nl = fl && fmt[fl - 1] == '\n' && len && s[len - 1] == '\n';
+    struct buf b;
+    buf_init(&b, 0);
+    buf_text_escape(&b, s, len - (size_t)nl);
+    if (nl)
+        buf_append(&b, "\n", 1);
+    fwrite(b.p ? b.p : "", 1, b.len, f);
+    buf_cleanup(&b);
+    if (s != stack)
+        free(s);
+}
+
 /* ---- logging ----------------------------------------------------------- */
 
 static enum log_level log_min = LOG_INFO;

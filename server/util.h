@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- memory (prefix x) ------------------------------------------------ */
 
@@ -79,6 +80,20 @@ int buf_json_escape(struct buf *b, const char *s, size_t n);
 /* The same, failing with -EILSEQ (b unchanged) on bytes that are not UTF-8,
  * as json_dumps fails; NUL is fine (it becomes \u0000). */
 int buf_json_escape_utf8(struct buf *b, const char *s, size_t n);
+
+/*
+ * Appends s[0..n) for a person reading a terminal: C0 controls (\n, \r and
+ * \t as such, the rest as \xNN), DEL, bytes that are not UTF-8 (\xNN), and
+ * the C1 controls, bidirectional overrides and line separators (\u{XXXX})
+ * are written as escapes; everything else is copied. Text from skill
+ * content or the network so can neither move the cursor, recolour the
+ * screen nor start a line of its own. 0, or -ENOSPC with b unchanged.
+ */
+int buf_text_escape(struct buf *b, const char *s, size_t n);
+/* printf to f with the whole formatted text through buf_text_escape, but
+ * for the newline fmt itself ends with: every human-readable report line
+ * that shows names, paths, reasons or messages it did not write itself. */
+void x_fprintf_text(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- logging (stderr, one line per event) ---------------------------- */
 

@@ -823,7 +823,7 @@ static int parse_args(int argc, char **argv, int allow_interp, int *json, const 
     }
     for (size_t i = 0; i < *ndirs; i++) {
         if (!is_dir((*dirs)[i]) || access((*dirs)[i], R_OK | X_OK) < 0) {
-            fprintf(err, "skill-mcp: %s is not a readable directory\n", (*dirs)[i]);
+            x_fprintf_text(err, "skill-mcp: %s is not a readable directory\n", (*dirs)[i]);
             return -1;
         }
     }
@@ -864,13 +864,13 @@ int validate_run(int argc, char **argv, FILE *out, FILE *err)
             if (json_is_integer(line))
                 snprintf(where, sizeof where, ":%lld", (long long)json_integer_value(line));
             const char *clause = json_string_value(json_object_get(f, "clause"));
-            fprintf(out, "%s%s: %s: %s [%s%s%s]", json_string_value(json_object_get(f, "file")),
-                    where, json_string_value(json_object_get(f, "severity")),
-                    json_string_value(json_object_get(f, "message")),
-                    json_string_value(json_object_get(f, "rule")), clause ? ", " : "",
-                    clause ? clause : "");
+            x_fprintf_text(out, "%s%s: %s: %s [%s%s%s]", json_string_value(json_object_get(f, "file")),
+                           where, json_string_value(json_object_get(f, "severity")),
+                           json_string_value(json_object_get(f, "message")),
+                           json_string_value(json_object_get(f, "rule")), clause ? ", " : "",
+                           clause ? clause : "");
             if (hint)
-                fprintf(out, " (hint: %s)", hint);
+                x_fprintf_text(out, " (hint: %s)", hint);
             fputc('\n', out);
         }
         long long e = json_integer_value(json_object_get(sum, "errors"));
@@ -1059,11 +1059,11 @@ int validate_list_run(int argc, char **argv, FILE *out, FILE *err)
                                        "%s%s", fl ? "," : "", json_string_value(f));
             const char *reason = json_string_value(json_object_get(r, "reason"));
             const char *root = json_string_value(json_object_get(r, "root"));
-            fprintf(out, "%-*s  %-*s  %-*s  %s%s%s%s\n", (int)wq,
-                    json_string_value(json_object_get(r, "qualified_name")), (int)wn,
-                    json_string_value(json_object_get(r, "name")), (int)wr, root ? root : "-",
-                    fl ? flags : "-", reason ? " (" : "", reason ? reason : "",
-                    reason ? ")" : "");
+            x_fprintf_text(out, "%-*s  %-*s  %-*s  %s%s%s%s\n", (int)wq,
+                           json_string_value(json_object_get(r, "qualified_name")), (int)wn,
+                           json_string_value(json_object_get(r, "name")), (int)wr, root ? root : "-",
+                           fl ? flags : "-", reason ? " (" : "", reason ? reason : "",
+                           reason ? ")" : "");
         }
         json_t *sum = json_object_get(doc, "summary");
         fprintf(out, "%lld served, %lld shadowed, %lld broken\n",

@@ -52,6 +52,10 @@ function fetchCli(args, timeout = 45_000) {
   });
 }
 
+/** The local-test flags: plain http, and exactly the loopback servers of
+ * these URLs (fetch refuses loopback and private addresses otherwise). */
+const local = (...urls) => ['--allow-http', ...urls.flatMap((u) => ['--allow-address', new URL(u).host])];
+
 /** Every entry under dir (dotfiles too): type, mode and content. */
 function snapshot(dir) {
   const out = {};
@@ -142,17 +146,28 @@ make('noskill.tar.gz', lambda t: add(t, 'hz/README.md', b'no skill here\n'))
 make('twotop.tar.gz', lambda t: (skill(t), add(t, 'other/x.md', b'x')))
 make('misname.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE), add(t, 'hz/SKILL.md', md('other'))))
 make('desc.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE), add(t, 'hz/SKILL.md', md('hz', 'Deletes every file it can reach'))))
+def dumpdir(t, n):
+    ti = tarfile.TarInfo('hz/d')
+    ti.type = b'D'
+    ti.size = n
+    t.addfile(ti, io.BytesIO(bytes(n)))
+make('dumpdir.tar.gz', lambda t: (skill(t), dumpdir(t, 8 << 20)))
+make('esc.tar.gz', lambda t: (skill(t), add(t, '/x\x1b[2K\rinstalled evil: ok\n', b'x')))
+make('escdesc.tar.gz', lambda t: (add(t, 'hz/', typ=tarfile.DIRTYPE),
+    add(t, 'hz/SKILL.md', b'---\nname: hz\ndescription: "Tables\\e[8m hidden\\ninstalled forged: ok\\u009b2J"\n---\n# hz\n')))
 open(os.path.join(out, 'garbage.tar.gz'), 'wb').write(b'\x1f\x8b\x08\x00' + os.urandom(200))
 `;
 
 // ---- the hazard server ----------------------------------------------------------
 
 /** routes: url path -> {body, type, status, headers} or (req, res) => void.
- * tls: {key, cert} serves https. */
-function serveRoutes(tls) {
+ * tls: {key, cert} serves https. hits counts the requests it was sent. */
+function serveRoutes(tls, host = '127.0.0.1') {
   const routes = new Map();
   const sockets = new Set();
+  const srv0 = { hits: 0 };
   const handler = (req, res) => {
+    srv0.hits++;
     const r = routes.get(req.url.split('?')[0]);
     if (typeof r === 'function') return r(req, res);
     if (!r) { res.writeHead(404); return res.end('not found'); }
@@ -169,12 +184,13 @@ function serveRoutes(tls) {
   const srv = tls ? https.createServer(tls, handler) : http.createServer(handler);
   srv.on(tls ? 'secureConnection' : 'connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
   return new Promise((resolve) => {
-    srv.listen(0, '127.0.0.1', () => {
-      resolve({
-        origin: `${tls ? 'https' : 'http'}://127.0.0.1:${srv.address().port}`,
+    srv.listen(0, host, () => {
+      resolve(Object.assign(srv0, {
+        origin: `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${srv.address().port}`,
+        port: srv.address().port,
         routes,
         close: () => new Promise((r) => { for (const s of sockets) s.destroy(); srv.close(r); }),
-      });
+      }));
     });
   });
 }
@@ -213,11 +229,12 @@ function intoDir() {
 }
 
 /** Fetches url into a fresh folder and expects refusal matching re, with
- * the folder unchanged. */
-async function expectRefused(url, re, extra = []) {
+ * the folder unchanged. The servers of allow (default: url's) are let
+ * through the address check. */
+async function expectRefused(url, re, extra = [], allow = [url]) {
   const into = intoDir();
   const before = snapshot(into);
-  const r = await fetchCli([url, `--into=${into}`, ...extra]);
+  const r = await fetchCli([url, `--into=${into}`, ...(allow.length ? local(...allow) : []), ...extra]);
   assert.equal(r.code, 1, `exit 1 expected, got ${r.code} ${r.signal ?? ''}\n${r.stdout}${r.stderr}`);
   assert.match(r.stdout + r.stderr, re);
   assert.deepEqual(snapshot(into), before, 'the --into folder is unchanged');
@@ -248,7 +265,7 @@ test('fetch from a running skill-mcp: every skill installed, byte for byte; agai
     const s = await startServer({ setup(skills) { fs.rmSync(path.join(skills, 'globex'), { recursive: true }); } });
     try {
       const into = tmp('skill-fetch-rt-');
-      const r = await fetchCli([new URL(s.url).origin, '--into', into]);
+      const r = await fetchCli([new URL(s.url).origin, ...local(s.url), '--into', into]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       assert.match(r.stdout, /6 installed, 0 skipped, 0 refused/);
       assert.deepEqual(fs.readdirSync(into).sort(), Object.keys(SOURCES).sort(),
@@ -262,7 +279,7 @@ test('fetch from a running skill-mcp: every skill installed, byte for byte; agai
       assert.equal(v.code, 0, v.stdout + v.stderr);
 
       const before = snapshot(into);
-      const again = await fetchCli([new URL(s.url).origin, '--into', into, '--json']);
+      const again = await fetchCli([new URL(s.url).origin, ...local(s.url), '--into', into, '--json']);
       assert.equal(again.code, 1);
       const j = JSON.parse(again.stdout);
       assert.equal(j.refused, 6);
@@ -286,7 +303,7 @@ test('with a lock, a fetched skill arrives quarantined until `skill-mcp lock app
   assert.equal(a.code, 0, a.stdout + a.stderr);
   let b;
   try {
-    const r = await fetchCli([new URL(s.url).origin, '--into', into, '--name', 'pdf-tools']);
+    const r = await fetchCli([new URL(s.url).origin, ...local(s.url), '--into', into, '--name', 'pdf-tools']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.ok(!fs.readFileSync(lock, 'utf8').includes('pdf-tools'), 'fetch never approves');
     b = await startServer({ skillsDirs: [into], args: ['--lock', lock] });
@@ -318,7 +335,7 @@ test('two teams\' skills of one name (acme/reports, globex/reports): the first i
     const s = await startServer({});
     try {
       const into = tmp('skill-fetch-teams-');
-      const r = await fetchCli([new URL(s.url).origin, '--into', into, '--name', 'reports', '--json']);
+      const r = await fetchCli([new URL(s.url).origin, ...local(s.url), '--into', into, '--name', 'reports', '--json']);
       assert.equal(r.code, 1, r.stdout + r.stderr);
       const j = JSON.parse(r.stdout);
       assert.deepEqual(j.skills.map((e) => e.status), ['installed', 'refused']);
@@ -351,7 +368,7 @@ test('fetch from an `export` folder served statically; --name picks skills; a na
       };
       walk(out, '/pub');
       const into = tmp('skill-fetch-ex-');
-      const r = await fetchCli([`${srv.origin}/pub`, '--into', into, '--name', 'billing',
+      const r = await fetchCli([`${srv.origin}/pub`, ...local(srv.origin), '--into', into, '--name', 'billing',
         '--name', 'git-helper', '--name', 'no-such-skill', '--json']);
       assert.equal(r.code, 1, r.stdout + r.stderr);
       const j = JSON.parse(r.stdout);
@@ -378,7 +395,7 @@ test('archive layouts: one top folder, the skill at the root, plain tar; modes s
     { name: 'hz-plain', archive: 'plain.tar', url: 'plain.tar', ctype: 'application/x-tar' },
   ]);
   // root.tar.gz and plain.tar name themselves 'hz': only the first installs.
-  const r = await fetchCli([url, '--into', into, '--json']);
+  const r = await fetchCli([url, ...local(url), '--into', into, '--json']);
   const j = JSON.parse(r.stdout);
   const st = Object.fromEntries(j.skills.map((e) => [e.name, e]));
   assert.equal(st.hz.status, 'installed');
@@ -392,7 +409,7 @@ test('archive layouts: one top folder, the skill at the root, plain tar; modes s
   // Root layout with a matching name.
   const into2 = tmp('skill-fetch-lay2-');
   const url2 = publish('rootlayout', [{ name: 'hz', archive: 'root.tar.gz', url: 'pkg/hz.tar.gz' }]);
-  const r2 = await fetchCli([url2, '--into', into2]);
+  const r2 = await fetchCli([url2, ...local(url2), '--into', into2]);
   assert.equal(r2.code, 0, r2.stdout + r2.stderr);
   assert.deepEqual(Object.keys(files(path.join(into2, 'hz'))).sort(), ['SKILL.md', 'refs/a.md']);
 });
@@ -411,13 +428,13 @@ test('entry URLs resolve by RFC 3986 against the index URL (relative, dot segmen
       for (const [u, what] of cases) {
         const into = tmp('skill-fetch-res-');
         const url = publish('res', [{ url: u, noRoute: true }]);
-        const r = await fetchCli([url, '--into', into]);
+        const r = await fetchCli([url, ...local(url, other.origin), '--into', into]);
         assert.equal(r.code, 0, `${what}: ${r.stdout}${r.stderr}`);
         assert.ok(fs.existsSync(path.join(into, 'hz', 'SKILL.md')), what);
       }
       // The index URL itself may be given.
       const into = tmp('skill-fetch-res-');
-      const r = await fetchCli([`${hz.origin}/res/${WK}index.json`, '--into', into]);
+      const r = await fetchCli([`${hz.origin}/res/${WK}index.json`, ...local(hz.origin, other.origin), '--into', into]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
     } finally {
       await other.close();
@@ -431,7 +448,7 @@ test('unknown type skipped with a warning; a description differing from SKILL.md
       { name: 'hz', archive: 'desc.tar.gz', description: 'Formats tables nicely' },
       { name: 'future', type: 'wasm-bundle', url: 'future.wasm' },
     ]);
-    const r = await fetchCli([url, '--into', into]);
+    const r = await fetchCli([url, ...local(url), '--into', into]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^skipped +future: unknown type 'wasm-bundle'/m);
     assert.match(r.stdout, /^installed +hz: /m);
@@ -440,7 +457,7 @@ test('unknown type skipped with a warning; a description differing from SKILL.md
     assert.match(fs.readFileSync(path.join(into, 'hz', 'SKILL.md'), 'utf8'), /Deletes every file/);
 
     const into2 = tmp('skill-fetch-desc-');
-    const j = JSON.parse((await fetchCli([url, '--into', into2, '--json'])).stdout);
+    const j = JSON.parse((await fetchCli([url, ...local(url), '--into', into2, '--json'])).stdout);
     const hzj = j.skills.find((e) => e.name === 'hz');
     assert.equal(hzj.description_mismatch, true);
     assert.equal(hzj.skill_description, 'Deletes every file it can reach');
@@ -465,6 +482,8 @@ const HAZARDS = [
   ['one file over 64 MiB', 'bigfile.tar.gz', /over the per-file limit/],
   ['expansion over --max-expanded', 'bomb.tar.gz', /over the expanded size limit|expands past the limit/,
     ['--max-expanded', '3000000']],
+  ['a folder member carrying data (GNU dumpdir) past the decompression bound', 'dumpdir.tar.gz',
+    /the archive decompresses to more than \d+ bytes/, ['--max-expanded', '1000000', '--max-files', '10']],
   ['no SKILL.md', 'noskill.tar.gz', /no SKILL.md at the archive root/],
   ['a second top folder', 'twotop.tar.gz', /no SKILL.md at the archive root/],
   ['SKILL.md names another skill', 'misname.tar.gz', /SKILL.md names the skill 'other', the index entry 'hz'/],
@@ -498,7 +517,7 @@ test('refused: an index with an unknown or missing $schema, or not JSON', opts, 
 test('refused: bad entries (no digest, bad digest text, bad name) while good ones install', opts, async () => {
   const into = intoDir();
   const url = publish('entries', [{}, { name: 'Bad_Name' }, { name: 'nodigest', digest: 'md5:abc' }]);
-  const r = await fetchCli([url, '--into', into]);
+  const r = await fetchCli([url, ...local(url), '--into', into]);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /^installed +hz:/m);
   assert.match(r.stdout, /^refused +Bad_Name: the name may use only lowercase/m);
@@ -518,7 +537,7 @@ test('a few redirects are followed (the digest covers the final bytes)', opts, a
   hz.routes.set('/r2', (req, res) => { res.writeHead(307, { Location: '/final/hz.tar.gz' }); res.end(); });
   hz.routes.set('/final/hz.tar.gz', { body: arch['ok.tar.gz'], type: 'application/gzip' });
   const into = tmp('skill-fetch-redir-');
-  const r = await fetchCli([publish('redir-ok', [{ url: '/r1', noRoute: true }]), '--into', into]);
+  const r = await fetchCli([publish('redir-ok', [{ url: '/r1', noRoute: true }]), ...local(hz.origin), '--into', into]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
 });
 
@@ -558,7 +577,7 @@ test('https: certificates verified (--cacert for a private CA); an https index n
       };
       tls.routes.set(`/ok/${WK}hz.tar.gz`, { body: a, type: 'application/gzip' });
       const into = tmp('skill-fetch-tls-into-');
-      const r = await fetchCli([pub('ok', 'hz.tar.gz'), '--into', into, '--cacert', cert]);
+      const r = await fetchCli([pub('ok', 'hz.tar.gz'), '--allow-address', new URL(tls.origin).host, '--into', into, '--cacert', cert]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       assert.ok(fs.existsSync(path.join(into, 'hz', 'SKILL.md')));
 
@@ -589,11 +608,209 @@ test('refused: an existing installation is never replaced', opts, async () => {
   fs.mkdirSync(path.join(into, 'hz'));
   fs.writeFileSync(path.join(into, 'hz', 'SKILL.md'), 'mine\n');
   const before = snapshot(into);
-  const r = await fetchCli([publish('exists', [{}]), '--into', into]);
+  const r = await fetchCli([publish('exists', [{}]), ...local(hz.origin), '--into', into]);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /refused +hz: .*\/hz already exists; fetch never replaces an installation/);
   assert.deepEqual(snapshot(into), before);
 });
+
+// ---- the network: https only, no credentials, public addresses only ----------------
+//
+// Every server here is on loopback, which fetch refuses unless told: each
+// test allows exactly the servers it means to reach (--allow-http and
+// --allow-address ADDR:PORT), and checks that the others are refused and
+// were never sent a request.
+
+/** A fetch that must be refused before any install: exit 1, reason re. */
+async function refusedIndex(args, re) {
+  const into = intoDir();
+  const before = snapshot(into);
+  const r = await fetchCli([...args, '--into', into]);
+  assert.equal(r.code, 1, `exit 1 expected, got ${r.code}\n${r.stdout}${r.stderr}`);
+  assert.match(r.stdout + r.stderr, re);
+  assert.deepEqual(snapshot(into), before, 'the --into folder is unchanged');
+  return r;
+}
+
+test('refused without the local-test flags: plain http, and a loopback index; the server is never asked',
+  opts, async () => {
+    const srv = await serveRoutes();
+    try {
+      srv.routes.set(`/${WK}index.json`, { body: Buffer.from('{}'), type: 'application/json' });
+      const host = new URL(srv.origin).host;
+      // plain http, even to an allowed address
+      await refusedIndex([srv.origin, '--allow-address', host],
+        /only https URLs are followed \(plain http needs --allow-http\)/);
+      // a loopback address, even with plain http allowed
+      await refusedIndex([srv.origin, '--allow-http'],
+        new RegExp(`refused to connect to 127\\.0\\.0\\.1 port ${srv.port}, a loopback address .*--allow-address 127\\.0\\.0\\.1:${srv.port}`));
+      // https to a loopback address: refused before any TLS
+      await refusedIndex([`https://127.0.0.1:${srv.port}/`], /a loopback address/);
+      // allowing another port of the same address does not allow this one
+      await refusedIndex([srv.origin, '--allow-http', '--allow-address', `127.0.0.1:${srv.port + 1 > 65535 ? 1 : srv.port + 1}`],
+        /a loopback address/);
+      assert.equal(srv.hits, 0, 'no request reached the server');
+      // the same with the flags: the index is read (and found wanting)
+      await refusedIndex([srv.origin, ...local(srv.origin)], /no "\$schema"/);
+      assert.equal(srv.hits, 1);
+    } finally {
+      await srv.close();
+    }
+  });
+
+test('refused: 127.0.0.1 however it is spelled, localhost, [::1]; each allowed by its address', opts, async () => {
+  const srv = await serveRoutes();
+  let v6;
+  try {
+    const url = publish('spell', [{}]);
+    const p = new URL(url).port;
+    const path1 = new URL(url).pathname;
+    for (const h of ['2130706433', '0x7f.1', '017700000001', '127.1', 'localhost', '[::ffff:127.0.0.1]']) {
+      const r = await refusedIndex([`http://${h}:${p}${path1}`, '--allow-http'],
+        /refused to connect to (127\.0\.0\.1|::1|::ffff:127\.0\.0\.1) port \d+, a loopback address/);
+      assert.equal(r.stdout, '', h);
+    }
+    // allowed by the address it resolves to, whatever the spelling
+    for (const h of ['2130706433', '0x7f.1', 'localhost']) {
+      const into = tmp('skill-fetch-spell-');
+      const r = await fetchCli([`http://${h}:${p}${path1}`, '--allow-http', '--allow-address', `127.0.0.1:${p}`,
+        '--allow-address', `[::1]:${p}`, '--into', into]);
+      assert.equal(r.code, 0, `${h}: ${r.stdout}${r.stderr}`);
+      assert.ok(fs.existsSync(path.join(into, 'hz', 'SKILL.md')), h);
+    }
+    // IPv6 loopback, served on ::1
+    v6 = await serveRoutes(undefined, '::1');
+    v6.routes.set(`/${WK}index.json`, { body: Buffer.from('{}'), type: 'application/json' });
+    await refusedIndex([v6.origin, '--allow-http', '--allow-address', `127.0.0.1:${v6.port}`],
+      new RegExp(`refused to connect to ::1 port ${v6.port}, a loopback address \\(::1\\).*--allow-address \\[::1\\]:${v6.port}`));
+    assert.equal(v6.hits, 0);
+    await refusedIndex([v6.origin, '--allow-http', '--allow-address', `[::1]:${v6.port}`], /no "\$schema"/);
+    assert.equal(v6.hits, 1);
+  } finally {
+    await srv.close();
+    await v6?.close();
+  }
+});
+
+test('refused: credentials in the index URL, an entry URL, or a redirect', opts, async () => {
+  const hits0 = hz.hits;
+  await refusedIndex([`http://alice:secret@${new URL(hz.origin).host}/creds/`, ...local(hz.origin)],
+    /a URL with credentials \(user:password@\) is refused/);
+  await refusedIndex([`http://token@${new URL(hz.origin).host}/creds/`, ...local(hz.origin)],
+    /a URL with credentials/);
+  assert.equal(hz.hits, hits0, 'never requested');
+  const r = await expectRefused(publish('creds-entry', [{ url: `http://bob:pw@${new URL(hz.origin).host}/creds/hz.tar.gz`, noRoute: true }]),
+    /refused +hz: http:\/\/127\.0\.0\.1:\d+\/creds\/hz\.tar\.gz: a URL with credentials/);
+  assert.ok(!r.stdout.includes('pw@'), 'the password is not printed');
+  hz.routes.set('/creds/hop', (req, res) => { res.writeHead(302, { Location: `http://bob:pw@${new URL(hz.origin).host}/creds/ok.tar.gz` }); res.end(); });
+  let reached = 0;
+  hz.routes.set('/creds/ok.tar.gz', (req, res) => { reached++; res.writeHead(200); res.end(arch['ok.tar.gz']); });
+  await expectRefused(publish('creds-hop', [{ url: '/creds/hop', noRoute: true }]), /refused +hz: .*a URL with credentials/);
+  assert.equal(reached, 0, 'the redirect was not followed');
+});
+
+test('refused: a redirect or a name leading from the allowed index server to a loopback server not allowed',
+  opts, async () => {
+    const other = await serveRoutes();
+    try {
+      other.routes.set('/x/hz.tar.gz', { body: arch['ok.tar.gz'], type: 'application/gzip' });
+      other.routes.set(`/${WK}index.json`, hz.routes.get(`/spell/${WK}index.json`) ??
+        { body: Buffer.from('{}'), type: 'application/json' });
+      // an artifact redirected there
+      hz.routes.set('/away', (req, res) => { res.writeHead(302, { Location: `${other.origin}/x/hz.tar.gz` }); res.end(); });
+      await expectRefused(publish('away', [{ url: '/away', noRoute: true }]),
+        new RegExp(`refused +hz: .*refused to connect to 127\\.0\\.0\\.1 port ${other.port}, a loopback address`));
+      // an artifact named by a host name that resolves there
+      await expectRefused(publish('byname', [{ url: `http://localhost:${other.port}/x/hz.tar.gz`, noRoute: true }]),
+        /refused +hz: .*refused to connect to (127\.0\.0\.1|::1) port \d+, a loopback address/);
+      // the index itself redirected there
+      hz.routes.set(`/moved/${WK}index.json`, (req, res) => { res.writeHead(301, { Location: `${other.origin}/${WK}index.json` }); res.end(); });
+      await refusedIndex([`${hz.origin}/moved/`, ...local(hz.origin)],
+        new RegExp(`refused to connect to 127\\.0\\.0\\.1 port ${other.port}`));
+      assert.equal(other.hits, 0, 'the server not allowed was never sent a request');
+      // allowed too: the same redirect is followed and installs
+      const into = tmp('skill-fetch-away-');
+      const r = await fetchCli([publish('away', [{ url: '/away', noRoute: true }]), ...local(hz.origin, other.origin), '--into', into]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.equal(other.hits, 1);
+    } finally {
+      await other.close();
+    }
+  });
+
+test('limits: the index over --max-bytes and over 8 MiB; --timeout covers all the redirects of one download',
+  opts, async () => {
+    const url = publish('idxsize', [{}]);
+    const n = hz.routes.get(`/idxsize/${WK}index.json`).body.length;
+    await expectRefused(url, new RegExp(`index\\.json: larger than ${n - 1} bytes \\(--max-bytes\\)`), ['--max-bytes', String(n - 1)]);
+    const pad = Buffer.alloc(8 * 1024 * 1024 + 1, 0x20);
+    hz.routes.set(`/idxbig/${WK}index.json`, { body: pad, type: 'application/json', chunked: true });
+    await expectRefused(`${hz.origin}/idxbig/`, /index\.json: larger than 8388608 bytes/);
+    // three hops of 0.6 s each: every hop is within 1 s, the download is not
+    for (const i of [1, 2, 3]) {
+      hz.routes.set(`/lag${i}`, (req, res) => setTimeout(() => {
+        res.writeHead(302, { Location: i < 3 ? `/lag${i + 1}` : '/final/hz.tar.gz' }); res.end();
+      }, 600));
+    }
+    hz.routes.set('/final/hz.tar.gz', { body: arch['ok.tar.gz'], type: 'application/gzip' });
+    await expectRefused(publish('lag', [{ url: '/lag1', noRoute: true }]), /refused +hz: .*timed out after 1s \(--timeout\)/, ['--timeout', '1']);
+    const into = tmp('skill-fetch-lag-');
+    const r = await fetchCli([publish('lag', [{ url: '/lag1', noRoute: true }]), ...local(hz.origin), '--timeout', '10', '--into', into]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  });
+
+test('--allow-address wants an address: a host name, a bad port or no value is a usage error', opts, async () => {
+  for (const v of ['localhost', '127.0.0.1:0', '127.0.0.1:70000', '[::1', 'example.com:443']) {
+    const r = await fetchCli(['https://example.com/', '--allow-address', v]);
+    assert.equal(r.code, 2, v);
+    assert.match(r.stderr, /--allow-address wants an IP address/);
+  }
+  assert.equal((await fetchCli(['https://example.com/', '--allow-address'])).code, 2);
+  assert.equal((await fetchCli(['https://example.com/', '--allow-http=1'])).code, 2);
+});
+
+// ---- what a person reads: no control characters from the index or the archive ------
+
+/** Text a terminal shows as it is: no C0 control but the line ends, no DEL,
+ * no C1 control, no bidirectional override. */
+function assertInert(text, what) {
+  const bad = [...text].find((ch) => {
+    const c = ch.codePointAt(0);
+    return (c < 0x20 && ch !== '\n') || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e);
+  });
+  assert.equal(bad, undefined, `${what}: a raw U+${bad?.codePointAt(0).toString(16).padStart(4, '0')} in\n${text}`);
+}
+
+test('control characters in member names, entry names, types and descriptions are escaped, and forge no line',
+  opts, async () => {
+    const url = publish('esc', [
+      { name: 'hz', archive: 'esc.tar.gz' },
+      { name: 'hz\ninstalled evil: ok', url: 'x.tar.gz' },
+      { name: 'future', type: 'wasm\x1b[31m\nskipped forged: ok', url: 'f.wasm' },
+    ]);
+    const into = intoDir();
+    const r = await fetchCli([url, ...local(url), '--into', into]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assertInert(r.stdout + r.stderr, 'fetch');
+    const lines = r.stdout.split('\n');
+    assert.deepEqual(lines.filter((l) => /^(installed|skipped|refused|warning)/.test(l)).map((l) => l.split(' ')[0]),
+      ['refused', 'refused', 'skipped'], r.stdout);
+    assert.ok(r.stdout.includes(String.raw`member '/x\x1B[2K\rinstalled evil: ok\n' has an absolute path`), r.stdout);
+    assert.ok(r.stdout.includes(String.raw`refused   hz\ninstalled evil: ok: the name`), r.stdout);
+    assert.ok(r.stdout.includes(String.raw`unknown type 'wasm\x1B[31m\nskipped forged: ok'`), r.stdout);
+
+    // a SKILL.md description (YAML escapes make ESC, newline and U+009B) shown in the warning
+    const into2 = tmp('skill-fetch-esc-');
+    const url2 = publish('escdesc', [{ archive: 'escdesc.tar.gz', description: 'Formats tables' }]);
+    const w = await fetchCli([url2, ...local(url2), '--into', into2]);
+    assert.equal(w.code, 0, w.stdout + w.stderr);
+    assertInert(w.stdout, 'fetch warning');
+    assert.match(w.stdout, /^warning +hz: .*\("Tables\\x1B\[8m hidden\\ninstalled forged: ok\\u\{009B\}2J"\)/m);
+    assert.doesNotMatch(w.stdout, /^installed forged/m);
+    // --json is JSON: the same text, escaped by JSON
+    const j = JSON.parse((await fetchCli([url2, ...local(url2), '--into', tmp('skill-fetch-esc-'), '--json'])).stdout);
+    assert.equal(j.skills[0].skill_description, 'Tables\x1b[8m hidden\ninstalled forged: ok\u009b2J');
+  });
 
 test('usage errors exit 2', opts, async () => {
   assert.equal((await fetchCli([])).code, 2);

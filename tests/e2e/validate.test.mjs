@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import { BIN, REPO, TEST_TIMEOUT } from './lib/harness.mjs';
@@ -112,3 +113,64 @@ test('list: no DIR or an unreadable DIR exits 2', opts, () => {
   assert.equal(cli(['list']).code, 2);
   assert.equal(cli(['list', `${DATA}/no-such-dir`]).code, 2);
 });
+
+/** Text a terminal shows as it is: no C0 control but the line ends, no DEL,
+ * no C1 control, no bidirectional override. */
+function assertInert(text, what) {
+  const bad = [...text].find((ch) => {
+    const c = ch.codePointAt(0);
+    return (c < 0x20 && ch !== '\n') || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e);
+  });
+  assert.equal(bad, undefined, `${what}: a raw U+${bad?.codePointAt(0).toString(16).padStart(4, '0')} in\n${text}`);
+}
+
+test('control characters in folder, file and skill names and in frontmatter values are escaped in validate, list and lock reports',
+  opts, () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-esc-'));
+    try {
+      const lib = path.join(dir, 'lib');
+      const evil = path.join(lib, 'evil\x1b[31m\nforged: ok');
+      fs.mkdirSync(evil, { recursive: true });
+      fs.writeFileSync(path.join(evil, 'SKILL.md'),
+        '---\nname: "evil\\e[2K\\rforged name"\ndescription: "desc \\e]0;title\\a\\nforged line \\u202e"\n---\n# x\n');
+      const broken = path.join(lib, 'broken');
+      fs.mkdirSync(broken);
+      fs.writeFileSync(path.join(broken, 'SKILL.md'), '---\nname: broken\n"k\\e[2J\\nforged: ok": 1\n"k\\e[2J\\nforged: ok": 2\n---\n');
+      const good = path.join(lib, 'good');
+      fs.mkdirSync(path.join(good, 'scripts'), { recursive: true });
+      fs.writeFileSync(path.join(good, 'SKILL.md'), '---\nname: good\ndescription: Fine.\n---\n# ok\n');
+      const forged = /^forged/m;
+
+      const v = cli(['validate', lib]);
+      assert.equal(v.code, 1, v.stdout + v.stderr);
+      assertInert(v.stdout + v.stderr, 'validate');
+      assert.doesNotMatch(v.stdout, forged);
+      assert.ok(v.stdout.includes(String.raw`name 'evil\x1B[2K\rforged name'`), v.stdout);
+      assert.ok(v.stdout.includes(String.raw`lib/evil\x1B[31m\nforged: ok/SKILL.md`), v.stdout);
+
+      const l = cli(['list', lib]);
+      assert.equal(l.code, 0, l.stdout + l.stderr);
+      assertInert(l.stdout + l.stderr, 'list');
+      assert.doesNotMatch(l.stdout, forged);
+      assert.ok(l.stdout.includes(String.raw`evil\x1B[31m\nforged: ok`), l.stdout);
+      assert.match(l.stdout, /^broken .*broken \(duplicate key 'k.\[2J.forged: ok'/m);
+
+      // the lock: approve the good skill, then a script named with ESC appears
+      const lock = path.join(dir, 'skills.lock');
+      const a = cli(['lock', 'approve', 'good', '--lock', lock, '--skills', lib, '--by', 'alice']);
+      assert.equal(a.code, 0, a.stdout + a.stderr);
+      fs.writeFileSync(path.join(good, 'scripts', 'run\x1b[1A\x1b[2Kgood: approved.sh'), 'echo hi\n');
+      for (const sub of ['diff', 'status']) {
+        const d = cli(['lock', sub, '--lock', lock, '--skills', lib]);
+        assert.equal(d.code, 1, d.stdout + d.stderr);
+        assertInert(d.stdout + d.stderr, `lock ${sub}`);
+        assert.doesNotMatch(d.stdout, forged);
+        assert.match(d.stdout, /^evil\\x1B\[31m\\nforged: ok: NOT APPROVED/m);
+        assert.doesNotMatch(d.stdout, /^good: approved/m);
+      }
+      const d = cli(['lock', 'diff', 'good', '--lock', lock, '--skills', lib]);
+      assert.ok(d.stdout.includes(String.raw`A scripts/run\x1B[1A\x1B[2Kgood: approved.sh  WIDENS`), d.stdout);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +335,201 @@ TEST(extract_not_an_archive)
     CHECK(strstr(why, "empty") != NULL || strstr(why, "tar") != NULL);
 }
 
+/* ---- where a download may connect ------------------------------------------ */
+
+/* fetch_addr_refused of host read as the resolver reads a numeric host
+ * (every inet_aton spelling); "(not numeric)" when it is not one. */
+static const char *judge(const char *host, unsigned port, const struct fetch_allow *allow,
+                         size_t n)
+{
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM}, *ai;
+    if (getaddrinfo(host, NULL, &hints, &ai) != 0)
+        return "(not numeric)";
+    struct sockaddr_storage ss;
+    memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (ss.ss_family == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+    return fetch_dest_refused((struct sockaddr *)&ss, allow, n);
+}
+
+TEST(addresses_refused)
+{
+    /* each: the address, and a word of the reason (NULL: public, allowed) */
+    static const struct {
+        const char *host, *why;
+    } v[] = {
+        /* 127.0.0.1 in every spelling the resolver takes */
+        {"127.0.0.1", "loopback"}, {"2130706433", "loopback"}, {"0x7f.1", "loopback"},
+        {"017700000001", "loopback"}, {"0x7f000001", "loopback"}, {"0177.0.0.1", "loopback"},
+        {"127.1", "loopback"}, {"127.255.255.254", "loopback"},
+        /* IPv4 ranges, both edges where it matters */
+        {"0.0.0.0", "this network"}, {"0.255.255.255", "this network"},
+        {"10.0.0.1", "private"}, {"10.255.255.255", "private"},
+        {"100.64.0.1", "shared"}, {"100.127.255.255", "shared"}, {"100.63.255.255", NULL},
+        {"100.128.0.0", NULL},
+        {"169.254.169.254", "link-local"}, {"169.253.255.255", NULL},
+        {"172.16.0.1", "private"}, {"172.31.255.255", "private"}, {"172.15.255.255", NULL},
+        {"172.32.0.0", NULL},
+        {"192.0.0.8", "protocol assignment"}, {"192.0.2.1", "documentation"},
+        {"192.168.1.1", "private"}, {"192.169.0.1", NULL},
+        {"198.18.0.1", "benchmarking"}, {"198.19.255.255", "benchmarking"},
+        {"198.51.100.7", "documentation"}, {"203.0.113.9", "documentation"},
+        {"224.0.0.1", "multicast"}, {"239.255.255.250", "multicast"},
+        {"240.0.0.1", "reserved"}, {"255.255.255.255", "broadcast"},
+        {"8.8.8.8", NULL}, {"1.1.1.1", NULL}, {"93.184.215.14", NULL}, {"126.255.255.255", NULL},
+        {"128.0.0.1", NULL}, {"223.255.255.255", NULL},
+        /* IPv6 */
+        {"::1", "loopback"}, {"::", "unspecified"}, {"::2", "IPv4-compatible"},
+        {"::127.0.0.1", "IPv4-compatible"},
+        {"::ffff:127.0.0.1", "loopback"}, {"::ffff:7f00:1", "loopback"},
+        {"::ffff:10.1.2.3", "private"}, {"::ffff:169.254.169.254", "link-local"},
+        {"::ffff:0.0.0.0", "this network"}, {"::ffff:8.8.8.8", NULL},
+        {"64:ff9b::7f00:1", "loopback"}, {"64:ff9b::192.168.0.1", "private"},
+        {"64:ff9b::8.8.8.8", NULL}, {"64:ff9b:1::1", "NAT64"},
+        {"2002:7f00:1::1", "6to4"}, {"2002:c0a8:101::", "6to4"}, {"2002:808:808::1", NULL},
+        {"2001:0:4136:e378::1", "Teredo"}, {"2001:db8::1", "documentation"}, {"100::1", "discard"},
+        {"fc00::1", "unique local"}, {"fd12:3456::1", "unique local"},
+        {"fe80::1", "link-local"}, {"febf::1", "link-local"}, {"fec0::1", "site-local"},
+        {"ff02::1", "multicast"}, {"ff05::2", "multicast"},
+        {"2606:4700::1111", NULL}, {"2a00:1450:4001::200e", NULL}, {"2001:4860::8888", NULL},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        const char *why = judge(v[i].host, 443, NULL, 0);
+        if (!v[i].why ? why != NULL : !why || !strstr(why, v[i].why)) {
+            H_FAIL("%s: want %s, got %s", v[i].host, v[i].why ? v[i].why : "allowed",
+                   why ? why : "allowed");
+            return;
+        }
+    }
+    struct sockaddr_un_like {
+        sa_family_t family;
+        char path[32];
+    } un = {AF_UNIX, "/tmp/x"};
+    CHECK(fetch_addr_refused((struct sockaddr *)&un) != NULL);
+}
+
+TEST(allow_address)
+{
+    struct fetch_allow a[4];
+    CHECK_EQ(fetch_allow_parse("127.0.0.1:8080", &a[0]), 0);
+    CHECK_EQ(a[0].family, AF_INET);
+    CHECK_EQ(a[0].port, 8080);
+    CHECK_EQ(fetch_allow_parse("[::1]:9", &a[1]), 0);
+    CHECK_EQ(a[1].family, AF_INET6);
+    CHECK_EQ(a[1].port, 9);
+    CHECK_EQ(fetch_allow_parse("10.0.0.5", &a[2]), 0);     /* any port */
+    CHECK_EQ(a[2].port, 0);
+    /* a v4-mapped spelling is the IPv4 address, and so is 0x7f.2 */
+    CHECK_EQ(fetch_allow_parse("[::ffff:127.0.0.2]:7", &a[3]), 0);
+    CHECK_EQ(a[3].family, AF_INET);
+
+    /* exactly the named destination: address and port */
+    CHECK(judge("127.0.0.1", 8080, a, 4) == NULL);
+    CHECK(judge("2130706433", 8080, a, 4) == NULL);
+    CHECK(judge("::ffff:127.0.0.1", 8080, a, 4) == NULL);
+    CHECK(judge("127.0.0.1", 8081, a, 4) != NULL);
+    CHECK(judge("127.0.0.3", 8080, a, 4) != NULL);
+    CHECK(judge("::1", 9, a, 4) == NULL);
+    CHECK(judge("::1", 8080, a, 4) != NULL);
+    CHECK(judge("10.0.0.5", 1, a, 4) == NULL);
+    CHECK(judge("10.0.0.5", 65535, a, 4) == NULL);
+    CHECK(judge("10.0.0.6", 1, a, 4) != NULL);
+    CHECK(judge("0x7f.2", 7, a, 4) == NULL);
+    CHECK(judge("127.0.0.2", 8, a, 4) != NULL);
+    CHECK(judge("8.8.8.8", 1, a, 4) == NULL);   /* public: never needed */
+
+    static const char *const bad[] = {"", "localhost", "127.0.0.1:", "127.0.0.1:0",
+                                      "127.0.0.1:65536", "127.0.0.1:x", "127.0.0.1:+80",
+                                      "[::1", "[::1]x", "[::1]:", "[localhost]:80",
+                                      "example.com:443", "127.0.0.1 :80", "1.2.3.4.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct fetch_allow x;
+        if (fetch_allow_parse(bad[i], &x) == 0) {
+            H_FAIL("--allow-address '%s' was taken", bad[i]);
+            return;
+        }
+    }
+}
+
+/* One ustar header for path (typeflag type) declaring size bytes, into h[512]. */
+static void ustar_header(char *h, const char *path, char type, int64_t size)
+{
+    memset(h, 0, 512);
+    snprintf(h, 100, "%s", path);
+    memcpy(h + 100, "0000755", 7);
+    memcpy(h + 108, "0000000", 7);
+    memcpy(h + 116, "0000000", 7);
+    snprintf(h + 124, 12, "%011llo", (long long)size);
+    memcpy(h + 136, "00000000000", 11);
+    h[156] = type;
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    memset(h + 148, ' ', 8);
+    unsigned sum = 0;
+    for (int i = 0; i < 512; i++)
+        sum += (unsigned char)h[i];
+    snprintf(h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+}
+
+/* data gzip-compressed (libarchive's raw writer); *len its size. Caller frees. */
+static char *gzip_of(const char *data, size_t n, size_t *len)
+{
+    size_t cap = n / 100 + (1 << 20), used = 0;
+    char *buf = xmalloc(cap);
+    struct archive *a = archive_write_new();
+    archive_write_set_format_raw(a);
+    archive_write_add_filter_gzip(a);
+    archive_write_open_memory(a, buf, cap, &used);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "x");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_size(e, (int64_t)n);
+    archive_write_header(a, e);
+    archive_write_data(a, data, n);
+    archive_entry_free(e);
+    archive_write_close(a);
+    archive_write_free(a);
+    *len = used;
+    return buf;
+}
+
+TEST(extract_bounds_decompression)
+{
+    /* A GNU dumpdir member (a folder that carries data) of 64 MiB of zeros:
+     * no file is written, but libarchive skips past it by decompressing all
+     * of it. The stream is bounded, not only the files. */
+    int64_t big = (int64_t)64 << 20;
+    size_t n = 512 + (size_t)big + 1024;
+    char *tar = xcalloc(n, 1);
+    ustar_header(tar, "hz/", 'D', big);
+    size_t glen;
+    char *gz = gzip_of(tar, n, &glen);
+    free(tar);
+    CHECK(glen < (size_t)1 << 20);      /* a ratio over 64:1 */
+    struct fetch_limits lim = {100, 1 << 20, 1 << 20};
+    char why[512] = "";
+    CHECK_EQ(fetch_extract(-1, gz, glen, &lim, why, sizeof why), -1);
+    CHECK(strstr(why, "decompresses to more than") != NULL);
+    /* the same with room for it: accepted (the folder has no file data) */
+    struct fetch_limits roomy = {100, big + (4 << 20), 1 << 20};
+    why[0] = '\0';
+    CHECK_EQ(fetch_extract(-1, gz, glen, &roomy, why, sizeof why), 0);
+    free(gz);
+
+    /* a plain tar is bounded the same way */
+    n = 512 + (4 << 20) + 1024;
+    tar = xcalloc(n, 1);
+    ustar_header(tar, "hz/", 'D', 4 << 20);
+    struct fetch_limits small = {100, 1 << 20, 1 << 20};
+    CHECK_EQ(fetch_extract(-1, tar, n, &small, why, sizeof why), -1);
+    CHECK(strstr(why, "decompresses to more than") != NULL);
+    free(tar);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -343,5 +540,8 @@ int main(void)
     RUN(extract_hazards);
     RUN(extract_counts_members);
     RUN(extract_not_an_archive);
+    RUN(extract_bounds_decompression);
+    RUN(addresses_refused);
+    RUN(allow_address);
     DONE();
 }

@@ -4,6 +4,7 @@
  * byte-by-byte reference, for every alignment and every position of the
  * byte that matters.
  */
+#include <errno.h>
 #include <jansson.h>
 
 #include "harness.h"
@@ -146,6 +147,96 @@ TEST(random_hex)
     CHECK(zeros < 64);                      /* expected 16 */
 }
 
+/* buf_text_escape of s[0..n) as a string. */
+static char *text_esc(const char *s, size_t n)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    if (buf_text_escape(&b, s, n) < 0) {
+        buf_cleanup(&b);
+        return NULL;
+    }
+    return b.p ? b.p : xstrdup("");
+}
+
+TEST(text_escape)
+{
+    static const struct {
+        const char *in;
+        size_t n;
+        const char *out;
+    } v[] = {
+        {"plain text, UTF-8 too: caf\xc3\xa9 \xe2\x9c\x93", 0, "plain text, UTF-8 too: caf\xc3\xa9 \xe2\x9c\x93"},
+        {"a\nb\rc\td", 0, "a\\nb\\rc\\td"},
+        {"\x1b[2K\rinstalled evil: ok", 0, "\\x1B[2K\\rinstalled evil: ok"},
+        {"\x1b]0;title\x07", 0, "\\x1B]0;title\\x07"},
+        {"del\x7f", 0, "del\\x7F"},
+        {"nul\0in", 6, "nul\\x00in"},
+        {"c1 \xc2\x9b" "31m \xc2\x85", 0, "c1 \\u{009B}31m \\u{0085}"},
+        {"bidi \xe2\x80\xae" "evil \xe2\x81\xa6x\xe2\x81\xa9", 0, "bidi \\u{202E}evil \\u{2066}x\\u{2069}"},
+        {"sep \xe2\x80\xa8 \xe2\x80\xa9 \xe2\x80\x8f", 0, "sep \\u{2028} \\u{2029} \\u{200F}"},
+        {"bad \xff \xc3 \xed\xa0\x80 \xc0\xaf", 0, "bad \\xFF \\xC3 \\xED\\xA0\\x80 \\xC0\\xAF"},
+        {"\x9b" "raw c1 byte", 0, "\\x9Braw c1 byte"},
+        {"backslash \\ stays", 0, "backslash \\ stays"},
+        {"", 0, ""},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        char *got = text_esc(v[i].in, v[i].n ? v[i].n : strlen(v[i].in));
+        int same = got && !strcmp(got, v[i].out);
+        if (!same)
+            H_FAIL("case %zu: want \"%s\", got \"%s\"", i, v[i].out, got ? got : "(null)");
+        free(got);
+        if (!same)
+            return;
+    }
+    /* every byte value alone: the result is printable ASCII or passed-through UTF-8 */
+    for (int c = 0; c < 256; c++) {
+        char in = (char)c;
+        char *got = text_esc(&in, 1);
+        CHECK(got != NULL);
+        for (const unsigned char *p = (const unsigned char *)got; *p; p++)
+            if (*p < 0x20 || *p >= 0x7f) {
+                H_FAIL("byte 0x%02x escaped to a raw 0x%02x", c, *p);
+                free(got);
+                return;
+            }
+        free(got);
+    }
+    /* a capped buffer is left as it was */
+    struct buf b;
+    buf_init(&b, 8);
+    CHECK_EQ(buf_append(&b, "ok", 2), 0);
+    CHECK_EQ(buf_text_escape(&b, "\x1b\x1b\x1b", 3), -ENOSPC);
+    CHECK_EQ(b.len, 2);
+    CHECK_STR(b.p, "ok");
+    buf_cleanup(&b);
+}
+
+TEST(fprintf_text_keeps_only_the_format_newline)
+{
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&mem, &len);
+    CHECK(f != NULL);
+    x_fprintf_text(f, "installed %s: %s\n", "hz\ninstalled evil", "ok\x1b[0m");
+    x_fprintf_text(f, "%s", "tail\n");           /* not the format's: escaped */
+    x_fprintf_text(f, "[%s]\n", "");
+    char big[3000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[2000] = '\n';
+    x_fprintf_text(f, "%s\n", big);                /* past the stack buffer */
+    fclose(f);
+    const char *want = "installed hz\\ninstalled evil: ok\\x1B[0m\ntail\\n[]\n";
+    CHECK(len > strlen(want));
+    CHECK_EQ(memcmp(mem, want, strlen(want)), 0);
+    const char *rest = mem + strlen(want);
+    CHECK_EQ(strlen(rest), 2000 + 2 + 998 + 1);
+    CHECK_EQ(memcmp(rest + 2000, "\\na", 3), 0);
+    CHECK_EQ(rest[strlen(rest) - 1], '\n');
+    free(mem);
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -153,5 +244,7 @@ int main(void)
     RUN(escape_random_text);
     RUN(utf8_valid_matches_reference);
     RUN(random_hex);
+    RUN(text_escape);
+    RUN(fprintf_text_keeps_only_the_format_newline);
     DONE();
 }
