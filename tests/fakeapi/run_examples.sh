@@ -148,6 +148,8 @@ check "rest limit over --max-items" rest-client 0 '"kept": 40' "${R[@]}" -- $PY 
 json_is "rest limit replaces --max-items for the rows" 'len(d["data"]["data"]) == 40 and "notes" not in d'
 check "rest limit above the row count" rest-client 0 '"ok": true' "${R[@]}" -- $PY scripts/rest.py GET '/orders?per_page=4' --limit 10
 json_is "rest limit above the rows: no _limited" 'len(d["data"]["data"]) == 4 and "_limited" not in d'
+check "rest lone surrogate from the API" rest-client 0 '"status": 201' "${R[@]}" -- $PY scripts/rest.py POST /items --json '{"name": "\ud800x"}'
+json_is "rest lone surrogate: stdout is still JSON" 'd["data"]["name"] == "\ud800x"'
 # the output budget: the warning names the flags and an N that fits; output still printed
 check "rest over budget warns, still prints" rest-client 0 'over SKILL_OUTPUT_BUDGET_BYTES=30000' "${R[@]}" SKILL_OUTPUT_BUDGET_BYTES=30000 -- \
   $PY scripts/rest.py $RO --limit 200
