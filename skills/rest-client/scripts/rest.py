@@ -239,14 +239,14 @@ def budget_advice(size, budget, doc, frame, rows_key, tree, max_items):
     """The stderr warning for an output of size bytes over budget: which flag
     helps, with the largest --limit whose output would fit."""
     tips = ["--count-only (prints only {\"total\": N})"]
-    rows = None
+    rows, why = None, "an HTTP error"
     if doc is not None:
         try:
             rows = find_rows(doc, rows_key)[1]
-        except NoRows:
-            pass
+        except NoRows as e:
+            why = str(e)
     if rows is None:
-        tips = ["the answer has no list to narrow; ask the API for less with --query"]
+        tips = ["no rows to narrow (%s); ask the API for less with --query" % why]
     else:
         first = next((r for r in rows if isinstance(r, dict)), None)
         if tree is None and first is not None:
@@ -473,7 +473,8 @@ def main(argv):
     size = len(render(out))
     if budget is not None and size > budget:
         frame = {k: v for k, v in out.items() if k not in ("data", "notes", "_limited")}
-        sys.stderr.write(budget_advice(size, budget, doc if out["ok"] else None, frame, a.rows, tree, a.max_items))
+        sys.stderr.write(redact(budget_advice(size, budget, doc if out["ok"] else None, frame, a.rows, tree,
+                                              a.max_items)))
     emit(out)
     if not out["ok"]:
         hint = {401: "check REST_TOKEN (missing, wrong or expired)",
