@@ -95,6 +95,10 @@ check "rest post" rest-client 0 '"status": 201' "${R[@]}" -- $PY scripts/rest.py
 check "rest internal with token" rest-client 0 'Ada' "${R[@]}" -- $PY scripts/rest.py GET /internal/users
 check "rest no base url" rest-client 2 'no base URL' -- $PY scripts/rest.py GET /items
 check "rest timeout" rest-client 3 'timed out' "${R[@]}" -- $PY scripts/rest.py GET /hang --timeout 1
+expect_that "rest ceiling = SKILL.md timeout" \
+  'grep -qx "CEILING_S = $(skill_timeout rest-client scripts/rest.py)" "$skills/rest-client/scripts/rest.py"'
+check "rest --timeout over the ceiling refused" rest-client 2 'must be in \(0, 30\]: the skill.s execution timeout is 45 s' "${R[@]}" -- $PY scripts/rest.py GET /items --timeout 31
+check "rest flaky: one retry, then the 503" rest-client 1 'attempt 2/2 after 1s: HTTP 503' "${R[@]}" -- $PY scripts/rest.py GET '/flaky?key=rr1'
 # rest-client filters at the source. json_is NAME EXPR: stdout of the last
 # run is one JSON value d (json.load refuses trailing data) and the Python
 # expression EXPR holds for it.

@@ -38,6 +38,11 @@ ROW_KEYS = ("data", "items", "results", "records", "rows", "entries")
 # A list is often one page of many, so the API's own total beats len(rows).
 TOTAL_KEYS = ("total", "total_count", "totalCount", "count")
 DEFAULT_MAX_BYTES = 4 << 20
+# SKILL.md's execution timeout and stall timeout for this script: a longer
+# --timeout would be cut short by the server, without rest.py's message.
+CEILING_S = 45
+STALL_S = 40
+MAX_TIMEOUT_S = 30
 
 
 def die(msg, code=2):
@@ -313,7 +318,8 @@ def main(argv):
     ap.add_argument("--base-url", help="overrides env REST_BASE_URL")
     ap.add_argument("--json", dest="body", help='request body as JSON text, e.g. \'{"name": "x"}\'')
     ap.add_argument("--query", action="append", default=[], metavar="K=V", help="query parameter, repeatable")
-    ap.add_argument("--timeout", type=float, default=15.0, help="per-attempt timeout in seconds (default 15)")
+    ap.add_argument("--timeout", type=float, default=15.0,
+                    help="per-attempt timeout in seconds (default 15, at most %d)" % MAX_TIMEOUT_S)
     ap.add_argument("--max-items", type=int, default=25, help="cap every JSON list in the answer (default 25)")
     ap.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
                     help="response bytes read at most (default 4 MiB)")
@@ -327,8 +333,9 @@ def main(argv):
     method = a.method.upper()
     if method not in METHODS:
         die("unknown method %r; use one of %s" % (a.method, ", ".join(METHODS)))
-    if not 0 < a.timeout <= 60:
-        die("--timeout must be in (0, 60]")
+    if not 0 < a.timeout <= MAX_TIMEOUT_S:
+        die("--timeout must be in (0, %d]: the skill's execution timeout is %d s and a script silent for %d s "
+            "is stopped" % (MAX_TIMEOUT_S, CEILING_S, STALL_S))
     if a.max_items < 1 or a.max_bytes < 1:
         die("--max-items and --max-bytes must be >= 1")
     limit = None
@@ -378,10 +385,15 @@ def main(argv):
     shown_url = redact(url)
 
     # One bounded retry, for idempotent methods only, on 502/503/504 or a
-    # failed connection. Worst case: 2 x timeout + 1 s < the 60 s budget.
+    # failed connection, taken only when it can end (1 s pause + --timeout)
+    # before the execution timeout, with 2 s to spare for the output.
     attempts = 2 if method in IDEMPOTENT else 1
     t0 = time.monotonic()
     resp = None
+
+    def retry_fits():
+        return time.monotonic() - t0 + 1 + a.timeout <= CEILING_S - 2
+
     for attempt in range(1, attempts + 1):
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
@@ -389,7 +401,7 @@ def main(argv):
             break
         except urllib.error.HTTPError as e:
             resp = e
-            if e.code in (502, 503, 504) and attempt < attempts:
+            if e.code in (502, 503, 504) and attempt < attempts and retry_fits():
                 sys.stderr.write("attempt %d/%d after 1s: HTTP %d\n" % (attempt + 1, attempts, e.code))
                 e.close()
                 time.sleep(1)
@@ -404,7 +416,7 @@ def main(argv):
                 msg, retry = "cannot resolve host in %s" % shown_url, False
             else:
                 msg, retry = "cannot connect to %s: %s" % (shown_url, getattr(reason, "strerror", None) or reason), True
-            if retry and attempt < attempts:
+            if retry and attempt < attempts and retry_fits():
                 sys.stderr.write("attempt %d/%d after 1s: %s\n" % (attempt + 1, attempts, msg))
                 time.sleep(1)
                 continue
