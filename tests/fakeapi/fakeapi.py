@@ -45,6 +45,31 @@ _USERS = [
     {"id": 3, "name": "Alan Turing", "email": "alan@turing.example",
      "api_token": "tok_q1w2e3r4t5", "role": "viewer"},
 ]
+# 500 orders with nested customers and line items, built once and never
+# changed, so a test can assert exact values (order 1 is shipped, belongs to
+# customer 1 "Customer 001" in Lyon). One page of all of them is about 240 KB,
+# some 60K tokens: more than a 30K-token model can take in one result.
+ORDER_COUNT = 500
+_ORDER_STATUS = ("shipped", "pending", "cancelled", "delivered")
+_CITIES = (("Lyon", "FR"), ("Porto", "PT"), ("Graz", "AT"), ("Turku", "FI"), ("Leeds", "GB"))
+
+
+def _order(i):
+    c = (i - 1) % 40 + 1
+    city, country = _CITIES[(c - 1) % len(_CITIES)]
+    lines = [{"sku": "SKU-%04d" % ((i * 7 + k * 13) % 1000), "qty": (i + k) % 5 + 1,
+              "unit_price": round(((i * 31 + k * 17) % 9000) / 100 + 1, 2)} for k in range(i % 3 + 1)]
+    return {"id": i, "number": "SO-%05d" % (10000 + i), "status": _ORDER_STATUS[(i - 1) % 4],
+            "created_at": "2026-%02d-%02dT%02d:%02d:00Z" % ((i - 1) % 12 + 1, (i - 1) % 28 + 1, i % 24, i % 60),
+            "customer": {"id": c, "name": "Customer %03d" % c, "email": "customer%03d@example.com" % c,
+                         "address": {"street": "%d Harbour Road" % (c * 3), "city": city, "country": country}},
+            "lines": lines, "currency": "EUR",
+            "amount": round(sum(l["qty"] * l["unit_price"] for l in lines), 2),
+            "note": "Deliver to the loading dock between 8 and 16; call the customer on arrival."}
+
+
+_ORDERS = [_order(i) for i in range(1, ORDER_COUNT + 1)]
+
 _TEAMS = [
     {"id": 1, "name": "platform", "members": [1, 2]},
     {"id": 2, "name": "research", "members": [3]},
@@ -130,6 +155,28 @@ class Handler(BaseHTTPRequestHandler):
 
         if parts and parts[0] == "items":
             return self._items(method, parts[1:], q)
+
+        if parts == ["orders"] and method == "GET":
+            try:
+                page = int(q.get("page", "1"))
+                per_page = int(q.get("per_page", str(ORDER_COUNT)))
+            except ValueError:
+                return self._send(400, {"error": "page and per_page must be integers"})
+            if page < 1 or per_page < 1:
+                return self._send(400, {"error": "page and per_page must be >= 1"})
+            rows = _ORDERS[(page - 1) * per_page:page * per_page]
+            more = page * per_page < ORDER_COUNT
+            shape = q.get("shape", "envelope")
+            if shape == "bare":
+                return self._send(200, rows)
+            if shape == "named":  # no total, rows under a name of their own
+                return self._send(200, {"orders": rows, "next": "/orders?shape=named&page=%d&per_page=%d"
+                                        % (page + 1, per_page) if more else None})
+            if shape == "meta":  # an object beside the rows: no envelope a client can be sure of
+                return self._send(200, {"orders": rows, "meta": {"total": ORDER_COUNT, "page": page}})
+            if shape != "envelope":
+                return self._send(400, {"error": "shape must be envelope, bare, named or meta"})
+            return self._send(200, {"total": ORDER_COUNT, "page": page, "per_page": per_page, "data": rows})
 
         if parts and parts[0] == "jobs":
             return self._jobs(method, parts[1:])

@@ -34,7 +34,7 @@ check() {
     pass=$((pass + 1)); printf 'PASS %-44s rc=%s %6d ms\n' "$name" "$rc" "$ms"
   else
     fail=$((fail + 1)); printf 'FAIL %-44s rc=%s (want %s) %d ms\n' "$name" "$rc" "$want_rc" "$ms"
-    sed 's/^/   out: /' "$tmp/out" | head -n 5; sed 's/^/   err: /' "$tmp/err" | head -n 5
+    sed 's/^/   out: /' "$tmp/out" | head -n 5 | cut -c1-400; sed 's/^/   err: /' "$tmp/err" | head -n 5 | cut -c1-400
   fi
 }
 PY="python3 -E -s"
@@ -95,6 +95,100 @@ check "rest post" rest-client 0 '"status": 201' "${R[@]}" -- $PY scripts/rest.py
 check "rest internal with token" rest-client 0 'Ada' "${R[@]}" -- $PY scripts/rest.py GET /internal/users
 check "rest no base url" rest-client 2 'no base URL' -- $PY scripts/rest.py GET /items
 check "rest timeout" rest-client 3 'timed out' "${R[@]}" -- $PY scripts/rest.py GET /hang --timeout 1
+expect_that "rest ceiling = SKILL.md timeout" \
+  'grep -qx "CEILING_S = $(skill_timeout rest-client scripts/rest.py)" "$skills/rest-client/scripts/rest.py"'
+check "rest --timeout over the ceiling refused" rest-client 2 'must be in \(0, 30\]: the skill.s execution timeout is 45 s' "${R[@]}" -- $PY scripts/rest.py GET /items --timeout 31
+check "rest flaky: one retry, then the 503" rest-client 1 'attempt 2/2 after 1s: HTTP 503' "${R[@]}" -- $PY scripts/rest.py GET '/flaky?key=rr1'
+# rest-client filters at the source. json_is NAME EXPR: stdout of the last
+# run is one JSON value d (json.load refuses trailing data) and the Python
+# expression EXPR holds for it.
+json_is() {
+  if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval("(" + sys.argv[2] + ")") else 1)' "$tmp/out" "$2" 2> "$tmp/json_is.err"; then
+    pass=$((pass + 1)); printf 'PASS %-44s\n' "$1"
+  else
+    fail=$((fail + 1)); printf 'FAIL %-44s\n' "$1"; head -c 600 "$tmp/out" | sed 's/^/   out: /'; echo
+    sed 's/^/   err: /' "$tmp/json_is.err" | tail -n 3
+  fi
+}
+RO="GET /orders"
+check "rest orders unfiltered" rest-client 0 'showing 25 of 500 items' "${R[@]}" -- $PY scripts/rest.py $RO
+json_is "rest orders unfiltered: parsed, 25 rows" 'd["data"]["total"] == 500 and len(d["data"]["data"]) == 25 and "_limited" not in d'
+check "rest count-only envelope" rest-client 0 '^\{"total": 500\}$' "${R[@]}" -- $PY scripts/rest.py $RO --count-only
+expect_that "rest count-only prints that and nothing else" '[ "$(cat "$tmp/out")" = "{\"total\": 500}" ] && [ ! -s "$tmp/err" ]'
+check "rest count-only: the API's total, not the page" rest-client 0 '^\{"total": 500\}$' "${R[@]}" -- $PY scripts/rest.py GET '/orders?per_page=5' --count-only
+check "rest count-only bare list" rest-client 0 '^\{"total": 7\}$' "${R[@]}" -- $PY scripts/rest.py GET '/orders?shape=bare&per_page=7' --count-only
+check "rest count-only envelope count field" rest-client 0 '^\{"total": 2\}$' "${R[@]}" -- $PY scripts/rest.py GET /internal/teams --count-only
+check "rest count-only named list, no total" rest-client 0 '^\{"total": 9\}$' "${R[@]}" -- $PY scripts/rest.py GET '/orders?shape=named&per_page=9' --count-only
+check "rest count-only list beside an object refused" rest-client 4 'name it with --rows' "${R[@]}" -- $PY scripts/rest.py GET '/orders?shape=meta' --count-only
+json_is "rest count-only refused: JSON error on stdout" 'd["ok"] is False and "--rows" in d["error"] and "data" not in d'
+check "rest count-only --rows names the list" rest-client 0 '^\{"total": 500\}$' "${R[@]}" -- $PY scripts/rest.py GET '/orders?shape=meta' --count-only --rows orders
+check "rest count-only on a record refused" rest-client 4 'lists \(tags\) are not called' "${R[@]}" -- $PY scripts/rest.py GET /items/1 --count-only
+check "rest --fields on a record refused" rest-client 4 'no list of rows; it is an object with keys: status, time' "${R[@]}" -- $PY scripts/rest.py GET /health --fields status
+check "rest --rows naming a scalar refused" rest-client 4 'that member is a JSON number, not a list' "${R[@]}" -- $PY scripts/rest.py $RO --rows page --limit 1
+check "rest count-only over --max-bytes refused" rest-client 4 'over --max-bytes \(1000\)' "${R[@]}" -- $PY scripts/rest.py $RO --count-only --max-bytes 1000
+check "rest count-only: an HTTP error shown whole" rest-client 1 '"status": 404' "${R[@]}" -- $PY scripts/rest.py GET /items/999 --count-only
+check "rest fields nested + limit" rest-client 0 '"_limited": \{"kept": 2, "total": 500\}' "${R[@]}" -- \
+  $PY scripts/rest.py $RO --fields 'id, customer.name,customer.address.city,lines.sku' --limit 2
+json_is "rest fields: dotted paths keep the nesting, envelope kept" 'd["data"]["data"][0] == {"id": 1,
+  "customer": {"name": "Customer 001", "address": {"city": "Lyon"}}, "lines": [{"sku": "SKU-0007"}, {"sku": "SKU-0020"}]}
+  and [r["id"] for r in d["data"]["data"]] == [1, 2] and d["data"]["total"] == 500 and d["data"]["page"] == 1
+  and all(list(r) == ["id", "customer", "lines"] for r in d["data"]["data"]) and "notes" not in d'
+check "rest fields: a whole member beats its paths" rest-client 0 '"ok": true' "${R[@]}" -- \
+  $PY scripts/rest.py $RO --fields customer.name,customer --limit 1
+json_is "rest fields: whole customer kept" 'd["data"]["data"][0]["customer"]["address"]["country"] == "FR"'
+check "rest fields: missing keys left out" rest-client 0 'no row has nope; rows have: id, number, status' "${R[@]}" -- \
+  $PY scripts/rest.py $RO --fields id,nope,customer.nope --limit 3
+json_is "rest fields: missing keys are not null" 'd["data"]["data"] == [{"id": 1}, {"id": 2}, {"id": 3}]'
+check "rest fields bare list, rows capped by --max-items" rest-client 0 'data: showing 25 of 100 items' "${R[@]}" -- \
+  $PY scripts/rest.py GET '/orders?shape=bare&per_page=100' --fields number
+json_is "rest fields bare list: only the field" 'isinstance(d["data"], list) and len(d["data"]) == 25
+  and d["data"][0] == {"number": "SO-10001"} and "_limited" not in d'
+check "rest limit alone" rest-client 0 '"_limited": \{"kept": 3, "total": 500\}' "${R[@]}" -- $PY scripts/rest.py $RO --limit 3
+json_is "rest limit: whole rows, envelope total unchanged" 'len(d["data"]["data"]) == 3 and d["data"]["total"] == 500
+  and d["data"]["data"][2]["customer"]["name"] == "Customer 003" and d["data"]["per_page"] == 500'
+check "rest limit over --max-items" rest-client 0 '"kept": 40' "${R[@]}" -- $PY scripts/rest.py $RO --limit 40 --fields id
+json_is "rest limit replaces --max-items for the rows" 'len(d["data"]["data"]) == 40 and "notes" not in d'
+check "rest limit above the row count" rest-client 0 '"ok": true' "${R[@]}" -- $PY scripts/rest.py GET '/orders?per_page=4' --limit 10
+json_is "rest limit above the rows: no _limited" 'len(d["data"]["data"]) == 4 and "_limited" not in d'
+check "rest lone surrogate from the API" rest-client 0 '"status": 201' "${R[@]}" -- $PY scripts/rest.py POST /items --json '{"name": "\ud800x"}'
+json_is "rest lone surrogate: stdout is still JSON" 'd["data"]["name"] == "\ud800x"'
+# the output budget: the warning names the flags and an N that fits; output still printed
+check "rest over budget warns, still prints" rest-client 0 'over SKILL_OUTPUT_BUDGET_BYTES=30000' "${R[@]}" SKILL_OUTPUT_BUDGET_BYTES=30000 -- \
+  $PY scripts/rest.py $RO --limit 200
+json_is "rest over budget: all 200 rows printed" 'len(d["data"]["data"]) == 200'
+expect_that "rest over budget: names --count-only, --fields, --limit N" \
+  'grep -q -- "--count-only" "$tmp/err" && grep -q -- "--fields with only the keys you need (rows have: id, number," "$tmp/err" &&
+   grep -qE -- "--limit [0-9]+ \(fits\)" "$tmp/err" && [ "$(wc -l < "$tmp/err")" = 1 ]'
+fit=$(grep -oE -- '--limit [0-9]+ \(fits\)' "$tmp/err" | grep -oE '[0-9]+')
+check "rest the suggested --limit fits" rest-client 0 '"ok": true' "${R[@]}" SKILL_OUTPUT_BUDGET_BYTES=30000 -- \
+  $PY scripts/rest.py $RO --limit "${fit:-0}"
+expect_that "rest suggested --limit: at most 30000 bytes, no warning" '[ "$(wc -c < "$tmp/out")" -le 30000 ] && [ ! -s "$tmp/err" ]'
+check "rest the suggested --limit is the largest" rest-client 0 'over SKILL_OUTPUT_BUDGET_BYTES=30000' "${R[@]}" SKILL_OUTPUT_BUDGET_BYTES=30000 -- \
+  $PY scripts/rest.py $RO --limit "$(( ${fit:-0} + 1 ))"
+check "rest no budget variable, no warning" rest-client 0 '"kept": 200' "${R[@]}" -- $PY scripts/rest.py $RO --limit 200
+expect_that "rest no budget variable: stderr empty" '[ ! -s "$tmp/err" ] && [ "$(wc -c < "$tmp/out")" -gt 30000 ]'
+check "rest over budget with --fields: a smaller --limit" rest-client 0 '"ok": true' "${R[@]}" SKILL_OUTPUT_BUDGET_BYTES=10000 -- \
+  $PY scripts/rest.py $RO --fields id,customer.name --limit 500
+expect_that "rest over budget with --fields: no --fields tip" \
+  'grep -qE -- "--limit [0-9]+ \(fits\)" "$tmp/err" && ! grep -q -- "--fields with only" "$tmp/err"'
+check "rest under budget, no warning" rest-client 0 '"ok": true' "${R[@]}" SKILL_OUTPUT_BUDGET_BYTES=30000 -- \
+  $PY scripts/rest.py $RO --fields id,status --limit 500
+expect_that "rest under budget: stderr empty" '[ ! -s "$tmp/err" ]'
+# bad flags: a clear error, exit 2, nothing on stdout
+for bad in "--limit -1|--limit must be a whole number" "--limit x|--limit must be a whole number" \
+           "--limit 0|--limit must be a whole number" "--fields |--fields needs field names" \
+           "--fields a,,b|--fields needs field names" "--fields a..b|has an empty part" \
+           "--count-only --fields id|cannot be combined with --fields" \
+           "--count-only --limit 2|cannot be combined with --limit" "--rows |--rows needs the name" \
+           "--rows data|--rows only says where"; do
+  flags=${bad%%|*}; want=${bad#*|}
+  # shellcheck disable=SC2086 # the flags split into words; --fields '' and --rows '' keep an empty value
+  set -- $flags; [ $# = 1 ] && set -- "$1" ""
+  check "rest bad flag: $flags" rest-client 2 "^rest.py: error: .*$want" "${R[@]}" -- $PY scripts/rest.py $RO "$@"
+  expect_that "rest bad flag: $flags: stdout empty" '[ ! -s "$tmp/out" ]'
+done
 # api-call
 A=(API_BASE_URL="$B" API_TOKEN=testtoken)
 check "call get" api-call 0 'HTTP 200' "${A[@]}" -- bash scripts/call.sh /items
