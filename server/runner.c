@@ -466,7 +466,20 @@ static int spawn_job(struct run_job *j)
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_addchdir_np(&fa, j->cwd);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (j->script_path && j->script_on_fd3) {
+        /* dup2 onto itself would keep O_CLOEXEC: move it off 3 first */
+        if (j->script_fd == 3) {
+            int moved = fcntl(3, F_DUPFD_CLOEXEC, 4);
+            if (moved >= 0) {
+                close(3);
+                j->script_fd = moved;
+            }
+        }
+        posix_spawn_file_actions_adddup2(&fa, j->script_fd, 3);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    } else {
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    }
     posix_spawnattr_init(&attr);
     sigemptyset(&none);
     sigfillset(&all);

@@ -52,6 +52,7 @@ struct run_job {
     char *script;           /* scripts/<path>: the canonical identity, relative to the skill */
     char *script_path;      /* the absolute path the interpreter opens, or NULL (hooks) */
     int script_fd;          /* with script_path: the file the jail checked, kept open */
+    int script_on_fd3;      /* the interpreter reads the script from script_fd as fd 3 */
     size_t retain_max;      /* per stream */
     int run_uid, run_gid;   /* the scratch folder's owner (--script-user), or -1 */
     int hook;               /* a hook, not a script: left out of the scripts counters */

@@ -788,6 +788,30 @@ int script_wants_network(const struct skill *k)
 
 /* ---- prepare ----------------------------------------------------------------- */
 
+/* python3 ... -c PY_LAUNCH <real path> args: runs the source on fd 3 as
+ * __main__, as `python3 <real path> args` would run the file. */
+#define PY_LAUNCH                                                               \
+    "def _skill_mcp_run():\n"                                                   \
+    "    import os, sys, builtins\n"                                            \
+    "    p = sys.argv.pop(1)\n"                                                 \
+    "    sys.argv[0] = p\n"                                                     \
+    "    sys.path[0] = os.path.dirname(p)\n"                                    \
+    "    with os.fdopen(3, 'rb') as f:\n"                                       \
+    "        code = compile(f.read(), p, 'exec', dont_inherit=True)\n"          \
+    "    g = sys.modules['__main__'].__dict__\n"                                \
+    "    g.clear()\n"                                                           \
+    "    g.update(__name__='__main__', __file__=p, __doc__=None, __package__=None,\n" \
+    "             __spec__=None, __loader__=None, __builtins__=builtins)\n"     \
+    "    try:\n"                                                                \
+    "        exec(code, g)\n"                                                   \
+    "    except SystemExit:\n"                                                  \
+    "        raise\n"                                                           \
+    "    except BaseException:\n"                                               \
+    "        t, v, tb = sys.exc_info()\n"                                       \
+    "        sys.excepthook(t, v.with_traceback(tb.tb_next), tb.tb_next)\n"     \
+    "        sys.exit(1)\n"                                                     \
+    "_skill_mcp_run()\n"
+
 static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *why, size_t len, const char *fmt, ...)
@@ -975,6 +999,15 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     env_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 5 && it->args[i]; i++)
         env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
+    if (!strcmp(it->ext, ".py")) {
+        /* Python reads the very file the jail checked, from fd 3, so that
+         * swapping the path between the check and the interpreter's open
+         * changes nothing; argv[0], __file__ and sys.path[0] are the real
+         * path as when Python opens a script itself. */
+        env_push(&j->argv, &na, &acap, xstrdup("-c"));
+        env_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
+        j->script_on_fd3 = 1;
+    }
     env_push(&j->argv, &na, &acap, real);
     j->argv_fixed = na;
     j->run_uid = sc->uid;
