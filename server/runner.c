@@ -140,7 +140,7 @@ static void sweep_orphans(struct runner *r)
         int ppid, pgid;
         if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3 || ppid != self)
             continue;
-        int pid = atoi(e->d_name);
+        int pid = (int)strtol(e->d_name, NULL, 10);
         if (is_job_pgid(r, pid, pgid))
             continue;
         if (state == 'Z') {
