@@ -36,6 +36,8 @@ const char *jail_check(const char *rel, size_t len)
         size_t n = slash ? (size_t)(slash - p) : (size_t)(end - p);
         if (n == 2 && p[0] == '.' && p[1] == '.')
             return "'..' is not allowed: paths stay inside the skill folder";
+        if (n == 1 && p[0] == '.')
+            return "'.' is not allowed: write the plain path, without './'";
         if (n > 0 && p[0] == '.')
             return "dotfiles and VCS folders are not part of a skill";
         if (n == 11 && !memcmp(p, "__pycache__", 11))

@@ -140,10 +140,45 @@ static void exec_digest(const struct skill *k, char out[MANIFEST_DIGEST_LEN + 1]
     free(s);
 }
 
+/*
+ * Folders the manifest leaves out (skills.c ignores them) but an interpreter
+ * loads code from: Python's __pycache__/ (a .pyc whose header matches its
+ * source is run instead of the source) and Node's node_modules/, looked up
+ * in the script's folder and every folder above it, up to /. A lock cannot
+ * vouch for a skill that has one, so such a skill cannot be approved or
+ * run. NULL, or why.
+ */
+static const char *unhashed_code(const struct skill *k)
+{
+    char p[4200];
+    struct stat st;
+    for (size_t i = 0; i < k->ndirs; i++) {
+        snprintf(p, sizeof p, "%s/__pycache__", k->dir_paths[i]);
+        if (lstat(p, &st) == 0)
+            return "it holds a __pycache__/ folder, which the lock does not hash and Python "
+                   "may load bytecode from; delete the folder";
+        snprintf(p, sizeof p, "%s/node_modules", k->dir_paths[i]);
+        if (lstat(p, &st) == 0)
+            return "it holds a node_modules/ folder, which the lock does not hash and Node.js "
+                   "loads packages from; delete the folder";
+    }
+    snprintf(p, sizeof p, "%s", k->dir);
+    for (char *slash; (slash = strrchr(p, '/'));) {
+        snprintf(slash, sizeof p - (size_t)(slash - p), "/node_modules");
+        if (lstat(p, &st) == 0)
+            return "a folder above it holds a node_modules/ folder, which Node.js loads "
+                   "packages from for this skill's scripts and the lock does not hash; remove it";
+        *slash = '\0';
+    }
+    return NULL;
+}
+
 int lock_manifest_of(const struct skill *k, struct lock_manifest *m, const char **why)
 {
     struct manifest mf;
     memset(m, 0, sizeof *m);
+    if ((*why = unhashed_code(k)))
+        return -1;
     if (manifest_build(k, &mf, why) < 0)
         return -1;
     if (mf.skipped) {

@@ -14,10 +14,13 @@
  * is called and the next queued job starts.
  *
  * Kill = SIGTERM to the process group, then SIGKILL after a grace; the group
- * is SIGKILLed as soon as the leader is reaped, so no grandchild survives.
+ * is SIGKILLed as soon as the leader is reaped, and a process that left the
+ * group (setsid) is reparented to this process, a child subreaper, and
+ * killed by the orphan sweep: no grandchild survives its run.
  */
 #include "runner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -28,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +61,9 @@ struct runner {
     int worker;                 /* this process's index among the workers */
     uv_timer_t retry;           /* another worker holds the free slots: look again soon */
     int retry_armed;
+    uv_timer_t sweep;           /* looks for orphans reparented to this process */
+    int subreaper;              /* PR_SET_CHILD_SUBREAPER is in effect */
+    int orphans;                /* the last sweep left some to reap */
 };
 
 const char *run_status_name(enum run_status s)
@@ -84,6 +92,78 @@ static void kill_group(struct run_job *j, int sig)
 }
 
 static void pump(struct runner *r);
+
+/* ---- orphans -------------------------------------------------------------- */
+
+/*
+ * The server is a child subreaper, so a process that leaves its run's
+ * process group (setsid, a double fork) is reparented here when its parent
+ * exits, instead of to init, where it would outlive its run as the script
+ * user. A sweep kills every child of this process that is neither a live
+ * job's leader nor in a live job's process group (those die with their
+ * group), and reaps the ones already dead. Only those pids are waited for:
+ * job leaders are reaped through their pidfds, by pid.
+ */
+static int is_job_pgid(const struct runner *r, int pid, int pgid)
+{
+    for (const struct run_job *j = r->live_list; j; j = j->_live_next)
+        if (j->_pid > 0 && !j->_exited && (j->_pid == pid || j->_pid == pgid))
+            return 1;
+    return 0;
+}
+
+static void sweep_orphans(struct runner *r)
+{
+    if (!r->subreaper)
+        return;
+    int self = (int)getpid(), left = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* pid (comm) state ppid pgrp ...; comm may hold spaces and ')' */
+        char *rp = strrchr(buf, ')');
+        char state;
+        int ppid, pgid;
+        if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3 || ppid != self)
+            continue;
+        int pid = (int)strtol(e->d_name, NULL, 10);
+        if (is_job_pgid(r, pid, pgid))
+            continue;
+        if (state == 'Z') {
+            waitpid(pid, NULL, WNOHANG);
+            continue;
+        }
+        log_info("runner: killing pid %d, which left its script's process group and outlived "
+                 "its parent", pid);
+        if (pgid == pid)
+            kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        left = 1;
+    }
+    closedir(d);
+    r->orphans = left;
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    if (r->live > 0 || r->orphans)
+        sweep_orphans(r);
+}
 
 static void maybe_release(struct run_job *j)
 {
@@ -320,8 +400,10 @@ static void on_exit_ready(uv_poll_t *p, int status, int events)
     j->_exited = 1;
     j->_raw_status = st;
     uv_poll_stop(p);
-    /* Grandchildren left in the group die with the leader. */
+    /* Grandchildren left in the group die with the leader, and those that
+     * left the group, now reparented here, with the sweep. */
     kill_group(j, SIGKILL);
+    sweep_orphans(j->_r);
     uv_timer_stop(&j->_ceiling);
     uv_timer_stop(&j->_stall);
     if (!j->_out_eof || !j->_err_eof)
@@ -384,7 +466,20 @@ static int spawn_job(struct run_job *j)
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_addchdir_np(&fa, j->cwd);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    if (j->script_path && j->script_on_fd3) {
+        /* dup2 onto itself would keep O_CLOEXEC: move it off 3 first */
+        if (j->script_fd == 3) {
+            int moved = fcntl(3, F_DUPFD_CLOEXEC, 4);
+            if (moved >= 0) {
+                close(3);
+                j->script_fd = moved;
+            }
+        }
+        posix_spawn_file_actions_adddup2(&fa, j->script_fd, 3);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    } else {
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    }
     posix_spawnattr_init(&attr);
     sigemptyset(&none);
     sigfillset(&all);
@@ -451,6 +546,34 @@ out:
     return 0;
 }
 
+static uint64_t ms_of(double s)
+{
+    /* script.c clamps every duration; this keeps the conversion defined anyway */
+    return s > 0 ? s < 1e9 ? (uint64_t)(s * 1000.0) : (uint64_t)1e12 : 0;
+}
+
+int run_job_verify(const struct run_job *j, char *why, size_t wl)
+{
+    struct stat kept, now;
+    if (!j->script_path)
+        return 0;
+    if (fstat(j->script_fd, &kept) < 0) {
+        snprintf(why, wl, "the checked script cannot be examined again: %s", strerror(errno));
+        return -1;
+    }
+    /* stat follows links at every step, as the interpreter's open will */
+    if (stat(j->script_path, &now) < 0) {
+        snprintf(why, wl, "the script disappeared after it was checked (%s)", strerror(errno));
+        return -1;
+    }
+    if (now.st_dev != kept.st_dev || now.st_ino != kept.st_ino) {
+        snprintf(why, wl, "the script was replaced after it was checked; its path no longer "
+                          "names the file the scripts/ jail approved");
+        return -1;
+    }
+    return 0;
+}
+
 static void start_job(struct run_job *j)
 {
     struct runner *r = j->_r;
@@ -464,6 +587,15 @@ static void start_job(struct run_job *j)
     init_timer(j, &j->_ceiling);
     init_timer(j, &j->_stall);
     init_timer(j, &j->_grace);
+    /* After the queue, as late as possible: what runs is what was checked. */
+    if (run_job_verify(j, j->error, sizeof j->error) < 0) {
+        log_warn("run %s %s/%s: refused: %s", j->request_id, j->skill, j->script, j->error);
+        j->status = RUN_DENIED;
+        j->exit_code = -1;
+        j->_exited = j->_out_eof = j->_err_eof = 1;
+        finish(j);
+        return;
+    }
     if (spawn_job(j) < 0) {
         log_error("run %s %s/%s: %s", j->request_id, j->skill, j->script, j->error);
         j->status = RUN_FAILED;
@@ -472,9 +604,9 @@ static void start_job(struct run_job *j)
         finish(j);
         return;
     }
-    uv_timer_start(&j->_ceiling, on_ceiling, (uint64_t)(j->timeout_s * 1000.0), 0);
+    uv_timer_start(&j->_ceiling, on_ceiling, ms_of(j->timeout_s), 0);
     if (j->stall_s > 0) {
-        uint64_t ms = (uint64_t)(j->stall_s * 1000.0);
+        uint64_t ms = ms_of(j->stall_s);
         uv_timer_start(&j->_stall, on_stall, ms, ms);
     }
 }
@@ -696,6 +828,16 @@ struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max
     r->worker = worker >= 0 && worker < RUN_MAX_WORKERS ? worker : 0;
     uv_timer_init(uv, &r->retry);
     r->retry.data = r;
+    /* Per process: every worker is the subreaper of its own scripts. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        r->subreaper = 1;
+    else
+        log_warn("runner: cannot become a child subreaper (%s): a script's process that "
+                 "leaves its process group may outlive the run", strerror(errno));
+    uv_timer_init(uv, &r->sweep);
+    r->sweep.data = r;
+    uv_timer_start(&r->sweep, on_sweep, 250, 250);
+    uv_unref((uv_handle_t *)&r->sweep);
     r->max_live = max_live > 0 ? max_live : 1;
     r->queue_timeout_ms = (uint64_t)(queue_timeout_s * 1000.0);
     pthread_mutex_init(&r->mu, NULL);
@@ -749,8 +891,10 @@ void run_shutdown(struct runner *r)
         uv_timer_stop(&j->_queue);
         end_busy(j);
     }
+    sweep_orphans(r);
     uv_close((uv_handle_t *)&r->wake, NULL);
     uv_close((uv_handle_t *)&r->retry, NULL);
+    uv_close((uv_handle_t *)&r->sweep, NULL);
 }
 
 void run_free(struct runner *r)
@@ -775,6 +919,10 @@ void run_job_free(struct run_job *j)
     free(j->stdin_data);
     free(j->skill);
     free(j->script);
+    if (j->script_path) {
+        close(j->script_fd);
+        free(j->script_path);
+    }
     free(j->out.data);
     free(j->err.data);
     free(j->_scratch);

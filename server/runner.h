@@ -49,7 +49,10 @@ struct run_job {
     char rpc_id[64];        /* the JSON-RPC id of the call, serialised (for cancellation) */
     char client[80];        /* the authenticated client, or "" */
     char *skill;            /* qualified name, for logs and results */
-    char *script;           /* as requested, relative to the skill */
+    char *script;           /* scripts/<path>: the canonical identity, relative to the skill */
+    char *script_path;      /* the absolute path the interpreter opens, or NULL (hooks) */
+    int script_fd;          /* with script_path: the file the jail checked, kept open */
+    int script_on_fd3;      /* the interpreter reads the script from script_fd as fd 3 */
     size_t retain_max;      /* per stream */
     int run_uid, run_gid;   /* the scratch folder's owner (--script-user), or -1 */
     int hook;               /* a hook, not a script: left out of the scripts counters */
@@ -147,6 +150,14 @@ void run_free(struct runner *r);
  */
 void run_submit(struct runner *r, struct run_job *job, run_done_fn done, void *arg);
 void run_job_free(struct run_job *job);
+
+/*
+ * 0 when job->script_path still names the file the jail checked (the kept
+ * script_fd: same device and inode), else -1 with why[] saying what
+ * changed. The runner calls it at the last moment before spawning; any
+ * thread.
+ */
+int run_job_verify(const struct run_job *job, char *why, size_t whylen);
 
 /*
  * Stops the running or queued job whose request_id matches, as soon as the

@@ -50,7 +50,7 @@ extern char **environ;
 struct interp {
     char ext[16];
     char *path;             /* NULL when missing */
-    const char *args[3];    /* extra interpreter arguments before the script */
+    const char *args[5];    /* extra interpreter arguments before the script */
     char why[160];          /* when missing */
 };
 
@@ -235,10 +235,16 @@ static void add_interp(struct scripts *sc, const char *ext, const char *name, co
     if (!strcmp(ext, ".py")) {
         /* -E: ignore PYTHON* variables; -s: no user site; -B: write no
          * __pycache__ into the skill library. Not -I, which would also drop
-         * the script's own folder from sys.path (sibling imports). */
+         * the script's own folder from sys.path (sibling imports).
+         * pycache_prefix: look for bytecode beneath /dev/null, where no one
+         * can create a file, instead of in the skill's __pycache__/ (which the
+         * lock does not hash): a planted .pyc whose header matches the
+         * source would otherwise run instead of the approved source. */
         it->args[0] = "-E";
         it->args[1] = "-s";
         it->args[2] = "-B";
+        it->args[3] = "-X";
+        it->args[4] = "pycache_prefix=/dev/null/skill-mcp";
     }
     if (path) {
         /* Taken as given, not resolved: a virtual environment's python is a
@@ -258,7 +264,7 @@ static void add_interp(struct scripts *sc, const char *ext, const char *name, co
     }
     if (it->path)
         log_info("scripts: %s runs with %s%s%s", ext, it->path, it->args[0] ? " " : "",
-                 it->args[0] ? "-E -s -B" : "");
+                 it->args[0] ? "-E -s -B -X pycache_prefix=/dev/null/skill-mcp" : "");
     else
         log_warn("scripts: %s; %s scripts will be refused", it->why, ext);
 }
@@ -674,9 +680,16 @@ const char *script_env_problem(const char *name)
 
 /* ---- jail for scripts ------------------------------------------------------- */
 
-/* Resolves scripts/<rel> of dir to the real path of a regular file inside
- * the skill's scripts/ folder. Returns NULL with *why set. */
-static char *resolve_script(const char *dir, const char *rel, const char **why)
+/*
+ * Resolves scripts/<rel> of dir to the real path of a regular file inside
+ * the skill's scripts/ folder. Returns NULL with *why set. *canon points
+ * into the result at the path below scripts/: the script's one identity,
+ * whatever the caller's spelling. *fdp keeps the file that was checked open,
+ * so that the runner can tell at spawn time whether the path still names it
+ * (and its inode number cannot be reused meanwhile).
+ */
+static char *resolve_script(const char *dir, const char *rel, const char **canon, int *fdp,
+                            const char **why)
 {
     char sdir[4096], sreal[4096], link[64], real[4096];
     snprintf(sdir, sizeof sdir, "%s/scripts", dir);
@@ -711,19 +724,23 @@ static char *resolve_script(const char *dir, const char *rel, const char **why)
     } else {
         *why = S_ISDIR(st.st_mode) ? "that is a folder, not a script" : "that is not a regular file";
     }
-    close(fd);
     if (n < 0) {
+        close(fd);
         if (!*why)
             *why = "the script cannot be resolved";
         return NULL;
     }
     real[n] = '\0';
     size_t sl = strlen(sreal);
-    if (strncmp(real, sreal, sl) || real[sl] != '/') {
+    if (strncmp(real, sreal, sl) || real[sl] != '/' || !real[sl + 1]) {
+        close(fd);
         *why = "the script leads outside the skill's scripts/ folder";
         return NULL;
     }
-    return xstrdup(real);
+    char *r = xstrdup(real);
+    *canon = r + sl + 1;
+    *fdp = fd;
+    return r;
 }
 
 static const struct interp *interp_for(const struct scripts *sc, const char *path)
@@ -750,6 +767,12 @@ json_t *script_exec_entry(const struct skill *k, const char *path)
     return json_is_object(e) ? e : NULL;
 }
 
+/* v, or hi when v is above it (or not a number at all). */
+static double at_most(double v, double hi)
+{
+    return v < hi ? v : hi;
+}
+
 static double num_field(json_t *o, const char *key, double dflt)
 {
     json_t *v = json_object_get(o, key);
@@ -764,6 +787,30 @@ int script_wants_network(const struct skill *k)
 }
 
 /* ---- prepare ----------------------------------------------------------------- */
+
+/* python3 ... -c PY_LAUNCH <real path> args: runs the source on fd 3 as
+ * __main__, as `python3 <real path> args` would run the file. */
+#define PY_LAUNCH                                                               \
+    "def _skill_mcp_run():\n"                                                   \
+    "    import os, sys, builtins\n"                                            \
+    "    p = sys.argv.pop(1)\n"                                                 \
+    "    sys.argv[0] = p\n"                                                     \
+    "    sys.path[0] = os.path.dirname(p)\n"                                    \
+    "    with os.fdopen(3, 'rb') as f:\n"                                       \
+    "        code = compile(f.read(), p, 'exec', dont_inherit=True)\n"          \
+    "    g = sys.modules['__main__'].__dict__\n"                                \
+    "    g.clear()\n"                                                           \
+    "    g.update(__name__='__main__', __file__=p, __doc__=None, __package__=None,\n" \
+    "             __spec__=None, __loader__=None, __builtins__=builtins)\n"     \
+    "    try:\n"                                                                \
+    "        exec(code, g)\n"                                                   \
+    "    except SystemExit:\n"                                                  \
+    "        raise\n"                                                           \
+    "    except BaseException:\n"                                               \
+    "        t, v, tb = sys.exc_info()\n"                                       \
+    "        sys.excepthook(t, v.with_traceback(tb.tb_next), tb.tb_next)\n"     \
+    "        sys.exit(1)\n"                                                     \
+    "_skill_mcp_run()\n"
 
 static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -814,15 +861,17 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     /* A bare file name means scripts/<name>; anything else must be in scripts/. */
     if (!strchr(script, '/'))
         snprintf(rel, sizeof rel, "%s", script);
-    else if (!strncmp(script, "scripts/", 8) && script[8])
-        snprintf(rel, sizeof rel, "%s", script + 8);
+    else if (!strncmp(script, "scripts/", 8) && script[8 + strspn(script + 8, "/")])
+        /* scripts//x.sh is scripts/x.sh, not an absolute path below scripts/ */
+        snprintf(rel, sizeof rel, "%s", script + 8 + strspn(script + 8, "/"));
     else {
         fail(why, wl, "Cannot run '%.200s': only files in the skill's scripts/ folder can be run "
                       "(hooks, references and SKILL.md cannot).", script);
         return NULL;
     }
-    const char *rwhy = NULL;
-    char *real = resolve_script(k->dir, rel, &rwhy);
+    const char *rwhy = NULL, *canon = NULL;
+    int sfd = -1;
+    char *real = resolve_script(k->dir, rel, &canon, &sfd, &rwhy);
     if (!real) {
         fail(why, wl, "Cannot run '%.200s' of skill '%s': %s.", script, k->qname, rwhy);
         return NULL;
@@ -831,6 +880,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     if (!it || !it->path) {
         fail(why, wl, "Cannot run '%.200s': %s.", script,
              it ? it->why : "its file type has no interpreter on this server (.py, .sh, .js)");
+        close(sfd);
         free(real);
         return NULL;
     }
@@ -842,6 +892,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         json_t *a;
         if (!json_is_array(jargs) || json_array_size(jargs) > MAX_ARGS) {
             fail(why, wl, "Argument 'args' must be a list of at most %d strings.", MAX_ARGS);
+            close(sfd);
             free(real);
             return NULL;
         }
@@ -850,6 +901,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
                 memchr(json_string_value(a), '\0', json_string_length(a))) {
                 fail(why, wl, "Argument 'args' item %zu must be a string of at most %u bytes "
                               "without NUL (numbers too: pass \"3\", not 3).", i, MAX_ARG_BYTES);
+                close(sfd);
                 free(real);
                 return NULL;
             }
@@ -859,6 +911,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     if (jstdin && !json_is_null(jstdin) &&
         (!json_is_string(jstdin) || json_string_length(jstdin) > MAX_STDIN_BYTES)) {
         fail(why, wl, "Argument 'stdin' must be a string of at most %u bytes.", MAX_STDIN_BYTES);
+        close(sfd);
         free(real);
         return NULL;
     }
@@ -869,6 +922,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         if (!json_is_object(jenv) || json_object_size(jenv) > MAX_ENV_VARS) {
             fail(why, wl, "Argument 'env' must be an object of at most %d string values.",
                  MAX_ENV_VARS);
+            close(sfd);
             free(real);
             return NULL;
         }
@@ -876,6 +930,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
             const char *p = script_env_problem(name);
             if (p) {
                 fail(why, wl, "Argument 'env': '%.64s' is not allowed: %s.", name, p);
+                close(sfd);
                 free(real);
                 return NULL;
             }
@@ -883,6 +938,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
                 memchr(json_string_value(v), '\0', json_string_length(v))) {
                 fail(why, wl, "Argument 'env': '%.64s' must be a string of at most %u bytes "
                               "without NUL.", name, MAX_ENV_VALUE);
+                close(sfd);
                 free(real);
                 return NULL;
             }
@@ -890,43 +946,49 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         }
         if (total > MAX_ENV_TOTAL) {
             fail(why, wl, "Argument 'env' is too large (at most %u bytes in all).", MAX_ENV_TOTAL);
+            close(sfd);
             free(real);
             return NULL;
         }
     }
 
-    /* timeouts: the skill decides, bounded by the server; the caller may lower */
+    /* timeouts: the skill decides, bounded by the server; the caller may lower.
+     * Every value is clamped to the ceiling before anything converts it to an
+     * integer: 1e300 seconds has no integer form. */
     char entry_key[1100];
-    snprintf(entry_key, sizeof entry_key, "scripts/%s", rel);
+    snprintf(entry_key, sizeof entry_key, "scripts/%s", canon);
     json_t *e = script_exec_entry(k, entry_key);
     json_t *ex = json_object_get(k->fm, "execution");
     json_t *d = json_is_object(ex) ? json_object_get(ex, "default") : NULL;
+    double ceil_s = c->max_script_timeout;
     double to = num_field(e, "timeout", num_field(d, "timeout", c->script_timeout));
     double st = num_field(e, "stall_timeout", num_field(d, "stall_timeout", c->script_stall_timeout));
-    if (to <= 0)
+    if (!(to > 0))
         to = c->script_timeout;
-    if (to > c->max_script_timeout)
-        to = c->max_script_timeout;
-    if (st < 0)
-        st = 0;
+    to = at_most(to, ceil_s);
+    st = st > 0 ? at_most(st, ceil_s) : 0;
     if (jto && !json_is_null(jto)) {
-        if (!json_is_number(jto) || json_number_value(jto) <= 0) {
+        if (!json_is_number(jto) || !(json_number_value(jto) > 0)) {
             fail(why, wl, "Argument 'timeout' must be a number of seconds above 0.");
+            close(sfd);
             free(real);
             return NULL;
         }
-        if (json_number_value(jto) < to)
-            to = json_number_value(jto);
+        double v = at_most(json_number_value(jto), ceil_s);
+        if (v < to)
+            to = v;
     }
     if (jst && !json_is_null(jst)) {
-        if (!json_is_number(jst) || json_number_value(jst) <= 0) {
+        if (!json_is_number(jst) || !(json_number_value(jst) > 0)) {
             fail(why, wl, "Argument 'stall_timeout' must be a number of seconds above 0 (stall "
                           "detection cannot be switched off by the caller).");
+            close(sfd);
             free(real);
             return NULL;
         }
-        if (st == 0 || json_number_value(jst) < st)
-            st = json_number_value(jst);
+        double v = at_most(json_number_value(jst), ceil_s);
+        if (st == 0 || v < st)
+            st = v;
     }
 
     struct run_job *j = xcalloc(1, sizeof *j);
@@ -935,8 +997,17 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     const char *ro[] = {k->dir};
     wrap_prefix(sc, j, ro, 1, k->dir, script_wants_network(k), &j->argv, &na, &acap);
     env_push(&j->argv, &na, &acap, xstrdup(it->path));
-    for (size_t i = 0; i < 3 && it->args[i]; i++)
+    for (size_t i = 0; i < 5 && it->args[i]; i++)
         env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
+    if (!strcmp(it->ext, ".py")) {
+        /* Python reads the very file the jail checked, from fd 3, so that
+         * swapping the path between the check and the interpreter's open
+         * changes nothing; argv[0], __file__ and sys.path[0] are the real
+         * path as when Python opens a script itself. */
+        env_push(&j->argv, &na, &acap, xstrdup("-c"));
+        env_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
+        j->script_on_fd3 = 1;
+    }
     env_push(&j->argv, &na, &acap, real);
     j->argv_fixed = na;
     j->run_uid = sc->uid;
@@ -971,11 +1042,13 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     j->timeout_s = to;
     j->stall_s = st;
     j->skill = xstrdup(k->qname);
-    /* one name per script, whichever way the caller spelled it: hooks match on it */
-    j->script = xmalloc(strlen(rel) + 9);
-    memcpy(j->script, "scripts/", 8);
-    memcpy(j->script + 8, rel, strlen(rel) + 1);
+    /* One identity per script, from the file the jail resolved, not from the
+     * caller's spelling: hooks, execution: entries, logs, stats and the audit
+     * line all see scripts/<path below scripts/>. */
+    j->script = xstrdup(entry_key);
     j->retain_max = c->max_output_bytes;
+    j->script_fd = sfd;
+    j->script_path = xstrdup(real);
     return j;
 }
 
@@ -1006,7 +1079,7 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
         ro[1] = cwd;
     wrap_prefix(sc, j, ro, nro, cwd, 0, &j->argv, &na, &acap);
     env_push(&j->argv, &na, &acap, xstrdup(it->path));
-    for (size_t i = 0; i < 3 && it->args[i]; i++)
+    for (size_t i = 0; i < 5 && it->args[i]; i++)
         env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
     env_push(&j->argv, &na, &acap, xstrdup(path));
     j->run_uid = sc->uid;

@@ -303,14 +303,22 @@ static void check_execution(struct vctx *c, const char *dir, const char *md, jso
                 snprintf(rel, sizeof rel, "%s", key);
             else
                 bad = 1;
-            if (!bad && (strstr(rel, "/../") || !strcmp(rel + strlen(rel) - 3, "/..") ||
-                         strstr(rel, "//")))
+            if (!bad && (strstr(rel, "/../") || !strcmp(rel + strlen(rel) - 3, "/..")))
                 bad = 1;
             if (bad) {
                 add(c, "error", "execution-script", md, line,
                     "use the script's path inside the skill (scripts/run.py) or its name under "
                     "scripts/ (run.py); only scripts/ can be run",
                     "execution key '%s' is not a path under scripts/", key);
+            } else if (strstr(rel, "//") || strstr(rel, "/./") || rel[strlen(rel) - 1] == '/' ||
+                       !strcmp(rel + strlen(rel) - 2, "/.")) {
+                /* The server looks an entry up by the script's resolved path
+                 * (scripts/sub/x.sh), never by a spelling of it. */
+                add(c, "error", "execution-script", md, line,
+                    "write the key as the script's plain path (scripts/sub/run.py): no '//', "
+                    "'./' or trailing '/'",
+                    "execution key '%s' is not written as a plain path, so it applies to no "
+                    "script", key);
             } else {
                 snprintf(abs, sizeof abs, "%s/%s", dir, rel);
                 if (stat(abs, &st) < 0 || !S_ISREG(st.st_mode))

@@ -251,6 +251,46 @@ TEST(manifest_digest_is_stable_and_independent)
     skills_entry_release(k);
 }
 
+/* Folders the manifest does not hash but interpreters load code from: a
+ * skill that has one cannot be vouched for, so it has no lock manifest. */
+TEST(unhashed_code_folders_refused)
+{
+    char skill[128], p[256];
+    snprintf(skill, sizeof skill, "%s/u", base);
+    mkdir(skill, 0755);
+    put("u/SKILL.md", "---\nname: u\ndescription: d\n---\nbody\n");
+    put("u/scripts/run.py", "import mod\n");
+    put("u/scripts/mod.py", "X = 1\n");
+    struct skill *k = skills_entry_load(skill, "u", 0);
+    CHECK(k);
+    struct lock_manifest m;
+    const char *why = "";
+    CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
+    lock_manifest_cleanup(&m);
+    /* a planted .pyc: the snapshot's folder list already knows scripts/ */
+    put("u/scripts/__pycache__/mod.cpython-311.pyc", "bytecode");
+    CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
+    CHECK(strstr(why, "__pycache__"));
+    snprintf(p, sizeof p, "%s/u/scripts/__pycache__", base);
+    nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
+    lock_manifest_cleanup(&m);
+    /* node_modules in the skill, or in a folder above it */
+    put("u/node_modules/index.js", "module.exports = 1\n");
+    CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
+    CHECK(strstr(why, "node_modules"));
+    snprintf(p, sizeof p, "%s/u/node_modules", base);
+    nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    put("node_modules/y.js", "1\n");
+    CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
+    CHECK(strstr(why, "a folder above it"));
+    snprintf(p, sizeof p, "%s/node_modules", base);
+    nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
+    lock_manifest_cleanup(&m);
+    skills_entry_release(k);
+}
+
 static struct lock_file lf(const char *path, const char *digest, int64_t size)
 {
     struct lock_file f = {.path = (char *)(uintptr_t)path, .size = size};
@@ -312,6 +352,7 @@ int main(void)
     RUN(parse_bad);
     RUN(manifest_digest_is_stable_and_independent);
     RUN(changes_classified);
+    RUN(unhashed_code_folders_refused);
     nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     DONE();
 }

@@ -242,6 +242,24 @@ TEST(execution_mode_is_a_warning)
     json_decref(f);
 }
 
+/* A key the server would never look up (it matches a script's resolved
+ * path as written) is an error, not silently dead configuration. */
+TEST(execution_keys_are_plain_paths)
+{
+    json_t *f = lint(DATA "/exec-plain");
+    CHECK_EQ(count(f, "execution-script"), 3);
+    static const int lines[] = {6, 7, 8};
+    for (int i = 0; i < 3; i++) {
+        json_t *x = nth(f, "execution-script", i);
+        CHECK(x);
+        CHECK_STR(sev(x), "error");
+        CHECK_EQ(line(x), lines[i]);
+        CHECK(contains(x, "message", "not written as a plain path"));
+    }
+    CHECK_EQ(json_array_size(f), 3);
+    json_decref(f);
+}
+
 TEST(script_without_interpreter)
 {
     json_t *f = lint(DATA "/script-ext");
@@ -587,6 +605,7 @@ int main(void)
     RUN(metadata_not_strings);
     RUN(execution_block);
     RUN(execution_mode_is_a_warning);
+    RUN(execution_keys_are_plain_paths);
     RUN(script_without_interpreter);
     RUN(symlink_leaving_the_skill);
     RUN(teams_and_shadowing);

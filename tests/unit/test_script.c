@@ -1,0 +1,407 @@
+/*
+ * test_script.c - the run_skill_script policy (server/script.c
+ * script_prepare): timeouts and their clamps, stall detection, the caller's
+ * environment, interpreters by suffix, the script's one identity whatever
+ * its spelling, and the runner's check at spawn that the path still names
+ * the file the jail approved.
+ */
+#include "harness.h"
+#include "config.h"
+#include "runner.h"
+#include "script.h"
+#include "skills.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[64], dir[4096];
+static struct cfg C;
+static struct scripts *SC;
+
+static void put(const char *rel, const char *text)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    if (!f) {
+        perror(p);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static void mk(const char *rel)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    mkdir(p, 0755);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    return remove(p);
+}
+
+/* A skill over dir with this frontmatter (JSON). */
+static struct skill *skill_of(const char *fm)
+{
+    struct skill *k = xcalloc(1, sizeof *k);
+    k->qname = "s";
+    k->name = "s";
+    k->dir = dir;
+    json_error_t e;
+    k->fm = json_loads(fm, 0, &e);
+    if (!k->fm) {
+        printf("# bad frontmatter %s: %s\n", fm, e.text);
+        exit(2);
+    }
+    return k;
+}
+
+static void skill_free(struct skill *k)
+{
+    json_decref(k->fm);
+    free(k);
+}
+
+static char why[1024];
+
+/* script_prepare with args (JSON); NULL with why[] on refusal. */
+static struct run_job *prep(struct skill *k, const char *args)
+{
+    json_error_t e;
+    json_t *a = json_loads(args, 0, &e);
+    if (!a) {
+        printf("# bad args %s: %s\n", args, e.text);
+        exit(2);
+    }
+    why[0] = '\0';
+    struct run_job *j = script_prepare(SC, &C, k, a, why, sizeof why);
+    json_decref(a);
+    return j;
+}
+
+static const char *env_of(const struct run_job *j, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = j->envp; *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* 1 when an interpreter-side argv entry (not the script) contains s */
+static int argv_sub(const struct run_job *j, const char *s)
+{
+    for (size_t i = 0; i + 1 < j->argv_fixed; i++)
+        if (strstr(j->argv[i], s))
+            return 1;
+    return 0;
+}
+
+static int argv_has(const struct run_job *j, const char *s)
+{
+    for (char **a = j->argv; *a; a++)
+        if (!strcmp(*a, s))
+            return 1;
+    return 0;
+}
+
+#define EXEC_FM                                                                              \
+    "{\"name\":\"s\",\"description\":\"d\",\"execution\":{"                                \
+    "\"default\":{\"timeout\":40,\"stall_timeout\":15},"                                    \
+    "\"scripts/sub/danger.sh\":{\"timeout\":2,\"stall_timeout\":1},"                        \
+    "\"scripts/huge.sh\":{\"timeout\":1e300,\"stall_timeout\":1e300},"                      \
+    "\"scripts/./top.sh\":{\"timeout\":3}}}"
+
+TEST(timeout_policy)
+{
+    struct skill *plain = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct skill *k = skill_of(EXEC_FM);
+    struct run_job *j;
+
+    /* the server's default where the skill is silent */
+    CHECK((j = prep(plain, "{\"script\":\"top.sh\"}")));
+    CHECK(j->timeout_s == 30 && j->stall_s == 20);
+    run_job_free(j);
+    /* the skill's default */
+    CHECK((j = prep(k, "{\"script\":\"top.sh\"}")));
+    CHECK(j->timeout_s == 40 && j->stall_s == 15);
+    run_job_free(j);
+    /* the script's own entry */
+    CHECK((j = prep(k, "{\"script\":\"scripts/sub/danger.sh\"}")));
+    CHECK(j->timeout_s == 2 && j->stall_s == 1);
+    run_job_free(j);
+    /* the server's ceiling bounds what the skill declares, 1e300 included */
+    CHECK((j = prep(k, "{\"script\":\"huge.sh\"}")));
+    CHECK(j->timeout_s == 600 && j->stall_s == 600);
+    run_job_free(j);
+    /* the caller may lower */
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"timeout\":5,\"stall_timeout\":4}")));
+    CHECK(j->timeout_s == 5 && j->stall_s == 4);
+    run_job_free(j);
+    /* ... never raise */
+    CHECK((j = prep(k, "{\"script\":\"scripts/sub/danger.sh\",\"timeout\":100,\"stall_timeout\":50}")));
+    CHECK(j->timeout_s == 2 && j->stall_s == 1);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"scripts/sub/danger.sh\",\"timeout\":1e300}")));
+    CHECK(j->timeout_s == 2);
+    run_job_free(j);
+    /* bad values are refused, with the reason */
+    CHECK(!prep(k, "{\"script\":\"top.sh\",\"timeout\":0}"));
+    CHECK(strstr(why, "'timeout' must be a number of seconds above 0"));
+    CHECK(!prep(k, "{\"script\":\"top.sh\",\"timeout\":-1e300}"));
+    CHECK(strstr(why, "'timeout'"));
+    CHECK(!prep(k, "{\"script\":\"top.sh\",\"timeout\":\"5\"}"));
+    CHECK(strstr(why, "'timeout'"));
+    skill_free(plain);
+    skill_free(k);
+}
+
+TEST(stall_policy)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct run_job *j;
+    double server_stall = C.script_stall_timeout;
+    /* stall detection off on the server and in the skill: a caller's value
+     * turns it on, and 1e300 is clamped to the ceiling, not converted as is */
+    C.script_stall_timeout = 0;
+    CHECK((j = prep(k, "{\"script\":\"top.sh\"}")));
+    CHECK(j->stall_s == 0);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"stall_timeout\":1e300}")));
+    CHECK(j->stall_s == C.max_script_timeout);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"stall_timeout\":7}")));
+    CHECK(j->stall_s == 7);
+    run_job_free(j);
+    C.script_stall_timeout = server_stall;
+    /* the caller cannot switch it off */
+    CHECK(!prep(k, "{\"script\":\"top.sh\",\"stall_timeout\":0}"));
+    CHECK(strstr(why, "cannot be switched off"));
+    skill_free(k);
+}
+
+TEST(env_allowlist)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct run_job *j;
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"env\":{\"REGION\":\"eu\"}}")));
+    CHECK_STR(env_of(j, "REGION"), "eu");
+    CHECK_STR(env_of(j, "SKILL_NAME"), "s");
+    CHECK_STR(env_of(j, "PATH"), "/usr/local/bin:/usr/bin:/bin");
+    CHECK(!env_of(j, "HOME"));  /* the runner adds the scratch HOME at spawn */
+    run_job_free(j);
+    static const char *const refused[] = {"LD_PRELOAD", "PYTHONPATH", "NODE_OPTIONS", "BASH_ENV",
+                                          "PATH", "SKILL_DIR", "http_proxy", "ld_preload",
+                                          "GLIBC_TUNABLES", NULL};
+    for (const char *const *n = refused; *n; n++) {
+        char args[200];
+        snprintf(args, sizeof args, "{\"script\":\"top.sh\",\"env\":{\"%s\":\"x\"}}", *n);
+        CHECK(!prep(k, args));
+        CHECK(strstr(why, "is not allowed"));
+        CHECK(strstr(why, *n));
+    }
+    CHECK(!prep(k, "{\"script\":\"top.sh\",\"env\":{\"1X\":\"x\"}}"));
+    CHECK(strstr(why, "must start with a letter"));
+    CHECK(!prep(k, "{\"script\":\"top.sh\",\"env\":{\"A\":1}}"));
+    CHECK(strstr(why, "must be a string"));
+    skill_free(k);
+}
+
+TEST(interpreter_by_suffix)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct run_job *j;
+    CHECK((j = prep(k, "{\"script\":\"scripts/run.py\"}")));
+    CHECK(argv_sub(j, "python"));
+    CHECK(argv_has(j, "-E") && argv_has(j, "-s") && argv_has(j, "-B"));
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"top.sh\"}")));
+    CHECK(argv_sub(j, "bash") && !argv_sub(j, "python"));
+    CHECK(!argv_has(j, "-B"));
+    run_job_free(j);
+    CHECK(!prep(k, "{\"script\":\"notes.txt\"}"));
+    CHECK(strstr(why, "no interpreter"));
+    CHECK(!prep(k, "{\"script\":\"references/r.md\"}"));
+    CHECK(strstr(why, "only files in the skill's scripts/ folder"));
+    skill_free(k);
+}
+
+/* Python is started with its bytecode cache outside the skill: it neither
+ * reads nor writes __pycache__ next to the script. */
+TEST(python_cache_outside_skill)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct run_job *j;
+    CHECK((j = prep(k, "{\"script\":\"scripts/run.py\"}")));
+    int found = 0;
+    for (size_t i = 0; i + 1 < j->argv_fixed; i++)
+        if (!strcmp(j->argv[i], "-X") && !strncmp(j->argv[i + 1], "pycache_prefix=", 15))
+            found = 1;
+    CHECK(found);
+    run_job_free(j);
+    skill_free(k);
+}
+
+TEST(canonical_identity)
+{
+    struct skill *k = skill_of(EXEC_FM);
+    /* every spelling that names scripts/sub/danger.sh gets that one name and
+     * its execution: entry */
+    static const char *const same[] = {
+        "scripts/sub/danger.sh", "scripts/sub//danger.sh", "scripts//sub/danger.sh",
+        "scripts///sub///danger.sh", "scripts/alias.sh", "alias.sh", NULL,
+    };
+    for (const char *const *s = same; *s; s++) {
+        char args[200];
+        snprintf(args, sizeof args, "{\"script\":\"%s\"}", *s);
+        struct run_job *j = prep(k, args);
+        if (!j)
+            printf("# %s: %s\n", *s, why);
+        CHECK(j);
+        CHECK_STR(j->script, "scripts/sub/danger.sh");
+        CHECK(j->timeout_s == 2 && j->stall_s == 1);
+        char want[4200];
+        snprintf(want, sizeof want, "%s/scripts/sub/danger.sh", dir);
+        CHECK_STR(j->script_path, want);
+        run_job_free(j);
+    }
+    /* every other spelling is refused, with a reason */
+    static const char *const refused[][2] = {
+        {"scripts/./sub/danger.sh", "'.'"},
+        {"./scripts/sub/danger.sh", "'.'"},
+        {"scripts/sub/../sub/danger.sh", "'..'"},
+        {"scripts/sub/danger.sh/", "no such script"},
+        {"scripts/SUB/danger.sh", "no such script"},
+        {"scripts/sub/Danger.sh", "no such script"},
+        {"danger.sh", "no such script"},
+        {"sub/danger.sh", "only files in the skill's scripts/ folder"},
+        {"scripts/sub/./danger.sh", "'.'"},
+        {"scripts/sub", "folder"},
+        {"/etc/passwd", "absolute"},
+        {NULL, NULL},
+    };
+    for (size_t i = 0; refused[i][0]; i++) {
+        char args[200];
+        snprintf(args, sizeof args, "{\"script\":\"%s\"}", refused[i][0]);
+        struct run_job *j = prep(k, args);
+        if (j)
+            printf("# %s ran as %s\n", refused[i][0], j->script);
+        CHECK(!j);
+        if (!strstr(why, refused[i][1]))
+            printf("# %s: %s\n", refused[i][0], why);
+        CHECK(strstr(why, refused[i][1]));
+    }
+    /* a key written with './' applies to nothing: top.sh gets the default */
+    struct run_job *j = prep(k, "{\"script\":\"scripts/top.sh\"}");
+    CHECK(j);
+    CHECK_STR(j->script, "scripts/top.sh");
+    CHECK(j->timeout_s == 40);
+    run_job_free(j);
+    skill_free(k);
+}
+
+/* The runner's last check: the path must still name the file the jail
+ * approved when the job was prepared. */
+TEST(verify_at_spawn)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    char p[4200], outside[4200], tmp[4200];
+    snprintf(p, sizeof p, "%s/scripts/swap.sh", dir);
+    snprintf(outside, sizeof outside, "%s/outside.sh", base);
+    snprintf(tmp, sizeof tmp, "%s/scripts/swap.tmp", dir);
+    put("scripts/swap.sh", "echo inside\n");
+    FILE *f = fopen(outside, "w");
+    CHECK(f);
+    fputs("echo outside\n", f);
+    fclose(f);
+
+    struct run_job *j = prep(k, "{\"script\":\"swap.sh\"}");
+    CHECK(j);
+    CHECK_EQ(run_job_verify(j, why, sizeof why), 0);
+    /* swapped for a link to a file outside the skill */
+    CHECK_EQ(symlink(outside, tmp), 0);
+    CHECK_EQ(rename(tmp, p), 0);
+    CHECK_EQ(run_job_verify(j, why, sizeof why), -1);
+    CHECK(strstr(why, "replaced after it was checked"));
+    /* swapped for another regular file inside (a new inode) */
+    put("scripts/swap.tmp", "echo other\n");
+    CHECK_EQ(rename(tmp, p), 0);
+    CHECK_EQ(run_job_verify(j, why, sizeof why), -1);
+    /* removed */
+    CHECK_EQ(unlink(p), 0);
+    CHECK_EQ(run_job_verify(j, why, sizeof why), -1);
+    CHECK(strstr(why, "disappeared"));
+    run_job_free(j);
+
+    /* an edit in place is the same file: the lock, not this check, judges content */
+    put("scripts/swap.sh", "echo inside\n");
+    CHECK((j = prep(k, "{\"script\":\"swap.sh\"}")));
+    put("scripts/swap.sh", "echo edited\n");
+    CHECK_EQ(run_job_verify(j, why, sizeof why), 0);
+    run_job_free(j);
+    skill_free(k);
+}
+
+int main(void)
+{
+    log_set_level(LOG_ERROR);
+    snprintf(base, sizeof base, "/tmp/skill-script-XXXXXX");
+    if (!mkdtemp(base)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    char sk[200];
+    chmod(base, 0755); /* a root test run: the default script user must reach it */
+    snprintf(sk, sizeof sk, "%s/s", base);
+    mkdir(sk, 0755);
+    if (!realpath(sk, dir)) {
+        perror("realpath");
+        return 2;
+    }
+    mk("scripts");
+    mk("scripts/sub");
+    mk("references");
+    put("scripts/top.sh", "echo top\n");
+    put("scripts/huge.sh", "echo huge\n");
+    put("scripts/run.py", "print('py')\n");
+    put("scripts/notes.txt", "notes\n");
+    put("scripts/sub/danger.sh", "echo danger\n");
+    put("references/r.md", "# r\n");
+    char link[4200];
+    snprintf(link, sizeof link, "%s/scripts/alias.sh", dir);
+    if (symlink("sub/danger.sh", link) < 0) {
+        perror("symlink");
+        return 2;
+    }
+
+    char *argv[] = {"skill-mcp", "--skills", base, NULL};
+    int rc = cfg_parse(&C, 3, argv);
+    if (rc != 0) {
+        printf("# cfg_parse: %d\n", rc);
+        return 2;
+    }
+    if (!(SC = script_setup(&C))) {
+        printf("# script_setup failed\n");
+        return 2;
+    }
+
+    RUN(timeout_policy);
+    RUN(stall_policy);
+    RUN(env_allowlist);
+    RUN(interpreter_by_suffix);
+    RUN(python_cache_outside_skill);
+    RUN(canonical_identity);
+    RUN(verify_at_spawn);
+
+    script_free(SC);
+    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return h_tests_failed ? 1 : 0;
+}
