@@ -403,5 +403,5 @@ int main(void)
 
     script_free(SC);
     nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    return h_tests_failed ? 1 : 0;
+    DONE();
 }
