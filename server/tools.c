@@ -1246,13 +1246,21 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     size_t n1 = o->dumplen;
     o->dumped = NULL;
     if (!s1) {
-        if (o->texts)
-            shape_set_formats(o->structured, o->texts, o->ntexts);
-        s1 = jf_dumps(o->structured, &n1);
-        if (s1 && o->budget && over_budget(o->budget, s1, n1) &&
-            shape_json_texts(o->structured, o->budget, o->hint, o->texts, o->ntexts)) {
-            free(s1);
+        if (o->texts) {
+            /* printed output: its format is set and, over the budget, it is
+             * cut, in one parse of it */
+            if (o->budget)
+                shape_json_texts(o->structured, o->budget, o->hint, o->texts, o->ntexts);
+            else
+                shape_set_formats(o->structured, o->texts, o->ntexts);
             s1 = jf_dumps(o->structured, &n1);
+        } else {
+            s1 = jf_dumps(o->structured, &n1);
+            if (s1 && o->budget && over_budget(o->budget, s1, n1) &&
+                shape_json(o->structured, o->budget, o->hint)) {
+                free(s1);
+                s1 = jf_dumps(o->structured, &n1);
+            }
         }
     }
     if (!s1) {

@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <jansson.h>
+#include <time.h>
 
 static const struct shape_text run_texts[] = {
     {"stdout", "stdout_format", "Ask for less: --count-only, --fields a,b, --limit N."},
@@ -455,14 +456,23 @@ TEST(performance_5mb_json)
 {
     size_t n;
     char *text = orders(12500, &n);
-    json_t *r = script_like(text, n);
     struct shape_budget bu = shape_budget_of(30000, 0.25, 48000);
-    double t0 = now_ms();
-    CHECK_EQ(shape_json_texts(r, &bu, NULL, run_texts, 2), 1);
-    double ms = now_ms() - t0;
-    printf("# shaping %.1f MB of JSON stdout took %.1f ms\n", (double)n / 1e6, ms);
-    CHECK(within(r, &bu));
-    json_decref(r);
+    /* the first run pays for fresh pages, later ones reuse them; CPU time
+     * is what a busy machine does not blur */
+    for (int k = 0; k < 3; k++) {
+        json_t *r = script_like(text, n);
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+        double t0 = now_ms();
+        CHECK_EQ(shape_json_texts(r, &bu, NULL, run_texts, 2), 1);
+        double ms = now_ms() - t0;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+        printf("# shaping %.1f MB of JSON stdout took %.1f ms (%.1f ms of CPU)\n",
+               (double)n / 1e6, ms,
+               (double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6);
+        CHECK(within(r, &bu));
+        json_decref(r);
+    }
     free(text);
 }
 
