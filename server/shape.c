@@ -1676,13 +1676,15 @@ static void dump_size(json_t *v, size_t *chars, size_t *tokens)
 
 /* The characters of v, and its tokens unless the characters are already
  * over max_chars (then *tokens is 0: the caller estimates them). */
-static void dump_chars(json_t *v, size_t max_chars, size_t *chars, size_t *tokens)
+static int dump_chars(json_t *v, size_t max_chars, size_t *chars, size_t *tokens)
 {
     size_t n = 0;
     char *s = jf_dumps(v, &n);
     *chars = shape_chars(s ? s : "", n);
-    *tokens = max_chars && *chars > max_chars ? 0 : shape_tokens(s ? s : "", n);
+    int over = max_chars && *chars > max_chars;
+    *tokens = over ? 0 : shape_tokens(s ? s : "", n);
     free(s);
+    return !over;
 }
 
 /* Tokens of result, its JSON outputs counted by their parse (jmeasure):
@@ -1770,8 +1772,8 @@ static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *
     for (size_t i = 0; i < x.ntexts; i++)
         docs |= x.docs[i] != NULL;
     /* JSON output over the characters is measured by its parse below */
-    dump_chars(result, docs ? b->max_chars : 0, &c0, &t0);
-    if (t0 && fits(b, c0, t0))
+    int counted = dump_chars(result, docs ? b->max_chars : 0, &c0, &t0);
+    if (counted && fits(b, c0, t0))
         return 0;
 
     if (b->max_chars) {
@@ -1790,7 +1792,7 @@ static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *
     x.root = orig;
     struct snode root;
     measure(&x, orig, &root);
-    if (!t0)
+    if (!counted)
         t0 = tokens_estimate(&x, result);
 
     json_t *trunc = json_pack("{s:[], s:I, s:I, s:s}", "fields", "original_tokens",

@@ -51,6 +51,16 @@ function ordersSkill(skills) {
   fs.writeFileSync(path.join(d, 'scripts', 'budget.sh'), 'printf "%s" "$SKILL_OUTPUT_BUDGET_BYTES"\n');
   fs.writeFileSync(path.join(d, 'scripts', 'small.sh'),
     "printf '{\"total\": 2, \"big\": 12345678901234567890, \"x\": 1e400, \"p\": 1.10}\\n'\n");
+  // a skill whose post hook replaces stdout with the 500 orders
+  const h = path.join(skills, 'replaced');
+  fs.mkdirSync(path.join(h, 'scripts'), { recursive: true });
+  fs.mkdirSync(path.join(h, 'hooks'), { recursive: true });
+  fs.writeFileSync(path.join(h, 'SKILL.md'),
+    '---\nname: replaced\ndescription: Output replaced by its post hook\n---\n# Replaced\n');
+  fs.writeFileSync(path.join(h, 'scripts', 'hello.sh'), 'echo hello\n');
+  fs.writeFileSync(path.join(h, 'hooks', 'post.py'),
+    ORDERS_PY.replace(/^if sys.argv[\s\S]*$/m, '') +
+    'sys.stdin.read()\nprint(json.dumps({"result": {"stdout": json.dumps(doc)}}))\n');
   const rows = [];
   for (let i = 0; i < 400; i++) rows.push({ id: i, name: `item ${i}`, tags: ['a', 'b'], price: 1.5 });
   fs.writeFileSync(path.join(d, 'references', 'catalog.json'),
@@ -247,4 +257,16 @@ test('SKILL_OUTPUT_BUDGET_BYTES follows the window: about 30 KB at 30000 tokens'
   } finally {
     await wide.stop();
   }
+});
+
+test('a post hook\'s replacement stdout that is JSON is cut as JSON too', { timeout: TEST_TIMEOUT }, async () => {
+  const res = await client.callTool({ name: 'run_skill_script', arguments: { name: 'replaced', script: 'scripts/hello.sh' } });
+  checkFits(res, 'stdout');
+  const sc = res.structuredContent;
+  assert.equal(sc.status, 'ok', sc.hint);
+  assert.equal(sc.stdout_format, 'json');
+  const out = JSON.parse(sc.stdout);
+  assert.equal(out.total, 500);
+  assert.equal(out._truncated.path, 'data');
+  assert.equal(out._truncated.kept, out.data.length);
 });
