@@ -1098,7 +1098,8 @@ static double jleaf_cost(const struct ctx *x, const char *s, size_t n, double *t
     return cost_of(x, (double)json_chars(s, n), t);
 }
 
-/* Costs of every node, children first; *ws gets the whitespace's. */
+/* Costs of every node, children first, as compact JSON escaped into a
+ * string; d->tokens sums their tokens. */
 static void jmeasure(const struct ctx *x, struct jdoc *d, uint32_t i)
 {
     struct jnode *v = d->v, *me = &v[i];
@@ -1254,7 +1255,6 @@ static size_t junit(const char *s, size_t n, size_t i)
 static void jcut_string(struct jred *r, const char *s, size_t n, double total, double target)
 {
     const struct ctx *x = r->x;
-    /* bytes of s that start a unit; *chars the characters there */
     char m[128];
     double room = target - marker_cost(x, n, 1) - punct(x, 2, 2);
     size_t h = 0, t0 = n;
