@@ -25,6 +25,7 @@
 #include "loop.h"
 #include "runner.h"
 #include "script.h"
+#include "shape.h"
 #include "session.h"
 #include "skills.h"
 #include "srv.h"
@@ -383,6 +384,8 @@ int main(int argc, char **argv)
         rc = 2;                 /* the reason is logged */
     else
         listen_fd = http_listen(&S.cfg, &port);
+    if (S.scripts)
+        script_set_output_budget(S.scripts, shape_budget_bytes(&S.budget));
 
     /* serve() and supervise() close listen_fd when they stop accepting. */
     if (!rc && listen_fd < 0)

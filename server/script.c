@@ -78,6 +78,7 @@ struct scripts {
      * root index) or the hooks folder: why, and runs there are refused */
     char *closed[64];
     char *closed_hooks;
+    size_t budget_bytes;    /* what one result's stdout may carry; 0: unlimited */
 };
 
 static void env_push(char ***v, size_t *n, size_t *cap, char *kv);
@@ -1021,7 +1022,11 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     for (size_t i = 0; i < sc->nbase; i++)
         env_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
     char budget[32];
-    snprintf(budget, sizeof budget, "%zu", c->max_output_bytes);
+    /* what the model will see, not what is retained: a script that can
+     * print less (a limit, fewer fields) should aim at this */
+    snprintf(budget, sizeof budget, "%zu",
+             sc->budget_bytes && sc->budget_bytes < c->max_output_bytes ? sc->budget_bytes
+                                                                        : c->max_output_bytes);
     env_push(&env, &n, &cap, kv("SKILL_NAME", k->qname));
     env_push(&env, &n, &cap, kv("SKILL_DIR", k->dir));
     env_push(&env, &n, &cap, kv("SKILL_REQUEST_ID", j->request_id));
@@ -1050,6 +1055,11 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     j->script_fd = sfd;
     j->script_path = xstrdup(real);
     return j;
+}
+
+void script_set_output_budget(struct scripts *sc, size_t bytes)
+{
+    sc->budget_bytes = bytes;
 }
 
 struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, const char *path,

@@ -22,6 +22,13 @@ struct scripts *script_setup(const struct cfg *c);
 void script_free(struct scripts *sc);
 
 /*
+ * The bytes of output one result can carry (shape_budget_bytes of the
+ * per-copy budget), which scripts see as SKILL_OUTPUT_BUDGET_BYTES when it
+ * is below --max-output-bytes. 0 (the default): --max-output-bytes.
+ */
+void script_set_output_budget(struct scripts *sc, size_t bytes);
+
+/*
  * Validates a run_skill_script call against skill k and builds the job
  * (not started). Returns the job, or NULL with why[] telling the model what
  * was wrong. Any thread.

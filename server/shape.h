@@ -67,4 +67,51 @@ struct shape_budget shape_budget_of(long context_tokens, double share, size_t ma
  */
 int shape_json(json_t *result, const struct shape_budget *b, const char *hint);
 
+/*
+ * Printed output (a script's stdout or stderr, a file's content) and what
+ * it is: one JSON value (whitespace around it allowed), JSON Lines (two or
+ * more lines holding one JSON value each; blank lines allowed), or text.
+ * JSON is RFC 8259 checked to the letter: no duplicate keys (compared
+ * decoded), no NaN, no trailing commas, strings of valid UTF-8 without raw
+ * control characters, nested at most 256 deep. Numbers are checked against
+ * the grammar only: 1e400 and 12345678901234567890 are JSON.
+ */
+enum shape_format { SHAPE_TEXT, SHAPE_JSON, SHAPE_JSONL };
+enum shape_format shape_format_of(const char *s, size_t n);
+const char *shape_format_name(enum shape_format f);   /* "text", "json", "jsonl" */
+
+/* A string member of a result that holds printed output. */
+struct shape_text {
+    const char *field;      /* the member, e.g. "stdout" */
+    const char *format;     /* the member that tells its format ("stdout_format"), or NULL */
+    const char *hint;       /* for the output's own _truncated (NULL: a generic one) */
+};
+
+/* Sets each texts[i].format member of result to the format of its field. */
+void shape_set_formats(json_t *result, const struct shape_text *texts, size_t ntexts);
+
+/*
+ * shape_json, except that a member named in texts that holds JSON or JSON
+ * Lines is cut as JSON: the largest collection first, every scalar and the
+ * envelope kept, whole items where they fit, the kept values copied byte
+ * for byte (the rest written compact), and an own
+ *
+ *   "_truncated": {"path": "data", "kept": 3, "total": 500, "hint": hint}
+ *
+ * as the last member (a top-level object), the last element (an array) or
+ * the last line (JSON Lines); so the string still parses as it did. Sets
+ * the format members first (shape_set_formats), and sets one to "text"
+ * when its JSON could not be cut as JSON (a number longer than the budget).
+ * docs/shaping.md, "JSON output".
+ */
+int shape_json_texts(json_t *result, const struct shape_budget *b, const char *hint,
+                     const struct shape_text *texts, size_t ntexts);
+
+/*
+ * Bytes of printed output that fit one result of budget b: its characters,
+ * or four bytes a token, whichever is smaller; 0 when b is unlimited. What
+ * scripts see as SKILL_OUTPUT_BUDGET_BYTES.
+ */
+size_t shape_budget_bytes(const struct shape_budget *b);
+
 #endif

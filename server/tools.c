@@ -43,6 +43,9 @@ struct tool_out {
     json_t *structured;
     const struct shape_budget *budget;  /* fit the result to this (NULL: as is) */
     const char *hint;       /* how to narrow the call, when it had to be cut */
+    const struct shape_text *texts; /* members holding printed output, cut as JSON when
+                                       they are JSON (shape_json_texts) */
+    size_t ntexts;
     const char *raw;        /* or a result rendered ahead (borrowed) */
     size_t rawlen;
     char *dumped;           /* or the structured result already serialised, known to
@@ -65,6 +68,23 @@ struct tool_ctx {
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
+
+/* A script's output that is JSON is cut as JSON; its own _truncated says
+ * how to ask for less (the options the bundled rest-client takes). */
+static const struct shape_text run_texts[] = {
+    {"stdout", "stdout_format",
+     "The output was cut to fit the context; the items kept are whole. Ask the script for "
+     "less if it can: a count alone (--count-only), fewer fields per item (--fields a,b), "
+     "fewer items (--limit N)."},
+    {"stderr", "stderr_format", NULL},
+};
+#define NRUN_TEXTS (sizeof run_texts / sizeof *run_texts)
+
+static const struct shape_text file_texts[] = {
+    {"content", NULL,
+     "The file was cut to fit the context; the items kept are whole. Use one of the skill's "
+     "scripts to query it, if it has one."},
+};
 
 /* Rendered once per snapshot (tools_ext_build), read by every request. */
 struct snapshot_ext {
@@ -826,6 +846,12 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
                       f.truncated);
         free(b64);
     }
+    size_t pl = strlen(path);
+    if (!strcmp(json_string_value(json_object_get(r, "encoding")), "utf-8") && pl >= 5 &&
+        !strcasecmp(path + pl - 5, ".json")) {
+        o->texts = file_texts;
+        o->ntexts = 1;
+    }
     jail_file_cleanup(&f);
     o->structured = r;
     return 0;
@@ -948,6 +974,8 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
             "(--max-scripts-per-client). Wait for one to finish, then call again; nothing ran.",
             "request_id", job->request_id);
         o->is_error = 1;
+        o->texts = run_texts;
+        o->ntexts = NRUN_TEXTS;
         run_job_free(job);
         lock_manifest_cleanup(&m);
         return 0;
@@ -1078,6 +1106,8 @@ static const struct tool table[] = {
      "\"limit\":{\"type\":\"string\",\"enum\":[\"cpu\",\"memory\",\"file_size\","
      "\"processes\"]},"
      "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+     "\"stdout_format\":{\"type\":\"string\",\"enum\":[\"json\",\"jsonl\",\"text\"]},"
+     "\"stderr_format\":{\"type\":\"string\",\"enum\":[\"json\",\"jsonl\",\"text\"]},"
      "\"duration_ms\":{\"type\":\"number\"},\"timeout\":{\"type\":\"number\"},"
      "\"stall_timeout\":{\"type\":\"number\"},\"silent_for\":{\"type\":\"number\"},"
      "\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
@@ -1216,11 +1246,21 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     size_t n1 = o->dumplen;
     o->dumped = NULL;
     if (!s1) {
-        s1 = jf_dumps(o->structured, &n1);
-        if (s1 && o->budget && over_budget(o->budget, s1, n1) &&
-            shape_json(o->structured, o->budget, o->hint)) {
-            free(s1);
+        if (o->texts) {
+            /* printed output: its format is set and, over the budget, it is
+             * cut, in one parse of it */
+            if (o->budget)
+                shape_json_texts(o->structured, o->budget, o->hint, o->texts, o->ntexts);
+            else
+                shape_set_formats(o->structured, o->texts, o->ntexts);
             s1 = jf_dumps(o->structured, &n1);
+        } else {
+            s1 = jf_dumps(o->structured, &n1);
+            if (s1 && o->budget && over_budget(o->budget, s1, n1) &&
+                shape_json(o->structured, o->budget, o->hint)) {
+                free(s1);
+                s1 = jf_dumps(o->structured, &n1);
+            }
         }
     }
     if (!s1) {
@@ -1262,7 +1302,8 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
             break;
     struct tool_out o = {.structured = result, .budget = &S->budget,
                          .hint = "the script printed more than fits: call it with arguments "
-                                 "that make it print less (a filter, a limit, a smaller input)"};
+                                 "that make it print less (a filter, a limit, a smaller input)",
+                         .texts = run_texts, .ntexts = NRUN_TEXTS};
     char *bytes = render_ex(&o, ok, modern, len);
     stats_record(&S->stats, t, (uint64_t)(ms * 1e6), !ok);
     return bytes;

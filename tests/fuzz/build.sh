@@ -24,7 +24,7 @@ LIBS="$(pkg-config --libs $PKGS) -lm"
 CFLAGS="$CFLAGS $(pkg-config --cflags $PKGS)"
 
 mkdir -p "$OUT"
-for t in frontmatter fmfast markdown shape json; do
+for t in frontmatter fmfast markdown shape shapejson json; do
     # shellcheck disable=SC2086
     $CC $CFLAGS -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" \
         server/frontmatter.c server/markdown.c server/shape.c server/json.c server/util.c $LIBS
@@ -130,7 +130,7 @@ for name, members in cases.items():
     open(os.path.join(out, 'seed-' + name), 'wb').write(b'\x01' + b.getvalue())
 PY
 
-for t in frontmatter fmfast markdown rpc shape uri lock fetch json; do
+for t in frontmatter fmfast markdown rpc shape shapejson uri lock fetch json; do
     corpus="$OUT/corpus-$t"
     mkdir -p "$corpus"
     case $t in
@@ -138,7 +138,7 @@ for t in frontmatter fmfast markdown rpc shape uri lock fetch json; do
     lock) seeds=$LSEEDS ;;
     fetch) seeds=$FSEEDS ;;
     fmfast) seeds=$MSEEDS ;;
-    shape | uri | json) seeds=tests/fuzz/seeds-$t ;;
+    shape | shapejson | uri | json) seeds=tests/fuzz/seeds-$t ;;
     *) seeds=$SEEDS ;;
     esac
     dict=
