@@ -972,14 +972,12 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
 
 static const struct tool table[] = {
     {"list_skills", "List skills",
-     "List the skills in this library as compact cards (name, description, tags). Call this "
-     "first. Pass 'query' to rank skills by relevance to a task, 'tags' to filter, and "
-     "'cursor' (the previous page's next_cursor) to page.",
+     "List the skills available (name and description). Call this first; pass 'query' to "
+     "find the skills for a task.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"query\":{\"type\":\"string\",\"description\":\"words describing the task; ranks by "
-     "relevance\"},"
-     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"keep "
-     "skills carrying every tag\"},"
+     "\"query\":{\"type\":\"string\",\"description\":\"what the task is about\"},"
+     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"only "
+     "skills with all these tags\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500,\"default\":50},"
      "\"cursor\":{\"type\":\"string\",\"description\":\"next_cursor from the previous "
      "page\"}},\"additionalProperties\":false}",
@@ -990,13 +988,12 @@ static const struct tool table[] = {
      1, t_list_skills, 0,
      "pass a query or tags to list fewer skills, a smaller limit, or the next_cursor"},
     {"load_skill", "Load a skill",
-     "Load a skill's instructions (its SKILL.md body), or one section of it by heading. Load a "
-     "skill before acting on it. The result also lists the skill's scripts and other files.",
+     "Load a skill's instructions (or one section, by heading) before acting on it. Also "
+     "lists its scripts and files.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name "
-     "(team/skill)\"},"
-     "\"section\":{\"type\":\"string\",\"description\":\"a heading of the body "
-     "(case-insensitive); returns that section with its subsections\"}},"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name (or team/skill)\"},"
+     "\"section\":{\"type\":\"string\",\"description\":\"a heading; returns only that "
+     "section\"}},"
      "\"required\":[\"name\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
      "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"
@@ -1015,12 +1012,10 @@ static const struct tool table[] = {
      1, t_load_skill, 0,
      "load one section at a time: call load_skill with section set to one of 'sections'"},
     {"read_skill_file", "Read a skill file",
-     "Read one file bundled with a skill (a reference, template or script source), by its "
-     "path inside the skill folder, e.g. references/api.md. Text comes back as UTF-8, other "
-     "files as base64.",
+     "Read a file of a skill by its path, e.g. references/api.md (load_skill lists them).",
      "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name\"},"
-     "\"path\":{\"type\":\"string\",\"description\":\"path relative to the skill folder\"},"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name (or team/skill)\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"path inside the skill\"},"
      "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
      "\"default\":65536}},\"required\":[\"name\",\"path\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
@@ -1031,16 +1026,15 @@ static const struct tool table[] = {
      1, t_read_skill_file, 0,
      "read less at once: pass a smaller max_bytes"},
     {"skill_server_stats", "Server statistics",
-     "Index state (generation, skill count, problems, last refresh) and per-tool call counts "
-     "and latency percentiles.",
+     "Server health: skill count, index problems, calls and latency per tool.",
      "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"server\":{\"type\":\"object\"},"
      "\"index\":{\"type\":\"object\"},\"tools\":{\"type\":\"object\"}},"
      "\"required\":[\"server\",\"index\",\"tools\"]}",
      1, t_stats, 0, NULL},
     {"reload_skills", "Reload skills",
-     "Rescan the skill folders now and report what changed (added, removed, changed, "
-     "problems). The server also does this by itself every few seconds.",
+     "Rescan the skills now and report what changed. The server also does this by itself "
+     "every few seconds.",
      "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"generation_before\":{\"type\":\"integer\"},"
      "\"generation_after\":{\"type\":\"integer\"},"
@@ -1052,24 +1046,22 @@ static const struct tool table[] = {
      "\"changed\",\"errors\"]}",
      0, t_reload, 0, NULL},
     {"run_skill_script", "Run a skill script",
-     "Run one of a skill's bundled scripts (a path from the 'scripts' that load_skill lists) "
-     "and get its output: stdout is the answer, stderr the diagnostics. Use this rather than "
-     "re-implementing what a script does. Secrets go in 'env', never in 'args'. The result's "
-     "'status' (ok, failed, stalled, timeout, busy) and 'hint' say what to do next.",
+     "Run a skill's script (one of the scripts load_skill lists) and get its output; prefer "
+     "it to redoing its work. Secrets go in env, never in args. The result's hint says what "
+     "to do next.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name\"},"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name (or team/skill)\"},"
      "\"script\":{\"type\":\"string\",\"description\":\"path inside the skill, e.g. "
      "scripts/run.py\"},"
      "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
-     "\"command-line arguments, passed as data (no shell)\"},"
-     "\"stdin\":{\"type\":\"string\",\"description\":\"text fed to the script's standard "
-     "input; without it the script reads end-of-file\"},"
+     "\"arguments (no shell)\"},"
+     "\"stdin\":{\"type\":\"string\",\"description\":\"standard input\"},"
      "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"seconds; "
-     "may only lower the skill's ceiling\"},"
+     "can only lower the limit\"},"
      "\"stall_timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":"
-     "\"seconds without output before the script is stopped; may only lower it\"},"
+     "\"seconds of silence before it is stopped; can only lower it\"},"
      "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
-     "\"description\":\"extra environment variables, e.g. API tokens\"}},"
+     "\"description\":\"extra environment variables (secrets)\"}},"
      "\"required\":[\"name\",\"script\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{"
      "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"failed\",\"stalled\","
