@@ -626,8 +626,8 @@ Object.assign(ZH, {
     "server/script.c：只运行 scripts/ 下的文件。",
   "An oversized load_skill result is cut to the budget and gains _truncated {fields, original_tokens, kept_tokens, hint} with a section hint.":
     "过大的 load_skill 结果被裁剪到预算内，并加上 _truncated {fields, original_tokens, kept_tokens, hint}，hint 建议使用 section。",
-  "server/shape.c: fit to 45% of --context-tokens × --context-share; add _truncated with the load_skill hint naming `section`.":
-    "server/shape.c：裁剪到 --context-tokens × --context-share 的 45%；加上 _truncated，load_skill 的 hint 提到 `section`。",
+  "server/shape.c: fit each copy to --context-tokens × --context-share; add _truncated with the load_skill hint naming `section`.":
+    "server/shape.c：每份副本裁剪到 --context-tokens × --context-share；加上 _truncated，load_skill 的 hint 提到 `section`。",
   "A cut Markdown string keeps heading lines and carries the omission marker.":
     "被裁剪的 Markdown 字符串保留标题行并带省略标记。",
   "server/shape.c (markdown cut): keep every heading, water-fill bodies, end cut bodies with \"[... N characters omitted: narrow the call ...]\".":
@@ -648,10 +648,10 @@ Object.assign(ZH, {
     "被整形的 run_skill_script 保留 status、exit_code 和 request_id 并加上 _truncated；文本块与 structuredContent 相同。",
   "server/shape.c: shape after hooks; keep short fields; hint suggests an argument printing less.":
     "server/shape.c：在钩子之后整形；保留短字段；hint 建议使用输出更少的脚本参数。",
-  "With default limits a result's structured JSON stays within 21,600 characters.":
-    "默认限制下结果的结构化 JSON 不超过 21,600 个字符。",
-  "server/shape.c: fit to 45% of --max-result-chars (48000 → 21600 UTF-16 units).":
-    "server/shape.c：裁剪到 --max-result-chars 的 45%（48000 → 21600 个 UTF-16 单元）。",
+  "With default limits each copy of a result (structured JSON, text block) stays within 48,000 characters.":
+    "默认限制下结果的每份副本（结构化 JSON 与文本块）不超过 48,000 个字符。",
+  "server/shape.c: fit each copy to --max-result-chars (48000 UTF-16 units).":
+    "server/shape.c：每份副本裁剪到 --max-result-chars（48000 个 UTF-16 单元）。",
   "A cut read_skill_file hint names max_bytes.":
     "被裁剪的 read_skill_file 的 hint 提到 max_bytes。",
   "server/shape.c: per-tool hint for read_skill_file mentions max_bytes.":

@@ -331,7 +331,7 @@ T('RFC-SKILL-1 §5.2.2, §3.2, §3.5', 'Without query, skills come in qualified-
   'server/discovery.c + search.c: index ROOT/skill and ROOT/team/skill only, skip dot/node_modules names, sort by qualified name.',
   async (c) => {
     const r = okResult(await tool(await c.srv('main'), 'list_skills', { limit: 500 }));
-    eq(r.skills.map((s) => s.qualified_name), ['acme/billing', 'acme/invoices', 'alpha', 'beta', 'finance/billing', 'gamma', 'hooked', 'mismatch', 'mutable'], 'qualified names');
+    eq(r.skills.map((s) => s.qualified_name ?? s.name), ['acme/billing', 'acme/invoices', 'alpha', 'beta', 'finance/billing', 'gamma', 'hooked', 'mismatch', 'mutable'], 'qualified names');
     eq(r.total, 9, 'total');
   });
 T('RFC-SKILL-1 §3.4.1', 'An earlier root wins over a later one holding the same qualified name.',
@@ -347,7 +347,7 @@ T('RFC-SKILL-1 §5.2.4, §2.3', 'Cards: tags list keeps strings and converts num
   });
 T('RFC-SKILL-1 §5.2.2', 'With query, only matching skills are returned, ranked by relevance.',
   'server/search.c (BM25F): return only matches, best first.',
-  async (c) => { const r = okResult(await tool(await c.srv('main'), 'list_skills', { query: 'invoices' })); expect(r.skills[0]?.qualified_name === 'acme/invoices' && r.total === r.skills.length && r.total < 9, r.skills.map((s) => s.qualified_name), 'acme/invoices first, only matches'); });
+  async (c) => { const r = okResult(await tool(await c.srv('main'), 'list_skills', { query: 'invoices' })); expect(r.skills[0]?.qualified_name === 'acme/invoices' && r.total === r.skills.length && r.total < 9, r.skills.map((s) => s.qualified_name ?? s.name), 'acme/invoices first, only matches'); });
 T('RFC-SKILL-1 §5.2.3', 'tags filter keeps skills with every tag, case-insensitively.',
   'server/search.c: compare tags case-insensitively and require all of them.',
   async (c) => { const s = await c.srv('main'); const r = okResult(await tool(s, 'list_skills', { tags: ['DATA', 'Csv'] })); eq(r.skills.map((x) => x.name), ['alpha'], 'names'); const r2 = okResult(await tool(s, 'list_skills', { tags: [] })); eq(r2.total, 9, 'total with empty tags'); });
@@ -355,7 +355,7 @@ T('RFC-SKILL-1 §5.2.4, §5.2.5', 'Paging: limit gives next_cursor; following it
   'server/search.c (paging): next_cursor = offset after the page; omit it on the last page.',
   async (c) => {
     const s = await c.srv('main'); let cursor; const seen = [];
-    for (let i = 0; i < 10; i++) { const r = okResult(await tool(s, 'list_skills', { limit: 4, ...(cursor ? { cursor } : {}) })); seen.push(...r.skills.map((x) => x.qualified_name)); cursor = r.next_cursor; eq(r.total, 9, 'total'); if (!cursor) break; expect(typeof cursor === 'string', cursor, 'string cursor'); }
+    for (let i = 0; i < 10; i++) { const r = okResult(await tool(s, 'list_skills', { limit: 4, ...(cursor ? { cursor } : {}) })); seen.push(...r.skills.map((x) => x.qualified_name ?? x.name)); cursor = r.next_cursor; eq(r.total, 9, 'total'); if (!cursor) break; expect(typeof cursor === 'string', cursor, 'string cursor'); }
     eq(seen.length, 9, 'cards seen'); eq(new Set(seen).size, 9, 'distinct cards');
   });
 T('RFC-SKILL-1 §5.2.5', 'A cursor the server did not issue is a tool error; an offset past the end gives an empty page.',
@@ -756,11 +756,11 @@ T('RFC-SKILL-1 §7.1.2, §6.1.1', 'Hooks are not scripts: run_skill_script refus
 // -------------------------------------------------------------------- shaping
 AREA('Shaping');
 T('RFC-SKILL-1 §8.1.1, §8.6.1', 'An oversized load_skill result is cut to the budget and gains _truncated {fields, original_tokens, kept_tokens, hint} with a section hint.',
-  'server/shape.c: fit to 45% of --context-tokens × --context-share; add _truncated with the load_skill hint naming `section`.',
+  'server/shape.c: fit each copy to --context-tokens × --context-share; add _truncated with the load_skill hint naming `section`.',
   async (c) => {
     const s = okResult(await tool(await c.srv('budget'), 'load_skill', { name: 'beta' })); const t = s._truncated;
     expect(t && Array.isArray(t.fields) && t.fields.includes('content') && t.original_tokens > t.kept_tokens, t, '_truncated with fields [content], original > kept');
-    expect(t.kept_tokens <= 2000 * 0.25 * 0.45 + 5, t.kept_tokens, `kept_tokens ≤ ${2000 * 0.25 * 0.45}`); has(t.hint ?? '', 'section', '_truncated.hint');
+    expect(t.kept_tokens <= 2000 * 0.25 + 5, t.kept_tokens, `kept_tokens ≤ ${2000 * 0.25}`); has(t.hint ?? '', 'section', '_truncated.hint');
   });
 T('RFC-SKILL-1 §8.4.1, §8.4.2', 'A cut Markdown string keeps heading lines and carries the omission marker.',
   'server/shape.c (markdown cut): keep every heading, water-fill bodies, end cut bodies with "[... N characters omitted: narrow the call ...]".',
@@ -774,16 +774,16 @@ T('RFC-SKILL-1 §8.1.3', 'A result that fits is not changed (no _truncated).',
 T('RFC-SKILL-1 §8.6.2, §8.3.1', 'A cut list_skills page sets next_cursor just past the last card kept; paging skips nothing.',
   'server/shape.c + search.c: after dropping cards, set next_cursor = offset + cards kept.',
   async (c) => {
-    const s = await c.srv('budget'); let cursor; const seen = []; let cut = false;
-    for (let i = 0; i < 20; i++) { const r = okResult(await tool(s, 'list_skills', { limit: 500, ...(cursor ? { cursor } : {}) })); if (r._truncated) cut = true; seen.push(...r.skills.map((x) => x.qualified_name)); cursor = r.next_cursor; if (!cursor) break; }
+    const s = await c.srv('tinylist'); let cursor; const seen = []; let cut = false;
+    for (let i = 0; i < 20; i++) { const r = okResult(await tool(s, 'list_skills', { limit: 500, ...(cursor ? { cursor } : {}) })); if (r._truncated) cut = true; seen.push(...r.skills.map((x) => x.qualified_name ?? x.name)); cursor = r.next_cursor; if (!cursor) break; }
     expect(cut, 'no page was cut', 'the first page cut at this budget'); eq(seen, ['acme/billing', 'acme/invoices', 'alpha', 'beta', 'finance/billing', 'hooked', 'mismatch', 'mutable'], 'all cards over the pages');
   });
 T('RFC-SKILL-1 §8.1.3, §8.5.1, §8.6.1', 'A shaped run_skill_script keeps status, exit_code and request_id and gains _truncated; the text block equals structuredContent.',
   'server/shape.c: shape after hooks; keep short fields; hint suggests an argument printing less.',
   async (c) => { const r = await run(await c.srv('budget'), 'big.sh'); const s = okResult(r); eq([s.status, s.exit_code], ['ok', 0], '[status, exit]'); expect(/^r-[0-9a-f]{16}$/.test(s.request_id), s.request_id, 'request_id'); expect(s._truncated?.fields?.includes('stdout'), s._truncated, '_truncated.fields with stdout'); eq(JSON.parse(textOf(r)), s, 'text JSON'); });
-T('RFC-SKILL-1 §8.1.1', 'With default limits a result\'s structured JSON stays within 21,600 characters.',
-  'server/shape.c: fit to 45% of --max-result-chars (48000 → 21600 UTF-16 units).',
-  async (c) => { const r = await run(await c.srv('main'), 'big.sh'); const n = JSON.stringify(r.structuredContent).length; expect(n <= 21600 && r.structuredContent._truncated, n, '≤ 21600 characters with _truncated'); });
+T('RFC-SKILL-1 §8.1.1', 'With default limits each copy of a result (structured JSON, text block) stays within 48,000 characters.',
+  'server/shape.c: fit each copy to --max-result-chars (48000 UTF-16 units).',
+  async (c) => { const r = await run(await c.srv('main'), 'big.sh'); const n = JSON.stringify(r.structuredContent).length; expect(n <= 48000 && textOf(r).length <= 48000 && r.structuredContent._truncated, n, '≤ 48000 characters with _truncated'); });
 T('RFC-SKILL-1 §8.6.1', 'A cut read_skill_file hint names max_bytes.',
   'server/shape.c: per-tool hint for read_skill_file mentions max_bytes.',
   async (c) => { const s = okResult(await tool(await c.srv('budget'), 'read_skill_file', { name: 'beta', path: 'SKILL.md' }).catch(() => null) ?? await tool(await c.srv('budget'), 'read_skill_file', { name: 'alpha', path: 'assets/long.txt' })); if (!s._truncated) throw new Fail('no _truncated', 'a cut result'); has(s._truncated.hint ?? '', 'max_bytes', 'hint'); });

@@ -63,6 +63,8 @@ const CONFIGS = {
   rootB: ['--skills', fx.B, '--refresh-interval', '0'],
   refresh: ['--skills', fx.R, '--refresh-interval', '1'],
   budget: ['--skills', fx.A, '--refresh-interval', '0', '--context-tokens', '2000'],
+  // so small that even the shortest cards of the library do not fit one page
+  tinylist: ['--skills', fx.A, '--refresh-interval', '0', '--context-tokens', '2000', '--context-share', '0.06'],
   hooks: ['--skills', fx.A, '--refresh-interval', '0', '--hooks-dir', fx.H],
   noscripts: ['--skills', fx.A, '--refresh-interval', '0', '--no-scripts', '--max-result-chars', '60000'],
   queue: ['--skills', fx.A, '--refresh-interval', '0', '--max-script-concurrency', '1', '--script-queue-timeout', '1'],

@@ -194,7 +194,8 @@ static void skill_unref(struct skill *k)
     json_decref(k->fm);
     json_decref(k->warnings);
     search_terms_free(k->terms);
-    free(atomic_load(&k->card));
+    for (size_t i = 0; i < SKILL_CARD_TIERS; i++)
+        free(atomic_load(&k->card[i]));
     free(k->hook_pre);
     free(k->hook_post);
     for (size_t i = 0; i < k->ntags; i++)

@@ -55,6 +55,9 @@ struct skill_body {
     _Atomic(struct skill_rendered *) *sec_rendered;
 };
 
+/* How many shapes of a list_skills card an entry keeps (tools.c). */
+#define SKILL_CARD_TIERS 7
+
 struct skill {
     atomic_long refs;
     char *name;             /* folder name */
@@ -78,7 +81,8 @@ struct skill {
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry */
     struct search_terms *terms; /* name, tags and description tokenized for search */
-    _Atomic(struct card *) card;    /* list_skills card (tools.c), rendered on first use */
+    _Atomic(struct card *) card[SKILL_CARD_TIERS]; /* list_skills cards (tools.c), one per
+                                                      tier, each rendered on first use */
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */
 };

@@ -32,7 +32,7 @@
 #include "shape.h"
 #include "util.h"
 
-#define LIST_DEFAULT_LIMIT 50
+#define LIST_DEFAULT_LIMIT 500  /* the whole library, as far as the budget goes */
 #define LIST_MAX_LIMIT 500
 #define READ_DEFAULT_MAX 65536
 #define READ_MAX_MAX (1 << 20)
@@ -264,21 +264,155 @@ static struct skill *gated(struct tool_ctx *c, struct skill *k, struct tool_out 
     return NULL;
 }
 
-static json_t *card_of(const struct snapshot *s, size_t idx)
+/*
+ * A list_skills card comes in tiers, richest first: the full card (tier 0),
+ * the card without tags and version (1), then name and a description cut
+ * to at most tier_cap[t] tokens (2 and up). A page gives each card the
+ * richest tier that fits its share of the budget (page_tiers).
+ */
+static const unsigned short tier_cap[SKILL_CARD_TIERS] = {0, 0, 48, 32, 24, 16, 10};
+
+#define ELLIPSIS "\xe2\x80\xa6"     /* U+2026: the description goes on */
+
+/* A wide character that is written without spaces between words (CJK). */
+static int wide_at(const unsigned char *p)
+{
+    return p[0] >= 0xe3 && p[0] <= 0xed;
+}
+
+/* A CJK sentence end (。！？) or clause mark (，；：、) at p, of 3 bytes. */
+static int cjk_mark(const unsigned char *p, size_t left, int sentence)
+{
+    if (left < 3)
+        return 0;
+    if (sentence)
+        return (p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x82) ||
+               (p[0] == 0xef && p[1] == 0xbc && (p[2] == 0x81 || p[2] == 0x9f));
+    return (p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x81) ||
+           (p[0] == 0xef && p[1] == 0xbc && (p[2] == 0x8c || p[2] == 0x9b || p[2] == 0x9a));
+}
+
+/* Trailing spaces and clause punctuation are not worth keeping before the marker. */
+static size_t trim_clause_end(const char *d, size_t p)
+{
+    while (p > 0 && strchr(" ,;:-(", d[p - 1]))
+        p--;
+    while (p >= 3 && (!memcmp(d + p - 3, "\xe2\x80\x94", 3) || !memcmp(d + p - 3, "\xe2\x80\x93", 3) ||
+                      cjk_mark((const unsigned char *)d + p - 3, 3, 0))) {
+        p -= 3;
+        while (p > 0 && d[p - 1] == ' ')
+            p--;
+    }
+    return p;
+}
+
+/*
+ * How much of description d (n bytes) a card with room for cap tokens
+ * keeps, and whether it ends with the marker. The longest prefix within
+ * cap is cut back to the last sentence end (". " before a capital or a
+ * digit, "!", "?", "。"), else the last clause boundary (", " "; " ": "
+ * " — " " – " " - " " (" or "，；：、"), else the last space (or a place
+ * between two CJK characters); a later class wins only when the earlier
+ * one would keep less than half of that prefix. A sentence end needs no
+ * marker; any other cut ends with "…". Text with no boundary at all (one
+ * long word) is cut on a character boundary.
+ */
+size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
+{
+    const unsigned char *u = (const unsigned char *)d;
+    *marker = 0;
+    if (!cap || shape_tokens(d, n) <= cap)
+        return n;
+    size_t lo = 0, hi = n;      /* prefix lo fits with the marker, hi does not */
+    while (hi - lo > 1) {
+        size_t mid = utf8_trim(d, lo + (hi - lo) / 2);
+        if (mid <= lo) {
+            size_t q = utf8_seq(u + lo, n - lo);
+            mid = lo + (q ? q : 1);
+        }
+        if (mid >= hi)
+            break;
+        if (shape_tokens(d, mid) + 1 <= cap)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t lim = lo, sent = 0, clause = 0, word = 0;
+    for (size_t i = 1; i <= lim && i < n; i++) {
+        unsigned char c = u[i - 1];
+        if ((c == '.' || c == '!' || c == '?') && u[i] == ' ') {
+            size_t j = i;
+            while (j < n && u[j] == ' ')
+                j++;
+            if (c != '.' || j == n || !(u[j] >= 'a' && u[j] <= 'z'))
+                sent = i;
+        }
+        if (i >= 3 && cjk_mark(u + i - 3, 3, 1))
+            sent = i;
+        if (u[i] == ' ' && c != ' ')
+            word = i;
+        if (strchr(",;:", u[i]) && i + 1 < n && u[i + 1] == ' ')
+            clause = i;
+        if (u[i] == ' ' && i + 2 < n && u[i + 1] == '-' && u[i + 2] == ' ')
+            clause = i;
+        if (u[i] == ' ' && i + 4 < n && u[i + 1] == 0xe2 && u[i + 2] == 0x80 &&
+            (u[i + 3] == 0x94 || u[i + 3] == 0x93))
+            clause = i;
+        if (u[i] == ' ' && i + 1 < n && u[i + 1] == '(')
+            clause = i;
+        if (cjk_mark(u + i, n - i, 0))
+            clause = i;
+        if ((u[i] & 0xc0) != 0x80 && i >= 3 && wide_at(u + i) && wide_at(u + i - 3) &&
+            utf8_seq(u + i - 3, 3) == 3)
+            word = i;
+    }
+    size_t half = lim / 2, at;
+    if (sent && sent >= half)
+        return sent;
+    if (clause && clause >= half)
+        at = clause;
+    else if (word && word >= half)
+        at = word;
+    else if (sent && sent >= clause && sent >= word)
+        return sent;
+    else
+        at = clause > word ? clause : word;
+    if (at)
+        at = trim_clause_end(d, at);
+    if (!at)
+        at = lim;       /* one word longer than the room: a character boundary */
+    *marker = 1;
+    return at;
+}
+
+static json_t *card_of(const struct snapshot *s, size_t idx, int tier)
 {
     const struct skill *k = s->v[idx];
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
     if (g && g->serve)
         k = g->serve;       /* the card of the version served */
-    json_t *c = json_pack("{s:s, s:s, s:s}", "name", k->name, "qualified_name", k->qname,
-                          "description", k->description);
-    if (k->ntags) {
+    json_t *c = json_pack("{s:s}", "name", k->name);
+    if (strcmp(k->qname, k->name))  /* equal: it would only repeat the name */
+        json_object_set_new(c, "qualified_name", json_string(k->qname));
+    int marker;
+    size_t dlen = strlen(k->description);
+    size_t keep = tools_desc_cut(k->description, dlen, tier_cap[tier], &marker);
+    if (marker) {
+        char *t = xmalloc(keep + sizeof ELLIPSIS);
+        memcpy(t, k->description, keep);
+        memcpy(t + keep, ELLIPSIS, sizeof ELLIPSIS);
+        json_object_set_new(c, "description", json_string(t));
+        free(t);
+    } else {
+        json_object_set_new(c, "description", json_stringn(k->description, keep));
+    }
+    if (tier == 0 && k->ntags) {
         json_t *t = json_array();
         for (size_t i = 0; i < k->ntags; i++)
             json_array_append_new(t, json_string(k->tags[i]));
         json_object_set_new(c, "tags", t);
     }
-    if (k->version)
+    if (tier == 0 && k->version)
         json_object_set_new(c, "version", json_string(k->version));
     if (g && g->reason) {
         json_object_set_new(c, "quarantined", json_true());
@@ -336,22 +470,197 @@ static size_t *page_window(const struct snapshot *s, const char *query, json_t *
     return win;
 }
 
+static struct card *card_render(json_t *j)
+{
+    size_t n;
+    char *s = jf_dumps(j, &n);
+    json_decref(j);
+    struct buf esc;
+    buf_init(&esc, 0);
+    buf_json_escape(&esc, s, n);
+    struct card *c = xmalloc(sizeof *c + n + esc.len);
+    c->len = (uint32_t)n;
+    c->esc_len = (uint32_t)esc.len;
+    c->tokens = (uint32_t)shape_tokens(s, n);
+    c->chars = (uint32_t)shape_chars(s, n);
+    memcpy(c->data, s, n);
+    memcpy(c->data + n, esc.p, esc.len);
+    free(s);
+    buf_cleanup(&esc);
+    return c;
+}
+
+/*
+ * The card of entry idx at a tier. A served entry's card depends only on
+ * the entry, so it is rendered by the first request that shows it and kept
+ * with the entry (two threads may render it at once; one copy wins). A card
+ * the lock changes (quarantined, or served from the store) belongs to this
+ * snapshot's verdict, not to the entry: it is rendered each time, *owned set.
+ */
+static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int *owned)
+{
+    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
+    *owned = g && (g->reason || g->serve);
+    if (*owned)
+        return card_render(card_of(s, idx, tier));
+    struct skill *k = s->v[idx];
+    struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
+    if (c)
+        return c;
+    c = card_render(card_of(s, idx, tier));
+    struct card *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(c);
+        c = none;
+    }
+    return c;
+}
+
+static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
+{
+    return !b || ((!b->max_tokens || tokens <= b->max_tokens) &&
+                  (!b->max_chars || chars <= b->max_chars));
+}
+
+/* The cards of one page, each at the tier page_tiers gave it. */
+struct page {
+    size_t *idx;            /* entries, in page order */
+    size_t n, total;        /* cards on the page; matches before the window */
+    struct card **card;
+    unsigned char *own;     /* card[i] is this page's to free */
+    unsigned char *tier;
+};
+
+static void page_free(struct page *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->own[i])
+            free(p->card[i]);
+    free(p->idx);
+    free(p->card);
+    free(p->own);
+    free(p->tier);
+}
+
+static void page_set(const struct snapshot *s, struct page *p, size_t i, int tier)
+{
+    int own;
+    struct card *c = card_get(s, p->idx[i], tier, &own);
+    if (p->own[i])
+        free(p->card[i]);
+    p->card[i] = c;
+    p->own[i] = (unsigned char)own;
+    p->tier[i] = (unsigned char)tier;
+}
+
+/*
+ * The tier of each card. The budget, less the page's envelope, is shared
+ * equally: each card gets room = tokens / cards on the page, and takes the
+ * richest tier that fits it (the last tier when none does; the page is then
+ * cut at a card boundary). A ranked page (a query) then spends what is left
+ * on its top results, in rank order, while the next one's richer tier fits.
+ * Cards are kept with their entries, so this reads sizes and renders only
+ * a tier no page has shown yet. Tokens decide the tiers: characters bound
+ * what a client accepts, not what a model can read, and are left to the cut.
+ */
+static void page_tiers(const struct snapshot *s, struct page *p, const struct shape_budget *b,
+                       int ranked, size_t env_tokens, size_t env_chars)
+{
+    size_t n = p->n;
+    if (!n)
+        return;
+    size_t room = SIZE_MAX;
+    if (b && b->max_tokens) {
+        size_t avail = b->max_tokens > env_tokens ? b->max_tokens - env_tokens : 0;
+        room = avail / n;
+        room = room ? room - 1 : 0;     /* the comma after it */
+    }
+    size_t tokens = env_tokens + n - 1, chars = env_chars + n - 1;
+    for (size_t i = 0; i < n; i++) {
+        for (int t = 0; t < SKILL_CARD_TIERS; t++) {
+            page_set(s, p, i, t);
+            if (p->card[i]->tokens <= room)
+                break;
+        }
+        tokens += p->card[i]->tokens;
+        chars += p->card[i]->chars;
+    }
+    if (!ranked || !b || !b->max_tokens || tokens >= b->max_tokens ||
+        (b->max_chars && chars >= b->max_chars))
+        return;
+    size_t slack_t = b->max_tokens - tokens;
+    size_t slack_c = b->max_chars ? b->max_chars - chars : SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        int from = p->tier[i], to = -1;
+        struct card *cur = p->card[i];
+        for (int t = 0; t < from && to < 0; t++) {
+            int own;
+            struct card *c = card_get(s, p->idx[i], t, &own);
+            size_t dt = c->tokens > cur->tokens ? c->tokens - cur->tokens : 0;
+            size_t dc = c->chars > cur->chars ? c->chars - cur->chars : 0;
+            if (dt <= slack_t && dc <= slack_c) {
+                to = t;
+                slack_t -= dt;
+                slack_c -= dc;
+            }
+            if (own)
+                free(c);
+        }
+        if (from > 0 && to < 0)
+            break;
+        if (to >= 0)
+            page_set(s, p, i, to);
+    }
+}
+
+/* The end of a whole list page, after its last card. */
+static void page_tail(struct buf *t, size_t total, uint64_t generation, size_t offset,
+                      size_t n)
+{
+    buf_reset(t);
+    buf_printf(t, "],\"total\":%zu,\"generation\":%" PRIu64, total, generation);
+    if (offset + n < total)
+        buf_printf(t, ",\"next_cursor\":\"%zu\"", offset + n);
+    buf_puts(t, "}");
+}
+
+static const char page_head[] = "{\"skills\":[";
+
+/* The entries of a page and their cards, fitted to budget b. */
+static void page_build(const struct snapshot *s, const char *query, json_t *tags,
+                       size_t offset, size_t limit, const struct shape_budget *b, struct page *p)
+{
+    p->idx = page_window(s, query, tags, offset, limit, &p->n, &p->total);
+    size_t m = p->n ? p->n : 1;
+    p->card = xcalloc(m, sizeof *p->card);
+    p->own = xcalloc(m, 1);
+    p->tier = xcalloc(m, 1);
+    struct buf t;
+    buf_init(&t, 0);
+    page_tail(&t, p->total, s->generation, offset, p->n);
+    size_t hc = sizeof page_head - 1;
+    page_tiers(s, p, b, query != NULL, shape_tokens(page_head, hc) + shape_tokens(t.p, t.len),
+               hc + shape_chars(t.p, t.len));
+    buf_cleanup(&t);
+}
+
 static json_t *list_page(const struct snapshot *s, const char *query, json_t *tags,
-                         size_t offset, size_t limit)
+                         size_t offset, size_t limit, const struct shape_budget *b)
 {
     json_t *cards = json_array();
-    size_t n, total;
-    size_t *win = page_window(s, query, tags, offset, limit, &n, &total);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(cards, card_of(s, win[i]));
-    free(win);
-    json_t *r = json_pack("{s:o, s:I, s:I}", "skills", cards, "total", (json_int_t)total,
+    struct page p;
+    page_build(s, query, tags, offset, limit, b, &p);
+    for (size_t i = 0; i < p.n; i++)
+        json_array_append_new(cards, card_of(s, p.idx[i], p.tier[i]));
+    json_t *r = json_pack("{s:o, s:I, s:I}", "skills", cards, "total", (json_int_t)p.total,
                           "generation", (json_int_t)s->generation);
-    if (offset + limit < total) {
+    if (offset + p.n < p.total) {
         char cur[32];
-        snprintf(cur, sizeof cur, "%zu", offset + limit);
+        snprintf(cur, sizeof cur, "%zu", offset + p.n);
         json_object_set_new(r, "next_cursor", json_string(cur));
     }
+    page_free(&p);
     return r;
 }
 
@@ -385,68 +694,6 @@ static void fit_list(struct tool_out *o, size_t offset)
     }
 }
 
-static struct card *card_render(json_t *j)
-{
-    size_t n;
-    char *s = jf_dumps(j, &n);
-    json_decref(j);
-    struct buf esc;
-    buf_init(&esc, 0);
-    buf_json_escape(&esc, s, n);
-    struct card *c = xmalloc(sizeof *c + n + esc.len);
-    c->len = (uint32_t)n;
-    c->esc_len = (uint32_t)esc.len;
-    c->tokens = (uint32_t)shape_tokens(s, n);
-    c->chars = (uint32_t)shape_chars(s, n);
-    memcpy(c->data, s, n);
-    memcpy(c->data + n, esc.p, esc.len);
-    free(s);
-    buf_cleanup(&esc);
-    return c;
-}
-
-/*
- * The card of entry idx. A served entry's card depends only on the entry,
- * so it is rendered by the first request that shows it and kept with the
- * entry (two threads may render it at once; one copy wins). A card the lock
- * changes (quarantined, or served from the store) belongs to this snapshot's
- * verdict, not to the entry: it is rendered each time, *owned set.
- */
-static struct card *card_get(const struct snapshot *s, size_t idx, int *owned)
-{
-    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
-    *owned = g && (g->reason || g->serve);
-    if (*owned)
-        return card_render(card_of(s, idx));
-    struct skill *k = s->v[idx];
-    struct card *c = atomic_load_explicit(&k->card, memory_order_acquire);
-    if (c)
-        return c;
-    c = card_render(card_of(s, idx));
-    struct card *none = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&k->card, &none, c, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        free(c);
-        c = none;
-    }
-    return c;
-}
-
-static void cards_release(struct card **win, unsigned char *own, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (own[i])
-            free(win[i]);
-    free(win);
-    free(own);
-}
-
-static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
-{
-    return !b || ((!b->max_tokens || tokens <= b->max_tokens) &&
-                  (!b->max_chars || chars <= b->max_chars));
-}
-
 /* The end of a list page cut to the budget, after its last card. */
 static void cut_tail(struct buf *t, size_t total, uint64_t generation, size_t cursor,
                      size_t original_tokens, size_t kept_tokens, const char *hint)
@@ -478,34 +725,25 @@ static void cut_tail(struct buf *t, size_t total, uint64_t generation, size_t cu
 static int list_from_cards(const struct snapshot *s, const char *query, json_t *tags,
                            size_t offset, size_t limit, struct tool_out *o)
 {
-    static const char head[] = "{\"skills\":[", head_esc[] = "{\\\"skills\\\":[";
-    size_t total, kept;
+    static const char head_esc[] = "{\\\"skills\\\":[";
+    const char *head = page_head;
     struct buf b, e, tail;
-
-    size_t *idx = page_window(s, query, tags, offset, limit, &kept, &total);
-    struct card **win = xmalloc((kept ? kept : 1) * sizeof *win);
-    unsigned char *own = xcalloc(kept ? kept : 1, 1);
-    for (size_t i = 0; i < kept; i++) {
-        int o1;
-        win[i] = card_get(s, idx[i], &o1);
-        own[i] = (unsigned char)o1;
-    }
-    free(idx);
+    struct page p;
+    page_build(s, query, tags, offset, limit, o->budget, &p);
+    size_t total = p.total, kept = p.n;
+    struct card **win = p.card;
 
     /* Sizes of the head and of every prefix of the window. */
-    size_t hc = sizeof head - 1, ht = shape_tokens(head, hc);
+    size_t hc = sizeof page_head - 1, ht = shape_tokens(head, hc);
     size_t chars = hc, tokens = ht;
     for (size_t i = 0; i < kept; i++) {
         chars += win[i]->chars + (i > 0);
         tokens += win[i]->tokens + (i > 0);
     }
     buf_init(&tail, 0);
-    buf_printf(&tail, "],\"total\":%zu,\"generation\":%" PRIu64, total, s->generation);
+    page_tail(&tail, total, s->generation, offset, kept);
     size_t cut = kept;
     const struct shape_budget *bu = o->budget;
-    if (offset + kept < total)
-        buf_printf(&tail, ",\"next_cursor\":\"%zu\"", offset + kept);
-    buf_puts(&tail, "}");
     size_t full_tokens = tokens + shape_tokens(tail.p, tail.len);
     if (!fits_budget(bu, chars + shape_chars(tail.p, tail.len), full_tokens)) {
         /* The tail of a cut page, sized with the widest numbers it can hold
@@ -528,7 +766,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
             }
         }
         if (cut == 0) {
-            cards_release(win, own, kept);
+            page_free(&p);
             buf_cleanup(&tail);
             return -1;
         }
@@ -542,7 +780,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
     }
     buf_init(&b, 0);
     buf_init(&e, 0);
-    buf_reserve(&b, sizeof head + bytes + tail.len);
+    buf_reserve(&b, sizeof page_head + bytes + tail.len);
     buf_reserve(&e, sizeof head_esc + esc_bytes + 2 * tail.len);
     buf_puts(&b, head);
     buf_puts(&e, head_esc);
@@ -554,7 +792,7 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
         buf_append(&b, win[i]->data, win[i]->len);
         buf_append(&e, win[i]->data + win[i]->len, win[i]->esc_len);
     }
-    cards_release(win, own, kept);
+    page_free(&p);
     buf_append(&b, tail.p, tail.len);
     buf_json_escape(&e, tail.p, tail.len);
     buf_cleanup(&tail);
@@ -599,7 +837,7 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
         query = NULL;
     if (c->snap->ext && list_from_cards(c->snap, query, tags, offset, (size_t)limit, o) == 0)
         return 0;
-    o->structured = list_page(c->snap, query, tags, offset, (size_t)limit);
+    o->structured = list_page(c->snap, query, tags, offset, (size_t)limit, o->budget);
     fit_list(o, offset);
     return 0;
 }
@@ -995,20 +1233,17 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
     "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"      \
     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"                       \
     "\"version\":{\"type\":\"string\"},\"quarantined\":{\"type\":\"boolean\"},"           \
-    "\"quarantine_reason\":{\"type\":\"string\"}},\"required\":[\"name\",\"qualified_name\"," \
-    "\"description\"]}"
+    "\"quarantine_reason\":{\"type\":\"string\"}},\"required\":[\"name\",\"description\"]}"
 
 static const struct tool table[] = {
     {"list_skills", "List skills",
-     "List the skills in this library as compact cards (name, description, tags). Call this "
-     "first. Pass 'query' to rank skills by relevance to a task, 'tags' to filter, and "
-     "'cursor' (the previous page's next_cursor) to page.",
+     "List the skills available (name and description). Call this first; pass 'query' to "
+     "find the skills for a task.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"query\":{\"type\":\"string\",\"description\":\"words describing the task; ranks by "
-     "relevance\"},"
-     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"keep "
-     "skills carrying every tag\"},"
-     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500,\"default\":50},"
+     "\"query\":{\"type\":\"string\",\"description\":\"what the task is about\"},"
+     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"only "
+     "skills with all these tags\"},"
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500,\"default\":500},"
      "\"cursor\":{\"type\":\"string\",\"description\":\"next_cursor from the previous "
      "page\"}},\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"skills\":{\"type\":\"array\",\"items\":" CARD_SCHEMA
@@ -1018,13 +1253,12 @@ static const struct tool table[] = {
      1, t_list_skills, 0,
      "pass a query or tags to list fewer skills, a smaller limit, or the next_cursor"},
     {"load_skill", "Load a skill",
-     "Load a skill's instructions (its SKILL.md body), or one section of it by heading. Load a "
-     "skill before acting on it. The result also lists the skill's scripts and other files.",
+     "Load a skill's instructions (or one section, by heading) before acting on it. Also "
+     "lists its scripts and files.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name "
-     "(team/skill)\"},"
-     "\"section\":{\"type\":\"string\",\"description\":\"a heading of the body "
-     "(case-insensitive); returns that section with its subsections\"}},"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name (or team/skill)\"},"
+     "\"section\":{\"type\":\"string\",\"description\":\"a heading; returns only that "
+     "section\"}},"
      "\"required\":[\"name\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
      "\"qualified_name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},"
@@ -1043,12 +1277,10 @@ static const struct tool table[] = {
      1, t_load_skill, 0,
      "load one section at a time: call load_skill with section set to one of 'sections'"},
     {"read_skill_file", "Read a skill file",
-     "Read one file bundled with a skill (a reference, template or script source), by its "
-     "path inside the skill folder, e.g. references/api.md. Text comes back as UTF-8, other "
-     "files as base64.",
+     "Read a file of a skill by its path, e.g. references/api.md (load_skill lists them).",
      "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name\"},"
-     "\"path\":{\"type\":\"string\",\"description\":\"path relative to the skill folder\"},"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name (or team/skill)\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"path inside the skill\"},"
      "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
      "\"default\":65536}},\"required\":[\"name\",\"path\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
@@ -1059,16 +1291,15 @@ static const struct tool table[] = {
      1, t_read_skill_file, 0,
      "read less at once: pass a smaller max_bytes"},
     {"skill_server_stats", "Server statistics",
-     "Index state (generation, skill count, problems, last refresh) and per-tool call counts "
-     "and latency percentiles.",
+     "Server health: skill count, index problems, calls and latency per tool.",
      "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"server\":{\"type\":\"object\"},"
      "\"index\":{\"type\":\"object\"},\"tools\":{\"type\":\"object\"}},"
      "\"required\":[\"server\",\"index\",\"tools\"]}",
      1, t_stats, 0, NULL},
     {"reload_skills", "Reload skills",
-     "Rescan the skill folders now and report what changed (added, removed, changed, "
-     "problems). The server also does this by itself every few seconds.",
+     "Rescan the skills now and report what changed. The server also does this by itself "
+     "every few seconds.",
      "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"generation_before\":{\"type\":\"integer\"},"
      "\"generation_after\":{\"type\":\"integer\"},"
@@ -1080,24 +1311,22 @@ static const struct tool table[] = {
      "\"changed\",\"errors\"]}",
      0, t_reload, 0, NULL},
     {"run_skill_script", "Run a skill script",
-     "Run one of a skill's bundled scripts (a path from the 'scripts' that load_skill lists) "
-     "and get its output: stdout is the answer, stderr the diagnostics. Use this rather than "
-     "re-implementing what a script does. Secrets go in 'env', never in 'args'. The result's "
-     "'status' (ok, failed, stalled, timeout, busy) and 'hint' say what to do next.",
+     "Run a skill's script (one of the scripts load_skill lists) and get its output; prefer "
+     "it to redoing its work. Secrets go in env, never in args. The result's hint says what "
+     "to do next.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"skill name or qualified name\"},"
+     "\"name\":{\"type\":\"string\",\"description\":\"skill name (or team/skill)\"},"
      "\"script\":{\"type\":\"string\",\"description\":\"path inside the skill, e.g. "
      "scripts/run.py\"},"
      "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
-     "\"command-line arguments, passed as data (no shell)\"},"
-     "\"stdin\":{\"type\":\"string\",\"description\":\"text fed to the script's standard "
-     "input; without it the script reads end-of-file\"},"
+     "\"arguments (no shell)\"},"
+     "\"stdin\":{\"type\":\"string\",\"description\":\"standard input\"},"
      "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"seconds; "
-     "may only lower the skill's ceiling\"},"
+     "can only lower the limit\"},"
      "\"stall_timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":"
-     "\"seconds without output before the script is stopped; may only lower it\"},"
+     "\"seconds of silence before it is stopped; can only lower it\"},"
      "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
-     "\"description\":\"extra environment variables, e.g. API tokens\"}},"
+     "\"description\":\"extra environment variables (secrets)\"}},"
      "\"required\":[\"name\",\"script\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{"
      "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"failed\",\"stalled\","
@@ -1158,11 +1387,10 @@ json_t *tools_list_json(int scripts)
 void tools_setup(struct srv *S)
 {
     /* A result carries its JSON twice (text block and structuredContent),
-     * and the text escapes it once more: each copy gets under half. */
-    struct shape_budget whole =
+     * but a model reads one of them (docs/shaping.md): each copy gets the
+     * whole budget. */
+    S->budget =
         shape_budget_of(S->cfg.context_tokens, S->cfg.context_share, S->cfg.max_result_chars);
-    S->budget.max_tokens = whole.max_tokens * 45 / 100;
-    S->budget.max_chars = whole.max_chars * 45 / 100;
     S->tools_list = tools_list_json(!S->cfg.no_scripts);
     if (S->cfg.enable_tasks) {
         /* a client may run it as a task (2025-11-25 execution.taskSupport) */
@@ -1317,7 +1545,7 @@ struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
     struct srv *S = arg;
     struct snapshot_ext *e = xcalloc(1, sizeof *e);
     for (int modern = 0; modern < 2; modern++) {
-        struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT),
+        struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT, &S->budget),
                              .budget = &S->budget, .hint = table[0].narrow};
         fit_list(&o, 0);
         e->list[modern] = render(&o, 0, modern, &e->len[modern]);

@@ -50,6 +50,14 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
 char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int modern,
                        size_t *len);
 
+/*
+ * How many bytes of description d (n bytes) a list_skills card keeps when
+ * its description may take cap tokens (0: all of it), cut at a sentence,
+ * clause or word boundary; *marker is set when the card adds "…" after
+ * them (docs/shaping.md, "The catalogue").
+ */
+size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker);
+
 /* Snapshot hooks: pre-render the default list_skills result. */
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);
 void tools_ext_free(struct snapshot_ext *e);

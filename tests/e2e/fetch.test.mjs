@@ -309,10 +309,10 @@ test('with a lock, a fetched skill arrives quarantined until `skill-mcp lock app
     b = await startServer({ skillsDirs: [into], args: ['--lock', lock] });
     const c = await connect(b.url);
     const list = await callOk(assert, c, 'list_skills', { limit: 100 });
-    const q = list.skills.find((k) => k.qualified_name === 'pdf-tools');
+    const q = list.skills.find((k) => (k.qualified_name ?? k.name) === 'pdf-tools');
     assert.equal(q?.quarantined, true, JSON.stringify(list));
     assert.ok(q.quarantine_reason.includes(`skill-mcp lock approve pdf-tools --lock ${lock}`), q.quarantine_reason);
-    assert.equal(list.skills.find((k) => k.qualified_name === 'local-notes')?.quarantined, undefined);
+    assert.equal(list.skills.find((k) => (k.qualified_name ?? k.name) === 'local-notes')?.quarantined, undefined);
     const msg = await callErr(assert, c, 'load_skill', { name: 'pdf-tools' });
     assert.match(msg, /quarantined/);
     // reviewed: approve it, and the server serves it

@@ -203,7 +203,7 @@ test('modern tools/call works statelessly and has resultType complete', opts, as
   const r = await postModern(s.url, 'tools/call', { name: 'list_skills', arguments: { query: 'spreadsheet' } });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.result.resultType, 'complete');
-  assert.equal(r.json.result.structuredContent.skills[0].qualified_name, 'csv-profile');
+  assert.equal(r.json.result.structuredContent.skills[0].name, 'csv-profile');
   const e = await postModern(s.url, 'tools/call', { name: 'no_such_tool', arguments: {} });
   rpcError(e, -32602, 200);
 });

@@ -43,7 +43,7 @@ function lockCli(lib, ...args) {
 }
 
 function card(list, qname) {
-  return list.skills.find((s) => s.qualified_name === qname);
+  return list.skills.find((s) => (s.qualified_name ?? s.name) === qname);
 }
 
 async function quarantined(client, qname, re) {

@@ -66,7 +66,7 @@ test('other GET paths are 404 and GET on the endpoint is 405', { timeout: TEST_T
 
 test('per-skill usage in /metrics and skill_server_stats', { timeout: TEST_TIMEOUT }, async () => {
   const names = (await client.callTool({ name: 'list_skills', arguments: {} })).structuredContent.skills;
-  const skill = names[0].qualified_name;
+  const skill = (names[0].qualified_name ?? names[0].name);
   await client.callTool({ name: 'load_skill', arguments: { name: skill } });
   await client.callTool({ name: 'load_skill', arguments: { name: skill, section: 'no such section' } });
   const st = (await client.callTool({ name: 'skill_server_stats', arguments: {} })).structuredContent;

@@ -70,7 +70,7 @@ describe('reload_skills (no refresh timer)', () => {
 
     const after1 = await callOk(client, 'list_skills', {});
     assert.equal(after1.generation, r.generation_after);
-    const names = after1.skills.map((k) => k.qualified_name);
+    const names = after1.skills.map((k) => (k.qualified_name ?? k.name));
     assert.ok(names.includes('new-skill'));
     assert.equal(names.includes('globex/reports'), false);
     assert.match(after1.skills.find((k) => k.name === 'git-helper').description, /excellent/);
@@ -78,7 +78,7 @@ describe('reload_skills (no refresh timer)', () => {
     const rep = await callOk(client, 'load_skill', { name: 'reports' });
     assert.equal(rep.qualified_name, 'acme/reports');
     const z = await callOk(client, 'list_skills', { query: 'zebras' });
-    assert.equal(z.skills[0]?.qualified_name, 'new-skill');
+    assert.equal(z.skills[0]?.name, 'new-skill');
     await callErr(client, 'load_skill', { name: 'globex/reports' });
   });
 
@@ -102,7 +102,7 @@ describe('reload_skills (no refresh timer)', () => {
       assert.ok(r.errors.some((e) => String(e.path).includes('deploy-runner')), JSON.stringify(r.errors));
       assert.equal(r.removed.includes('deploy-runner'), false, 'a half-written skill is not dropped');
       const l = await callOk(client, 'list_skills', {});
-      assert.ok(l.skills.some((k) => k.qualified_name === 'deploy-runner'));
+      assert.ok(l.skills.some((k) => (k.qualified_name ?? k.name) === 'deploy-runner'));
     } finally {
       fs.writeFileSync(md, good);
     }
@@ -149,7 +149,7 @@ describe('hot reload via --refresh-interval 1', () => {
       .replace('description: Profile CSV files', 'description: HOTRELOADED Profile CSV files'));
     const hit = await poll(async () => {
       const r = await callOk(client, 'list_skills', {});
-      const k = r.skills.find((x) => x.qualified_name === 'csv-profile');
+      const k = r.skills.find((x) => (x.qualified_name ?? x.name) === 'csv-profile');
       return k?.description.startsWith('HOTRELOADED') ? r : null;
     }, 5000, 100);
     assert.ok(hit, 'the refresh timer did not pick up the edit within 5 s');
@@ -161,7 +161,7 @@ describe('hot reload via --refresh-interval 1', () => {
     fs.writeFileSync(path.join(s.skills, 'acme', 'hot-added', 'SKILL.md'), skillMd('hot-added', 'Added while running.'));
     fs.rmSync(path.join(s.skills, 'pdf-tools'), { recursive: true });
     const hit = await poll(async () => {
-      const names = (await callOk(client, 'list_skills', {})).skills.map((k) => k.qualified_name);
+      const names = (await callOk(client, 'list_skills', {})).skills.map((k) => (k.qualified_name ?? k.name));
       return names.includes('acme/hot-added') && !names.includes('pdf-tools');
     }, 5000, 100);
     assert.ok(hit, 'refresh did not converge within 5 s');

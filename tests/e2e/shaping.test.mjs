@@ -147,7 +147,7 @@ test('a cut list page has a next_cursor that skips no card', { timeout: TEST_TIM
       const r = await c2.callTool({ name: 'list_skills', arguments: args });
       const sc = r.structuredContent;
       total = sc.total;
-      for (const s of sc.skills) seen.add(s.qualified_name);
+      for (const s of sc.skills) seen.add((s.qualified_name ?? s.name));
       cursor = sc.next_cursor;
       if (!cursor) break;
     }

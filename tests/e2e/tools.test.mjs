@@ -31,18 +31,20 @@ after(async () => {
 
 test('list_skills: every good skill, qualified-name order, fields per docs', opts, async () => {
   const r = await callOk(client, 'list_skills', {});
-  assert.deepEqual(r.skills.map((k) => k.qualified_name), GOOD);
+  assert.deepEqual(r.skills.map((k) => (k.qualified_name ?? k.name)), GOOD);
   assert.equal(r.total, GOOD.length);
   assert.equal(typeof r.generation, 'number');
   assert.equal(r.next_cursor, undefined, 'one page: no next_cursor');
-  const csv = r.skills.find((k) => k.qualified_name === 'csv-profile');
+  const csv = r.skills.find((k) => (k.qualified_name ?? k.name) === 'csv-profile');
   assert.equal(csv.name, 'csv-profile');
   assert.match(csv.description, /^Profile CSV files/);
   assert.deepEqual(csv.tags, ['data', 'spreadsheet', 'csv']);
   assert.equal(csv.version, '1.2.0');
-  const billing = r.skills.find((k) => k.qualified_name === 'acme/billing');
+  assert.equal(csv.qualified_name, undefined, 'qualified_name left out when it equals name');
+  const billing = r.skills.find((k) => (k.qualified_name ?? k.name) === 'acme/billing');
   assert.equal(billing.name, 'billing');
-  const git = r.skills.find((k) => k.qualified_name === 'git-helper');
+  assert.equal(billing.qualified_name, 'acme/billing', 'qualified_name kept when it differs');
+  const git = r.skills.find((k) => (k.qualified_name ?? k.name) === 'git-helper');
   assert.equal(git.version, undefined, 'version absent when the frontmatter has none');
   assert.equal(r.skills.some((k) => k.name === 'broken-skill'), false, 'a broken skill is not listed');
   for (const k of r.skills) {
@@ -53,16 +55,17 @@ test('list_skills: every good skill, qualified-name order, fields per docs', opt
 
 test('list_skills query ranks by relevance: "spreadsheet" -> csv-profile first', opts, async () => {
   const r = await callOk(client, 'list_skills', { query: 'spreadsheet' });
-  assert.equal(r.skills[0]?.qualified_name, 'csv-profile');
-  assert.ok(r.skills.some((k) => k.qualified_name === 'acme/reports'), 'acme/reports mentions spreadsheet too');
+  assert.equal(r.skills[0]?.name, 'csv-profile');
+  assert.ok(r.skills.some((k) => (k.qualified_name ?? k.name) === 'acme/reports'), 'acme/reports mentions spreadsheet too');
   assert.equal(r.total, r.skills.length);
-  assert.ok(!r.skills.some((k) => k.qualified_name === 'git-helper'), 'non-matching skills are left out');
+  assert.ok(!r.skills.some((k) => (k.qualified_name ?? k.name) === 'git-helper'), 'non-matching skills are left out');
 });
 
 test('list_skills query: other rankings', opts, async () => {
-  assert.equal((await callOk(client, 'list_skills', { query: 'pdf' })).skills[0]?.qualified_name, 'pdf-tools');
-  assert.equal((await callOk(client, 'list_skills', { query: 'refund invoices' })).skills[0]?.qualified_name, 'acme/billing');
-  assert.equal((await callOk(client, 'list_skills', { query: 'merge conflicts rebase' })).skills[0]?.qualified_name, 'git-helper');
+  const top = async (query) => { const k = (await callOk(client, 'list_skills', { query })).skills[0]; return k?.qualified_name ?? k?.name; };
+  assert.equal(await top('pdf'), 'pdf-tools');
+  assert.equal(await top('refund invoices'), 'acme/billing');
+  assert.equal(await top('merge conflicts rebase'), 'git-helper');
   const none = await callOk(client, 'list_skills', { query: 'zzyzx-quux' });
   assert.deepEqual(none.skills, []);
   assert.equal(none.total, 0);
@@ -70,20 +73,20 @@ test('list_skills query: other rankings', opts, async () => {
 
 test('list_skills tags filter keeps skills carrying every tag', opts, async () => {
   const r = await callOk(client, 'list_skills', { tags: ['reporting'] });
-  assert.deepEqual(r.skills.map((k) => k.qualified_name), ['acme/reports', 'globex/reports']);
+  assert.deepEqual(r.skills.map((k) => (k.qualified_name ?? k.name)), ['acme/reports', 'globex/reports']);
   assert.equal(r.total, 2);
   const both = await callOk(client, 'list_skills', { tags: ['reporting', 'acme'] });
-  assert.deepEqual(both.skills.map((k) => k.qualified_name), ['acme/reports']);
+  assert.deepEqual(both.skills.map((k) => (k.qualified_name ?? k.name)), ['acme/reports']);
   const none = await callOk(client, 'list_skills', { tags: ['reporting', 'pdf'] });
   assert.equal(none.total, 0);
   const withQuery = await callOk(client, 'list_skills', { query: 'spreadsheet', tags: ['acme'] });
-  assert.deepEqual(withQuery.skills.map((k) => k.qualified_name), ['acme/reports']);
+  assert.deepEqual(withQuery.skills.map((k) => (k.qualified_name ?? k.name)), ['acme/reports']);
 });
 
 test('list_skills limit + cursor pages through everything exactly once', opts, async () => {
   for (const limit of [1, 2, 3, 7, 500]) {
     const pages = await allPages(client, { limit }, callOk);
-    const names = pages.flatMap((p) => p.skills.map((k) => k.qualified_name));
+    const names = pages.flatMap((p) => p.skills.map((k) => (k.qualified_name ?? k.name)));
     assert.deepEqual(names, GOOD, `limit ${limit}`);
     for (const p of pages) {
       assert.equal(p.total, GOOD.length, 'total counts all matches on every page');
@@ -94,11 +97,11 @@ test('list_skills limit + cursor pages through everything exactly once', opts, a
   }
   // Paging a query keeps the ranking and never repeats an entry.
   const q = await allPages(client, { query: 'reports spreadsheet', limit: 1 }, callOk);
-  const qn = q.flatMap((p) => p.skills.map((k) => k.qualified_name));
+  const qn = q.flatMap((p) => p.skills.map((k) => (k.qualified_name ?? k.name)));
   assert.equal(new Set(qn).size, qn.length, 'no duplicates across pages');
   assert.equal(qn.length, q[0].total);
   const whole = await callOk(client, 'list_skills', { query: 'reports spreadsheet' });
-  assert.deepEqual(qn, whole.skills.map((k) => k.qualified_name));
+  assert.deepEqual(qn, whole.skills.map((k) => (k.qualified_name ?? k.name)));
 });
 
 test('list_skills bad arguments are refused, and the server keeps serving', opts, async () => {

@@ -123,6 +123,15 @@ static json_int_t iget(json_t *o, const char *k)
         CHECK(same_);                                                        \
     } while (0)
 
+/* A card's qualified name: absent when it equals the name. */
+static const char *card_qname(json_t *c)
+{
+    json_t *q = json_object_get(c, "qualified_name");
+    if (q && !strcmp(json_string_value(q), sget(c, "name")))
+        return "(qualified_name repeats name)";
+    return q ? json_string_value(q) : sget(c, "name");
+}
+
 /* Qualified names of a list_skills result, comma-joined. */
 static void qnames(json_t *r, char *out, size_t cap)
 {
@@ -132,7 +141,7 @@ static void qnames(json_t *r, char *out, size_t cap)
     json_array_foreach(json_object_get(sc(r), "skills"), i, c) {
         if (i)
             strncat(out, ",", cap - strlen(out) - 1);
-        strncat(out, sget(c, "qualified_name"), cap - strlen(out) - 1);
+        strncat(out, card_qname(c), cap - strlen(out) - 1);
     }
 }
 
@@ -185,7 +194,7 @@ TEST(list_default_fast_path)
     CHECK_TOOL_OK(fast);
     json_t *empty = call("list_skills", "{}");
     CHECK(last_raw);
-    json_t *slow = call("list_skills", "{\"limit\":50}");
+    json_t *slow = call("list_skills", "{\"limit\":500}");
     CHECK(!last_raw);
     CHECK_TOOL_OK(slow);
     CHECK(json_equal(sc(fast), sc(slow)));
@@ -212,7 +221,7 @@ TEST(list_fast_path_modern)
                                          "io.modelcontextprotocol/serverInfo")));
     /* a tool result is not cacheable */
     CHECK(json_object_get(fast, "ttlMs") == NULL);
-    json_t *a = json_pack("{s:i}", "limit", 50);
+    json_t *a = json_pack("{s:i}", "limit", 500);
     json_t *slow = call_j("list_skills", a, 1);
     json_decref(a);
     CHECK(!last_raw);
@@ -279,6 +288,7 @@ TEST(list_cards_cut_to_budget)
     };
     static const char *const args[] = {"{\"limit\":500}", "{\"query\":\"skill\",\"limit\":500}",
                                        "{\"limit\":500,\"cursor\":\"2\"}"};
+    struct shape_budget saved = S.budget;
     for (size_t a = 0; a < sizeof args / sizeof *args; a++) {
         char *full_s = call_bytes("list_skills", args[a], 0, 0);
         json_t *full = full_s ? json_loads(full_s, 0, NULL) : NULL;
@@ -290,7 +300,7 @@ TEST(list_cards_cut_to_budget)
             S.budget = budgets[i];
             char *fs = call_bytes("list_skills", args[a], 0, 0);
             char *ts = call_bytes("list_skills", args[a], 0, 1);
-            S.budget = (struct shape_budget){0, 0};
+            S.budget = saved;
             json_t *f = fs ? json_loads(fs, 0, NULL) : NULL, *t = ts ? json_loads(ts, 0, NULL) : NULL;
             CHECK(f != NULL && t != NULL);
             if (!f || !t) {
@@ -314,8 +324,9 @@ TEST(list_cards_cut_to_budget)
             /* Token sums are an upper bound (a card boundary may count one
              * token more than the joined text): at most one card fewer. */
             CHECK(kept + 1 >= json_array_size(tk));
+            /* the same skills (their cards may be poorer: a smaller budget) */
             for (size_t j = 0; j < kept; j++)
-                CHECK(json_equal(json_array_get(fk, j), json_array_get(all, j)));
+                CHECK_STR(card_qname(json_array_get(fk, j)), card_qname(json_array_get(all, j)));
             if (kept < json_array_size(all)) {
                 json_t *tr = json_object_get(fsc, "_truncated");
                 CHECK(json_is_object(tr));
@@ -342,7 +353,8 @@ TEST(list_cards)
     CHECK_TOOL_OK(r);
     json_t *c = json_array_get(json_object_get(sc(r), "skills"), 0);
     CHECK_STR(sget(c, "name"), "x");
-    CHECK_STR(sget(c, "qualified_name"), "x");
+    /* equal to the name: left out */
+    CHECK(json_object_get(c, "qualified_name") == NULL);
     CHECK_STR(sget(c, "description"), "The x skill, for testing");
     CHECK_STR(sget(c, "version"), "1.0.0");
     CHECK_EQ(json_array_size(json_object_get(c, "tags")), 2);
@@ -352,15 +364,199 @@ TEST(list_cards)
     CHECK_TOOL_OK(r);
     size_t i;
     json_array_foreach(json_object_get(sc(r), "skills"), i, c) {
-        if (!strcmp(sget(c, "qualified_name"), "y")) {
+        if (!strcmp(card_qname(c), "y")) {
             /* no tags or version in the frontmatter: the keys are absent */
             CHECK(json_object_get(c, "tags") == NULL);
             CHECK(json_object_get(c, "version") == NULL);
         }
-        if (!strcmp(sget(c, "qualified_name"), "acme/billing"))
-            CHECK_STR(sget(c, "name"), "billing");
+        if (!strcmp(sget(c, "name"), "billing"))
+            CHECK_STR(sget(c, "qualified_name"), "acme/billing");
     }
     json_decref(r);
+}
+
+/* ---- the catalogue on a small window ------------------------------------------- */
+
+/* Each copy of a result (text block, structuredContent) gets the whole
+ * budget: a model reads one of them. */
+TEST(budget_is_per_copy)
+{
+    CHECK_EQ(S.budget.max_tokens, 32000);       /* 128000 x 0.25 */
+    CHECK_EQ(S.budget.max_chars, 48000);
+}
+
+/* The kept text of a cut: d[0..keep) plus the marker. */
+static void cut(const char *d, size_t cap, char *out, size_t outcap)
+{
+    int marker;
+    size_t keep = tools_desc_cut(d, strlen(d), cap, &marker);
+    snprintf(out, outcap, "%.*s%s", (int)keep, d, marker ? "\xe2\x80\xa6" : "");
+}
+
+TEST(desc_cut_boundaries)
+{
+    char out[512];
+    /* fits: whole, no marker */
+    cut("Profile a CSV file.", 10, out, sizeof out);
+    CHECK_STR(out, "Profile a CSV file.");
+    cut("Profile a CSV file.", 0, out, sizeof out);
+    CHECK_STR(out, "Profile a CSV file.");
+    /* a sentence end: no marker */
+    cut("Profile CSV files quickly. It reports column types, null counts and value ranges "
+        "for every column in the file, then writes a report.", 16, out, sizeof out);
+    CHECK_STR(out, "Profile CSV files quickly.");
+    /* "e.g. the" is no sentence end; the clause boundary before it is */
+    cut("Convert documents between formats, e.g. the Markdown and HTML files that a wiki "
+        "exports, keeping headings intact.", 10, out, sizeof out);
+    CHECK_STR(out, "Convert documents between formats\xe2\x80\xa6");
+    /* a clause boundary: its punctuation dropped, the marker added */
+    cut("Audit Terraform plans before they are applied; report every resource that would "
+        "be destroyed and why.", 14, out, sizeof out);
+    CHECK_STR(out, "Audit Terraform plans before they are applied\xe2\x80\xa6");
+    cut("Render dashboards \xe2\x80\x94 every panel, every query and every alert rule of the "
+        "folder you name.", 8, out, sizeof out);
+    CHECK_STR(out, "Render dashboards\xe2\x80\xa6");
+    /* no punctuation: the last whole word */
+    cut("Count words sentences paragraphs and reading time of any text you give it with "
+        "nothing else to do", 8, out, sizeof out);
+    int marker;
+    size_t k = tools_desc_cut("Count words sentences paragraphs and reading time of any text you "
+                              "give it with nothing else to do", 97, 8, &marker);
+    CHECK(marker);
+    CHECK(k > 10);
+    CHECK_EQ(out[k], '\xe2');
+    CHECK(out[k - 1] != ' ');
+    CHECK_EQ(("Count words sentences paragraphs and reading time of any text you give it with "
+              "nothing else to do")[k], ' ');
+    /* CJK: a sentence end, then a clause mark */
+    cut("\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82"     /* 分析表格。 */
+        "\xe5\x86\x99\xe5\x87\xba\xe6\x8a\xa5\xe5\x91\x8a\xef\xbc\x8c"     /* 写出报告， */
+        "\xe5\x88\x97\xe5\x87\xba\xe6\xaf\x8f\xe4\xb8\x80\xe5\x88\x97\xe7\x9a\x84\xe7\xb1\xbb"
+        "\xe5\x9e\x8b\xe5\x92\x8c\xe7\xa9\xba\xe5\x80\xbc\xe3\x80\x82",     /* 列出每一列的类型和空值。 */
+        16, out, sizeof out);
+    CHECK_STR(out, "\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82"
+                   "\xe5\x86\x99\xe5\x87\xba\xe6\x8a\xa5\xe5\x91\x8a\xe2\x80\xa6");
+    /* one word longer than the room: a character boundary, with the marker */
+    cut("Supercalifragilisticexpialidociousnessworthinesses", 4, out, sizeof out);
+    CHECK(strlen(out) > 3 && !strcmp(out + strlen(out) - 3, "\xe2\x80\xa6"));
+    CHECK(!strncmp(out, "Supercal", 8));
+}
+
+/* The description of entry qname as load_skill gives it. */
+static char *full_description(const char *qname)
+{
+    char args[256];
+    snprintf(args, sizeof args, "{\"name\":\"%s\"}", qname);
+    json_t *r = call("load_skill", args);
+    char *d = r ? strdup(sget(sc(r), "description")) : NULL;
+    json_decref(r);
+    return d;
+}
+
+/* A card's description is the full one, or a prefix of it ending at a
+ * boundary (then the marker, unless it ends a sentence). */
+static int at_boundary(const char *full, const char *kept)
+{
+    size_t n = strlen(kept), f = strlen(full);
+    if (!strcmp(full, kept))
+        return 1;
+    int marker = n >= 3 && !strcmp(kept + n - 3, "\xe2\x80\xa6");
+    size_t p = marker ? n - 3 : n;
+    if (p == 0 || p >= f || strncmp(full, kept, p))
+        return 0;
+    if (!marker)
+        return strchr(".!?", kept[p - 1]) && full[p] == ' ';
+    return kept[p - 1] != ' ' && strchr(" ,;:", full[p]);
+}
+
+/* Smaller budgets give poorer cards, never a card that is not a boundary cut
+ * of the description; tags and version go first; pages fit. */
+TEST(list_cards_tiers)
+{
+    static const size_t budgets[] = {0, 2000, 400, 250, 200, 160, 130, 110};
+    size_t prev_len[8] = {0};
+    struct shape_budget saved = S.budget;
+    for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++) {
+        S.budget = (struct shape_budget){budgets[b], 0};
+        char *bytes = call_bytes("list_skills", "{\"limit\":500}", 0, 0);
+        char *slow = call_bytes("list_skills", "{\"limit\":500}", 0, 1);
+        S.budget = saved;
+        CHECK(bytes && slow && !strcmp(bytes, slow));
+        json_t *r = bytes ? json_loads(bytes, 0, NULL) : NULL;
+        free(bytes);
+        free(slow);
+        CHECK(r != NULL);
+        if (!r)
+            return;
+        char *d = json_dumps(sc(r), JSON_COMPACT);
+        if (budgets[b])
+            CHECK(shape_tokens(d, strlen(d)) <= budgets[b]);
+        free(d);
+        json_t *skills = json_object_get(sc(r), "skills");
+        if (budgets[b] >= 250) {
+            CHECK_EQ(json_array_size(skills), 8);   /* the whole library, cards cut */
+            CHECK(json_object_get(sc(r), "next_cursor") == NULL);
+        }
+        size_t i;
+        json_t *c;
+        json_array_foreach(skills, i, c) {
+            char *full = full_description(card_qname(c));
+            const char *kept = sget(c, "description");
+            CHECK(full && kept && at_boundary(full, kept));
+            if (full && kept && !at_boundary(full, kept))
+                printf("# budget %zu: \"%s\" from \"%s\"\n", budgets[b], kept, full);
+            if (json_object_get(c, "tags") || json_object_get(c, "version"))
+                CHECK(full && kept && !strcmp(full, kept));   /* tags go before words */
+            if (b == 0 && !strcmp(card_qname(c), "x"))
+                CHECK(json_object_get(c, "tags") && json_object_get(c, "version"));
+            if (b > 0 && i < 8)
+                CHECK(strlen(kept) <= prev_len[i]);
+            if (i < 8)
+                prev_len[i] = kept ? strlen(kept) : 0;
+            free(full);
+        }
+        if (budgets[b] == 400) {
+            /* the largest card keeps its words and loses its tags */
+            json_t *pdf = json_array_get(skills, 4);
+            CHECK_STR(sget(pdf, "name"), "pdf");
+            CHECK(json_object_get(pdf, "tags") == NULL);
+            CHECK(!strstr(sget(pdf, "description"), "\xe2\x80\xa6"));
+        }
+        if (budgets[b] == 250) {
+            /* the longest descriptions are cut */
+            int cut_one = 0;
+            json_array_foreach(skills, i, c) cut_one |= strstr(sget(c, "description"), "\xe2\x80\xa6") != NULL;
+            CHECK(cut_one);
+        }
+        json_decref(r);
+    }
+}
+
+/* With a query, what the equal shares leave goes to the top results. At 140
+ * tokens for 4 matches an equal share cuts csv-profile's description
+ * ("Profile a CSV file: columns…"); the two short reports cards leave
+ * enough for the top result to be whole, while pdf stays cut. */
+TEST(list_query_top_fuller)
+{
+    struct shape_budget saved = S.budget;
+    S.budget = (struct shape_budget){140, 0};
+    json_t *ranked = call("list_skills", "{\"query\":\"pdf reports csv\"}");
+    S.budget = saved;
+    CHECK_TOOL_OK(ranked);
+    json_t *rs = json_object_get(sc(ranked), "skills");
+    CHECK_EQ(json_array_size(rs), 4);
+    CHECK(json_object_get(sc(ranked), "_truncated") == NULL);
+    json_t *top = json_array_get(rs, 0), *second = json_array_get(rs, 1);
+    CHECK_STR(sget(top, "name"), "csv-profile");
+    CHECK_STR(sget(second, "name"), "pdf");
+    char *full = full_description("csv-profile");
+    CHECK(full && !strcmp(full, sget(top, "description")));
+    free(full);
+    CHECK(strstr(sget(second, "description"), "\xe2\x80\xa6") != NULL);
+    char *d = json_dumps(sc(ranked), JSON_COMPACT);
+    CHECK(shape_tokens(d, strlen(d)) <= 140);
+    free(d);
+    json_decref(ranked);
 }
 
 TEST(list_query_ranking)
@@ -368,19 +564,19 @@ TEST(list_query_ranking)
     json_t *r = call("list_skills", "{\"query\":\"profile a csv file\"}");
     CHECK_TOOL_OK(r);
     json_t *first = json_array_get(json_object_get(sc(r), "skills"), 0);
-    CHECK_STR(sget(first, "qualified_name"), "csv-profile");
+    CHECK_STR(card_qname(first), "csv-profile");
     json_decref(r);
 
     r = call("list_skills", "{\"query\":\"pdf documents\"}");
     CHECK_TOOL_OK(r);
     first = json_array_get(json_object_get(sc(r), "skills"), 0);
-    CHECK_STR(sget(first, "qualified_name"), "pdf");
+    CHECK_STR(card_qname(first), "pdf");
     json_decref(r);
 
     r = call("list_skills", "{\"query\":\"invoices\"}");
     CHECK_TOOL_OK(r);
     first = json_array_get(json_object_get(sc(r), "skills"), 0);
-    CHECK_STR(sget(first, "qualified_name"), "acme/billing");
+    CHECK_STR(card_qname(first), "acme/billing");
     json_decref(r);
 
     /* nothing matches: an empty page, not an error */
@@ -1220,6 +1416,10 @@ int main(void)
     RUN(list_cards_match_tree_path);
     RUN(list_cards_cut_to_budget);
     RUN(list_cards);
+    RUN(budget_is_per_copy);
+    RUN(desc_cut_boundaries);
+    RUN(list_cards_tiers);
+    RUN(list_query_top_fuller);
     RUN(list_query_ranking);
     RUN(list_tags_filter);
     RUN(list_paging);
