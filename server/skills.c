@@ -1554,7 +1554,7 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
         docs[i].ntags = s->v[i]->ntags;
         terms[i] = s->v[i]->terms;
     }
-    s->search = search_new_terms(docs, terms, s->n);
+    s->search = search_new_terms(docs, terms, NULL, s->n);
     free(terms);
     free(docs);
     if (S->gate)
