@@ -1898,6 +1898,9 @@ static void *indexer_main(void *arg)
         if (read && !atomic_load(&S->ix_stop)) {
             log_info("skills: indexed the bodies of %zu skills (%.1f ms)", read, now_ms() - t0);
             skills_rescan(S, 1, NULL);
+            /* The snapshot the rescan retired held the frontmatter-only
+             * index, and reading left buffers free in this thread's arena. */
+            malloc_trim(0);
         }
         pthread_mutex_lock(&S->ix_mu);
     }
