@@ -756,23 +756,22 @@ static int cmp_name_ent(const void *a, const void *b)
 struct search_terms {
     uint32_t n;                 /* distinct terms */
     uint32_t len[NFIELDS];      /* field lengths in tokens */
-    /* then, in the same block: uint16_t tf[n][NFIELDS] (counts saturate at
-     * 65535, far past where BM25 saturates), uint8_t tlen[n] (a term is at
+    /* then, in the same block: uint8_t tf[n][NFIELDS] (counts saturate at
+     * 255, far past where BM25 saturates: at k1 = 1.2 the saturated tf of
+     * 255 is within 0.5 % of the limit; one byte, because a library's body
+     * terms run to hundreds of thousands), uint8_t tlen[n] (a term is at
      * most MAXTOK bytes), and the n terms back to back, NUL-terminated.
      * One allocation per document: kept for the life of the entry. */
     unsigned char data[];
 };
 
-/* Offsets in data[] of a block of n terms. tf is read with memcpy: data[]
- * carries no alignment promise for uint16_t beyond malloc's. */
-#define TERMS_TLEN_OFF(n) ((size_t)(n) * NFIELDS * sizeof(uint16_t))
+/* Offsets in data[] of a block of n terms. */
+#define TERMS_TLEN_OFF(n) ((size_t)(n) * NFIELDS)
 #define TERMS_POOL_OFF(n) (TERMS_TLEN_OFF(n) + (size_t)(n))
 
-static uint16_t terms_tf(const struct search_terms *t, size_t i, int f)
+static uint8_t terms_tf(const struct search_terms *t, size_t i, int f)
 {
-    uint16_t v;
-    memcpy(&v, t->data + (i * NFIELDS + (size_t)f) * sizeof v, sizeof v);
-    return v;
+    return t->data[i * NFIELDS + (size_t)f];
 }
 
 static size_t terms_tlen(const struct search_terms *t, size_t i)
@@ -812,13 +811,13 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
      * one tmp posting at that moment: tp[i].tid == i. */
     size_t n = b.nterms;
     struct search_terms *t =
-        s_malloc(sizeof *t + n * (NFIELDS * sizeof(uint16_t) + 1) + b.pool_len);
+        s_malloc(sizeof *t + n * (NFIELDS + 1) + b.pool_len);
     t->n = (uint32_t)n;
     memcpy(t->len, len[0], sizeof t->len);
     for (size_t i = 0; i < n; i++) {
         for (int f = 0; f < NFIELDS; f++) {
-            uint16_t v = (uint16_t)(b.tp[i].tf[f] > UINT16_MAX ? UINT16_MAX : b.tp[i].tf[f]);
-            memcpy(t->data + (i * NFIELDS + (size_t)f) * sizeof v, &v, sizeof v);
+            t->data[i * NFIELDS + (size_t)f] =
+                (uint8_t)(b.tp[i].tf[f] > UINT8_MAX ? UINT8_MAX : b.tp[i].tf[f]);
         }
         t->data[TERMS_TLEN_OFF(n) + i] = (unsigned char)b.term[i].len;
     }
@@ -841,7 +840,7 @@ size_t search_terms_bytes(const struct search_terms *t)
     size_t pool = 0;
     for (uint32_t i = 0; i < t->n; i++)
         pool += terms_tlen(t, i) + 1;
-    return sizeof *t + t->n * (NFIELDS * sizeof(uint16_t) + 1) + pool;
+    return sizeof *t + t->n * (NFIELDS + 1) + pool;
 }
 
 struct search_index *search_new(const struct search_doc *docs, size_t n)
