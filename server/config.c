@@ -104,6 +104,9 @@ static const struct opt opts[] = {
      "none|bwrap: run scripts and hooks under bubblewrap (default none)"},
     {"--bwrap-path", OPT_STR, O(bwrap_path), 0, 0, "FILE",
      "the bwrap binary for --sandbox bwrap (default: bwrap on PATH)"},
+    {"--synonyms", OPT_STR, O(synonyms), 0, 0, "FILE",
+     "more synonym groups for list_skills(query), one per line, comma-separated (default: "
+     "the built-in groups only)"},
     {"--hooks-dir", OPT_STR, O(hooks_dir), 0, 0, "DIR",
      "global pre/post hooks run around every script (default: none)"},
     {"--hook-timeout", OPT_SECONDS, O(hook_timeout), 0, 3600, "SEC",

@@ -43,6 +43,7 @@ struct cfg {
     size_t ninterpreters;
     size_t max_output_bytes;            /* --max-output-bytes, retained per stream */
     const char *hooks_dir;              /* --hooks-dir: global pre/post hooks */
+    const char *synonyms;               /* --synonyms FILE: more search synonym groups */
     const char *script_user;            /* --script-user: run scripts and hooks as this user */
     const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */

@@ -26,6 +26,7 @@
 #include "runner.h"
 #include "script.h"
 #include "shape.h"
+#include "search.h"
 #include "session.h"
 #include "skills.h"
 #include "srv.h"
@@ -80,6 +81,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;
     }
+    skills_index_bodies(S->skills);
     if (S->cfg.stateful)
         S->sessions = session_new((size_t)S->cfg.max_sessions, S->cfg.session_idle_timeout);
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);
@@ -353,6 +355,14 @@ int main(int argc, char **argv)
     const char *const *names = tools_names(&ntools);
     stats_init(&S.stats, names, ntools);
     S.run_shared = run_shared_new(S.cfg.max_script_concurrency, &S.run_shared_size);
+    {
+        /* A synonyms file that does not parse stops the start, naming its line. */
+        char err[512];
+        if (search_synonyms_init(S.cfg.synonyms, err, sizeof err) < 0) {
+            fprintf(stderr, "skill-mcp: --synonyms %s\n", err);
+            return 2;
+        }
+    }
     if (S.cfg.auth_tokens) {
         /* Fail closed: a token file that does not load stops the start. */
         struct err e = {0};

@@ -32,23 +32,45 @@
  */
 #include "search.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
 
 #define MAXTOK 64               /* bytes kept of one token */
 #define MAXQ 64                 /* distinct terms kept of one query */
 #define QUERY_MAX_BYTES 4096    /* query bytes tokenized; the rest is ignored */
-#define NFIELDS 3
+#define NFIELDS 5
 
-enum { F_NAME, F_TAGS, F_DESC };
+enum { F_NAME, F_TAGS, F_DESC, F_BODY, F_REFS };
 
-static const double field_weight[NFIELDS] = { 3.0, 2.0, 1.0 };
+/*
+ * The card's fields (name, tags, description) are one BM25F sum, saturated
+ * once. The body and the references are saturated on their own and scaled
+ * down: a skill that says "Excel" 26 times in its body must not outrank one
+ * whose description says it once, and a word found only in a reference
+ * file ranks below the same word in a body. A saturated part is at most
+ * k1 + 1 times the term's idf, so body-only hits stay under
+ * BODY_SCALE * 2.2 idf and reference-only hits under REFS_SCALE * 2.2 idf,
+ * while a single description hit is worth about one idf.
+ */
+static const double field_weight[NFIELDS] = { 3.0, 2.0, 1.0, 1.0, 1.0 };
+#define BODY_SCALE 0.25
+#define REFS_SCALE 0.08
 #define BM25_K1 1.2
 #define BM25_B 0.75
 #define PREFIX_WEIGHT 0.5f
+#define SYN_WEIGHT 0.8f         /* a synonym's terms, shared among its words */
+#define HEADING_REPEAT 2        /* a heading's words count this many times */
 
 /* ---- memory ---------------------------------------------------------- */
 
@@ -529,6 +551,9 @@ struct search_index {
     struct posting *post;
     char *names;                /* trimmed, ASCII-lowercased names */
     struct name_ent *byname;    /* [ndocs], by (name, doc) */
+    char *fuzzy;                /* per doc: "name tag tag ", lowercased, NUL-ended */
+    size_t *fuzzy_off;          /* [ndocs + 1] into fuzzy */
+    struct search_synonyms *syn;/* the synonym table when built (a reference) */
 };
 
 /* ---- building ---------------------------------------------------------- */
@@ -654,6 +679,26 @@ static void index_field(struct builder *b, int field, const char *text)
     tokenize(text, strlen(text), field == F_NAME, build_emit, b);
 }
 
+/* Markdown text: every word, with the words of ATX headings counted
+ * HEADING_REPEAT times (a heading names what its section is about). */
+static void index_markdown(struct builder *b, int field, const char *text, size_t n)
+{
+    if (!text)
+        return;
+    b->field = field;
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        size_t end = nl ? (size_t)(nl - text) : n;
+        size_t j = i;
+        while (j < end && j - i < 3 && text[j] == ' ')
+            j++;
+        int reps = (j < end && text[j] == '#') ? HEADING_REPEAT : 1;
+        for (int r = 0; r < reps; r++)
+            tokenize(text + i, end - i, false, build_emit, b);
+        i = end + 1;
+    }
+}
+
 struct term_ref {
     const char *s;
     uint32_t tid;
@@ -678,6 +723,18 @@ static const char *name_trim(const char *s, size_t *len)
     return s;
 }
 
+/* Lowercase ASCII letters and digits; other ASCII is a word break; other
+ * bytes (UTF-8) are kept. */
+static char fuzzy_char(char c)
+{
+    unsigned char u = (unsigned char)c;
+    if (u >= 'A' && u <= 'Z')
+        return (char)(u + 32);
+    if (u < 0x80 && !((u >= 'a' && u <= 'z') || (u >= '0' && u <= '9')))
+        return ' ';
+    return c;
+}
+
 static int cmp_name_ent(const void *a, const void *b)
 {
     const struct name_ent *x = a, *y = b;
@@ -699,23 +756,22 @@ static int cmp_name_ent(const void *a, const void *b)
 struct search_terms {
     uint32_t n;                 /* distinct terms */
     uint32_t len[NFIELDS];      /* field lengths in tokens */
-    /* then, in the same block: uint16_t tf[n][NFIELDS] (counts saturate at
-     * 65535, far past where BM25 saturates), uint8_t tlen[n] (a term is at
+    /* then, in the same block: uint8_t tf[n][NFIELDS] (counts saturate at
+     * 255, far past where BM25 saturates: at k1 = 1.2 the saturated tf of
+     * 255 is within 0.5 % of the limit; one byte, because a library's body
+     * terms run to hundreds of thousands), uint8_t tlen[n] (a term is at
      * most MAXTOK bytes), and the n terms back to back, NUL-terminated.
      * One allocation per document: kept for the life of the entry. */
     unsigned char data[];
 };
 
-/* Offsets in data[] of a block of n terms. tf is read with memcpy: data[]
- * carries no alignment promise for uint16_t beyond malloc's. */
-#define TERMS_TLEN_OFF(n) ((size_t)(n) * NFIELDS * sizeof(uint16_t))
+/* Offsets in data[] of a block of n terms. */
+#define TERMS_TLEN_OFF(n) ((size_t)(n) * NFIELDS)
 #define TERMS_POOL_OFF(n) (TERMS_TLEN_OFF(n) + (size_t)(n))
 
-static uint16_t terms_tf(const struct search_terms *t, size_t i, int f)
+static uint8_t terms_tf(const struct search_terms *t, size_t i, int f)
 {
-    uint16_t v;
-    memcpy(&v, t->data + (i * NFIELDS + (size_t)f) * sizeof v, sizeof v);
-    return v;
+    return t->data[i * NFIELDS + (size_t)f];
 }
 
 static size_t terms_tlen(const struct search_terms *t, size_t i)
@@ -735,7 +791,7 @@ static void builder_init(struct builder *b, size_t cap, size_t tp_hint)
 struct search_terms *search_terms_new(const struct search_doc *doc)
 {
     struct builder b;
-    uint32_t len[1][NFIELDS] = {{0, 0, 0}};
+    uint32_t len[1][NFIELDS] = {{0}};
     /* Sized for a typical skill card (a few dozen terms), so that most
      * documents never reallocate. */
     builder_init(&b, 128, 64);
@@ -748,18 +804,20 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
         for (size_t t = 0; t < doc->ntags; t++)
             index_field(&b, F_TAGS, doc->tags[t]);
     index_field(&b, F_DESC, doc->description);
+    index_markdown(&b, F_BODY, doc->body, doc->body ? doc->body_len : 0);
+    index_markdown(&b, F_REFS, doc->refs, doc->refs ? doc->refs_len : 0);
 
     /* Term ids are given in order of first appearance, and each id gets its
      * one tmp posting at that moment: tp[i].tid == i. */
     size_t n = b.nterms;
     struct search_terms *t =
-        s_malloc(sizeof *t + n * (NFIELDS * sizeof(uint16_t) + 1) + b.pool_len);
+        s_malloc(sizeof *t + n * (NFIELDS + 1) + b.pool_len);
     t->n = (uint32_t)n;
     memcpy(t->len, len[0], sizeof t->len);
     for (size_t i = 0; i < n; i++) {
         for (int f = 0; f < NFIELDS; f++) {
-            uint16_t v = (uint16_t)(b.tp[i].tf[f] > UINT16_MAX ? UINT16_MAX : b.tp[i].tf[f]);
-            memcpy(t->data + (i * NFIELDS + (size_t)f) * sizeof v, &v, sizeof v);
+            t->data[i * NFIELDS + (size_t)f] =
+                (uint8_t)(b.tp[i].tf[f] > UINT8_MAX ? UINT8_MAX : b.tp[i].tf[f]);
         }
         t->data[TERMS_TLEN_OFF(n) + i] = (unsigned char)b.term[i].len;
     }
@@ -782,7 +840,7 @@ size_t search_terms_bytes(const struct search_terms *t)
     size_t pool = 0;
     for (uint32_t i = 0; i < t->n; i++)
         pool += terms_tlen(t, i) + 1;
-    return sizeof *t + t->n * (NFIELDS * sizeof(uint16_t) + 1) + pool;
+    return sizeof *t + t->n * (NFIELDS + 1) + pool;
 }
 
 struct search_index *search_new(const struct search_doc *docs, size_t n)
@@ -792,15 +850,50 @@ struct search_index *search_new(const struct search_doc *docs, size_t n)
     struct search_terms **terms = s_calloc(n, sizeof *terms);
     for (size_t d = 0; d < n; d++)
         terms[d] = search_terms_new(&docs[d]);
-    struct search_index *idx = search_new_terms(docs, (const struct search_terms *const *)terms, n);
+    struct search_index *idx =
+        search_new_terms(docs, (const struct search_terms *const *)terms, NULL, n);
     for (size_t d = 0; d < n; d++)
         search_terms_free(terms[d]);
     free(terms);
     return idx;
 }
 
+/* Merges one document's terms into the library's dictionary. A term already
+ * given for this document (by its other set) adds to the same posting. */
+static void merge_terms(struct builder *b, const struct search_terms *t, uint32_t d)
+{
+    const char *p = (const char *)t->data + TERMS_POOL_OFF(t->n);
+    for (int f = 0; f < NFIELDS; f++)
+        b->len[d][f] += t->len[f];
+    grow((void **)&b->tp, &b->tpcap, b->ntp + t->n, sizeof *b->tp);
+    for (uint32_t i = 0; i < t->n; i++) {
+        uint32_t tid = intern(b, p, terms_tlen(t, i));
+        struct bterm *bt = &b->term[tid];
+        if (bt->last_doc != d + 1) {
+            struct tmp_post *tp = &b->tp[b->ntp];
+            tp->tid = tid;
+            tp->doc = d;
+            memset(tp->tf, 0, sizeof tp->tf);
+            bt->last_doc = d + 1;
+            bt->slot = b->ntp++;
+        }
+        for (int f = 0; f < NFIELDS; f++)
+            b->tp[bt->slot].tf[f] += terms_tf(t, i, f);
+        p += terms_tlen(t, i) + 1;
+    }
+}
+
+static double saturate(double wtf)
+{
+    return wtf * (BM25_K1 + 1) / (wtf + BM25_K1);
+}
+
+static struct search_synonyms *synonyms_current(void);
+static void synonyms_unref(struct search_synonyms *y);
+
 struct search_index *search_new_terms(const struct search_doc *docs,
-                                      const struct search_terms *const *terms, size_t n)
+                                      const struct search_terms *const *terms,
+                                      const struct search_terms *const *xterms, size_t n)
 {
     struct search_index *idx = s_calloc(1, sizeof *idx);
     struct builder b;
@@ -815,20 +908,12 @@ struct search_index *search_new_terms(const struct search_doc *docs,
     builder_init(&b, cap, n * 16);
     b.len = s_calloc(n, sizeof *b.len);
 
-    /* Merge each document's dictionary into the library's. */
+    /* Merge each document's dictionaries into the library's. */
     for (size_t d = 0; d < n; d++) {
-        const struct search_terms *t = terms[d];
-        const char *p = (const char *)t->data + TERMS_POOL_OFF(t->n);
-        memcpy(b.len[d], t->len, sizeof b.len[d]);
-        grow((void **)&b.tp, &b.tpcap, b.ntp + t->n, sizeof *b.tp);
-        for (uint32_t i = 0; i < t->n; i++) {
-            struct tmp_post *tp = &b.tp[b.ntp++];
-            tp->tid = intern(&b, p, terms_tlen(t, i));
-            tp->doc = (uint32_t)d;
-            for (int f = 0; f < NFIELDS; f++)
-                tp->tf[f] = terms_tf(t, i, f);
-            p += terms_tlen(t, i) + 1;
-        }
+        if (terms[d])
+            merge_terms(&b, terms[d], (uint32_t)d);
+        if (xterms && xterms[d])
+            merge_terms(&b, xterms[d], (uint32_t)d);
     }
     /* The sorted dictionary: rank[tid] is the term's position. */
     size_t T = b.nterms;
@@ -853,7 +938,7 @@ struct search_index *search_new_terms(const struct search_doc *docs,
     for (size_t r = 0; r < T; r++)
         idx->post_start[r + 1] += idx->post_start[r];
 
-    double avg[NFIELDS] = { 0, 0, 0 };
+    double avg[NFIELDS] = { 0 };
     for (size_t d = 0; d < n; d++)
         for (int f = 0; f < NFIELDS; f++)
             avg[f] += b.len[d][f];
@@ -871,15 +956,18 @@ struct search_index *search_new_terms(const struct search_doc *docs,
     for (size_t i = 0; i < b.ntp; i++) {
         const struct tmp_post *p = &b.tp[i];
         uint32_t r = rank[p->tid];
-        double wtf = 0;
+        double wtf[NFIELDS] = { 0 };
         for (int f = 0; f < NFIELDS; f++) {
             if (!p->tf[f] || avg[f] <= 0)
                 continue;
             double norm = 1.0 - BM25_B + BM25_B * b.len[p->doc][f] / avg[f];
-            wtf += field_weight[f] * p->tf[f] / norm;
+            wtf[f] = field_weight[f] * p->tf[f] / norm;
         }
+        double card = wtf[F_NAME] + wtf[F_TAGS] + wtf[F_DESC];
+        double sc = saturate(card) + BODY_SCALE * saturate(wtf[F_BODY])
+                  + REFS_SCALE * saturate(wtf[F_REFS]);
         idx->post[fill[r]].doc = p->doc;
-        idx->post[fill[r]].score = (float)(idf[r] * wtf * (BM25_K1 + 1) / (wtf + BM25_K1));
+        idx->post[fill[r]].score = (float)(idf[r] * sc);
         fill[r]++;
     }
     free(fill);
@@ -918,6 +1006,35 @@ struct search_index *search_new_terms(const struct search_doc *docs,
         off += len + 1;
     }
     qsort(idx->byname, n, sizeof *idx->byname, cmp_name_ent);
+
+    /* Name and tags, lowercased, for the closest cards of a query that
+     * matched nothing. */
+    total = 0;
+    for (size_t d = 0; d < n; d++) {
+        total += (docs[d].name ? strlen(docs[d].name) : 0) + 3;  /* spaces, NUL */
+        for (size_t t = 0; docs[d].tags && t < docs[d].ntags; t++)
+            total += (docs[d].tags[t] ? strlen(docs[d].tags[t]) : 0) + 1;
+    }
+    idx->fuzzy = s_malloc(total + 1);
+    idx->fuzzy_off = s_malloc((n + 1) * sizeof *idx->fuzzy_off);
+    off = 0;
+    for (size_t d = 0; d < n; d++) {
+        idx->fuzzy_off[d] = off;
+        idx->fuzzy[off++] = ' ';
+        const char *parts[1] = { docs[d].name };
+        for (size_t t = 0; t <= (docs[d].tags ? docs[d].ntags : 0); t++) {
+            const char *s = t == 0 ? parts[0] : docs[d].tags[t - 1];
+            if (!s)
+                continue;
+            for (; *s; s++)
+                idx->fuzzy[off++] = fuzzy_char(*s);
+            idx->fuzzy[off++] = ' ';
+        }
+        idx->fuzzy[off] = '\0';
+        off++;
+    }
+    idx->fuzzy_off[n] = off;
+    idx->syn = synonyms_current();
     return idx;
 }
 
@@ -931,7 +1048,337 @@ void search_free(struct search_index *idx)
     free(idx->post);
     free(idx->names);
     free(idx->byname);
+    free(idx->fuzzy);
+    free(idx->fuzzy_off);
+    synonyms_unref(idx->syn);
     free(idx);
+}
+
+/* ---- synonyms ---------------------------------------------------------- */
+
+/*
+ * The built-in groups, in the file format. Kept small on purpose: file
+ * formats and products people name in everyday speech in place of the word
+ * a skill uses. docs/tools.md lists them.
+ */
+static const char builtin_synonyms[] =
+    "xlsx, excel, spreadsheet, sheets, xls\n"
+    "pptx, powerpoint, slides, presentation, deck, slide deck, ppt\n"
+    "docx, word document, microsoft word, doc, ms word\n"
+    "pdf, acrobat, portable document\n"
+    "csv, comma separated, tsv\n"
+    "json, jsonl, ndjson\n"
+    "yaml, yml\n"
+    "md, markdown\n"
+    "k8s, kubernetes, kubectl\n"
+    "postgres, postgresql, psql\n"
+    "js, javascript, node, nodejs\n"
+    "ts, typescript\n"
+    "py, python\n"
+    "gh, github\n"
+    "svg, vector graphics\n"
+    "png, jpeg, jpg, image\n";
+
+#define SYN_MAX_WORDS 8         /* words of one member */
+#define SYN_MAX_LINE 4096
+#define SYN_MAX_FILE (1u << 20)
+
+struct syn_ent {
+    uint32_t group;
+    uint32_t tok;               /* first of its ntok words in tokoff[] */
+    uint32_t ntok;
+};
+
+struct search_synonyms {
+    atomic_long refs;
+    char *pool;                 /* the members' words, NUL-terminated */
+    size_t pool_len, pool_cap;
+    size_t *tokoff;
+    size_t ntok, tcap;
+    struct syn_ent *ent;        /* a group's members are consecutive */
+    size_t nent, ecap;
+    uint32_t *byfirst;          /* entry ids by first word */
+    size_t ngroups;
+};
+
+struct syn_words {
+    char w[SYN_MAX_WORDS][MAXTOK + 1];
+    size_t n;
+    bool over;
+};
+
+static void syn_emit(void *ctx, const char *tok, size_t len, enum tok_kind kind)
+{
+    struct syn_words *sw = ctx;
+    if (kind != TK_WORD)
+        return;
+    if (sw->n == SYN_MAX_WORDS) {
+        sw->over = true;
+        return;
+    }
+    memcpy(sw->w[sw->n], tok, len);
+    sw->w[sw->n++][len] = '\0';
+}
+
+static const char *syn_word(const struct search_synonyms *y, size_t t)
+{
+    return y->pool + y->tokoff[t];
+}
+
+static const struct search_synonyms *syn_sort_ctx;
+
+static int cmp_byfirst(const void *a, const void *b)
+{
+    const struct search_synonyms *y = syn_sort_ctx;
+    uint32_t x = *(const uint32_t *)a, z = *(const uint32_t *)b;
+    int c = strcmp(syn_word(y, y->ent[x].tok), syn_word(y, y->ent[z].tok));
+    return c ? c : (x > z) - (x < z);
+}
+
+static void syn_free(struct search_synonyms *y)
+{
+    if (!y)
+        return;
+    free(y->pool);
+    free(y->tokoff);
+    free(y->ent);
+    free(y->byfirst);
+    free(y);
+}
+
+static int syn_fail(char *err, size_t errlen, const char *file, size_t line, const char *msg,
+                    const char *member, size_t mlen)
+{
+    if (err && errlen) {
+        if (member)
+            snprintf(err, errlen, "%s:%zu: %s: '%.*s'", file, line, msg,
+                     (int)(mlen > 60 ? 60 : mlen), member);
+        else
+            snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
+    }
+    return -1;
+}
+
+/* Adds the groups of text (the file format) to y. */
+static int syn_parse(struct search_synonyms *y, const char *text, size_t n, const char *file,
+                     char *err, size_t errlen)
+{
+    size_t line = 0;
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        size_t end = nl ? (size_t)(nl - text) : n;
+        const char *l = text + i;
+        size_t len = end - i;
+        line++;
+        i = end + 1;
+        if (len > SYN_MAX_LINE)
+            return syn_fail(err, errlen, file, line, "line longer than 4096 bytes", NULL, 0);
+        if (memchr(l, '\0', len))
+            return syn_fail(err, errlen, file, line, "NUL byte in the line", NULL, 0);
+        size_t a = 0;
+        while (a < len && (l[a] == ' ' || l[a] == '\t' || l[a] == '\r'))
+            a++;
+        if (a == len || l[a] == '#')
+            continue;
+        size_t first = y->nent, members = 0;
+        for (size_t p = 0; p <= len;) {
+            const char *c = memchr(l + p, ',', len - p);
+            size_t e = c ? (size_t)(c - l) : len;
+            size_t ms = p, me = e;
+            while (ms < me && (l[ms] == ' ' || l[ms] == '\t'))
+                ms++;
+            while (me > ms && (l[me - 1] == ' ' || l[me - 1] == '\t' || l[me - 1] == '\r'))
+                me--;
+            if (ms == me)
+                return syn_fail(err, errlen, file, line,
+                                "empty member (two commas in a row, or a comma at an end)",
+                                NULL, 0);
+            struct syn_words sw = { .n = 0, .over = false };
+            tokenize(l + ms, me - ms, false, syn_emit, &sw);
+            if (sw.over)
+                return syn_fail(err, errlen, file, line, "member of more than 8 words",
+                                l + ms, me - ms);
+            if (!sw.n)
+                return syn_fail(err, errlen, file, line,
+                                "member with no searchable word (only punctuation or "
+                                "stopwords)", l + ms, me - ms);
+            grow((void **)&y->ent, &y->ecap, y->nent + 1, sizeof *y->ent);
+            struct syn_ent *en = &y->ent[y->nent++];
+            en->group = (uint32_t)y->ngroups;
+            en->tok = (uint32_t)y->ntok;
+            en->ntok = (uint32_t)sw.n;
+            for (size_t w = 0; w < sw.n; w++) {
+                size_t wl = strlen(sw.w[w]);
+                grow((void **)&y->tokoff, &y->tcap, y->ntok + 1, sizeof *y->tokoff);
+                grow((void **)&y->pool, &y->pool_cap, y->pool_len + wl + 1, 1);
+                y->tokoff[y->ntok++] = y->pool_len;
+                memcpy(y->pool + y->pool_len, sw.w[w], wl + 1);
+                y->pool_len += wl + 1;
+            }
+            members++;
+            if (!c)
+                break;
+            p = e + 1;
+        }
+        if (members < 2) {
+            y->nent = first;
+            return syn_fail(err, errlen, file, line,
+                            "a group needs at least two members, separated by commas", NULL, 0);
+        }
+        y->ngroups++;
+    }
+    return 0;
+}
+
+static void syn_finish(struct search_synonyms *y)
+{
+    y->byfirst = s_malloc((y->nent ? y->nent : 1) * sizeof *y->byfirst);
+    for (size_t i = 0; i < y->nent; i++)
+        y->byfirst[i] = (uint32_t)i;
+    syn_sort_ctx = y;           /* callers hold syn_mu, or own y alone */
+    qsort(y->byfirst, y->nent, sizeof *y->byfirst, cmp_byfirst);
+    syn_sort_ctx = NULL;
+    atomic_init(&y->refs, 1);
+}
+
+static pthread_mutex_t syn_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct search_synonyms *syn_table;  /* guarded by syn_mu */
+static char *syn_path;
+static struct stat syn_st;
+static bool syn_st_ok;
+
+static int read_small_file(const char *path, char **out, size_t *len, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+        int e = S_ISREG(st->st_mode) ? errno : EINVAL;
+        close(fd);
+        return -e;
+    }
+    if (st->st_size > (off_t)SYN_MAX_FILE) {
+        close(fd);
+        return -EFBIG;
+    }
+    char *buf = s_malloc((size_t)st->st_size + 1);
+    size_t got = 0;
+    while (got < (size_t)st->st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st->st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *out = buf;
+    *len = got;
+    return 0;
+}
+
+/* The built-in groups plus path's (NULL: built-ins only), or NULL with err. */
+static struct search_synonyms *syn_load(const char *path, struct stat *st, char *err,
+                                        size_t errlen)
+{
+    struct search_synonyms *y = s_calloc(1, sizeof *y);
+    if (syn_parse(y, builtin_synonyms, sizeof builtin_synonyms - 1, "built-in", err, errlen))
+        abort();
+    if (path) {
+        char *text = NULL;
+        size_t len = 0;
+        int rc = read_small_file(path, &text, &len, st);
+        if (rc < 0) {
+            snprintf(err, errlen, "%s: cannot be read (%s)", path,
+                     rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+            syn_free(y);
+            return NULL;
+        }
+        rc = syn_parse(y, text, len, path, err, errlen);
+        free(text);
+        if (rc) {
+            syn_free(y);
+            return NULL;
+        }
+    }
+    syn_finish(y);
+    return y;
+}
+
+int search_synonyms_init(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    pthread_mutex_lock(&syn_mu);
+    struct search_synonyms *y = syn_load(path, &st, err, errlen);
+    if (y) {
+        synonyms_unref(syn_table);
+        syn_table = y;
+        free(syn_path);
+        syn_path = path ? strdup(path) : NULL;
+        syn_st = st;
+        syn_st_ok = path != NULL;
+    }
+    pthread_mutex_unlock(&syn_mu);
+    return y ? 0 : -1;
+}
+
+int search_synonyms_check(const char *text, size_t len, const char *file, char *err,
+                          size_t errlen)
+{
+    struct search_synonyms *y = s_calloc(1, sizeof *y);
+    int rc = syn_parse(y, text, len, file, err, errlen);
+    syn_free(y);
+    return rc;
+}
+
+void search_synonyms_shutdown(void)
+{
+    pthread_mutex_lock(&syn_mu);
+    synonyms_unref(syn_table);
+    syn_table = NULL;
+    free(syn_path);
+    syn_path = NULL;
+    pthread_mutex_unlock(&syn_mu);
+}
+
+static void synonyms_unref(struct search_synonyms *y)
+{
+    if (y && atomic_fetch_sub(&y->refs, 1) == 1)
+        syn_free(y);
+}
+
+/* The table for an index being built: the operator's file is read again
+ * when its (mtime, size, inode) moved since it was last read. */
+static struct search_synonyms *synonyms_current(void)
+{
+    char err[512];
+    pthread_mutex_lock(&syn_mu);
+    if (!syn_table) {
+        syn_table = syn_load(NULL, NULL, err, sizeof err);
+    } else if (syn_path) {
+        struct stat st;
+        int moved = stat(syn_path, &st) != 0 || !syn_st_ok || st.st_mtim.tv_sec != syn_st.st_mtim.tv_sec ||
+                    st.st_mtim.tv_nsec != syn_st.st_mtim.tv_nsec || st.st_size != syn_st.st_size ||
+                    st.st_ino != syn_st.st_ino;
+        if (moved) {
+            struct search_synonyms *y = syn_load(syn_path, &st, err, sizeof err);
+            if (y) {
+                synonyms_unref(syn_table);
+                syn_table = y;
+                log_info("search: synonyms reloaded from %s (%zu groups)", syn_path,
+                         y->ngroups);
+            } else {
+                log_warn("search: %s; keeping the synonyms loaded before", err);
+            }
+            /* Judged once per version of the file, not on every build. */
+            syn_st_ok = stat(syn_path, &syn_st) == 0;
+        }
+    }
+    struct search_synonyms *y = syn_table;
+    atomic_fetch_add(&y->refs, 1);
+    pthread_mutex_unlock(&syn_mu);
+    return y;
 }
 
 /* ---- querying ---------------------------------------------------------- */
@@ -939,19 +1386,22 @@ void search_free(struct search_index *idx)
 struct qterms {
     char term[MAXQ][MAXTOK + 1];    /* distinct terms in query order */
     size_t n;
+    uint8_t word[MAXQ];             /* the query's words in order, as term indexes */
+    size_t nword;
     char last[MAXTOK + 1];          /* the query's last token */
     size_t lastlen;
     enum tok_kind lastkind;
     bool have_last;
 };
 
-static void add_term(struct qterms *q, const char *s)
+static size_t add_term(struct qterms *q, const char *s)
 {
     for (size_t i = 0; i < q->n; i++)
         if (strcmp(q->term[i], s) == 0)
-            return;
+            return i;
     /* s is a token, at most MAXTOK bytes, and term[] rows hold MAXTOK + 1 */
     snprintf(q->term[q->n++], MAXTOK + 1, "%s", s);
+    return q->n - 1;
 }
 
 static void query_emit(void *ctx, const char *tok, size_t len, enum tok_kind kind)
@@ -967,8 +1417,11 @@ static void query_emit(void *ctx, const char *tok, size_t len, enum tok_kind kin
         q->lastkind = kind;
         q->have_last = true;
     }
-    if (q->n < MAXQ - 1)        /* one slot stays free for the last token */
-        add_term(q, buf);
+    if (q->n < MAXQ - 1) {      /* one slot stays free for the last token */
+        size_t t = add_term(q, buf);
+        if (kind == TK_WORD && q->nword < MAXQ)
+            q->word[q->nword++] = (uint8_t)t;
+    }
 }
 
 static const char *term_at(const struct search_index *idx, size_t r)
@@ -1017,8 +1470,11 @@ static int cmp_name_query(const char *q, size_t qlen, const char *name)
     return name[qlen] == '\0' ? 0 : -1;
 }
 
+#define MAXPLAN (2 * MAXQ)
+
 struct plan {
-    size_t rank[MAXQ];          /* dictionary ranks of the query's terms */
+    size_t rank[MAXPLAN];       /* dictionary ranks of the query's terms, */
+    float weight[MAXPLAN];      /* then of its synonyms' */
     size_t nr;
     size_t plo, phi;            /* ranks the last term is a prefix of */
     const struct name_ent *exact;   /* docs named exactly like the query, */
@@ -1034,6 +1490,83 @@ static bool is_query_rank(const struct plan *p, size_t r)
     return false;
 }
 
+/* Adds term at weight w, unless it is not in the dictionary or already planned. */
+static void plan_term(const struct search_index *idx, struct plan *p, const char *term, float w)
+{
+    size_t r = lower_bound(idx, term);
+    if (r >= idx->nterms || strcmp(term_at(idx, r), term) != 0 || is_query_rank(p, r) ||
+        p->nr == MAXPLAN)
+        return;
+    p->rank[p->nr] = r;
+    p->weight[p->nr++] = w;
+    p->npost += idx->post_start[r + 1] - idx->post_start[r];
+}
+
+/* Does entry e's word run start at the query's word i? */
+static bool syn_matches_at(const struct search_synonyms *y, const struct syn_ent *e,
+                           const struct qterms *q, size_t i)
+{
+    if (i + e->ntok > q->nword)
+        return false;
+    for (size_t k = 0; k < e->ntok; k++)
+        if (strcmp(q->term[q->word[i + k]], syn_word(y, e->tok + k)) != 0)
+            return false;
+    return true;
+}
+
+/*
+ * Every group one of whose members the query contains adds its other
+ * members' words, at SYN_WEIGHT shared among a member's words ("word
+ * document" gives each word half). Lookups are binary searches on the
+ * members' first words: a large operator table costs a query little.
+ */
+static void plan_synonyms(const struct search_index *idx, struct plan *p,
+                          const struct qterms *q)
+{
+    const struct search_synonyms *y = idx->syn;
+    uint32_t groups[16];
+    size_t ng = 0;
+
+    for (size_t i = 0; i < q->nword; i++) {
+        const char *w = q->term[q->word[i]];
+        size_t lo = 0, hi = y->nent;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(syn_word(y, y->ent[y->byfirst[mid]].tok), w) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < y->nent; lo++) {
+            const struct syn_ent *e = &y->ent[y->byfirst[lo]];
+            if (strcmp(syn_word(y, e->tok), w) != 0)
+                break;
+            if (!syn_matches_at(y, e, q, i))
+                continue;
+            size_t g = 0;
+            while (g < ng && groups[g] != e->group)
+                g++;
+            if (g == ng && ng < sizeof groups / sizeof groups[0])
+                groups[ng++] = e->group;
+        }
+    }
+    for (size_t g = 0; g < ng; g++) {
+        /* Members of a group are consecutive: find the first. */
+        size_t lo = 0, hi = y->nent;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (y->ent[mid].group < groups[g])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t e = lo; e < y->nent && y->ent[e].group == groups[g]; e++)
+            for (size_t k = 0; k < y->ent[e].ntok; k++)
+                plan_term(idx, p, syn_word(y, y->ent[e].tok + k),
+                          SYN_WEIGHT / (float)y->ent[e].ntok);
+    }
+}
+
 static void make_plan(const struct search_index *idx, const char *query,
                       struct plan *p)
 {
@@ -1042,19 +1575,17 @@ static void make_plan(const struct search_index *idx, const char *query,
 
     memset(p, 0, sizeof *p);
     q.n = 0;
+    q.nword = 0;
     q.have_last = false;
     tokenize(query, qn < QUERY_MAX_BYTES ? qn : QUERY_MAX_BYTES, false,
              query_emit, &q);
     if (q.have_last)
         add_term(&q, q.last);
 
-    for (size_t i = 0; i < q.n; i++) {
-        size_t r = lower_bound(idx, q.term[i]);
-        if (r < idx->nterms && strcmp(term_at(idx, r), q.term[i]) == 0) {
-            p->rank[p->nr++] = r;
-            p->npost += idx->post_start[r + 1] - idx->post_start[r];
-        }
-    }
+    for (size_t i = 0; i < q.n; i++)
+        plan_term(idx, p, q.term[i], 1.0f);
+    if (idx->syn)
+        plan_synonyms(idx, p, &q);
 
     if (q.have_last && q.lastkind != TK_CJK) {
         size_t chars = 0;
@@ -1190,7 +1721,7 @@ static float weighted(float score, float w)
             for (size_t j_ = (idx)->post_start[r_];                          \
                  j_ < (idx)->post_start[r_ + 1]; j_++) {                     \
                 uint32_t DOC = (idx)->post[j_].doc;                          \
-                float VAL = (idx)->post[j_].score;                           \
+                float VAL = weighted((idx)->post[j_].score, (p)->weight[i_]); \
                 BODY;                                                        \
             }                                                                \
         }                                                                    \
@@ -1301,4 +1832,68 @@ size_t search_query(const struct search_index *idx, const char *query,
         rank_dense(idx, &p, &s);
     finish(&s);
     return s.total;
+}
+
+/* ---- the closest cards --------------------------------------------------- */
+
+#define CLOSEST_QUERY_BYTES 256
+
+size_t search_closest(const struct search_index *idx, const char *query,
+                      struct search_hit *out, size_t max, int *similar)
+{
+    char q[CLOSEST_QUERY_BYTES + 3];
+    char tri[CLOSEST_QUERY_BYTES][3];
+    size_t qn = 0, nt = 0, k = 0;
+
+    *similar = 0;
+    if (!idx || !idx->ndocs || !max)
+        return 0;
+    /* " word word ": one space between words, one at each end, so that a
+     * word's first and last letters make trigrams of their own. */
+    q[qn++] = ' ';
+    for (const char *c = query ? query : ""; *c && qn < CLOSEST_QUERY_BYTES; c++) {
+        char f = fuzzy_char(*c);
+        if (f == ' ' && q[qn - 1] == ' ')
+            continue;
+        q[qn++] = f;
+    }
+    if (q[qn - 1] != ' ')
+        q[qn++] = ' ';
+    for (size_t i = 0; i + 3 <= qn; i++) {
+        bool dup = q[i + 1] == ' ';     /* " x " spans no letters worth a trigram */
+        for (size_t j = 0; j < nt && !dup; j++)
+            dup = memcmp(tri[j], q + i, 3) == 0;
+        if (!dup)
+            memcpy(tri[nt++], q + i, 3);
+    }
+    for (size_t d = 0; d < idx->ndocs; d++) {
+        const char *f = idx->fuzzy + idx->fuzzy_off[d];
+        size_t fl = idx->fuzzy_off[d + 1] - idx->fuzzy_off[d] - 1;
+        size_t hit = 0;
+        for (size_t j = 0; j < nt; j++)
+            hit += memmem(f, fl, tri[j], 3) != NULL;
+        if (!hit)
+            continue;
+        /* Dice over trigrams: shared ones against both sides' counts, so a
+         * long name sharing three trigrams ranks below a short one. */
+        float sc = 2.0f * (float)hit / (float)(nt + (fl > 2 ? fl - 2 : 1));
+        struct search_hit h = { (uint32_t)d, sc };
+        size_t at = k < max ? k++ : max;
+        while (at > 0 && out[at - 1].score < sc) {
+            if (at < max)
+                out[at] = out[at - 1];
+            at--;
+        }
+        if (at < max)
+            out[at] = h;
+    }
+    if (k) {
+        *similar = 1;
+        return k;
+    }
+    for (; k < max && k < idx->ndocs; k++) {
+        out[k].doc = (uint32_t)k;
+        out[k].score = 0.0f;
+    }
+    return k;
 }

@@ -38,8 +38,12 @@
 #include <unistd.h>
 
 #include "frontmatter.h"
+#include "jail.h"
 #include "search.h"
 #include "util.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
 #define FM_FIRST_READ (16u << 10)
 #define FM_MAX_READ (256u << 10)
@@ -76,7 +80,19 @@ struct skills {
     int ino_dirty;                  /* a change may have slipped in before the watches */
     int ino_pending;                /* watches not set up yet (done on the first tick) */
     uint64_t last_full_ns;          /* the last stat pass */
+
+    /* the body indexer (skills_index_bodies) */
+    int ix_on;
+    pthread_t ix_thread;
+    pthread_mutex_t ix_mu;
+    pthread_cond_t ix_cv;
+    int ix_want;
+    atomic_int ix_stop;
 };
+
+/* A rebuild reads the bodies of at most this many new or changed skills
+ * itself; past that (a library swapped wholesale) the indexer does. */
+#define INLINE_BODIES 64
 
 /* Even with inotify, a full stat pass now and then (network filesystems do
  * not always send events). */
@@ -194,6 +210,7 @@ static void skill_unref(struct skill *k)
     json_decref(k->fm);
     json_decref(k->warnings);
     search_terms_free(k->terms);
+    search_terms_free(atomic_load(&k->xterms));
     for (size_t i = 0; i < SKILL_CARD_TIERS; i++)
         free(atomic_load(&k->card[i]));
     free(k->hook_pre);
@@ -1511,6 +1528,61 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
     return 0;
 }
 
+/*
+ * The search terms of k's body (its first SEARCH_BODY_MAX bytes) and of its
+ * references/ Markdown files (SEARCH_REFS_MAX bytes in all, in path order),
+ * read through the jail like read_skill_file. What cannot be read adds
+ * nothing: the entry still gets terms, so it is not read again.
+ */
+static struct search_terms *body_terms(const struct skill *k)
+{
+    struct jail_file f = {0};
+    const char *why;
+    struct search_doc d = {0};
+    struct buf refs;
+
+    if (jail_read(k->dir, "SKILL.md", k->body_off + SEARCH_BODY_MAX, &f, &why) == 0 &&
+        f.len > k->body_off) {
+        d.body = f.data + k->body_off;
+        d.body_len = f.len - k->body_off;
+    }
+    buf_init(&refs, 0);
+    for (size_t i = 0; i < k->nfiles && refs.len < SEARCH_REFS_MAX; i++) {
+        const char *p = k->files[i].path;
+        size_t pl = strlen(p);
+        if (strncmp(p, "references/", 11) || pl < 14 || strcasecmp(p + pl - 3, ".md"))
+            continue;
+        struct jail_file r = {0};
+        if (jail_read(k->dir, p, SEARCH_REFS_MAX - refs.len, &r, &why) == 0) {
+            buf_append(&refs, r.data, r.len);
+            buf_puts(&refs, "\n");
+        }
+        jail_file_cleanup(&r);
+    }
+    if (refs.len) {
+        d.refs = refs.p;
+        d.refs_len = refs.len;
+    }
+    struct search_terms *t = search_terms_new(&d);
+    jail_file_cleanup(&f);
+    buf_cleanup(&refs);
+    return t;
+}
+
+/* Gives k its body terms unless it has them (another thread may race: one
+ * copy wins). Returns 1 when this call read them. */
+static int index_body(struct skill *k)
+{
+    if (atomic_load(&k->xterms))
+        return 0;
+    struct search_terms *t = body_terms(k), *none = NULL;
+    if (!atomic_compare_exchange_strong(&k->xterms, &none, t)) {
+        search_terms_free(t);
+        return 0;
+    }
+    return 1;
+}
+
 static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, uint64_t gen)
 {
     struct build b = {.S = S, .old = old, .errors = json_array()};
@@ -1546,16 +1618,30 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     free(b.seen);
     build_tables(s);
 
+    if (S->ix_on && old) {
+        /* After start-up, an edited or new skill is searchable by its body
+         * as soon as it is served at all. */
+        size_t missing = 0;
+        for (size_t i = 0; i < s->n; i++)
+            missing += !atomic_load(&s->v[i]->xterms);
+        if (missing <= INLINE_BODIES)
+            for (size_t i = 0; i < s->n; i++)
+                index_body(s->v[i]);
+    }
     struct search_doc *docs = xcalloc(s->n ? s->n : 1, sizeof *docs);
     const struct search_terms **terms = xcalloc(s->n ? s->n : 1, sizeof *terms);
+    const struct search_terms **xterms = xcalloc(s->n ? s->n : 1, sizeof *xterms);
     for (size_t i = 0; i < s->n; i++) {
         docs[i].name = s->v[i]->qname;
         docs[i].description = s->v[i]->description;
         docs[i].tags = (const char *const *)s->v[i]->tags;
         docs[i].ntags = s->v[i]->ntags;
         terms[i] = s->v[i]->terms;
+        xterms[i] = atomic_load(&s->v[i]->xterms);
+        s->bodies_indexed += xterms[i] != NULL;
     }
-    s->search = search_new_terms(docs, terms, s->n);
+    s->search = search_new_terms(docs, terms, xterms, s->n);
+    free(xterms);
     free(terms);
     free(docs);
     if (S->gate)
@@ -1623,6 +1709,22 @@ static void diff(const struct snapshot *a, const struct snapshot *b, struct skil
     }
 }
 
+/* Wakes the body indexer when s has entries without body terms. */
+static void indexer_kick(struct skills *S, const struct snapshot *s)
+{
+    if (!S->ix_on)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!atomic_load(&s->v[i]->xterms)) {
+            pthread_mutex_lock(&S->ix_mu);
+            S->ix_want = 1;
+            pthread_cond_signal(&S->ix_cv);
+            pthread_mutex_unlock(&S->ix_mu);
+            return;
+        }
+    }
+}
+
 /* The rescan proper; the caller holds the scanner role (not the mutex). */
 static void do_scan(struct skills *S, int force, struct skills_report *r)
 {
@@ -1652,6 +1754,7 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
      * jansson's reference counts are not meant to be shared across threads. */
     r->errors = json_deep_copy(s->errors);
     atomic_store(&S->cur, s);
+    indexer_kick(S, s);
     watches_setup(S, s);
     pthread_mutex_lock(&S->scan_mu);
     old->retired_next = S->retired;
@@ -1769,10 +1872,80 @@ struct skills *skills_new_gated(const char *const *roots, size_t nroots, const c
     return S;
 }
 
+/*
+ * The body indexer: reads the bodies the current snapshot's entries lack,
+ * then has a rescan publish them (every entry is reused, so the rescan
+ * costs a stat pass and an index merge, and keeps the generation). It runs
+ * at the lowest CPU priority: serving, and the cold start, come first.
+ */
+static void *indexer_main(void *arg)
+{
+    struct skills *S = arg;
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+    pthread_mutex_lock(&S->ix_mu);
+    for (;;) {
+        while (!S->ix_want && !S->ix_stop)
+            pthread_cond_wait(&S->ix_cv, &S->ix_mu);
+        if (S->ix_stop)
+            break;
+        S->ix_want = 0;
+        pthread_mutex_unlock(&S->ix_mu);
+        struct snapshot *s = skills_acquire(S);
+        size_t read = 0;
+        double t0 = now_ms();
+        for (size_t i = 0; i < s->n && !atomic_load(&S->ix_stop); i++)
+            read += (size_t)index_body(s->v[i]);
+        skills_release(s);
+        if (read && !atomic_load(&S->ix_stop)) {
+            log_info("skills: indexed the bodies of %zu skills (%.1f ms)", read, now_ms() - t0);
+            skills_rescan(S, 1, NULL);
+            /* The snapshot the rescan retired held the frontmatter-only
+             * index, and reading left buffers free in this thread's arena. */
+            malloc_trim(0);
+        }
+        pthread_mutex_lock(&S->ix_mu);
+    }
+    pthread_mutex_unlock(&S->ix_mu);
+    return NULL;
+}
+
+void skills_index_bodies(struct skills *S)
+{
+    if (S->ix_on)
+        return;
+    pthread_mutex_init(&S->ix_mu, NULL);
+    pthread_cond_init(&S->ix_cv, NULL);
+    S->ix_on = 1;
+    if (pthread_create(&S->ix_thread, NULL, indexer_main, S) != 0) {
+        log_warn("skills: no body indexer thread; only names, tags and descriptions are "
+                 "searched");
+        S->ix_on = 0;
+        return;
+    }
+    indexer_kick(S, atomic_load(&S->cur));
+}
+
+void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n)
+{
+    struct snapshot *s = skills_acquire(S);
+    *indexed = s->bodies_indexed;
+    *n = s->n;
+    skills_release(s);
+}
+
 void skills_free(struct skills *S)
 {
     if (!S)
         return;
+    if (S->ix_on) {
+        pthread_mutex_lock(&S->ix_mu);
+        S->ix_stop = 1;
+        pthread_cond_signal(&S->ix_cv);
+        pthread_mutex_unlock(&S->ix_mu);
+        pthread_join(S->ix_thread, NULL);
+        pthread_mutex_destroy(&S->ix_mu);
+        pthread_cond_destroy(&S->ix_cv);
+    }
     reclaim(S);
     while (S->retired) {
         struct snapshot *r = S->retired;

@@ -81,6 +81,9 @@ struct skill {
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry */
     struct search_terms *terms; /* name, tags and description tokenized for search */
+    /* body and references tokenized for search: set once, after discovery
+     * (skills_index_bodies), NULL until then */
+    _Atomic(struct search_terms *) xterms;
     _Atomic(struct card *) card[SKILL_CARD_TIERS]; /* list_skills cards (tools.c), one per
                                                       tier, each rendered on first use */
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
@@ -121,6 +124,7 @@ struct snapshot {
     unsigned char *shared;  /* per entry: its bare name is not unique */
     size_t tcap;            /* power of two */
     struct search_index *search;
+    size_t bodies_indexed;  /* entries whose body terms are in search */
     json_t *errors;         /* [{skill, path, message, level}] */
     struct watch *w;        /* everything the refresher stats */
     size_t nw;
@@ -199,6 +203,19 @@ void skills_release(struct snapshot *s);
  */
 void skills_rescan(struct skills *S, int force, struct skills_report *r);
 void skills_report_cleanup(struct skills_report *r);
+
+/*
+ * Starts indexing the words of every skill's body and Markdown references
+ * for list_skills(query). Discovery reads only frontmatter, so the first
+ * snapshot is served at once; a low-priority thread then reads the bodies
+ * of the entries that lack body terms and publishes a snapshot whose index
+ * has them (the generation does not move). Later rebuilds read the bodies
+ * of new and changed skills themselves, before publishing. Call once, after
+ * skills_new; skills_free stops the thread.
+ */
+void skills_index_bodies(struct skills *S);
+/* Entries whose body terms are in the current snapshot's index, and all. */
+void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n);
 
 /* Rescans completed so far (coalesced calls count once). Any thread. */
 uint64_t skills_scans(struct skills *S);

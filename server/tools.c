@@ -444,11 +444,40 @@ static int has_all_tags(const struct skill *k, json_t *tags)
  * cannot disagree. Returns the window (free()) and its size in *n; *total is
  * the count before the window.
  */
+/* Closest cards shown for a query that matches nothing, and how many
+ * candidates are looked at before the tag filter. */
+#define CLOSEST_SHOWN 5
+#define CLOSEST_CANDIDATES 64
+
+enum { MISS_NONE, MISS_SIMILAR, MISS_FIRST };
+
+static void fill_window(const struct snapshot *s, const struct search_hit *hits, size_t count,
+                        json_t *tags, size_t offset, size_t limit, size_t *win, size_t *n,
+                        size_t *total)
+{
+    *n = *total = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t idx = hits ? hits[i].doc : i;
+        if (tags && !has_all_tags(s->v[idx], tags))
+            continue;
+        if (*total >= offset && *total < offset + limit)
+            win[(*n)++] = idx;
+        (*total)++;
+    }
+}
+
+/*
+ * A query that matches nothing (after the tag filter) is not answered with
+ * an empty list: the page holds the closest cards by name and tags (or,
+ * when none is close, the first ones), *miss says which, and the caller
+ * adds a hint saying so. That page is complete (no cursor).
+ */
 static size_t *page_window(const struct snapshot *s, const char *query, json_t *tags,
-                           size_t offset, size_t limit, size_t *n, size_t *total)
+                           size_t offset, size_t limit, size_t *n, size_t *total, int *miss)
 {
     struct search_hit *hits = NULL;
     size_t nhits = 0;
+    *miss = MISS_NONE;
     if (query) {
         hits = xmalloc((s->n ? s->n : 1) * sizeof *hits);
         nhits = search_query(s->search, query, hits, s->n);
@@ -456,15 +485,21 @@ static size_t *page_window(const struct snapshot *s, const char *query, json_t *
             nhits = s->n;
     }
     size_t count = query ? nhits : s->n;
-    size_t *win = xmalloc((limit < count ? limit : count ? count : 1) * sizeof *win);
-    *n = *total = 0;
-    for (size_t i = 0; i < count; i++) {
-        size_t idx = query ? hits[i].doc : i;
-        if (tags && !has_all_tags(s->v[idx], tags))
-            continue;
-        if (*total >= offset && *total < offset + limit)
-            win[(*n)++] = idx;
-        (*total)++;
+    size_t cap = limit > CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
+    size_t *win = xmalloc((cap < s->n ? cap : s->n ? s->n : 1) * sizeof *win);
+    fill_window(s, query ? hits : NULL, count, tags, offset, limit, win, n, total);
+    if (query && !*total && s->n) {
+        int similar;
+        size_t max = limit < CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
+        size_t k = search_closest(s->search, query, hits, tags ? CLOSEST_CANDIDATES : max,
+                                  &similar);
+        fill_window(s, hits, k, tags, 0, max, win, n, total);
+        if (!*n && tags) {
+            similar = 0;
+            fill_window(s, NULL, s->n, tags, 0, max, win, n, total);
+        }
+        *total = *n;
+        *miss = similar ? MISS_SIMILAR : MISS_FIRST;
     }
     free(hits);
     return win;
@@ -530,6 +565,7 @@ struct page {
     struct card **card;
     unsigned char *own;     /* card[i] is this page's to free */
     unsigned char *tier;
+    int miss;               /* the query matched nothing: closest cards (MISS_*) */
 };
 
 static void page_free(struct page *p)
@@ -631,7 +667,7 @@ static const char page_head[] = "{\"skills\":[";
 static void page_build(const struct snapshot *s, const char *query, json_t *tags,
                        size_t offset, size_t limit, const struct shape_budget *b, struct page *p)
 {
-    p->idx = page_window(s, query, tags, offset, limit, &p->n, &p->total);
+    p->idx = page_window(s, query, tags, offset, limit, &p->n, &p->total, &p->miss);
     size_t m = p->n ? p->n : 1;
     p->card = xcalloc(m, sizeof *p->card);
     p->own = xcalloc(m, 1);
@@ -643,6 +679,19 @@ static void page_build(const struct snapshot *s, const char *query, json_t *tags
     page_tiers(s, p, b, query != NULL, shape_tokens(page_head, hc) + shape_tokens(t.p, t.len),
                hc + shape_chars(t.p, t.len));
     buf_cleanup(&t);
+}
+
+/* The hint of a page whose query matched nothing. */
+static char *miss_hint(const char *query, int miss)
+{
+    size_t ql = utf8_trim(query, strnlen(query, 80));
+    char *h = NULL;
+    if (asprintf(&h, "No skill matches '%.*s'%s; %s. Try other words, or list_skills without "
+                     "a query.", (int)ql, query, ql < strlen(query) ? "..." : "",
+                 miss == MISS_SIMILAR ? "the closest by name and tags are listed"
+                                      : "none is close, so the first skills are listed") < 0)
+        abort();
+    return h;
 }
 
 static json_t *list_page(const struct snapshot *s, const char *query, json_t *tags,
@@ -659,6 +708,12 @@ static json_t *list_page(const struct snapshot *s, const char *query, json_t *ta
         char cur[32];
         snprintf(cur, sizeof cur, "%zu", offset + p.n);
         json_object_set_new(r, "next_cursor", json_string(cur));
+    }
+    if (p.miss) {
+        json_object_del(r, "next_cursor");
+        char *h = miss_hint(query, p.miss);
+        json_object_set_new(r, "hint", json_string(h));
+        free(h);
     }
     page_free(&p);
     return r;
@@ -732,6 +787,11 @@ static int list_from_cards(const struct snapshot *s, const char *query, json_t *
     page_build(s, query, tags, offset, limit, o->budget, &p);
     size_t total = p.total, kept = p.n;
     struct card **win = p.card;
+    if (p.miss) {
+        /* Rare, and carries a hint: the JSON path renders it. */
+        page_free(&p);
+        return -1;
+    }
 
     /* Sizes of the head and of every prefix of the window. */
     size_t hc = sizeof page_head - 1, ht = shape_tokens(head, hc);
@@ -1248,7 +1308,9 @@ static const struct tool table[] = {
      "page\"}},\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"skills\":{\"type\":\"array\",\"items\":" CARD_SCHEMA
      "},\"total\":{\"type\":\"integer\"},\"generation\":{\"type\":\"integer\"},"
-     "\"next_cursor\":{\"type\":\"string\"}},\"required\":[\"skills\",\"total\","
+     "\"next_cursor\":{\"type\":\"string\"},\"hint\":{\"type\":\"string\",\"description\":"
+     "\"present when the query matched nothing: says so; the skills listed are the closest "
+     "by name and tags\"}},\"required\":[\"skills\",\"total\","
      "\"generation\"]}",
      1, t_list_skills, 0,
      "pass a query or tags to list fewer skills, a smaller limit, or the next_cursor"},

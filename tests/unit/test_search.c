@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NHITS 64
 
@@ -483,7 +484,7 @@ TEST(terms_reused_across_builds)
     struct search_index *fresh = search_new(big_docs + SKIP, BIGN - SKIP);
     struct search_index *merged =
         search_new_terms(big_docs + SKIP, (const struct search_terms *const *)t + SKIP,
-                         BIGN - SKIP);
+                         NULL, BIGN - SKIP);
     char two[64];
     snprintf(two, sizeof two, "%s %s", vocab[5], vocab[17]);
     const char *const q[] = { vocab[3], two, "zebra quartz", "tag7", "ka", big_names[SKIP + 7] };
@@ -609,7 +610,7 @@ TEST(empty_index)
     CHECK_EQ(search_query(idx, "csv", h, 4), 0);
     CHECK_EQ(search_query(idx, "", h, 4), 0);
     search_free(idx);
-    struct search_doc d = { "x", "y", NULL, 0 };
+    struct search_doc d = { "x", "y", NULL, 0, NULL, 0, NULL, 0 };
     idx = search_new(&d, 0);
     CHECK_EQ(search_query(idx, "x", h, 4), 0);
     search_free(idx);
@@ -620,10 +621,10 @@ TEST(null_fields)
 {
     const char *tags[] = { "alpha", NULL, "" };
     struct search_doc d[] = {
-        { "no-desc", NULL, NULL, 0 },
-        { NULL, "orphan description", NULL, 0 },
-        { "tagged", NULL, tags, 3 },
-        { "", "", NULL, 0 },
+        { "no-desc", NULL, NULL, 0, NULL, 0, NULL, 0 },
+        { NULL, "orphan description", NULL, 0, NULL, 0, NULL, 0 },
+        { "tagged", NULL, tags, 3, NULL, 0, NULL, 0 },
+        { "", "", NULL, 0, NULL, 0, NULL, 0 },
     };
     struct search_index *idx = search_new(d, 4);
     struct search_hit h[4];
@@ -651,9 +652,9 @@ TEST(long_description_and_query)
     memset(word, 'q', big);
     word[big] = '\0';
     struct search_doc d[] = {
-        { "long", desc, NULL, 0 },
-        { "short", "a spreadsheet tool", NULL, 0 },
-        { "huge-word", word, NULL, 0 },
+        { "long", desc, NULL, 0, NULL, 0, NULL, 0 },
+        { "short", "a spreadsheet tool", NULL, 0, NULL, 0, NULL, 0 },
+        { "huge-word", word, NULL, 0, NULL, 0, NULL, 0 },
     };
     struct search_index *idx = search_new(d, 3);
     struct search_hit h[4];
@@ -676,8 +677,8 @@ TEST(invalid_utf8)
 {
     struct search_doc d[] = {
         { "bad\xff", "\xff\xfe broken \xc3 \xe4\xb8 table \xed\xa0\x80 \xf4\x90\x80\x80 end\xc0\xaf",
-          NULL, 0 },
-        { "ok", "fine \xe7\x94\xb5\xe5", NULL, 0 },    /* 电 then a truncated char */
+          NULL, 0, NULL, 0, NULL, 0 },
+        { "ok", "fine \xe7\x94\xb5\xe5", NULL, 0, NULL, 0, NULL, 0 },    /* 电 then a truncated char */
     };
     struct search_index *idx = search_new(d, 2);
     struct search_hit h[4];
@@ -687,6 +688,213 @@ TEST(invalid_utf8)
     CHECK_EQ(h[0].doc, 1);
     CHECK_EQ(search_query(idx, "\xff\xfe\xc3", h, 4), 0);
     CHECK_EQ(search_query(idx, "bad\xff", h, 4), 1);    /* exact name, raw bytes */
+    search_free(idx);
+}
+
+/* ---- body, references, synonyms, closest ------------------------------- */
+
+struct xdoc {
+    const char *name, *desc, *body, *refs;
+};
+
+static struct search_index *build_x(const struct xdoc *x, size_t n)
+{
+    struct search_doc *d = calloc(n, sizeof *d);
+    for (size_t i = 0; i < n; i++) {
+        d[i].name = x[i].name;
+        d[i].description = x[i].desc;
+        d[i].body = x[i].body;
+        d[i].body_len = x[i].body ? strlen(x[i].body) : 0;
+        d[i].refs = x[i].refs;
+        d[i].refs_len = x[i].refs ? strlen(x[i].refs) : 0;
+    }
+    struct search_index *idx = search_new(d, n);
+    free(d);
+    return idx;
+}
+
+enum { X_SHEET, X_SLIDES, X_DOC, X_PDF, X_NOTES, X_PANDAS_DESC, X_PANDAS_REF, X_PANDAS_BODY, NX };
+
+static const struct xdoc xlib[NX] = {
+    { "xlsx", "Create, edit and analyse spreadsheets with formulas and charts.",
+      "# Spreadsheets\n\nUse openpyxl to write cells. Open the workbook in Excel to check.\n"
+      "## Recalculation\nExcel recalculates formulas on open.\n", NULL },
+    { "pptx", "Build slide decks from an outline.",
+      "# Decks\nEach slide gets a title and bullets.\n",
+      "# python-pptx notes\nSaved files open in PowerPoint.\n" },
+    { "docx", "Create and edit Word documents with tracked changes.",
+      "# Documents\nRedlining with tracked changes.\n", NULL },
+    { "pdf", "Fill PDF forms, merge and split PDF files.", "# Forms\nUse pypdf.\n", NULL },
+    { "notes", "Keep meeting notes tidy.", "Bullet points, one per decision.\n", NULL },
+    { "frames", "Clean tabular data with pandas before a report.", "Group and pivot.\n", NULL },
+    { "charts", "Draw line and bar charts.", "Plot series.\n",
+      "# Sources\nLoad the data with pandas first.\n" },
+    { "stats", "Summary statistics of a sample.",
+      "# Loading\nRead the sample with pandas, then describe it.\n", NULL },
+};
+
+TEST(body_only_word_found)
+{
+    struct search_index *idx = build_x(xlib, NX);
+    struct search_hit h[NHITS];
+    size_t n = search_query(idx, "openpyxl", h, NHITS);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, X_SHEET);
+    /* A heading's words are found too. */
+    n = search_query(idx, "recalculation", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, X_SHEET);
+    search_free(idx);
+}
+
+TEST(reference_only_ranks_below_card_and_body)
+{
+    struct search_index *idx = build_x(xlib, NX);
+    struct search_hit h[NHITS];
+    size_t n = search_query(idx, "pandas", h, NHITS);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(h[0].doc, X_PANDAS_DESC);
+    CHECK_EQ(h[1].doc, X_PANDAS_BODY);
+    CHECK_EQ(h[2].doc, X_PANDAS_REF);
+    /* A body that repeats a word many times still ranks below a
+     * description that says it once. */
+    struct xdoc two[2] = {
+        { "a", "Work with tables.", "excel excel excel excel excel excel excel excel\n"
+                                     "excel excel excel excel excel excel excel excel\n", NULL },
+        { "b", "Open an excel workbook.", NULL, NULL },
+    };
+    struct search_index *i2 = build_x(two, 2);
+    n = search_query(i2, "excel", h, NHITS);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, 1);
+    search_free(i2);
+    search_free(idx);
+}
+
+TEST(synonyms_bridge_everyday_names)
+{
+    struct search_index *idx = build_x(xlib, NX);
+    struct search_hit h[NHITS];
+    size_t n = search_query(idx, "powerpoint", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, X_SLIDES);
+    n = search_query(idx, "make a presentation", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, X_SLIDES);
+    n = search_query(idx, "excel", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, X_SHEET);
+    n = search_query(idx, "edit a word document", h, NHITS);
+    CHECK(n >= 1);
+    CHECK_EQ(h[0].doc, X_DOC);
+    /* "word" alone is not a member: it does not pull in docx by synonym. */
+    struct xdoc one[2] = { { "docx", "Office files.", NULL, NULL },
+                           { "count", "Word counts.", NULL, NULL } };
+    struct search_index *i2 = build_x(one, 2);
+    n = search_query(i2, "word", h, NHITS);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(h[0].doc, 1);
+    search_free(i2);
+    search_free(idx);
+}
+
+TEST(exact_name_beats_body_repeats)
+{
+    struct xdoc x[2] = {
+        { "converter", "Converts documents.", "# PDF\npdf pdf pdf pdf pdf pdf pdf pdf pdf\n", NULL },
+        { "pdf", "Fill forms.", NULL, NULL },
+    };
+    struct search_index *idx = build_x(x, 2);
+    struct search_hit h[NHITS];
+    size_t n = search_query(idx, "PDF", h, NHITS);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(h[0].doc, 1);
+    search_free(idx);
+}
+
+static const char *tmp_write(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/test_search_syn.%d", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+TEST(synonyms_file_errors_name_file_and_line)
+{
+    char err[256];
+    static const struct { const char *text; const char *want; } bad[] = {
+        { "x, y\n\nsolo\n", "f.txt:3: a group needs at least two members" },
+        { "# comment\nx, , y\n", "f.txt:2: empty member" },
+        { "x, y,\n", "f.txt:1: empty member" },
+        { "ok, fine\n%%, y\n", "f.txt:2: member with no searchable word" },
+        { "x, b c d e f g h k j\n", "f.txt:1: member of more than 8 words" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        CHECK_EQ(search_synonyms_check(bad[i].text, strlen(bad[i].text), "f.txt", err,
+                                       sizeof err), -1);
+        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0)
+            H_FAIL("got '%s', want '%s...'", err, bad[i].want);
+    }
+    CHECK_EQ(search_synonyms_check("# x\n\n  x, y\r\nc d, e\n", 19, "f", err, sizeof err), 0);
+    CHECK_EQ(search_synonyms_init("/nonexistent/syn.txt", err, sizeof err), -1);
+    CHECK(strstr(err, "/nonexistent/syn.txt: cannot be read") == err);
+    const char *path = tmp_write("k8s, kubernetes\nx, y\nlonely\n");
+    CHECK_EQ(search_synonyms_init(path, err, sizeof err), -1);
+    CHECK(strstr(err, ":3: a group needs at least two members") != NULL);
+    unlink(path);
+}
+
+TEST(synonyms_file_extends_and_reloads)
+{
+    char err[256];
+    struct xdoc x[2] = { { "ledger", "Bookkeeping entries.", NULL, NULL },
+                         { "notes", "Meeting notes.", NULL, NULL } };
+    const char *path = tmp_write("accounts, bookkeeping\n");
+    CHECK_EQ(search_synonyms_init(path, err, sizeof err), 0);
+    struct search_index *idx = build_x(x, 2);
+    struct search_hit h[NHITS];
+    CHECK_EQ(search_query(idx, "accounts", h, NHITS), 1);
+    CHECK_EQ(h[0].doc, 0);
+    CHECK(search_query(idx, "powerpoint", h, NHITS) == 0);  /* built-ins still in */
+    search_free(idx);
+
+    /* Changed: read again by the next build. */
+    tmp_write("minutes, meeting notes\n");
+    idx = build_x(x, 2);
+    CHECK_EQ(search_query(idx, "accounts", h, NHITS), 0);
+    CHECK_EQ(search_query(idx, "minutes", h, NHITS), 1);
+    CHECK_EQ(h[0].doc, 1);
+    search_free(idx);
+
+    /* Broken: the previous table stays. */
+    tmp_write("minutes\n");
+    idx = build_x(x, 2);
+    CHECK_EQ(search_query(idx, "minutes", h, NHITS), 1);
+    search_free(idx);
+    unlink(path);
+    CHECK_EQ(search_synonyms_init(NULL, err, sizeof err), 0);
+}
+
+TEST(closest_when_nothing_matches)
+{
+    struct search_index *idx = build_x(xlib, NX);
+    struct search_hit h[4];
+    int similar = -1;
+    CHECK_EQ(search_query(idx, "statz", h, 4), 0);
+    size_t n = search_closest(idx, "statz", h, 4, &similar);
+    CHECK(n >= 1);
+    CHECK_EQ(similar, 1);
+    CHECK_EQ(h[0].doc, X_PANDAS_BODY);  /* "stats" */
+    n = search_closest(idx, "qqqq", h, 3, &similar);
+    CHECK_EQ(similar, 0);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(h[0].doc, 0);
+    CHECK_EQ(h[2].doc, 2);
+    CHECK_EQ(search_closest(idx, "", h, 0, &similar), 0);
     search_free(idx);
 }
 
@@ -717,6 +925,13 @@ int main(void)
     RUN(null_fields);
     RUN(long_description_and_query);
     RUN(invalid_utf8);
+    RUN(body_only_word_found);
+    RUN(reference_only_ranks_below_card_and_body);
+    RUN(synonyms_bridge_everyday_names);
+    RUN(exact_name_beats_body_repeats);
+    RUN(synonyms_file_errors_name_file_and_line);
+    RUN(synonyms_file_extends_and_reloads);
+    RUN(closest_when_nothing_matches);
     search_free(lib_idx);
     search_free(big_idx);
     DONE();

@@ -579,11 +579,30 @@ TEST(list_query_ranking)
     CHECK_STR(card_qname(first), "acme/billing");
     json_decref(r);
 
-    /* nothing matches: an empty page, not an error */
+    /* nothing matches: not an error, and not a silent empty page either:
+     * a hint says so and the closest cards (here: none close, the first
+     * ones) are listed, the whole of them on this page */
     r = call("list_skills", "{\"query\":\"zzzqqqxxx\"}");
     CHECK_TOOL_OK(r);
+    CHECK(json_array_size(json_object_get(sc(r), "skills")) > 0);
+    CHECK_EQ(iget(sc(r), "total"), (long long)json_array_size(json_object_get(sc(r), "skills")));
+    CHECK(strstr(sget(sc(r), "hint"), "No skill matches 'zzzqqqxxx'") != NULL);
+    CHECK(json_object_get(sc(r), "next_cursor") == NULL);
+    json_decref(r);
+
+    /* a near miss lists the skill whose name is closest first */
+    r = call("list_skills", "{\"query\":\"bilingg\"}");
+    CHECK_TOOL_OK(r);
+    first = json_array_get(json_object_get(sc(r), "skills"), 0);
+    CHECK_STR(sget(first, "qualified_name"), "acme/billing");
+    CHECK(strstr(sget(sc(r), "hint"), "the closest by name and tags") != NULL);
+    json_decref(r);
+
+    /* a query that matches, then a tag filter that keeps none: a hint too */
+    r = call("list_skills", "{\"query\":\"invoices\",\"tags\":[\"no-such-tag\"]}");
+    CHECK_TOOL_OK(r);
     CHECK_EQ(iget(sc(r), "total"), 0);
-    CHECK_EQ(json_array_size(json_object_get(sc(r), "skills")), 0);
+    CHECK(sget(sc(r), "hint") != NULL);
     json_decref(r);
 
     /* an empty query is no query */
