@@ -139,6 +139,14 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         struct timespec ts = {0, 25 * 1000000};
         nanosleep(&ts, NULL);
     }
+    if (http_active(http) > 0) {
+        /* A thread blocked in a read that never returns (a file on a hung
+         * mount) would block http_stop() for ever: exit without it. */
+        log_error("%ld request(s) are stuck and cannot be stopped; exiting without them",
+                  http_active(http));
+        fflush(NULL);
+        _exit(1);
+    }
     http_stop(http);
     tasks_free(S->tasks);
     S->tasks = NULL;

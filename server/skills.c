@@ -540,9 +540,11 @@ static int parse_skill_md(int dfd, const char *path, const struct stat *st, stru
                 (long long)st->st_size);
         return -1;
     }
-    fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+    struct stat now;
+    fd = x_open_regular(dfd, path, &now);
     if (fd < 0) {
-        err_set(err, 0, 0, "cannot open SKILL.md: %s", strerror(errno));
+        err_set(err, 0, 0, "cannot open SKILL.md: %s",
+                fd == -EINVAL ? "not a regular file" : strerror(-fd));
         return -1;
     }
     size_t want = FM_FIRST_READ;
@@ -1358,13 +1360,12 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
         *out = b;
         return 0;
     }
-    int fd = open(k->md_path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        *why = "SKILL.md cannot be opened";
-        if (fd >= 0)
-            close(fd);
-        return -errno;
+    int fd = x_open_regular(AT_FDCWD, k->md_path, &st);
+    if (fd < 0) {
+        *why = fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
+                                              : "SKILL.md cannot be opened";
+        return fd;
     }
     if (st.st_size > (off_t)SKILL_MD_MAX) {
         close(fd);
