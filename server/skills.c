@@ -1486,6 +1486,18 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
     S->last_full_ns = now_ns();
 }
 
+/* Has a watched path that was missing (a deleted skills root, a folder not
+ * made yet) appeared? inotify cannot watch what does not exist, so these few
+ * are stat'ed on every tick. */
+static int missing_appeared(const struct snapshot *s)
+{
+    struct stat st;
+    for (size_t i = 0; i < s->nw; i++)
+        if (s->w[i].missing && stat(s->w[i].path, &st) == 0)
+            return 1;
+    return 0;
+}
+
 /* May the tree have moved since s? Events first, stats only when needed. */
 static int maybe_changed(struct skills *S, const struct snapshot *s)
 {
@@ -1499,7 +1511,8 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
         int any = 0;
         while (read(S->ino_fd, ev, sizeof ev) > 0)
             any = 1;
-        if (!any && !S->ino_dirty && now_ns() - S->last_full_ns < FULL_PASS_NS)
+        if (!any && !S->ino_dirty && now_ns() - S->last_full_ns < FULL_PASS_NS &&
+            !missing_appeared(s))
             return 0;
         S->ino_dirty = 0;
     }

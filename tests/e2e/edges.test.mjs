@@ -53,3 +53,29 @@ test('a SKILL.md replaced by a FIFO is refused at once, and SIGTERM still ends t
     process.kill(s.proc.pid, 'SIGTERM');
     assert.ok(await exitsWithin(s, 5000), 'the server must exit after SIGTERM');
   });
+
+const listNames = async (url) => {
+  const r = await toolCall(url, 'list_skills', {});
+  const sc = r.json?.result?.structuredContent;
+  return (sc?.skills ?? []).map((k) => k.qualified_name);
+};
+
+test('a skills root deleted and made again is served within one refresh interval',
+  { timeout: TEST_TIMEOUT }, async () => {
+    const s = await start({ refresh: 0.2 });
+    assert.ok((await listNames(s.url)).includes('git-helper'));
+    fs.rmSync(s.skills, { recursive: true, force: true });
+    assert.ok(await poll(async () => (await listNames(s.url)).length === 0, 3000, 50),
+      'the deleted root empties the list');
+    await sleep(500);       // settle: the missing root is what the index watches now
+    const tmp = `${s.skills}.new`;
+    fs.mkdirSync(path.join(tmp, 'phoenix'), { recursive: true });
+    fs.writeFileSync(path.join(tmp, 'phoenix', 'SKILL.md'),
+      '---\nname: phoenix\ndescription: Rises again from a deleted skills root.\n---\n\n# Phoenix\n');
+    fs.renameSync(tmp, s.skills);
+    const t0 = Date.now();
+    const seen = await poll(async () => (await listNames(s.url)).includes('phoenix'), 5000, 50);
+    const took = Date.now() - t0;
+    assert.ok(seen, 'the recreated root is never served');
+    assert.ok(took < 1500, `the recreated root took ${took} ms to be served (refresh 0.2 s)`);
+  });
