@@ -86,6 +86,10 @@ static const struct opt opts[] = {
      "stdout and stderr retained per script, each (default 1048576)"},
     {"--auth-tokens", OPT_STR, O(auth_tokens), 0, 0, "FILE",
      "require a bearer token from this file (client_id sha256 [rpm] per line)"},
+    {"--public-index", OPT_FLAG, O(public_index), 0, 0, "",
+     "with --auth-tokens, serve the discovery index and its archives without a token"},
+    {"--metrics-public", OPT_FLAG, O(metrics_public), 0, 0, "",
+     "with --auth-tokens, serve /metrics without a token"},
     {"--max-scripts-per-client", OPT_INT, O(max_scripts_per_client), 0, 1024, "N",
      "with --auth-tokens, scripts one client may run at once; 0 = no per-client cap "
      "(default: half of --max-script-concurrency)"},

@@ -45,6 +45,8 @@ struct cfg {
     const char *hooks_dir;              /* --hooks-dir: global pre/post hooks */
     const char *script_user;            /* --script-user: run scripts and hooks as this user */
     const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
+    int public_index;                   /* --public-index: discovery needs no token */
+    int metrics_public;                 /* --metrics-public: /metrics needs no token */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
     double script_cpu_limit;            /* --script-cpu-limit s; 0 = the ceiling + 1 s */

@@ -519,6 +519,15 @@ static int download(const char *url, const struct opts *o, int https_only, int64
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (o->cacert)
         curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
+    /* A token for an index served under --auth-tokens comes from the
+     * environment, never a flag (every local user can read a command line).
+     * libcurl sends it to the URL's own host only, never after a redirect
+     * to another. */
+    const char *tok = getenv("SKILL_MCP_FETCH_TOKEN");
+    if (tok && *tok) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+        curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, tok);
+    }
     CURLcode r = curl_easy_perform(c);
     long status = 0;
     char *ct = NULL, *ef = NULL;
@@ -538,6 +547,11 @@ static int download(const char *url, const struct opts *o, int https_only, int64
                https_only ? " (the index came over https)" : "");
     else if (r != CURLE_OK)
         setwhy(why, whylen, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(r));
+    else if (status == 401)
+        setwhy(why, whylen, "%s: HTTP status 401: the server wants a token (%s)", ef ? ef : url,
+               tok && *tok ? "SKILL_MCP_FETCH_TOKEN was refused"
+                           : "set SKILL_MCP_FETCH_TOKEN to a bearer token of its --auth-tokens "
+                             "file");
     else if (status != 200)
         setwhy(why, whylen, "%s: HTTP status %ld", ef ? ef : url, status);
     else

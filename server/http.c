@@ -555,6 +555,50 @@ static int is_ops_path(const char *url)
            !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX));
 }
 
+/*
+ * The bearer token and rate checks of --auth-tokens, for every surface that
+ * needs them: 0 when the request may go on (rq->client set), else the
+ * refusal (401 or 429) is queued in *ret and rq->status set.
+ */
+static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
+                     enum MHD_Result *ret)
+{
+    const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_AUTHORIZATION);
+    rq->client = auth_check(S->auth, authz);
+    if (!rq->client) {
+        rq->status = MHD_HTTP_UNAUTHORIZED;
+        *ret = reply_error(con, authz ? NULL : rq, MHD_HTTP_UNAUTHORIZED,
+                           authz ? "Unauthorized: the bearer token is not valid"
+                                 : "Unauthorized: send Authorization: Bearer <token>");
+        return -1;
+    }
+    int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining, &rq->rl_reset);
+    if (wait > 0) {
+        rq->rl_reset = wait;
+        rq->status = MHD_HTTP_TOO_MANY_REQUESTS;
+        *ret = reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
+                           "Too Many Requests: this client's rate limit is reached; "
+                           "retry after the Retry-After seconds");
+        return -1;
+    }
+    return 0;
+}
+
+/* An operations endpoint that serves skill content or usage (the discovery
+ * index, /metrics) obeys --auth-tokens unless its flag opens it. Its
+ * refusals stay out of the request log, like its answers. */
+static int ops_authorize(struct http *h, struct MHD_Connection *con, struct req *rq, int open,
+                         enum MHD_Result *ret)
+{
+    if (!h->S->auth || open)
+        return 0;
+    if (authorize(h->S, con, rq, ret) == 0)
+        return 0;
+    rq->status = 1;
+    return -1;
+}
+
 /* 1 with *ret set when url is an operations endpoint, else 0. */
 static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *url,
                         struct req *rq, enum MHD_Result *ret)
@@ -582,6 +626,10 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
             *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
             return 1;
         }
+        if (ops_authorize(h, con, rq, h->S->cfg.public_index, ret) < 0) {
+            buf_cleanup(&b);
+            return 1;
+        }
         char *body = NULL;
         size_t len = 0;
         const char *ctype = NULL;
@@ -606,6 +654,8 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
             *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
             return 1;
         }
+        if (ops_authorize(h, con, rq, h->S->cfg.metrics_public, ret) < 0)
+            return 1;
         metrics_text(h, &b);
         *ret = ops_text(con, rq, MHD_HTTP_OK, &b, "text/plain; version=0.0.4; charset=utf-8");
         return 1;
@@ -640,27 +690,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         const char *why = check_peer(h, con);
         if (why)
             return REFUSE(MHD_HTTP_FORBIDDEN, why);
-        if (S->auth) {
-            const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-                                                            MHD_HTTP_HEADER_AUTHORIZATION);
-            rq->client = auth_check(S->auth, authz);
-            if (!rq->client) {
-                rq->status = MHD_HTTP_UNAUTHORIZED;
-                rq->client = NULL;
-                return reply_error(con, authz ? NULL : rq, MHD_HTTP_UNAUTHORIZED,
-                                   authz ? "Unauthorized: the bearer token is not valid"
-                                         : "Unauthorized: send Authorization: Bearer <token>");
-            }
-            int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining,
-                                 &rq->rl_reset);
-            if (wait > 0) {
-                rq->rl_reset = wait;
-                rq->status = MHD_HTTP_TOO_MANY_REQUESTS;
-                return reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
-                                   "Too Many Requests: this client's rate limit is reached; "
-                                   "retry after the Retry-After seconds");
-            }
-        }
+        enum MHD_Result refused;
+        if (S->auth && authorize(S, con, rq, &refused) < 0)
+            return refused;
         if (!strcmp(method, "DELETE") && S->sessions) {
             /* Ends a --stateful session; there is no body to wait for. */
             const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");

@@ -8,14 +8,17 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
-import { startServer, post, raw, poll, TEST_TIMEOUT } from './lib/harness.mjs';
+import { startServer, post, raw, poll, BIN, TEST_TIMEOUT } from './lib/harness.mjs';
 import { sleep, waitGone } from './lib/procs.mjs';
 
 const servers = [];
+const tmpDirs = [];
 after(async () => {
   for (const s of servers) { try { await s.stop(); } catch { /* reported by its test */ } }
+  for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
 });
 async function start(opts) {
   const s = await startServer(opts);
@@ -78,4 +81,80 @@ test('a skills root deleted and made again is served within one refresh interval
     const took = Date.now() - t0;
     assert.ok(seen, 'the recreated root is never served');
     assert.ok(took < 1500, `the recreated root took ${took} ms to be served (refresh 0.2 s)`);
+  });
+
+const TOKEN = 'smcp_edges-test-token-0123456789abcdefghijklmnopq';
+function tokenFile() {
+  const sha = execFileSync('sha256sum', { input: TOKEN }).toString().split(' ')[0];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-tok-'));
+  tmpDirs.push(dir);
+  const f = path.join(dir, 'tokens');
+  fs.writeFileSync(f, `alice ${sha}\n`, { mode: 0o600 });
+  return f;
+}
+const BEARER = { authorization: `Bearer ${TOKEN}` };
+const get = (s, p, headers = {}) => raw(`http://127.0.0.1:${s.port}${p}`, { method: 'GET', headers });
+const IDX = '/.well-known/agent-skills/index.json';
+
+/** `skill-mcp fetch` run without blocking this process (it serves the index). */
+function fetchCli(args, env = {}) {
+  return new Promise((resolve) => {
+    const p = spawn(BIN, ['fetch', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (c) => { out += c; });
+    p.stderr.on('data', (c) => { err += c; });
+    p.on('exit', (code) => resolve({ code, stdout: out, stderr: err }));
+  });
+}
+
+test('with --auth-tokens the discovery index, its archives and /metrics need the token; /healthz and /readyz stay open',
+  { timeout: TEST_TIMEOUT }, async () => {
+    const s = await start({ args: ['--auth-tokens', tokenFile()] });
+    const idx = await get(s, IDX);
+    assert.equal(idx.status, 401, 'the index without a token');
+    assert.match(idx.headers['www-authenticate'] ?? '', /^Bearer realm="skill-mcp"/);
+    assert.equal((await get(s, IDX, { authorization: 'Bearer smcp_wrong' })).status, 401);
+    const ok = await get(s, IDX, BEARER);
+    assert.equal(ok.status, 200);
+    const entries = JSON.parse(ok.text).skills;
+    assert.ok(entries.length > 0);
+    const archive = `/.well-known/agent-skills/${entries[0].url}`;
+    assert.equal((await get(s, archive)).status, 401, 'an archive without a token');
+    assert.equal((await get(s, archive, BEARER)).status, 200);
+    assert.equal((await get(s, '/.well-known/agent-skills/deploy-runner.tar.gz')).status, 401,
+      'a skill with scripts and hooks: no archive without a token');
+    assert.equal((await get(s, '/metrics')).status, 401, '/metrics without a token');
+    assert.equal((await get(s, '/metrics', BEARER)).status, 200);
+    assert.equal((await get(s, '/healthz')).status, 200);
+    assert.equal((await get(s, '/readyz')).status, 200);
+    assert.equal((await toolCall(s.url, 'list_skills', {})).status, 401, '/mcp without a token');
+  });
+
+test('--public-index and --metrics-public open those surfaces only; /mcp still needs the token',
+  { timeout: TEST_TIMEOUT }, async () => {
+    const s = await start({ args: ['--auth-tokens', tokenFile(), '--public-index', '--metrics-public'] });
+    assert.equal((await get(s, IDX)).status, 200);
+    assert.equal((await get(s, '/.well-known/agent-skills/git-helper/SKILL.md')).status, 200);
+    assert.equal((await get(s, '/metrics')).status, 200);
+    assert.equal((await toolCall(s.url, 'list_skills', {})).status, 401);
+    assert.equal((await toolCall(s.url, 'list_skills', {}, BEARER)).status, 200);
+  });
+
+test('skill-mcp fetch from an authenticated index: refused without a token, works with SKILL_MCP_FETCH_TOKEN',
+  { timeout: 40_000 }, async () => {
+    const s = await start({ args: ['--auth-tokens', tokenFile()] });
+    const origin = `http://127.0.0.1:${s.port}`;
+    const into = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-fetch-'));
+    try {
+      const no = await fetchCli([origin, '--into', into, '--name', 'git-helper']);
+      assert.notEqual(no.code, 0);
+      assert.match(no.stderr, /HTTP status 401: the server wants a token \(set SKILL_MCP_FETCH_TOKEN/);
+      const yes = await fetchCli([origin, '--into', into, '--name', 'git-helper'],
+        { SKILL_MCP_FETCH_TOKEN: TOKEN });
+      assert.equal(yes.code, 0, yes.stderr);
+      assert.ok(fs.existsSync(path.join(into, 'git-helper', 'SKILL.md')));
+    } finally {
+      fs.rmSync(into, { recursive: true, force: true });
+    }
   });
