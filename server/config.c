@@ -115,7 +115,10 @@ static const struct opt opts[] = {
     {"--enable-tasks", OPT_FLAG, O(enable_tasks), 0, 0, "",
      "let clients run run_skill_script as an MCP task and poll for its result"},
     {"--tasks-redis", OPT_STR, O(tasks_redis), 0, 0, "URL",
-     "keep task records in Redis (redis://[:PASSWORD@]HOST[:PORT][/DB]); needed with --workers > 1"},
+     "keep task records in Redis (redis://[:PASSWORD@]HOST[:PORT][/DB]); needed with --workers > 1; "
+     "with a password prefer --tasks-redis-file or SKILL_MCP_TASKS_REDIS"},
+    {"--tasks-redis-file", OPT_STR, O(tasks_redis_file), 0, 0, "FILE",
+     "read the --tasks-redis URL from FILE (keeps a password off the command line)"},
     {"--task-ttl", OPT_SECONDS, O(task_ttl), 1, 604800, "SEC",
      "how long a finished task and its result are kept (default 3600)"},
     {"--max-tasks-per-client", OPT_INT, O(max_tasks_per_client), 1, 10000, "N",

@@ -57,6 +57,7 @@ struct cfg {
     const char *bwrap_path;             /* --bwrap-path, or NULL: bwrap on PATH */
     int enable_tasks;                   /* --enable-tasks: run_skill_script as an MCP task */
     const char *tasks_redis;            /* --tasks-redis URL: task records in Redis */
+    const char *tasks_redis_file;       /* --tasks-redis-file FILE: that URL, from a file */
     double task_ttl;                    /* --task-ttl: finished tasks kept, default 3600 s */
     int max_tasks_per_client;           /* --max-tasks-per-client, default 16 */
 

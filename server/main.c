@@ -339,7 +339,7 @@ int main(int argc, char **argv)
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
-    if (tasks_check_config(&S.cfg) < 0)
+    if (tasks_take_url(&S.cfg, argc, argv) < 0 || tasks_check_config(&S.cfg) < 0)
         return 2;
 
     log_set_level((enum log_level)S.cfg.log_level);

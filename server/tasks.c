@@ -30,12 +30,14 @@
 #include "tasks.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -924,6 +926,108 @@ static void *tasks_main(void *arg)
 
 /* ---- life cycle ------------------------------------------------------------------ */
 
+#define REDIS_ENV "SKILL_MCP_TASKS_REDIS"
+
+/* The password of a redis:// URL: where it starts in url and its length
+ * (0 when there is none). */
+static size_t url_password(const char *url, const char **pw)
+{
+    const char *p = strncmp(url, "redis://", 8) ? url : url + 8;
+    const char *at = strrchr(p, '@');
+    *pw = NULL;
+    if (!at)
+        return 0;
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    *pw = colon ? colon + 1 : p;
+    return (size_t)(at - *pw);
+}
+
+/* url with its password shown as "***", for messages. */
+static void url_redacted(const char *url, char *out, size_t n)
+{
+    const char *pw;
+    size_t len = url_password(url, &pw);
+    if (!len)
+        snprintf(out, n, "%s", url);
+    else
+        snprintf(out, n, "%.*s***%s", (int)(pw - url), url, pw + len);
+}
+
+/* Overwrites the password inside s (an argv or environ string) in place. */
+static void scrub(char *s)
+{
+    const char *pw;
+    size_t len = url_password(s, &pw);
+    if (len)
+        memset(s + (pw - s), '*', len);
+}
+
+static char *read_url_file(const char *path)
+{
+    char buf[4096];
+    int fd;
+    struct stat st;
+    if ((fd = x_open_regular(AT_FDCWD, path, &st)) < 0) {
+        fprintf(stderr, "skill-mcp: --tasks-redis-file %s: %s\n", path,
+                fd == -EINVAL || fd == -EISDIR ? "not a regular file" : strerror(-fd));
+        return NULL;
+    }
+    size_t n = x_pread_full(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n] = '\0';
+    while (n && strchr(" \t\r\n", buf[n - 1]))
+        buf[--n] = '\0';
+    if (!n || strchr(buf, '\n')) {
+        fprintf(stderr, "skill-mcp: --tasks-redis-file %s: expected one line holding "
+                        "redis://[:PASSWORD@]HOST[:PORT][/DB]\n", path);
+        return NULL;
+    }
+    if (st.st_mode & 077)
+        log_warn("--tasks-redis-file %s can be read by other users (mode %03o); make it 0600",
+                 path, (unsigned)(st.st_mode & 0777));
+    return xstrdup(buf);
+}
+
+int tasks_take_url(struct cfg *c, int argc, char **argv)
+{
+    static char *url;       /* lives as long as the configuration */
+    char *env = getenv(REDIS_ENV);
+    int from_env = env && *env;
+    if (c->tasks_redis && c->tasks_redis_file) {
+        fprintf(stderr, "skill-mcp: give the Redis URL once: --tasks-redis or "
+                        "--tasks-redis-file, not both\n");
+        return -1;
+    }
+    if (c->tasks_redis_file) {
+        if (!(url = read_url_file(c->tasks_redis_file)))
+            return -1;
+    } else if (c->tasks_redis) {
+        url = xstrdup(c->tasks_redis);
+        const char *pw;
+        if (url_password(url, &pw)) {
+            log_warn("the Redis password is on the command line (--tasks-redis), where other "
+                     "users may read it before it is scrubbed; use --tasks-redis-file FILE or "
+                     "the " REDIS_ENV " environment variable");
+            for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--tasks-redis") && i + 1 < argc)
+                    scrub(argv[++i]);
+                else if (!strncmp(argv[i], "--tasks-redis=", 14))
+                    scrub(argv[i] + 14);
+            }
+        }
+    } else if (from_env) {
+        url = xstrdup(env);
+    }
+    if (env) {
+        /* Scrubbed in the original block too, which /proc/PID/environ shows. */
+        memset(env, 0, strlen(env));
+        unsetenv(REDIS_ENV);
+    }
+    if (url)
+        c->tasks_redis = url;
+    return 0;
+}
+
 int tasks_check_config(const struct cfg *c)
 {
     if (!c->enable_tasks) {
@@ -940,8 +1044,10 @@ int tasks_check_config(const struct cfg *c)
         struct tasks t;
         memset(&t, 0, sizeof t);
         if (parse_url(&t, c->tasks_redis) < 0) {
+            char shown[600];
+            url_redacted(c->tasks_redis, shown, sizeof shown);
             fprintf(stderr, "skill-mcp: invalid value '%s' for --tasks-redis: expected "
-                            "redis://[:PASSWORD@]HOST[:PORT][/DB]\n", c->tasks_redis);
+                            "redis://[:PASSWORD@]HOST[:PORT][/DB]\n", shown);
             return -1;
         }
     } else if (c->workers > 1) {

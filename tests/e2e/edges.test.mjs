@@ -158,3 +158,91 @@ test('skill-mcp fetch from an authenticated index: refused without a token, work
       fs.rmSync(into, { recursive: true, force: true });
     }
   });
+
+/** A redis-server on a free port with a password; killed by its test. */
+async function startRedis(password) {
+  const port = await new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+    srv.on('error', reject);
+  });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
+    '--appendonly', 'no', '--requirepass', password], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (c) => { out += c; });
+  const ready = await poll(() => /Ready to accept connections/.test(out), 5000, 50);
+  assert.ok(ready, `redis-server did not start: ${out}`);
+  return { port, stop: async () => { try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ } await waitGone(proc.pid, 5000); } };
+}
+
+// Walks up from the script's parent, printing every ancestor's command line
+// and environment it can read.
+const PEEK = `#!/bin/sh
+p=$PPID
+n=0
+while [ "$p" -gt 1 ] && [ $n -lt 12 ]; do
+  tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null; echo
+  tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null; echo
+  p=$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f2)
+  n=$((n+1))
+done
+echo "walked $n"
+`;
+function addPeek(skills) {
+  const d = path.join(skills, 'peek');
+  fs.mkdirSync(path.join(d, 'scripts'), { recursive: true });
+  fs.writeFileSync(path.join(d, 'SKILL.md'), '---\nname: peek\ndescription: Reads its ancestors.\n---\n\n# Peek\n');
+  fs.writeFileSync(path.join(d, 'scripts', 'peek.sh'), PEEK, { mode: 0o755 });
+}
+const procText = (pid, what) => fs.readFileSync(`/proc/${pid}/${what}`).toString('latin1');
+
+test('the Redis password is never in the command line or environment of the server or what its scripts can read',
+  { timeout: 40_000 }, async () => {
+    const PW = `pw-${process.pid}-edges-secret`;
+    const r = await startRedis(PW);
+    try {
+      // 1. On the command line: obeyed, warned about, scrubbed.
+      const a = await start({ setup: addPeek, args: ['--enable-tasks', '--tasks-redis', `redis://:${PW}@127.0.0.1:${r.port}/4`] });
+      assert.match(a.log, new RegExp(`tasks: records in redis at 127\\.0\\.0\\.1:${r.port}`), 'the password still reaches Redis');
+      assert.match(a.log, /the Redis password is on the command line \(--tasks-redis\)/);
+      assert.ok(!procText(a.proc.pid, 'cmdline').includes(PW), '/proc/PID/cmdline shows the password');
+      assert.match(procText(a.proc.pid, 'cmdline'), /redis:\/\/:\*+@127\.0\.0\.1/);
+      const peek = await toolCall(a.url, 'run_skill_script', { name: 'peek', script: 'scripts/peek.sh' });
+      const out = JSON.stringify(peek.json);
+      assert.match(out, /walked [1-9]/, out.slice(0, 400));
+      assert.ok(out.includes('--tasks-redis'), 'the script read the server\'s command line');
+      assert.ok(!out.includes(PW), 'a script read the password from an ancestor');
+
+      // 2. From the environment: scrubbed from /proc/PID/environ, not inherited.
+      process.env.SKILL_MCP_TASKS_REDIS = `redis://:${PW}@127.0.0.1:${r.port}/4`;
+      process.env.EDGES_ENV_MARK = 'edges-env-mark';
+      let b;
+      try {
+        b = await start({ setup: addPeek, args: ['--enable-tasks'] });
+      } finally {
+        delete process.env.SKILL_MCP_TASKS_REDIS;
+        delete process.env.EDGES_ENV_MARK;
+      }
+      assert.match(b.log, new RegExp(`tasks: records in redis at 127\\.0\\.0\\.1:${r.port}`));
+      assert.doesNotMatch(b.log, /password is on the command line/);
+      assert.ok(!procText(b.proc.pid, 'environ').includes(PW), '/proc/PID/environ shows the password');
+      const peek2 = JSON.stringify((await toolCall(b.url, 'run_skill_script', { name: 'peek', script: 'scripts/peek.sh' })).json);
+      assert.match(peek2, /walked [1-9]/);
+      // A root server runs scripts as nobody, who cannot read its environ
+      // (the direct /proc check above covers it); as the same user it can.
+      if (process.getuid() !== 0) assert.ok(peek2.includes('edges-env-mark'), 'the script read the server\'s environment');
+      assert.ok(!peek2.includes(PW), 'a script read the password from the environment');
+
+      // 3. From a file.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-redis-'));
+      tmpDirs.push(dir);
+      const f = path.join(dir, 'redis-url');
+      fs.writeFileSync(f, `redis://:${PW}@127.0.0.1:${r.port}/4\n`, { mode: 0o600 });
+      const c = await start({ args: ['--enable-tasks', '--tasks-redis-file', f] });
+      assert.match(c.log, new RegExp(`tasks: records in redis at 127\\.0\\.0\\.1:${r.port}`));
+      assert.ok(!procText(c.proc.pid, 'cmdline').includes(PW));
+      for (const s of [a, b, c]) assert.ok(!s.log.includes(PW), 'the log shows the password');
+    } finally {
+      await r.stop();
+    }
+  });
