@@ -123,6 +123,9 @@ static const struct opt opts[] = {
      "how long a finished task and its result are kept (default 3600)"},
     {"--max-tasks-per-client", OPT_INT, O(max_tasks_per_client), 1, 10000, "N",
      "tasks one client may have working at once (default 16)"},
+    {"--max-task-records-per-client", OPT_INT, O(max_task_records_per_client), 1, 1000000, "N",
+     "task records (finished ones included) one client keeps; its oldest finished go first "
+     "(default 1000)"},
     {"--lock", OPT_STR, O(lock_file), 0, 0, "FILE",
      "serve only the skill versions this lock approves (see `skill-mcp lock`)"},
     {"--lock-mode", OPT_STR, O(lock_mode), 0, 0, "MODE",
@@ -292,6 +295,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->hook_timeout = 10;
     c->task_ttl = 3600;
     c->max_tasks_per_client = 16;
+    c->max_task_records_per_client = 1000;
     c->script_memory_mib = 2048;
     c->script_fsize_mib = 1024;
     c->script_nproc = -1;

@@ -60,6 +60,7 @@ struct cfg {
     const char *tasks_redis_file;       /* --tasks-redis-file FILE: that URL, from a file */
     double task_ttl;                    /* --task-ttl: finished tasks kept, default 3600 s */
     int max_tasks_per_client;           /* --max-tasks-per-client, default 16 */
+    int max_task_records_per_client;    /* --max-task-records-per-client, default 1000 */
 
     /* approved versions (lock.c) */
     const char *lock_file;              /* --lock FILE: serve only approved versions */

@@ -767,6 +767,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         .client = rq->client,
         .session_id = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id"),
     };
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    hd.peer = ci ? ci->client_addr : NULL;
     struct rpc_out out;
     rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
     unsigned status = MHD_HTTP_OK;

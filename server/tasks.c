@@ -3,7 +3,9 @@
  * memory (one worker) or in Redis (several workers or instances).
  *
  * A record: id (128 random bits, hex), client (the authenticated client,
- * "" when there is no authentication), status, status message, created and
+ * "" when there is no authentication), quota (whose records it counts
+ * against: the client, or "addr:<peer address>" without authentication),
+ * status, status message, created and
  * updated times, ttl, the owning worker, the script's request id, and once
  * finished the CallToolResult as JSON text. Stored statuses are working,
  * completed, tool_error (the script's result is isError), failed (the
@@ -22,6 +24,8 @@
  *                  entries whose task ended or whose owner died are dropped
  *                  when the next task is created)
  *   tasks:<client> zset of all the client's tasks, for tasks/list
+ *   quota:<key>    zset of every record the client keeps (the bound on stored
+ *                  records: at the bound the oldest finished one is deleted)
  *   owner:<owner>  the owning worker's heartbeat (PX 5 s, renewed every
  *                  second): a working task whose owner's heartbeat is gone
  *                  is reported failed
@@ -29,6 +33,7 @@
  */
 #include "tasks.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -55,11 +60,15 @@
 #define HEARTBEAT_PX 5000
 #define PAGE 20                 /* tasks/list page */
 #define MEM_MAX_TASKS 10000     /* records kept in memory at most */
+/* A task that ended before anything ran (unknown skill, bad arguments) is
+ * kept this long at most: long enough to read, too short to hoard. */
+#define EARLY_TTL_MS 60000
 #define REDIS_TIMEOUT_MS 1000
 
 struct trec {
     char id[40];
     char client[80];
+    char quota[80];
     char status[16];
     char msg[400];
     int64_t created, updated, ttl;  /* ms since the epoch; ttl in ms */
@@ -326,8 +335,10 @@ static void key(char *out, size_t n, const char *kind, const char *name)
     snprintf(out, n, "skill-mcp:%s:%s", kind, name);
 }
 
-/* Creates the record unless the client has max working tasks already.
- * Working entries whose task ended or whose owner is gone do not count. */
+/* Creates the record unless the client has max working tasks already
+ * (0; working entries whose task ended or whose owner is gone do not
+ * count), or keeps cap records all working (2). At cap, its expired
+ * entries and then its oldest finished records are deleted first. */
 static const char LUA_CREATE[] =
     "local ids = redis.call('ZRANGE', KEYS[2], 0, -1)\n"
     "for _, id in ipairs(ids) do\n"
@@ -337,6 +348,25 @@ static const char LUA_CREATE[] =
     "  end\n"
     "end\n"
     "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end\n"
+    "local cap = tonumber(ARGV[10])\n"
+    "local n = redis.call('ZCARD', KEYS[5])\n"
+    "if n >= cap then\n"
+    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do\n"
+    "    if n < cap then break end\n"
+    "    local k = 'skill-mcp:task:' .. id\n"
+    "    local st = redis.call('HMGET', k, 'status', 'client')\n"
+    "    if not st[1] then\n"
+    "      redis.call('ZREM', KEYS[5], id)\n"
+    "      n = n - 1\n"
+    "    elseif st[1] ~= 'working' then\n"
+    "      redis.call('DEL', k)\n"
+    "      redis.call('ZREM', KEYS[5], id)\n"
+    "      redis.call('ZREM', 'skill-mcp:tasks:' .. (st[2] or ''), id)\n"
+    "      n = n - 1\n"
+    "    end\n"
+    "  end\n"
+    "  if n >= cap then return 2 end\n"
+    "end\n"
     "redis.call('SET', KEYS[4], '1', 'PX', ARGV[8])\n"
     "redis.call('HSET', KEYS[1], 'status', 'working', 'created', ARGV[3], 'updated', ARGV[3],\n"
     "  'ttl', ARGV[4], 'owner', ARGV[5], 'client', ARGV[6], 'rid', ARGV[7])\n"
@@ -345,6 +375,8 @@ static const char LUA_CREATE[] =
     "redis.call('PEXPIRE', KEYS[2], ARGV[9])\n"
     "redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])\n"
     "redis.call('PEXPIRE', KEYS[3], ARGV[9])\n"
+    "redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])\n"
+    "redis.call('PEXPIRE', KEYS[5], ARGV[9])\n"
     "return 1\n";
 
 /* Ends a working record (a terminal one keeps its status); keeps the result. */
@@ -396,25 +428,62 @@ static void mem_sweep(struct tasks *t, int64_t now)
     }
 }
 
-/* 0 created, 1 the client is at its bound, -1 store error (why). */
+static void mem_drop(struct tasks *t, struct mtask **pp)
+{
+    struct mtask *m = *pp;
+    *pp = m->next;
+    if (t->mem_tail == &m->next)
+        t->mem_tail = pp;
+    trec_cleanup(&m->r);
+    free(m);
+    t->nmem--;
+}
+
+/* Drops the oldest finished record (of quota, or of anyone when NULL):
+ * 0, or -1 when every such record is still working. */
+static int mem_evict_oldest(struct tasks *t, const char *quota)
+{
+    for (struct mtask **pp = &t->mem; *pp; pp = &(*pp)->next)
+        if ((!quota || !strcmp((*pp)->r.quota, quota)) && (*pp)->expires) {
+            mem_drop(t, pp);
+            return 0;
+        }
+    return -1;
+}
+
+/* 0 created, 1 the client is at its bound of working tasks, 2 it keeps
+ * max_records records all working, -1 store error (why). */
 static int st_create(struct tasks *t, const struct trec *r, int max_live, char *why, size_t wl)
 {
     const struct cfg *cf = &t->S->cfg;
+    int max_records = cf->max_task_records_per_client;
     /* the longest a run may take: queue, hooks, script, hooks */
     int64_t run_ms = (int64_t)((cf->script_queue_timeout + cf->max_script_timeout +
                                 4 * cf->hook_timeout + 60) * 1000);
     if (!t->redis) {
         pthread_mutex_lock(&t->mu);
         mem_sweep(t, wall_ms());
-        int n = 0;
-        for (struct mtask *m = t->mem; m; m = m->next)
+        int n = 0, kept = 0;
+        for (struct mtask *m = t->mem; m; m = m->next) {
             n += !strcmp(m->r.client, r->client) && !strcmp(m->r.status, "working");
-        if (n >= max_live || t->nmem >= MEM_MAX_TASKS) {
+            kept += !strcmp(m->r.quota, r->quota);
+        }
+        if (n >= max_live) {
             pthread_mutex_unlock(&t->mu);
-            if (n < max_live)
-                snprintf(why, wl, "the server keeps %d tasks already; try again later",
-                         MEM_MAX_TASKS);
-            return n >= max_live ? 1 : -1;
+            return 1;
+        }
+        /* A client at its bound makes room from its own oldest results; a
+         * full store (many clients) from the oldest result of anyone. */
+        for (; kept >= max_records; kept--)
+            if (mem_evict_oldest(t, r->quota) < 0) {
+                pthread_mutex_unlock(&t->mu);
+                return 2;
+            }
+        if (t->nmem >= MEM_MAX_TASKS && mem_evict_oldest(t, NULL) < 0) {
+            pthread_mutex_unlock(&t->mu);
+            snprintf(why, wl, "the server keeps %d working tasks already; try again later",
+                     MEM_MAX_TASKS);
+            return -1;
         }
         struct mtask *m = xcalloc(1, sizeof *m);
         m->r = *r;
@@ -425,24 +494,27 @@ static int st_create(struct tasks *t, const struct trec *r, int max_live, char *
         pthread_mutex_unlock(&t->mu);
         return 0;
     }
-    char k1[200], k2[200], k3[200], k4[200], max[16], created[24], ttl[24], px[16], life[24];
+    char k1[200], k2[200], k3[200], k4[200], k5[200], max[16], created[24], ttl[24], px[16],
+        life[24], recs[16];
     key(k1, sizeof k1, "task", r->id);
     key(k2, sizeof k2, "live", r->client);
     key(k3, sizeof k3, "tasks", r->client);
     key(k4, sizeof k4, "owner", r->owner);
+    key(k5, sizeof k5, "quota", r->quota);
     snprintf(max, sizeof max, "%d", max_live);
+    snprintf(recs, sizeof recs, "%d", max_records);
     snprintf(created, sizeof created, "%lld", (long long)r->created);
     snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl);
     snprintf(px, sizeof px, "%d", HEARTBEAT_PX);
     snprintf(life, sizeof life, "%lld", (long long)(r->ttl + run_ms));
-    const char *argv[] = {"EVAL", LUA_CREATE, "4", k1, k2, k3, k4, r->id, max, created, ttl,
-                          r->owner, r->client, r->rid, px, life};
+    const char *argv[] = {"EVAL", LUA_CREATE, "5", k1, k2, k3, k4, k5, r->id, max, created, ttl,
+                          r->owner, r->client, r->rid, px, life, recs};
     redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;
-    int ok = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     freeReplyObject(rep);
-    return ok ? 0 : 1;
+    return v == 1 ? 0 : v == 2 ? 2 : 1;
 }
 
 static int st_finish(struct tasks *t, const char *id, const char *client, const char *status,
@@ -1040,6 +1112,12 @@ int tasks_check_config(const struct cfg *c)
                         "--no-scripts\n");
         return -1;
     }
+    if (c->max_task_records_per_client < c->max_tasks_per_client) {
+        fprintf(stderr, "skill-mcp: --max-task-records-per-client (%d) must be at least "
+                        "--max-tasks-per-client (%d): working tasks are records too\n",
+                c->max_task_records_per_client, c->max_tasks_per_client);
+        return -1;
+    }
     if (c->tasks_redis) {
         struct tasks t;
         memset(&t, 0, sizeof t);
@@ -1257,6 +1335,24 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
     free(l);
 }
 
+/* Whose records a new task counts against: the authenticated client, or
+ * without authentication the peer's address (a client can mint sessions at
+ * will, not addresses). */
+static void quota_of(const struct mcp_call *c, char *out, size_t n)
+{
+    char ip[INET6_ADDRSTRLEN] = "unknown";
+    const struct sockaddr *sa = c->peer;
+    if (c->client) {
+        snprintf(out, n, "%s", c->client);
+        return;
+    }
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)c->peer)->sin_addr, ip, sizeof ip);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)c->peer)->sin6_addr, ip, sizeof ip);
+    snprintf(out, n, "addr:%s", ip);
+}
+
 int tasks_create(struct mcp_call *c)
 {
     struct tasks *t = c->S->tasks;
@@ -1286,12 +1382,20 @@ int tasks_create(struct mcp_call *c)
     }
     if (c->plan)
         snprintf(r.rid, sizeof r.rid, "%s", hook_request_id(c->plan));
+    else if (r.ttl > EARLY_TTL_MS)
+        r.ttl = EARLY_TTL_MS;
+    quota_of(c, r.quota, sizeof r.quota);
     int rc = st_create(t, &r, c->S->cfg.max_tasks_per_client, why, sizeof why);
     if (rc != 0) {
         hook_plan_free(c->plan);
         c->plan = NULL;
         if (rc < 0)
             return unavailable(c, why);
+        if (rc == 2)
+            return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+                             "Too many task records: this client keeps %d, all working "
+                             "(--max-task-records-per-client). Wait for one to finish.",
+                             c->S->cfg.max_task_records_per_client);
         return mcp_error(c, RPC_INVALID_PARAMS, NULL,
                          "Too many live tasks: this client has %d tasks working already "
                          "(--max-tasks-per-client). Wait for one to finish or cancel one.",

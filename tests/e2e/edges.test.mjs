@@ -5,13 +5,14 @@
 // that serves skill content.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startServer, post, raw, poll, BIN, TEST_TIMEOUT } from './lib/harness.mjs';
+import { startServer, post, raw, poll, BIN, FIXTURES, TEST_TIMEOUT } from './lib/harness.mjs';
 import { sleep, waitGone } from './lib/procs.mjs';
 
 const servers = [];
@@ -84,15 +85,17 @@ test('a skills root deleted and made again is served within one refresh interval
   });
 
 const TOKEN = 'smcp_edges-test-token-0123456789abcdefghijklmnopq';
+const TOKEN_B = 'smcp_edges-test-token-bob-0123456789abcdefghijklm';
 function tokenFile() {
-  const sha = execFileSync('sha256sum', { input: TOKEN }).toString().split(' ')[0];
+  const sha = (t) => execFileSync('sha256sum', { input: t }).toString().split(' ')[0];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-tok-'));
   tmpDirs.push(dir);
   const f = path.join(dir, 'tokens');
-  fs.writeFileSync(f, `alice ${sha}\n`, { mode: 0o600 });
+  fs.writeFileSync(f, `alice ${sha(TOKEN)}\nbob ${sha(TOKEN_B)}\n`, { mode: 0o600 });
   return f;
 }
 const BEARER = { authorization: `Bearer ${TOKEN}` };
+const BEARER_B = { authorization: `Bearer ${TOKEN_B}` };
 const get = (s, p, headers = {}) => raw(`http://127.0.0.1:${s.port}${p}`, { method: 'GET', headers });
 const IDX = '/.well-known/agent-skills/index.json';
 
@@ -242,6 +245,123 @@ test('the Redis password is never in the command line or environment of the serv
       assert.match(c.log, new RegExp(`tasks: records in redis at 127\\.0\\.0\\.1:${r.port}`));
       assert.ok(!procText(c.proc.pid, 'cmdline').includes(PW));
       for (const s of [a, b, c]) assert.ok(!s.log.includes(PW), 'the log shows the password');
+    } finally {
+      await r.stop();
+    }
+  });
+
+// ---- the task store ----------------------------------------------------------
+
+const rpcAs = (url, method, params, headers, agent) => new Promise((resolve, reject) => {
+  const u = new URL(url);
+  const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params });
+  const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent,
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => { const t = Buffer.concat(chunks).toString(); try { resolve(JSON.parse(t)); } catch { resolve({ text: t, status: res.statusCode }); } });
+  });
+  req.on('error', reject);
+  req.end(body);
+});
+// A task that ends before anything runs: the skill does not exist.
+const unknownTask = { name: 'run_skill_script', arguments: { name: 'no-such-skill', script: 'scripts/x.sh' }, task: {} };
+
+/**
+ * A server whose log is read only up to its "listening on" line: 20,000 log
+ * lines kept in one string would cost the test more than the server.
+ */
+async function startQuiet(args) {
+  const proc = spawn(BIN, ['--skills', FIXTURES, '--host', '127.0.0.1', '--port', '0',
+    '--refresh-interval', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let head = '';
+  const url = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no "listening on" in 10 s: ${head}`)), 10_000);
+    const onData = (c) => {
+      head += c;
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(head);
+      if (m) { clearTimeout(t); proc.stderr.off('data', onData); proc.stderr.resume(); resolve(m[1]); }
+    };
+    proc.stderr.on('data', onData);
+    proc.on('exit', (code) => { clearTimeout(t); reject(new Error(`server exited (${code}): ${head}`)); });
+  });
+  return {
+    url,
+    async stop() {
+      const gone = new Promise((r) => proc.once('exit', (code, sig) => r({ code, sig })));
+      process.kill(proc.pid, 'SIGTERM');
+      const ex = await gone;
+      assert.equal(ex.code, 0, `the server ended with ${JSON.stringify(ex)}`);
+    },
+  };
+}
+
+test('one client cannot fill the task store: 10,050 task calls by alice leave bob (and alice) served',
+  { timeout: 120_000 }, async () => {
+    const s = await startQuiet(['--enable-tasks', '--auth-tokens', tokenFile()]);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    try {
+      let first;
+      let next = 0;
+      const worker = async () => {
+        while (next < 10_050) {
+          next++;
+          const r = await rpcAs(s.url, 'tools/call', unknownTask, BEARER, agent);
+          assert.ok(r.result?.task, JSON.stringify(r).slice(0, 300));
+          first ??= r.result.task;
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+      assert.ok(first.ttl <= 60_000, `a task that ended before it started is kept ${first.ttl} ms`);
+      const b = await rpcAs(s.url, 'tools/call', unknownTask, BEARER_B, agent);
+      assert.ok(b.result?.task, `bob after alice's flood: ${JSON.stringify(b).slice(0, 300)}`);
+      const a = await rpcAs(s.url, 'tools/call', unknownTask, BEARER, agent);
+      assert.ok(a.result?.task, `alice again: ${JSON.stringify(a).slice(0, 300)}`);
+      // her oldest finished record made room; the newest is readable
+      const gone = await rpcAs(s.url, 'tasks/get', { taskId: first.taskId }, BEARER, agent);
+      assert.equal(gone.error?.code, -32602, JSON.stringify(gone));
+      const kept = await rpcAs(s.url, 'tasks/get', { taskId: a.result.task.taskId }, BEARER, agent);
+      assert.equal(kept.result?.taskId, a.result.task.taskId);
+    } finally {
+      agent.destroy();
+      await s.stop();
+    }
+  });
+
+async function capCase(args) {
+  const s = await start({ args: ['--enable-tasks', '--auth-tokens', tokenFile(), '--max-tasks-per-client', '2',
+    '--max-task-records-per-client', '5', ...args] });
+  const ids = [];
+  for (let i = 0; i < 12; i++) {
+    const r = await rpcAs(s.url, 'tools/call', unknownTask, BEARER);
+    assert.ok(r.result?.task, JSON.stringify(r).slice(0, 300));
+    ids.push(r.result.task.taskId);
+  }
+  const list = await rpcAs(s.url, 'tasks/list', {}, BEARER);
+  const listed = list.result.tasks.map((t) => t.taskId).sort();
+  assert.deepEqual(listed, ids.slice(-5).sort(), 'alice keeps her 5 newest records');
+  for (const id of ids.slice(0, 7)) {
+    assert.equal((await rpcAs(s.url, 'tasks/get', { taskId: id }, BEARER)).error?.code, -32602);
+  }
+  const b = await rpcAs(s.url, 'tools/call', unknownTask, BEARER_B);
+  assert.ok(b.result?.task);
+  assert.equal((await rpcAs(s.url, 'tasks/list', {}, BEARER_B)).result.tasks.length, 1);
+  return s;
+}
+
+test('--max-task-records-per-client: the oldest finished records of that client go first (memory store)',
+  { timeout: TEST_TIMEOUT }, async () => {
+    await capCase([]);
+    const bad = spawnSync(BIN, ['--enable-tasks', '--max-tasks-per-client', '8', '--max-task-records-per-client', '4', '--port', '0'], { encoding: 'utf8', timeout: 5000 });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--max-task-records-per-client \(4\) must be at least --max-tasks-per-client \(8\)/);
+  });
+
+test('--max-task-records-per-client: the oldest finished records of that client go first (Redis store)',
+  { timeout: 40_000 }, async () => {
+    const r = await startRedis('edges-cap');
+    try {
+      await capCase(['--tasks-redis', `redis://:edges-cap@127.0.0.1:${r.port}/6`]);
     } finally {
       await r.stop();
     }
