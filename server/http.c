@@ -67,6 +67,11 @@ struct req {
     char session_id[40];        /* --stateful: minted by this initialize, sent back */
 };
 
+/* Set when the drain begins: every answer from then on closes its
+ * connection, so no keep-alive client sends a request the drain's end
+ * would cut off. One HTTP server per process. */
+static atomic_int closing;
+
 /* What a 405 offers: DELETE ends a session with --stateful. Set once at start. */
 static const char *allow_methods = "POST";
 
@@ -106,6 +111,8 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (ctype)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (atomic_load(&closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ctype && !strcmp(ctype, "text/event-stream")) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -444,6 +451,8 @@ static enum MHD_Result start_stream(struct MHD_Connection *con, struct srv *S,
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (atomic_load(&closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     hook_set_stream(out->plan, sse_line, e);
@@ -963,12 +972,23 @@ long http_active(struct http *h)
 
 void http_quiesce(struct http *h)
 {
-    if (h) {
-        atomic_store(&h->draining, 1);
-        MHD_socket s = MHD_quiesce_daemon(h->d);
-        if (s != MHD_INVALID_SOCKET)
-            close(s);
+    if (!h)
+        return;
+    atomic_store(&closing, 1);
+    atomic_store(&h->draining, 1);
+    MHD_socket s = MHD_quiesce_daemon(h->d);
+    if (s == MHD_INVALID_SOCKET)
+        return;
+    /* A connection the kernel completed before the close may already hold a
+     * whole request: hand it to libmicrohttpd rather than reset it. */
+    for (int fd; (fd = accept4(s, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+            MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl) != MHD_YES)
+            close(fd);
     }
+    close(s);
 }
 
 void http_stop(struct http *h)

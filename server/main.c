@@ -53,6 +53,9 @@ static void log_listening(const struct srv *S, int port)
              S->cfg.workers, S->cfg.threads, S->cfg.refresh_interval);
 }
 
+/* How long a drain waits with no request in flight before it ends. */
+#define DRAIN_QUIET_NS (200ull * 1000000u)
+
 static const char instructions_read_only[] =
     "This server is a library of skills: expert instructions, references and scripts for "
     "specific tasks. Call list_skills first (pass a query describing the task to rank skills "
@@ -114,8 +117,19 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
              S->cfg.shutdown_timeout);
     http_quiesce(http);
     uint64_t end = now_ns() + (uint64_t)(S->cfg.shutdown_timeout * 1e9);
-    while (http_active(http) > 0 && now_ns() < end) {
-        struct timespec ts = {0, 50 * 1000000};
+    /* No request in flight is not enough: a keep-alive client's next request
+     * may be in the socket, not yet read. The drain ends after a quiet spell
+     * (every answer now closes its connection, so the spell ends for good). */
+    uint64_t quiet_since = 0;
+    for (;;) {
+        uint64_t now = now_ns();
+        if (http_active(http) > 0)
+            quiet_since = 0;
+        else if (!quiet_since)
+            quiet_since = now;
+        if ((quiet_since && now - quiet_since >= DRAIN_QUIET_NS) || now >= end)
+            break;
+        struct timespec ts = {0, 10 * 1000000};
         siginfo_t si;
         int got = sigtimedwait(sigs, &si, &ts);
         /* Ctrl-C or a whole-group kill reaches a worker directly and then

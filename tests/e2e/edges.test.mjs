@@ -366,3 +366,86 @@ test('--max-task-records-per-client: the oldest finished records of that client 
       await r.stop();
     }
   });
+
+// ---- the drain -----------------------------------------------------------------
+
+/**
+ * A raw keep-alive connection that sends ping after ping, each after the
+ * last answer, and records every request: when its bytes were fully
+ * written, and the answer (complete or not, and its Connection header).
+ */
+function pinger(port, stopAt, msg) {
+  const sock = net.connect(port, '127.0.0.1');
+  const reqs = [];
+  let buf = Buffer.alloc(0);
+  let cur = null;
+  let closed = false;
+  const send = () => {
+    if (closed || Date.now() > stopAt) { sock.end(); return; }
+    const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, ...msg });
+    cur = { sentAt: null, complete: false, close: false, bytes: 0 };
+    reqs.push(cur);
+    const r = cur;
+    sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+      `Accept: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    () => { r.sentAt = Date.now(); });
+  };
+  sock.on('connect', send);
+  sock.on('data', (c) => {
+    buf = Buffer.concat([buf, c]);
+    cur.bytes += c.length;
+    const end = buf.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    const head = buf.subarray(0, end).toString();
+    const len = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? -1);
+    if (len < 0 || buf.length < end + 4 + len) return;
+    cur.complete = /^HTTP\/1\.1 200/.test(head) && /"result"/.test(buf.subarray(end + 4, end + 4 + len).toString());
+    cur.close = /\r\nconnection: *close/i.test(head);
+    buf = buf.subarray(end + 4 + len);
+    if (cur.close) { sock.end(); return; }
+    send();
+  });
+  const done = new Promise((resolve) => {
+    sock.on('close', () => { closed = true; resolve(reqs); });
+    sock.on('error', () => { /* reported through the records */ });
+  });
+  return done;
+}
+
+test('SIGTERM with six keep-alive clients: every request sent before it is answered in full, every drain answer closes its connection, new connections are refused',
+  { timeout: TEST_TIMEOUT }, async () => {
+    const s = await start({
+      args: ['--shutdown-timeout', '5'],
+      setup(skills) {
+        const d = path.join(skills, 'nap');
+        fs.mkdirSync(path.join(d, 'scripts'), { recursive: true });
+        fs.writeFileSync(path.join(d, 'SKILL.md'), '---\nname: nap\ndescription: Sleeps a little.\n---\n\n# Nap\n');
+        fs.writeFileSync(path.join(d, 'scripts', 'nap.sh'), '#!/bin/sh\nsleep 0.03\necho rested\n', { mode: 0o755 });
+      },
+    });
+    const stopAt = Date.now() + 4000;
+    // Three clients ping, three run a short script: answers that take no
+    // time and answers that take a while.
+    const nap = { method: 'tools/call', params: { name: 'run_skill_script', arguments: { name: 'nap', script: 'scripts/nap.sh' } } };
+    const clients = Array.from({ length: 6 }, (_, i) => pinger(s.port, stopAt, i % 2 ? nap : { method: 'ping' }));
+    await sleep(400);
+    const sigAt = Date.now();
+    process.kill(s.proc.pid, 'SIGTERM');
+    // A new connection is refused once the drain has begun.
+    const refused = await poll(() => new Promise((resolve) => {
+      const c = net.connect(s.port, '127.0.0.1');
+      c.on('connect', () => { c.destroy(); resolve(false); });
+      c.on('error', (e) => resolve(e.code === 'ECONNREFUSED'));
+    }), 3000, 5);
+    assert.ok(refused, 'new connections are still accepted during the drain');
+    const all = (await Promise.all(clients)).flat();
+    assert.ok(await exitsWithin(s, 8000), 'the server exits');
+    assert.equal(s.exited.code, 0);
+    const before = all.filter((r) => r.sentAt !== null && r.sentAt < sigAt);
+    assert.ok(before.length > 20, `only ${before.length} requests before the SIGTERM`);
+    const lost = before.filter((r) => !r.complete);
+    assert.equal(lost.length, 0, `${lost.length} request(s) sent before SIGTERM never answered in full`);
+    assert.doesNotMatch(s.log, /client gone/, 'a request was processed and not answered');
+    for (const r of all) if (r.bytes > 0) assert.ok(r.complete, 'an answer was cut off');
+    assert.ok(all.some((r) => r.close), 'no drain answer said Connection: close');
+  });
