@@ -7,7 +7,9 @@
  * SIGHUP rescans the skills now; SIGINT/SIGTERM stop the server.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,6 +66,40 @@ static const char instructions_read_only[] =
     "points to. This server does not run scripts.";
 
 /* ---- one serving process ------------------------------------------------- */
+
+static atomic_int http_stopped;
+
+static void *http_stopper(void *arg)
+{
+    http_stop(arg);
+    atomic_store(&http_stopped, 1);
+    return NULL;
+}
+
+/*
+ * http_stop() joins every HTTP thread. One blocked in a read that never
+ * returns (a skill file on a hung mount) would hold it, and the process,
+ * for ever: stop from another thread, and exit without it after a while.
+ */
+static void stop_http_or_exit(struct http *http)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, http_stopper, http)) {
+        http_stop(http);
+        return;
+    }
+    for (int i = 0; i < 200 && !atomic_load(&http_stopped); i++) {
+        struct timespec ts = {0, 25 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!atomic_load(&http_stopped)) {
+        log_error("the HTTP threads did not stop in 5 s (a request stuck in a read); exiting "
+                  "without them");
+        fflush(NULL);
+        _exit(1);
+    }
+    pthread_join(th, NULL);
+}
 
 /*
  * Serves listen_fd until SIGINT/SIGTERM, then drains: stop accepting, wait
@@ -153,15 +189,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         struct timespec ts = {0, 25 * 1000000};
         nanosleep(&ts, NULL);
     }
-    if (http_active(http) > 0) {
-        /* A thread blocked in a read that never returns (a file on a hung
-         * mount) would block http_stop() for ever: exit without it. */
-        log_error("%ld request(s) are stuck and cannot be stopped; exiting without them",
-                  http_active(http));
-        fflush(NULL);
-        _exit(1);
-    }
-    http_stop(http);
+    stop_http_or_exit(http);
     tasks_free(S->tasks);
     S->tasks = NULL;
     skills_free(S->skills);
