@@ -25,7 +25,9 @@
  *                  when the next task is created)
  *   tasks:<client> zset of all the client's tasks, for tasks/list
  *   quota:<key>    zset of every record the client keeps (the bound on stored
- *                  records: at the bound the oldest finished one is deleted)
+ *                  records: at the bound the oldest finished one is deleted),
+ *                  scored in creation order (the creation ms, made to grow
+ *                  strictly: two tasks of one millisecond keep their order)
  *   owner:<owner>  the owning worker's heartbeat (PX 5 s, renewed every
  *                  second): a working task whose owner's heartbeat is gone
  *                  is reported failed
@@ -375,7 +377,10 @@ static const char LUA_CREATE[] =
     "redis.call('PEXPIRE', KEYS[2], ARGV[9])\n"
     "redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])\n"
     "redis.call('PEXPIRE', KEYS[3], ARGV[9])\n"
-    "redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])\n"
+    "local sc = tonumber(ARGV[3])\n"
+    "local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')\n"
+    "if last[2] and tonumber(last[2]) >= sc then sc = tonumber(last[2]) + 1 end\n"
+    "redis.call('ZADD', KEYS[5], sc, ARGV[1])\n"
     "redis.call('PEXPIRE', KEYS[5], ARGV[9])\n"
     "return 1\n";
 
@@ -1087,7 +1092,9 @@ int tasks_take_url(struct cfg *c, int argc, char **argv)
                     scrub(argv[i] + 14);
             }
         }
-    } else if (from_env) {
+    } else if (from_env && c->enable_tasks) {
+        /* Only with tasks on: an environment shared with other services
+         * must not stop a server that does not use it. */
         url = xstrdup(env);
     }
     if (env) {

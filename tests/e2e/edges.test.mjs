@@ -236,6 +236,17 @@ test('the Redis password is never in the command line or environment of the serv
       if (process.getuid() !== 0) assert.ok(peek2.includes('edges-env-mark'), 'the script read the server\'s environment');
       assert.ok(!peek2.includes(PW), 'a script read the password from the environment');
 
+      // Without --enable-tasks the variable is not used (the server starts),
+      // and still scrubbed.
+      process.env.SKILL_MCP_TASKS_REDIS = `redis://:${PW}@127.0.0.1:${r.port}/4`;
+      let d;
+      try {
+        d = await start({ args: [] });
+      } finally {
+        delete process.env.SKILL_MCP_TASKS_REDIS;
+      }
+      assert.ok(!procText(d.proc.pid, 'environ').includes(PW), 'an unused variable is scrubbed too');
+
       // 3. From a file.
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-redis-'));
       tmpDirs.push(dir);
