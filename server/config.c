@@ -86,6 +86,10 @@ static const struct opt opts[] = {
      "stdout and stderr retained per script, each (default 1048576)"},
     {"--auth-tokens", OPT_STR, O(auth_tokens), 0, 0, "FILE",
      "require a bearer token from this file (client_id sha256 [rpm] per line)"},
+    {"--public-index", OPT_FLAG, O(public_index), 0, 0, "",
+     "with --auth-tokens, serve the discovery index and its archives without a token"},
+    {"--metrics-public", OPT_FLAG, O(metrics_public), 0, 0, "",
+     "with --auth-tokens, serve /metrics without a token"},
     {"--max-scripts-per-client", OPT_INT, O(max_scripts_per_client), 0, 1024, "N",
      "with --auth-tokens, scripts one client may run at once; 0 = no per-client cap "
      "(default: half of --max-script-concurrency)"},
@@ -114,11 +118,17 @@ static const struct opt opts[] = {
     {"--enable-tasks", OPT_FLAG, O(enable_tasks), 0, 0, "",
      "let clients run run_skill_script as an MCP task and poll for its result"},
     {"--tasks-redis", OPT_STR, O(tasks_redis), 0, 0, "URL",
-     "keep task records in Redis (redis://[:PASSWORD@]HOST[:PORT][/DB]); needed with --workers > 1"},
+     "keep task records in Redis (redis://[:PASSWORD@]HOST[:PORT][/DB]); needed with --workers > 1; "
+     "with a password prefer --tasks-redis-file or SKILL_MCP_TASKS_REDIS"},
+    {"--tasks-redis-file", OPT_STR, O(tasks_redis_file), 0, 0, "FILE",
+     "read the --tasks-redis URL from FILE (keeps a password off the command line)"},
     {"--task-ttl", OPT_SECONDS, O(task_ttl), 1, 604800, "SEC",
      "how long a finished task and its result are kept (default 3600)"},
     {"--max-tasks-per-client", OPT_INT, O(max_tasks_per_client), 1, 10000, "N",
      "tasks one client may have working at once (default 16)"},
+    {"--max-task-records-per-client", OPT_INT, O(max_task_records_per_client), 1, 1000000, "N",
+     "task records (finished ones included) one client keeps; its oldest finished go first "
+     "(default 1000)"},
     {"--lock", OPT_STR, O(lock_file), 0, 0, "FILE",
      "serve only the skill versions this lock approves (see `skill-mcp lock`)"},
     {"--lock-mode", OPT_STR, O(lock_mode), 0, 0, "MODE",
@@ -289,6 +299,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->hook_timeout = 10;
     c->task_ttl = 3600;
     c->max_tasks_per_client = 16;
+    c->max_task_records_per_client = 1000;
     c->script_memory_mib = 2048;
     c->script_fsize_mib = 1024;
     c->script_nproc = -1;

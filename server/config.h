@@ -46,6 +46,8 @@ struct cfg {
     const char *synonyms;               /* --synonyms FILE: more search synonym groups */
     const char *script_user;            /* --script-user: run scripts and hooks as this user */
     const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
+    int public_index;                   /* --public-index: discovery needs no token */
+    int metrics_public;                 /* --metrics-public: /metrics needs no token */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
     double hook_timeout;                /* --hook-timeout, default 10 s */
     double script_cpu_limit;            /* --script-cpu-limit s; 0 = the ceiling + 1 s */
@@ -56,8 +58,10 @@ struct cfg {
     const char *bwrap_path;             /* --bwrap-path, or NULL: bwrap on PATH */
     int enable_tasks;                   /* --enable-tasks: run_skill_script as an MCP task */
     const char *tasks_redis;            /* --tasks-redis URL: task records in Redis */
+    const char *tasks_redis_file;       /* --tasks-redis-file FILE: that URL, from a file */
     double task_ttl;                    /* --task-ttl: finished tasks kept, default 3600 s */
     int max_tasks_per_client;           /* --max-tasks-per-client, default 16 */
+    int max_task_records_per_client;    /* --max-task-records-per-client, default 1000 */
 
     /* approved versions (lock.c) */
     const char *lock_file;              /* --lock FILE: serve only approved versions */

@@ -771,6 +771,26 @@ static char *url_shown(CURLU *u, const char *url)
  * credentials. The destination's address is checked when connecting.
  * 0, or -1 with why[] set; shown (the URL the message names) is set either way.
  */
+/* scheme://host:port of url, lower-cased by libcurl; -1 when it does not parse. */
+static int url_origin(const char *url, char *out, size_t outlen)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    int rc = -1;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        snprintf(out, outlen, "%s://%s:%s", scheme, host, port);
+        rc = 0;
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return rc;
+}
+
 static int url_ok(const char *url, const struct opts *o, int https_only, char **shown,
                   char *why, size_t whylen)
 {
@@ -844,6 +864,14 @@ static int download(const char *url, const struct opts *o, int https_only, int64
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (o->cacert)
         curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
+    /* A token for an index served under --auth-tokens comes from the
+     * environment, never a flag (every local user can read a command line).
+     * It goes to the first URL's origin only: redirects are followed here,
+     * so each hop decides again, and a hop to another origin goes without. */
+    const char *tok = getenv("SKILL_MCP_FETCH_TOKEN");
+    char origin[512] = "", hop_origin[512];
+    if (tok && *tok)
+        url_origin(url, origin, sizeof origin);
     double deadline = now_ms() + o->timeout * 1000;
     char *cur = xstrdup(url), *shown = NULL, *ct = NULL;
     int rc = -1;
@@ -851,6 +879,10 @@ static int download(const char *url, const struct opts *o, int https_only, int64
         free(shown);
         if (url_ok(cur, o, https_only, &shown, why, whylen) < 0)
             break;
+        int send_tok = origin[0] && url_origin(cur, hop_origin, sizeof hop_origin) == 0 &&
+                       !strcmp(origin, hop_origin);
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, send_tok ? (long)CURLAUTH_BEARER : (long)CURLAUTH_NONE);
+        curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, send_tok ? tok : NULL);
         double left = deadline - now_ms();
         long ms = left < 1 ? 1 : (long)left;
         curl_easy_setopt(c, CURLOPT_URL, cur);
@@ -885,6 +917,11 @@ static int download(const char *url, const struct opts *o, int https_only, int64
             setwhy(why, whylen, "%s: only %s URLs are followed", shown, protos);
         else if (r != CURLE_OK)
             setwhy(why, whylen, "%s: %s", shown, errbuf[0] ? errbuf : curl_easy_strerror(r));
+        else if (status == 401)
+            setwhy(why, whylen, "%s: HTTP status 401: the server wants a token (%s)", shown,
+                   send_tok ? "SKILL_MCP_FETCH_TOKEN was refused"
+                            : "set SKILL_MCP_FETCH_TOKEN to a bearer token of its --auth-tokens "
+                              "file");
         else if (status != 200)
             setwhy(why, whylen, "%s: HTTP status %ld", shown, status);
         else

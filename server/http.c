@@ -67,6 +67,11 @@ struct req {
     char session_id[40];        /* --stateful: minted by this initialize, sent back */
 };
 
+/* Set when the drain begins: every answer from then on closes its
+ * connection, so no keep-alive client sends a request the drain's end
+ * would cut off. One HTTP server per process. */
+static atomic_int closing;
+
 /* What a 405 offers: DELETE ends a session with --stateful. Set once at start. */
 static const char *allow_methods = "POST";
 
@@ -106,6 +111,8 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (ctype)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (atomic_load(&closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ctype && !strcmp(ctype, "text/event-stream")) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -444,6 +451,8 @@ static enum MHD_Result start_stream(struct MHD_Connection *con, struct srv *S,
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (atomic_load(&closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     hook_set_stream(out->plan, sse_line, e);
@@ -555,6 +564,50 @@ static int is_ops_path(const char *url)
            !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX));
 }
 
+/*
+ * The bearer token and rate checks of --auth-tokens, for every surface that
+ * needs them: 0 when the request may go on (rq->client set), else the
+ * refusal (401 or 429) is queued in *ret and rq->status set.
+ */
+static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
+                     enum MHD_Result *ret)
+{
+    const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_AUTHORIZATION);
+    rq->client = auth_check(S->auth, authz);
+    if (!rq->client) {
+        rq->status = MHD_HTTP_UNAUTHORIZED;
+        *ret = reply_error(con, authz ? NULL : rq, MHD_HTTP_UNAUTHORIZED,
+                           authz ? "Unauthorized: the bearer token is not valid"
+                                 : "Unauthorized: send Authorization: Bearer <token>");
+        return -1;
+    }
+    int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining, &rq->rl_reset);
+    if (wait > 0) {
+        rq->rl_reset = wait;
+        rq->status = MHD_HTTP_TOO_MANY_REQUESTS;
+        *ret = reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
+                           "Too Many Requests: this client's rate limit is reached; "
+                           "retry after the Retry-After seconds");
+        return -1;
+    }
+    return 0;
+}
+
+/* An operations endpoint that serves skill content or usage (the discovery
+ * index, /metrics) obeys --auth-tokens unless its flag opens it. Its
+ * refusals stay out of the request log, like its answers. */
+static int ops_authorize(struct http *h, struct MHD_Connection *con, struct req *rq, int open,
+                         enum MHD_Result *ret)
+{
+    if (!h->S->auth || open)
+        return 0;
+    if (authorize(h->S, con, rq, ret) == 0)
+        return 0;
+    rq->status = 1;
+    return -1;
+}
+
 /* 1 with *ret set when url is an operations endpoint, else 0. */
 static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *url,
                         struct req *rq, enum MHD_Result *ret)
@@ -582,6 +635,10 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
             *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
             return 1;
         }
+        if (ops_authorize(h, con, rq, h->S->cfg.public_index, ret) < 0) {
+            buf_cleanup(&b);
+            return 1;
+        }
         char *body = NULL;
         size_t len = 0;
         const char *ctype = NULL;
@@ -606,6 +663,8 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
             *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
             return 1;
         }
+        if (ops_authorize(h, con, rq, h->S->cfg.metrics_public, ret) < 0)
+            return 1;
         metrics_text(h, &b);
         *ret = ops_text(con, rq, MHD_HTTP_OK, &b, "text/plain; version=0.0.4; charset=utf-8");
         return 1;
@@ -640,27 +699,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         const char *why = check_peer(h, con);
         if (why)
             return REFUSE(MHD_HTTP_FORBIDDEN, why);
-        if (S->auth) {
-            const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-                                                            MHD_HTTP_HEADER_AUTHORIZATION);
-            rq->client = auth_check(S->auth, authz);
-            if (!rq->client) {
-                rq->status = MHD_HTTP_UNAUTHORIZED;
-                rq->client = NULL;
-                return reply_error(con, authz ? NULL : rq, MHD_HTTP_UNAUTHORIZED,
-                                   authz ? "Unauthorized: the bearer token is not valid"
-                                         : "Unauthorized: send Authorization: Bearer <token>");
-            }
-            int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining,
-                                 &rq->rl_reset);
-            if (wait > 0) {
-                rq->rl_reset = wait;
-                rq->status = MHD_HTTP_TOO_MANY_REQUESTS;
-                return reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
-                                   "Too Many Requests: this client's rate limit is reached; "
-                                   "retry after the Retry-After seconds");
-            }
-        }
+        enum MHD_Result refused;
+        if (S->auth && authorize(S, con, rq, &refused) < 0)
+            return refused;
         if (!strcmp(method, "DELETE") && S->sessions) {
             /* Ends a --stateful session; there is no body to wait for. */
             const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");
@@ -735,6 +776,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         .client = rq->client,
         .session_id = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id"),
     };
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    hd.peer = ci ? ci->client_addr : NULL;
     struct rpc_out out;
     rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
     unsigned status = MHD_HTTP_OK;
@@ -928,12 +972,23 @@ long http_active(struct http *h)
 
 void http_quiesce(struct http *h)
 {
-    if (h) {
-        atomic_store(&h->draining, 1);
-        MHD_socket s = MHD_quiesce_daemon(h->d);
-        if (s != MHD_INVALID_SOCKET)
-            close(s);
+    if (!h)
+        return;
+    atomic_store(&closing, 1);
+    atomic_store(&h->draining, 1);
+    MHD_socket s = MHD_quiesce_daemon(h->d);
+    if (s == MHD_INVALID_SOCKET)
+        return;
+    /* A connection the kernel completed before the close may already hold a
+     * whole request: hand it to libmicrohttpd rather than reset it. */
+    for (int fd; (fd = accept4(s, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+            MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl) != MHD_YES)
+            close(fd);
     }
+    close(s);
 }
 
 void http_stop(struct http *h)

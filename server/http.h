@@ -24,7 +24,10 @@ struct http *http_start(struct srv *S, int listen_fd);
 
 /* Requests in flight, running scripts included (for a graceful drain). */
 long http_active(struct http *h);
-/* Stops accepting new connections (requests on open ones still arrive). */
+/* Stops accepting new connections: connections the kernel already queued are
+ * taken in first, then the listening socket is closed. Requests on open
+ * connections still arrive and are answered, each with Connection: close,
+ * so that every client comes back on a new connection (refused). */
 void http_quiesce(struct http *h);
 void http_stop(struct http *h);
 

@@ -7,7 +7,9 @@
  * SIGHUP rescans the skills now; SIGINT/SIGTERM stop the server.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -55,6 +57,9 @@ static void log_listening(const struct srv *S, int port)
              S->cfg.workers, S->cfg.threads, S->cfg.refresh_interval);
 }
 
+/* How long a drain waits with no request in flight before it ends. */
+#define DRAIN_QUIET_NS (200ull * 1000000u)
+
 static const char instructions_read_only[] =
     "This server is a library of skills: expert instructions, references and scripts for "
     "specific tasks. Call list_skills first (pass a query describing the task to rank skills "
@@ -63,6 +68,40 @@ static const char instructions_read_only[] =
     "points to. This server does not run scripts.";
 
 /* ---- one serving process ------------------------------------------------- */
+
+static atomic_int http_stopped;
+
+static void *http_stopper(void *arg)
+{
+    http_stop(arg);
+    atomic_store(&http_stopped, 1);
+    return NULL;
+}
+
+/*
+ * http_stop() joins every HTTP thread. One blocked in a read that never
+ * returns (a skill file on a hung mount) would hold it, and the process,
+ * for ever: stop from another thread, and exit without it after a while.
+ */
+static void stop_http_or_exit(struct http *http)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, http_stopper, http)) {
+        http_stop(http);
+        return;
+    }
+    for (int i = 0; i < 200 && !atomic_load(&http_stopped); i++) {
+        struct timespec ts = {0, 25 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!atomic_load(&http_stopped)) {
+        log_error("the HTTP threads did not stop in 5 s (a request stuck in a read); exiting "
+                  "without them");
+        fflush(NULL);
+        _exit(1);
+    }
+    pthread_join(th, NULL);
+}
 
 /*
  * Serves listen_fd until SIGINT/SIGTERM, then drains: stop accepting, wait
@@ -117,8 +156,19 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
              S->cfg.shutdown_timeout);
     http_quiesce(http);
     uint64_t end = now_ns() + (uint64_t)(S->cfg.shutdown_timeout * 1e9);
-    while (http_active(http) > 0 && now_ns() < end) {
-        struct timespec ts = {0, 50 * 1000000};
+    /* No request in flight is not enough: a keep-alive client's next request
+     * may be in the socket, not yet read. The drain ends after a quiet spell
+     * (every answer now closes its connection, so the spell ends for good). */
+    uint64_t quiet_since = 0;
+    for (;;) {
+        uint64_t now = now_ns();
+        if (http_active(http) > 0)
+            quiet_since = 0;
+        else if (!quiet_since)
+            quiet_since = now;
+        if ((quiet_since && now - quiet_since >= DRAIN_QUIET_NS) || now >= end)
+            break;
+        struct timespec ts = {0, 10 * 1000000};
         siginfo_t si;
         int got = sigtimedwait(sigs, &si, &ts);
         /* Ctrl-C or a whole-group kill reaches a worker directly and then
@@ -142,7 +192,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         struct timespec ts = {0, 25 * 1000000};
         nanosleep(&ts, NULL);
     }
-    http_stop(http);
+    stop_http_or_exit(http);
     tasks_free(S->tasks);
     S->tasks = NULL;
     skills_free(S->skills);
@@ -334,7 +384,7 @@ int main(int argc, char **argv)
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
-    if (tasks_check_config(&S.cfg) < 0)
+    if (tasks_take_url(&S.cfg, argc, argv) < 0 || tasks_check_config(&S.cfg) < 0)
         return 2;
 
     log_set_level((enum log_level)S.cfg.log_level);

@@ -23,6 +23,7 @@ struct mcp_call {
     const char *client;     /* authenticated client id (borrowed), or NULL */
     json_t *id;             /* the request's id (borrowed) */
     const char *session;    /* --stateful: the request's live session id, or NULL */
+    const void *peer;       /* the peer's struct sockaddr (borrowed), or NULL */
     struct snapshot *snap;  /* taken on first mcp_snapshot(), released by mcp_call_done */
     /* out */
     json_t *result;         /* new reference */

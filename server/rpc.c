@@ -330,7 +330,7 @@ void rpc_handle(struct srv *S, const char *body, size_t len, const struct rpc_he
     }
 
     struct mcp_call c = {.S = S, .modern = modern, .params = params, .client = h->client,
-                         .id = id, .session = sid};
+                         .peer = h->peer, .id = id, .session = sid};
     if (mcp_dispatch(&c, method) < 0) {
         set_error(out, id, RPC_METHOD_NOT_FOUND, "Method not found",
                   json_pack("{s:s}", "method", method), 0);

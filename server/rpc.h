@@ -42,6 +42,7 @@ struct rpc_headers {
     const char *name;               /* Mcp-Name */
     const char *client;             /* authenticated client id, or NULL */
     const char *session_id;         /* Mcp-Session-Id, or NULL */
+    const void *peer;               /* the peer's struct sockaddr (borrowed), or NULL */
 };
 
 enum rpc_kind {

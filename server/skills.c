@@ -558,9 +558,11 @@ static int parse_skill_md(int dfd, const char *path, const struct stat *st, stru
                 (long long)st->st_size);
         return -1;
     }
-    fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+    struct stat now;
+    fd = x_open_regular(dfd, path, &now);
     if (fd < 0) {
-        err_set(err, 0, 0, "cannot open SKILL.md: %s", strerror(errno));
+        err_set(err, 0, 0, "cannot open SKILL.md: %s",
+                fd == -EINVAL ? "not a regular file" : strerror(-fd));
         return -1;
     }
     size_t want = FM_FIRST_READ;
@@ -1376,13 +1378,12 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
         *out = b;
         return 0;
     }
-    int fd = open(k->md_path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        *why = "SKILL.md cannot be opened";
-        if (fd >= 0)
-            close(fd);
-        return -errno;
+    int fd = x_open_regular(AT_FDCWD, k->md_path, &st);
+    if (fd < 0) {
+        *why = fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
+                                              : "SKILL.md cannot be opened";
+        return fd;
     }
     if (st.st_size > (off_t)SKILL_MD_MAX) {
         close(fd);
@@ -1503,6 +1504,18 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
     S->last_full_ns = now_ns();
 }
 
+/* Has a watched path that was missing (a deleted skills root, a folder not
+ * made yet) appeared? inotify cannot watch what does not exist, so these few
+ * are stat'ed on every tick. */
+static int missing_appeared(const struct snapshot *s)
+{
+    struct stat st;
+    for (size_t i = 0; i < s->nw; i++)
+        if (s->w[i].missing && stat(s->w[i].path, &st) == 0)
+            return 1;
+    return 0;
+}
+
 /* May the tree have moved since s? Events first, stats only when needed. */
 static int maybe_changed(struct skills *S, const struct snapshot *s)
 {
@@ -1516,7 +1529,8 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
         int any = 0;
         while (read(S->ino_fd, ev, sizeof ev) > 0)
             any = 1;
-        if (!any && !S->ino_dirty && now_ns() - S->last_full_ns < FULL_PASS_NS)
+        if (!any && !S->ino_dirty && now_ns() - S->last_full_ns < FULL_PASS_NS &&
+            !missing_appeared(s))
             return 0;
         S->ino_dirty = 0;
     }

@@ -3,7 +3,9 @@
  * memory (one worker) or in Redis (several workers or instances).
  *
  * A record: id (128 random bits, hex), client (the authenticated client,
- * "" when there is no authentication), status, status message, created and
+ * "" when there is no authentication), quota (whose records it counts
+ * against: the client, or "addr:<peer address>" without authentication),
+ * status, status message, created and
  * updated times, ttl, the owning worker, the script's request id, and once
  * finished the CallToolResult as JSON text. Stored statuses are working,
  * completed, tool_error (the script's result is isError), failed (the
@@ -22,6 +24,10 @@
  *                  entries whose task ended or whose owner died are dropped
  *                  when the next task is created)
  *   tasks:<client> zset of all the client's tasks, for tasks/list
+ *   quota:<key>    zset of every record the client keeps (the bound on stored
+ *                  records: at the bound the oldest finished one is deleted),
+ *                  scored in creation order (the creation ms, made to grow
+ *                  strictly: two tasks of one millisecond keep their order)
  *   owner:<owner>  the owning worker's heartbeat (PX 5 s, renewed every
  *                  second): a working task whose owner's heartbeat is gone
  *                  is reported failed
@@ -29,13 +35,16 @@
  */
 #include "tasks.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,11 +62,15 @@
 #define HEARTBEAT_PX 5000
 #define PAGE 20                 /* tasks/list page */
 #define MEM_MAX_TASKS 10000     /* records kept in memory at most */
+/* A task that ended before anything ran (unknown skill, bad arguments) is
+ * kept this long at most: long enough to read, too short to hoard. */
+#define EARLY_TTL_MS 60000
 #define REDIS_TIMEOUT_MS 1000
 
 struct trec {
     char id[40];
     char client[80];
+    char quota[80];
     char status[16];
     char msg[400];
     int64_t created, updated, ttl;  /* ms since the epoch; ttl in ms */
@@ -324,8 +337,10 @@ static void key(char *out, size_t n, const char *kind, const char *name)
     snprintf(out, n, "skill-mcp:%s:%s", kind, name);
 }
 
-/* Creates the record unless the client has max working tasks already.
- * Working entries whose task ended or whose owner is gone do not count. */
+/* Creates the record unless the client has max working tasks already
+ * (0; working entries whose task ended or whose owner is gone do not
+ * count), or keeps cap records all working (2). At cap, its expired
+ * entries and then its oldest finished records are deleted first. */
 static const char LUA_CREATE[] =
     "local ids = redis.call('ZRANGE', KEYS[2], 0, -1)\n"
     "for _, id in ipairs(ids) do\n"
@@ -335,6 +350,25 @@ static const char LUA_CREATE[] =
     "  end\n"
     "end\n"
     "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end\n"
+    "local cap = tonumber(ARGV[10])\n"
+    "local n = redis.call('ZCARD', KEYS[5])\n"
+    "if n >= cap then\n"
+    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do\n"
+    "    if n < cap then break end\n"
+    "    local k = 'skill-mcp:task:' .. id\n"
+    "    local st = redis.call('HMGET', k, 'status', 'client')\n"
+    "    if not st[1] then\n"
+    "      redis.call('ZREM', KEYS[5], id)\n"
+    "      n = n - 1\n"
+    "    elseif st[1] ~= 'working' then\n"
+    "      redis.call('DEL', k)\n"
+    "      redis.call('ZREM', KEYS[5], id)\n"
+    "      redis.call('ZREM', 'skill-mcp:tasks:' .. (st[2] or ''), id)\n"
+    "      n = n - 1\n"
+    "    end\n"
+    "  end\n"
+    "  if n >= cap then return 2 end\n"
+    "end\n"
     "redis.call('SET', KEYS[4], '1', 'PX', ARGV[8])\n"
     "redis.call('HSET', KEYS[1], 'status', 'working', 'created', ARGV[3], 'updated', ARGV[3],\n"
     "  'ttl', ARGV[4], 'owner', ARGV[5], 'client', ARGV[6], 'rid', ARGV[7])\n"
@@ -343,6 +377,11 @@ static const char LUA_CREATE[] =
     "redis.call('PEXPIRE', KEYS[2], ARGV[9])\n"
     "redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])\n"
     "redis.call('PEXPIRE', KEYS[3], ARGV[9])\n"
+    "local sc = tonumber(ARGV[3])\n"
+    "local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')\n"
+    "if last[2] and tonumber(last[2]) >= sc then sc = tonumber(last[2]) + 1 end\n"
+    "redis.call('ZADD', KEYS[5], sc, ARGV[1])\n"
+    "redis.call('PEXPIRE', KEYS[5], ARGV[9])\n"
     "return 1\n";
 
 /* Ends a working record (a terminal one keeps its status); keeps the result. */
@@ -394,25 +433,62 @@ static void mem_sweep(struct tasks *t, int64_t now)
     }
 }
 
-/* 0 created, 1 the client is at its bound, -1 store error (why). */
+static void mem_drop(struct tasks *t, struct mtask **pp)
+{
+    struct mtask *m = *pp;
+    *pp = m->next;
+    if (t->mem_tail == &m->next)
+        t->mem_tail = pp;
+    trec_cleanup(&m->r);
+    free(m);
+    t->nmem--;
+}
+
+/* Drops the oldest finished record (of quota, or of anyone when NULL):
+ * 0, or -1 when every such record is still working. */
+static int mem_evict_oldest(struct tasks *t, const char *quota)
+{
+    for (struct mtask **pp = &t->mem; *pp; pp = &(*pp)->next)
+        if ((!quota || !strcmp((*pp)->r.quota, quota)) && (*pp)->expires) {
+            mem_drop(t, pp);
+            return 0;
+        }
+    return -1;
+}
+
+/* 0 created, 1 the client is at its bound of working tasks, 2 it keeps
+ * max_records records all working, -1 store error (why). */
 static int st_create(struct tasks *t, const struct trec *r, int max_live, char *why, size_t wl)
 {
     const struct cfg *cf = &t->S->cfg;
+    int max_records = cf->max_task_records_per_client;
     /* the longest a run may take: queue, hooks, script, hooks */
     int64_t run_ms = (int64_t)((cf->script_queue_timeout + cf->max_script_timeout +
                                 4 * cf->hook_timeout + 60) * 1000);
     if (!t->redis) {
         pthread_mutex_lock(&t->mu);
         mem_sweep(t, wall_ms());
-        int n = 0;
-        for (struct mtask *m = t->mem; m; m = m->next)
+        int n = 0, kept = 0;
+        for (struct mtask *m = t->mem; m; m = m->next) {
             n += !strcmp(m->r.client, r->client) && !strcmp(m->r.status, "working");
-        if (n >= max_live || t->nmem >= MEM_MAX_TASKS) {
+            kept += !strcmp(m->r.quota, r->quota);
+        }
+        if (n >= max_live) {
             pthread_mutex_unlock(&t->mu);
-            if (n < max_live)
-                snprintf(why, wl, "the server keeps %d tasks already; try again later",
-                         MEM_MAX_TASKS);
-            return n >= max_live ? 1 : -1;
+            return 1;
+        }
+        /* A client at its bound makes room from its own oldest results; a
+         * full store (many clients) from the oldest result of anyone. */
+        for (; kept >= max_records; kept--)
+            if (mem_evict_oldest(t, r->quota) < 0) {
+                pthread_mutex_unlock(&t->mu);
+                return 2;
+            }
+        if (t->nmem >= MEM_MAX_TASKS && mem_evict_oldest(t, NULL) < 0) {
+            pthread_mutex_unlock(&t->mu);
+            snprintf(why, wl, "the server keeps %d working tasks already; try again later",
+                     MEM_MAX_TASKS);
+            return -1;
         }
         struct mtask *m = xcalloc(1, sizeof *m);
         m->r = *r;
@@ -423,24 +499,27 @@ static int st_create(struct tasks *t, const struct trec *r, int max_live, char *
         pthread_mutex_unlock(&t->mu);
         return 0;
     }
-    char k1[200], k2[200], k3[200], k4[200], max[16], created[24], ttl[24], px[16], life[24];
+    char k1[200], k2[200], k3[200], k4[200], k5[200], max[16], created[24], ttl[24], px[16],
+        life[24], recs[16];
     key(k1, sizeof k1, "task", r->id);
     key(k2, sizeof k2, "live", r->client);
     key(k3, sizeof k3, "tasks", r->client);
     key(k4, sizeof k4, "owner", r->owner);
+    key(k5, sizeof k5, "quota", r->quota);
     snprintf(max, sizeof max, "%d", max_live);
+    snprintf(recs, sizeof recs, "%d", max_records);
     snprintf(created, sizeof created, "%lld", (long long)r->created);
     snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl);
     snprintf(px, sizeof px, "%d", HEARTBEAT_PX);
     snprintf(life, sizeof life, "%lld", (long long)(r->ttl + run_ms));
-    const char *argv[] = {"EVAL", LUA_CREATE, "4", k1, k2, k3, k4, r->id, max, created, ttl,
-                          r->owner, r->client, r->rid, px, life};
+    const char *argv[] = {"EVAL", LUA_CREATE, "5", k1, k2, k3, k4, k5, r->id, max, created, ttl,
+                          r->owner, r->client, r->rid, px, life, recs};
     redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;
-    int ok = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     freeReplyObject(rep);
-    return ok ? 0 : 1;
+    return v == 1 ? 0 : v == 2 ? 2 : 1;
 }
 
 static int st_finish(struct tasks *t, const char *id, const char *client, const char *status,
@@ -924,6 +1003,110 @@ static void *tasks_main(void *arg)
 
 /* ---- life cycle ------------------------------------------------------------------ */
 
+#define REDIS_ENV "SKILL_MCP_TASKS_REDIS"
+
+/* The password of a redis:// URL: where it starts in url and its length
+ * (0 when there is none). */
+static size_t url_password(const char *url, const char **pw)
+{
+    const char *p = strncmp(url, "redis://", 8) ? url : url + 8;
+    const char *at = strrchr(p, '@');
+    *pw = NULL;
+    if (!at)
+        return 0;
+    const char *colon = memchr(p, ':', (size_t)(at - p));
+    *pw = colon ? colon + 1 : p;
+    return (size_t)(at - *pw);
+}
+
+/* url with its password shown as "***", for messages. */
+static void url_redacted(const char *url, char *out, size_t n)
+{
+    const char *pw;
+    size_t len = url_password(url, &pw);
+    if (!len)
+        snprintf(out, n, "%s", url);
+    else
+        snprintf(out, n, "%.*s***%s", (int)(pw - url), url, pw + len);
+}
+
+/* Overwrites the password inside s (an argv or environ string) in place. */
+static void scrub(char *s)
+{
+    const char *pw;
+    size_t len = url_password(s, &pw);
+    if (len)
+        memset(s + (pw - s), '*', len);
+}
+
+static char *read_url_file(const char *path)
+{
+    char buf[4096];
+    int fd;
+    struct stat st;
+    if ((fd = x_open_regular(AT_FDCWD, path, &st)) < 0) {
+        fprintf(stderr, "skill-mcp: --tasks-redis-file %s: %s\n", path,
+                fd == -EINVAL || fd == -EISDIR ? "not a regular file" : strerror(-fd));
+        return NULL;
+    }
+    size_t n = x_pread_full(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n] = '\0';
+    while (n && strchr(" \t\r\n", buf[n - 1]))
+        buf[--n] = '\0';
+    if (!n || strchr(buf, '\n')) {
+        fprintf(stderr, "skill-mcp: --tasks-redis-file %s: expected one line holding "
+                        "redis://[:PASSWORD@]HOST[:PORT][/DB]\n", path);
+        return NULL;
+    }
+    if (st.st_mode & 077)
+        log_warn("--tasks-redis-file %s can be read by other users (mode %03o); make it 0600",
+                 path, (unsigned)(st.st_mode & 0777));
+    return xstrdup(buf);
+}
+
+int tasks_take_url(struct cfg *c, int argc, char **argv)
+{
+    static char *url;       /* lives as long as the configuration */
+    char *env = getenv(REDIS_ENV);
+    int from_env = env && *env;
+    if (c->tasks_redis && c->tasks_redis_file) {
+        fprintf(stderr, "skill-mcp: give the Redis URL once: --tasks-redis or "
+                        "--tasks-redis-file, not both\n");
+        return -1;
+    }
+    if (c->tasks_redis_file) {
+        if (!(url = read_url_file(c->tasks_redis_file)))
+            return -1;
+    } else if (c->tasks_redis) {
+        url = xstrdup(c->tasks_redis);
+        const char *pw;
+        if (url_password(url, &pw)) {
+            log_warn("the Redis password is on the command line (--tasks-redis), where other "
+                     "users may read it before it is scrubbed; use --tasks-redis-file FILE or "
+                     "the " REDIS_ENV " environment variable");
+            for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--tasks-redis") && i + 1 < argc)
+                    scrub(argv[++i]);
+                else if (!strncmp(argv[i], "--tasks-redis=", 14))
+                    scrub(argv[i] + 14);
+            }
+        }
+    } else if (from_env && c->enable_tasks) {
+        /* Only with tasks on: an environment shared with other services
+         * must not stop a server that does not use it. */
+        url = xstrdup(env);
+    }
+    if (env) {
+        /* Scrubbed in the original block too, which /proc/PID/environ shows. */
+        memset(env, 0, strlen(env));
+        unsetenv(REDIS_ENV);
+    }
+    if (url)
+        c->tasks_redis = url;
+    return 0;
+}
+
 int tasks_check_config(const struct cfg *c)
 {
     if (!c->enable_tasks) {
@@ -936,12 +1119,20 @@ int tasks_check_config(const struct cfg *c)
                         "--no-scripts\n");
         return -1;
     }
+    if (c->max_task_records_per_client < c->max_tasks_per_client) {
+        fprintf(stderr, "skill-mcp: --max-task-records-per-client (%d) must be at least "
+                        "--max-tasks-per-client (%d): working tasks are records too\n",
+                c->max_task_records_per_client, c->max_tasks_per_client);
+        return -1;
+    }
     if (c->tasks_redis) {
         struct tasks t;
         memset(&t, 0, sizeof t);
         if (parse_url(&t, c->tasks_redis) < 0) {
+            char shown[600];
+            url_redacted(c->tasks_redis, shown, sizeof shown);
             fprintf(stderr, "skill-mcp: invalid value '%s' for --tasks-redis: expected "
-                            "redis://[:PASSWORD@]HOST[:PORT][/DB]\n", c->tasks_redis);
+                            "redis://[:PASSWORD@]HOST[:PORT][/DB]\n", shown);
             return -1;
         }
     } else if (c->workers > 1) {
@@ -1151,6 +1342,24 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
     free(l);
 }
 
+/* Whose records a new task counts against: the authenticated client, or
+ * without authentication the peer's address (a client can mint sessions at
+ * will, not addresses). */
+static void quota_of(const struct mcp_call *c, char *out, size_t n)
+{
+    char ip[INET6_ADDRSTRLEN] = "unknown";
+    const struct sockaddr *sa = c->peer;
+    if (c->client) {
+        snprintf(out, n, "%s", c->client);
+        return;
+    }
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)c->peer)->sin_addr, ip, sizeof ip);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)c->peer)->sin6_addr, ip, sizeof ip);
+    snprintf(out, n, "addr:%s", ip);
+}
+
 int tasks_create(struct mcp_call *c)
 {
     struct tasks *t = c->S->tasks;
@@ -1180,12 +1389,20 @@ int tasks_create(struct mcp_call *c)
     }
     if (c->plan)
         snprintf(r.rid, sizeof r.rid, "%s", hook_request_id(c->plan));
+    else if (r.ttl > EARLY_TTL_MS)
+        r.ttl = EARLY_TTL_MS;
+    quota_of(c, r.quota, sizeof r.quota);
     int rc = st_create(t, &r, c->S->cfg.max_tasks_per_client, why, sizeof why);
     if (rc != 0) {
         hook_plan_free(c->plan);
         c->plan = NULL;
         if (rc < 0)
             return unavailable(c, why);
+        if (rc == 2)
+            return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+                             "Too many task records: this client keeps %d, all working "
+                             "(--max-task-records-per-client). Wait for one to finish.",
+                             c->S->cfg.max_task_records_per_client);
         return mcp_error(c, RPC_INVALID_PARAMS, NULL,
                          "Too many live tasks: this client has %d tasks working already "
                          "(--max-tasks-per-client). Wait for one to finish or cancel one.",

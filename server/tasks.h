@@ -30,6 +30,16 @@ struct hook_plan;
 struct tasks;
 struct tasks_wait;
 
+/*
+ * Settles the Redis URL before anything else starts: from --tasks-redis,
+ * --tasks-redis-file or the SKILL_MCP_TASKS_REDIS environment variable
+ * (c->tasks_redis then points to a private copy). A password is scrubbed
+ * from argv and the environment in place, so /proc/PID/cmdline and
+ * /proc/PID/environ no longer show it, and the variable is not inherited
+ * by anything the server starts. 0, or -1 after a message on stderr.
+ */
+int tasks_take_url(struct cfg *c, int argc, char **argv);
+
 /* Start-up checks of the task flags (before any fork): 0, or -1 after a
  * message on stderr (exit 2). */
 int tasks_check_config(const struct cfg *c);

@@ -8,12 +8,14 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -662,4 +664,21 @@ size_t x_pread_full(int fd, void *buf, size_t n)
         got += (size_t)r;
     }
     return got;
+}
+
+int x_open_regular(int dfd, const char *path, struct stat *st)
+{
+    int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+    }
+    return fd;
 }

@@ -36,6 +36,13 @@ int x_random_hex(char *out, size_t n);
 /* Reads up to n bytes from offset 0 (retrying short reads and EINTR); the
  * count read before the end of the file, or an error, stops it. */
 size_t x_pread_full(int fd, void *buf, size_t n);
+struct stat;
+/* Opens path (relative to dfd) for reading without ever blocking in open()
+ * or a later read: O_NONBLOCK, then the file must be a regular file (a FIFO
+ * or device put in place of a skill file would otherwise hold the thread).
+ * Fills *st. The fd, or -errno; -EISDIR for a folder, -EINVAL for any other
+ * kind of file. */
+int x_open_regular(int dfd, const char *path, struct stat *st);
 
 /* ---- error record (like jansson's json_error_t) ---------------------- */
 

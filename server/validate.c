@@ -458,12 +458,10 @@ static int line_of(const char *buf, size_t off)
 static void check_skill_md(struct vctx *c, const char *dir, const char *folder, const char *md)
 {
     struct stat st;
-    int fd = open(md, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0) {
+    int fd = x_open_regular(AT_FDCWD, md, &st);
+    if (fd < 0) {
         add(c, "error", "skill-md", md, 0, "make SKILL.md a readable file",
-            "cannot read SKILL.md: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
+            "cannot read SKILL.md: %s", fd == -EINVAL ? "not a regular file" : strerror(-fd));
         return;
     }
     int too_big = st.st_size > SKILL_MD_MAX;
