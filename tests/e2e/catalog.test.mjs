@@ -155,7 +155,9 @@ test('tools/list is small', opts, async () => {
     const seen = tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
     const [whole, model] = est.measure([JSON.stringify(tools), JSON.stringify(seen)]);
     console.log(`# tools/list: ${whole.tokens} tokens; names, descriptions and input schemas: ${model.tokens}`);
-    assert.ok(whole.tokens <= 2600, `tools/list costs ${whole.tokens} tokens`);
+    // The whole list includes the output schemas (stdout_format, stderr_format, a miss hint), which
+    // clients validate against and models rarely see; the second bound is what a model reads.
+    assert.ok(whole.tokens <= 2700, `tools/list costs ${whole.tokens} tokens`);
     assert.ok(model.tokens <= 1050, `tool names, descriptions and input schemas cost ${model.tokens} tokens`);
   });
 });

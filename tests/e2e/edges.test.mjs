@@ -61,7 +61,7 @@ test('a SKILL.md replaced by a FIFO is refused at once, and SIGTERM still ends t
 const listNames = async (url) => {
   const r = await toolCall(url, 'list_skills', {});
   const sc = r.json?.result?.structuredContent;
-  return (sc?.skills ?? []).map((k) => k.qualified_name);
+  return (sc?.skills ?? []).map((k) => k.qualified_name ?? k.name);
 };
 
 test('a skills root deleted and made again is served within one refresh interval',
@@ -148,16 +148,47 @@ test('skill-mcp fetch from an authenticated index: refused without a token, work
   { timeout: 40_000 }, async () => {
     const s = await start({ args: ['--auth-tokens', tokenFile()] });
     const origin = `http://127.0.0.1:${s.port}`;
+    const local = ['--allow-http', '--allow-address', `127.0.0.1:${s.port}`];
     const into = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-fetch-'));
     try {
-      const no = await fetchCli([origin, '--into', into, '--name', 'git-helper']);
+      const no = await fetchCli([origin, '--into', into, '--name', 'git-helper', ...local]);
       assert.notEqual(no.code, 0);
       assert.match(no.stderr, /HTTP status 401: the server wants a token \(set SKILL_MCP_FETCH_TOKEN/);
-      const yes = await fetchCli([origin, '--into', into, '--name', 'git-helper'],
+      const yes = await fetchCli([origin, '--into', into, '--name', 'git-helper', ...local],
         { SKILL_MCP_FETCH_TOKEN: TOKEN });
       assert.equal(yes.code, 0, yes.stderr);
       assert.ok(fs.existsSync(path.join(into, 'git-helper', 'SKILL.md')));
     } finally {
+      fs.rmSync(into, { recursive: true, force: true });
+    }
+  });
+
+test('skill-mcp fetch sends SKILL_MCP_FETCH_TOKEN to the first origin only, never after a redirect to another',
+  { timeout: 40_000 }, async () => {
+    const seen = [];
+    const listen = (handler) => new Promise((resolve) => {
+      const srv = http.createServer(handler);
+      srv.listen(0, '127.0.0.1', () => resolve(srv));
+    });
+    const other = await listen((req, res) => {
+      seen.push({ at: 'other', auth: req.headers.authorization ?? null });
+      res.writeHead(404).end();
+    });
+    const first = await listen((req, res) => {
+      seen.push({ at: 'first', auth: req.headers.authorization ?? null });
+      res.writeHead(302, { location: `http://127.0.0.1:${other.address().port}${req.url}` }).end();
+    });
+    const into = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-fetch-'));
+    try {
+      const r = await fetchCli([`http://127.0.0.1:${first.address().port}`, '--into', into, '--allow-http',
+        '--allow-address', `127.0.0.1:${first.address().port}`, '--allow-address', `127.0.0.1:${other.address().port}`],
+      { SKILL_MCP_FETCH_TOKEN: TOKEN });
+      assert.notEqual(r.code, 0);
+      assert.deepEqual(seen, [{ at: 'first', auth: `Bearer ${TOKEN}` }, { at: 'other', auth: null }],
+        'the token went to the first origin and not past the redirect');
+    } finally {
+      first.close();
+      other.close();
       fs.rmSync(into, { recursive: true, force: true });
     }
   });

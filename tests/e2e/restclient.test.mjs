@@ -1,7 +1,7 @@
 // The bundled rest-client skill through the server, for a small-window
 // client (--context-tokens 30000): a 500-order list (~240 KB) is counted,
 // then read as a few fields of a few rows, each result whole (not shaped);
-// over SKILL_OUTPUT_BUDGET_BYTES (the server's --max-output-bytes) the
+// over SKILL_OUTPUT_BUDGET_BYTES (here bounded by --max-output-bytes) the
 // script warns on stderr with a --limit that fits, and that --limit comes
 // through the server's output cap intact. Bad flags fail with exit 2.
 //
@@ -16,8 +16,9 @@ import path from 'node:path';
 import { startServer, connect, REPO } from './lib/harness.mjs';
 
 const opts = { timeout: 30_000 };
-// Below what a 30K-token window lets through of a script's stdout (~5 KB of
-// this JSON), so that a --limit that fits the variable fits the result too.
+// SKILL_OUTPUT_BUDGET_BYTES is the smaller of one result's budget (~30 KB at
+// 30K tokens) and --max-output-bytes: a small cap makes the warning fire on
+// a short list, and a --limit that fits the variable fits the result too.
 const BUDGET = 4096;
 let fakeapi;
 let base;

@@ -22,7 +22,7 @@ function useLibrary(skills) {
   fs.cpSync(LIB, skills, { recursive: true });
 }
 
-const names = (r) => r.skills.map((k) => k.qualified_name);
+const names = (r) => r.skills.map((k) => k.qualified_name ?? k.name);
 const query = (client, q, extra = {}) => callOk(client, 'list_skills', { query: q, ...extra });
 
 // The body index is built after start-up; wait (bounded) until it answers.

@@ -78,7 +78,7 @@ export function estimator() {
     .split(/\s+/).filter(Boolean);
   execFileSync(process.env.CC || 'cc', ['-std=c11', '-D_GNU_SOURCE', '-O2',
     '-I', path.join(REPO, 'server'), '-o', exe, path.join(REPO, 'tests/shape/estimate.c'),
-    path.join(REPO, 'server/shape.c'), path.join(REPO, 'server/util.c'), ...flags, '-lm'],
+    path.join(REPO, 'server/shape.c'), path.join(REPO, 'server/json.c'), path.join(REPO, 'server/util.c'), ...flags, '-lm'],
   { stdio: 'inherit' });
   return {
     measure(texts) {
