@@ -28,7 +28,7 @@ try {
   const exe = join(tmp, 'estimate');
   const flags = execFileSync('pkg-config', ['--cflags', '--libs', 'jansson']).toString().trim().split(/\s+/).filter(Boolean);
   execFileSync(process.env.CC || 'cc', ['-std=c11', '-D_GNU_SOURCE', '-O2', '-I', join(root, 'server'),
-    '-o', exe, join(here, 'estimate.c'), join(root, 'server/shape.c'), join(root, 'server/util.c'),
+    '-o', exe, join(here, 'estimate.c'), join(root, 'server/shape.c'), join(root, 'server/json.c'), join(root, 'server/util.c'),
     ...flags, '-lm'], { stdio: 'inherit' });
   const files = readdirSync(samples).sort().map((f) => join(samples, f));
   const out = execFileSync(exe, files).toString().trim().split('\n');
