@@ -436,6 +436,25 @@ TEST(desc_cut_boundaries)
         16, out, sizeof out);
     CHECK_STR(out, "\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82"
                    "\xe5\x86\x99\xe5\x87\xba\xe6\x8a\xa5\xe5\x91\x8a\xe2\x80\xa6");
+    /* an abbreviation before a capital ends no sentence: the cut shows its marker */
+    cut("Converts office files e.g. Word documents and spreadsheets into PDF files that "
+        "print well on any printer.", 10, out, sizeof out);
+    CHECK_STR(out, "Converts office files e.g.\xe2\x80\xa6");
+    cut("Files reports for Dr. Smith and Mr. Jones of the U.S. office by tomorrow morning "
+        "at the latest, every week.", 14, out, sizeof out);
+    CHECK(!strcmp(out + strlen(out) - 3, "\xe2\x80\xa6"));
+    cut("Handles the A.B.C. protocol. Then it handles the other protocols that matter to "
+        "people who use them every day.", 12, out, sizeof out);
+    CHECK_STR(out, "Handles the A.B.C. protocol.");
+    /* a newline or a tab between words is a word boundary too */
+    cut("Line one of a block scalar description\nthat\ngoes\non\nacross\nmany\nlines\nwith"
+        "\nno\nspaces\nat\nall\nbetween\nthe\nwords", 24, out, sizeof out);
+    {
+        size_t o = strlen(out) - 3;
+        CHECK(!strcmp(out + o, "\xe2\x80\xa6") && out[o - 1] != '\n' && o > 60);
+        CHECK(strchr("\n", ("Line one of a block scalar description\nthat\ngoes\non\nacross"
+                             "\nmany\nlines\nwith\nno\nspaces\nat\nall\nbetween\nthe\nwords")[o]));
+    }
     /* one word longer than the room: a character boundary, with the marker */
     cut("Supercalifragilisticexpialidociousnessworthinesses", 4, out, sizeof out);
     CHECK(strlen(out) > 3 && !strcmp(out + strlen(out) - 3, "\xe2\x80\xa6"));
