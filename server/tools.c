@@ -325,6 +325,35 @@ static int abbrev_at(const char *d, size_t dot)
     return 0;
 }
 
+/* 1 when the character at p is drawn as part of the one before it: a
+ * combining mark (U+0300-U+036F), a zero-width joiner, a variation selector,
+ * a skin-tone modifier or the keycap mark. A cut before it would change the
+ * character kept last. */
+static int joins_prev(const unsigned char *p, size_t left)
+{
+    if (left >= 2 && ((p[0] == 0xcc && p[1] >= 0x80) || (p[0] == 0xcd && p[1] <= 0xaf)))
+        return 1;
+    if (left >= 3 && p[0] == 0xe2 && ((p[1] == 0x80 && p[2] == 0x8d) || (p[1] == 0x83 && p[2] == 0xa3)))
+        return 1;
+    if (left >= 3 && p[0] == 0xef && p[1] == 0xb8 && p[2] >= 0x80 && p[2] <= 0x8f)
+        return 1;
+    return left >= 4 && p[0] == 0xf0 && p[1] == 0x9f && p[2] == 0x8f && p[3] >= 0xbb && p[3] <= 0xbf;
+}
+
+/* A character boundary at or before at that splits no cluster joined by
+ * joins_prev or by a zero-width joiner before it; at itself when none. */
+static size_t cluster_start(const unsigned char *u, size_t n, size_t at)
+{
+    size_t p = at;
+    while (p > 0 && (joins_prev(u + p, n - p) ||
+                     (p >= 3 && u[p - 3] == 0xe2 && u[p - 2] == 0x80 && u[p - 1] == 0x8d))) {
+        p--;
+        while (p > 0 && (u[p] & 0xc0) == 0x80)
+            p--;
+    }
+    return p ? p : at;
+}
+
 /*
  * How much of description d (n bytes) a card with room for cap tokens
  * keeps, and whether it ends with the marker. The longest prefix within
@@ -399,8 +428,8 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
         at = clause > word ? clause : word;
     if (at)
         at = trim_clause_end(d, at);
-    if (!at)
-        at = lim;       /* one word longer than the room: a character boundary */
+    if (!at)            /* one word longer than the room: a character boundary */
+        at = cluster_start(u, n, lim);
     *marker = 1;
     return at;
 }

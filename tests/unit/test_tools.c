@@ -455,6 +455,24 @@ TEST(desc_cut_boundaries)
         CHECK(strchr("\n", ("Line one of a block scalar description\nthat\ngoes\non\nacross"
                              "\nmany\nlines\nwith\nno\nspaces\nat\nall\nbetween\nthe\nwords")[o]));
     }
+    /* a character boundary that keeps a letter with its combining accent and
+     * an emoji sequence joined by U+200D whole */
+    {
+        char d[512] = "";
+        for (int i = 0; i < 40; i++)
+            strcat(d, "e\xcc\x81");
+        cut(d, 4, out, sizeof out);
+        size_t o = strlen(out) - 3;
+        CHECK(o > 0 && !strcmp(out + o, "\xe2\x80\xa6") && !strncmp(out + o - 2, "\xcc\x81", 2));
+        d[0] = '\0';
+        for (int i = 0; i < 12; i++)    /* woman ZWJ woman ZWJ girl: one glyph */
+            strcat(d, "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7");
+        for (size_t cap = 3; cap < 30; cap++) {
+            cut(d, cap, out, sizeof out);
+            o = strlen(out) - 3;
+            CHECK(o % 18 == 0 || o < 18);  /* a first glyph longer than the room is split */
+        }
+    }
     /* one word longer than the room: a character boundary, with the marker */
     cut("Supercalifragilisticexpialidociousnessworthinesses", 4, out, sizeof out);
     CHECK(strlen(out) > 3 && !strcmp(out + strlen(out) - 3, "\xe2\x80\xa6"));
