@@ -1249,14 +1249,9 @@ static bool syn_st_ok;
 
 static int read_small_file(const char *path, char **out, size_t *len, struct stat *st)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = x_open_regular(AT_FDCWD, path, st);
     if (fd < 0)
-        return -errno;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-        int e = S_ISREG(st->st_mode) ? errno : EINVAL;
-        close(fd);
-        return -e;
-    }
+        return fd;
     if (st->st_size > (off_t)SYN_MAX_FILE) {
         close(fd);
         return -EFBIG;

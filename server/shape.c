@@ -1464,14 +1464,22 @@ static const char default_json_hint[] =
     "script can: a count alone (--count-only), fewer fields per item (--fields a,b), fewer "
     "items (--limit N).";
 
-/* 1 when the root object already has a member named _truncated. */
+/* 1 when the root object already has a member named _truncated, compared
+ * decoded: "\u005ftruncated" is that key too, and a second one would be a
+ * duplicate that makes the output text. */
 static int jhas_truncated(const struct jdoc *d)
 {
     const struct jnode *v = d->v;
-    for (uint32_t k = 1; k < v[0].next; k = v[k].next)
-        if (v[k].ke - v[k].ks == 12 && !memcmp(d->src + v[k].ks, "\"_truncated\"", 12))
-            return 1;
-    return 0;
+    struct jparse p = {.p = (const unsigned char *)d->src};
+    buf_init(&p.k1, 0);
+    int found = 0;
+    for (uint32_t k = 1; k < v[0].next && !found; k = v[k].next) {
+        size_t n;
+        const char *key = jkey(&p, &v[k], &p.k1, &n);
+        found = n == 10 && !memcmp(key, "_truncated", 10);
+    }
+    buf_cleanup(&p.k1);
+    return found;
 }
 
 /*

@@ -10,6 +10,7 @@
  */
 #include "tools.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -306,12 +307,60 @@ static size_t trim_clause_end(const char *d, size_t p)
     return p;
 }
 
+/* 1 when the "." at d[dot] ends an abbreviation ("e.g.", "U.S.", "Dr."),
+ * which a capital may follow without a new sentence starting. */
+static int abbrev_at(const char *d, size_t dot)
+{
+    static const char *const words[] = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "inc",
+                                        "ltd", "jr", "sr", "co", "corp", "cf", "approx",
+                                        "no", "fig", "eg", "ie", "al"};
+    size_t w = dot;
+    while (w > 0 && !isspace((unsigned char)d[w - 1]) && d[w - 1] != '(')
+        w--;
+    if (memchr(d + w, '.', dot - w))
+        return 1;
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strlen(words[i]) == dot - w && !strncasecmp(d + w, words[i], dot - w))
+            return 1;
+    return 0;
+}
+
+/* 1 when the character at p is drawn as part of the one before it: a
+ * combining mark (U+0300-U+036F), a zero-width joiner, a variation selector,
+ * a skin-tone modifier or the keycap mark. A cut before it would change the
+ * character kept last. */
+static int joins_prev(const unsigned char *p, size_t left)
+{
+    if (left >= 2 && ((p[0] == 0xcc && p[1] >= 0x80) || (p[0] == 0xcd && p[1] <= 0xaf)))
+        return 1;
+    if (left >= 3 && p[0] == 0xe2 && ((p[1] == 0x80 && p[2] == 0x8d) || (p[1] == 0x83 && p[2] == 0xa3)))
+        return 1;
+    if (left >= 3 && p[0] == 0xef && p[1] == 0xb8 && p[2] >= 0x80 && p[2] <= 0x8f)
+        return 1;
+    return left >= 4 && p[0] == 0xf0 && p[1] == 0x9f && p[2] == 0x8f && p[3] >= 0xbb && p[3] <= 0xbf;
+}
+
+/* A character boundary at or before at that splits no cluster joined by
+ * joins_prev or by a zero-width joiner before it; at itself when none. */
+static size_t cluster_start(const unsigned char *u, size_t n, size_t at)
+{
+    size_t p = at;
+    while (p > 0 && (joins_prev(u + p, n - p) ||
+                     (p >= 3 && u[p - 3] == 0xe2 && u[p - 2] == 0x80 && u[p - 1] == 0x8d))) {
+        p--;
+        while (p > 0 && (u[p] & 0xc0) == 0x80)
+            p--;
+    }
+    return p ? p : at;
+}
+
 /*
  * How much of description d (n bytes) a card with room for cap tokens
  * keeps, and whether it ends with the marker. The longest prefix within
  * cap is cut back to the last sentence end (". " before a capital or a
- * digit, "!", "?", "。"), else the last clause boundary (", " "; " ": "
- * " — " " – " " - " " (" or "，；：、"), else the last space (or a place
+ * digit and not after an abbreviation, "!", "?", "。"), else the last clause
+ * boundary (", " "; " ": " " — " " – " " - " " (" or "，；：、"), else the
+ * last white space (or a place
  * between two CJK characters); a later class wins only when the earlier
  * one would keep less than half of that prefix. A sentence end needs no
  * marker; any other cut ends with "…". Text with no boundary at all (one
@@ -340,16 +389,16 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
     size_t lim = lo, sent = 0, clause = 0, word = 0;
     for (size_t i = 1; i <= lim && i < n; i++) {
         unsigned char c = u[i - 1];
-        if ((c == '.' || c == '!' || c == '?') && u[i] == ' ') {
+        if ((c == '.' || c == '!' || c == '?') && isspace(u[i])) {
             size_t j = i;
-            while (j < n && u[j] == ' ')
+            while (j < n && isspace(u[j]))
                 j++;
-            if (c != '.' || j == n || !(u[j] >= 'a' && u[j] <= 'z'))
+            if (c != '.' || j == n || !((u[j] >= 'a' && u[j] <= 'z') || abbrev_at(d, i - 1)))
                 sent = i;
         }
         if (i >= 3 && cjk_mark(u + i - 3, 3, 1))
             sent = i;
-        if (u[i] == ' ' && c != ' ')
+        if (isspace(u[i]) && !isspace(c))
             word = i;
         if (strchr(",;:", u[i]) && i + 1 < n && u[i + 1] == ' ')
             clause = i;
@@ -379,8 +428,8 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
         at = clause > word ? clause : word;
     if (at)
         at = trim_clause_end(d, at);
-    if (!at)
-        at = lim;       /* one word longer than the room: a character boundary */
+    if (!at)            /* one word longer than the room: a character boundary */
+        at = cluster_start(u, n, lim);
     *marker = 1;
     return at;
 }

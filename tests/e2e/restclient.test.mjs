@@ -137,3 +137,37 @@ test('bad flags: exit 2, a clear message, nothing on stdout', opts, async () => 
     assert.equal(sc.stdout, '');
   }
 });
+
+test('odd API answers: stdout stays one JSON value, no traceback, a note says what happened', opts, async () => {
+  // NaN and 1e400 would print back as no JSON; they are kept as strings
+  let sc = await rest(['GET', '/odd', '--query', 'kind=nan']);
+  assert.equal(sc.status, 'ok', sc.stderr);
+  assert.equal(sc.stdout_format, 'json');
+  let out = JSON.parse(sc.stdout);
+  assert.deepEqual(out.data.data, [{ id: 1, v: 'NaN' }, { id: 2, v: '1e400' }]);
+  assert.match(out.notes.join(' '), /numbers JSON cannot hold are kept as strings: 1e400, NaN/);
+  sc = await rest(['GET', '/odd', '--query', 'kind=nan', '--fields', 'v', '--limit', '1']);
+  assert.equal(sc.stdout_format, 'json');
+  assert.deepEqual(JSON.parse(sc.stdout).data.data, [{ v: 'NaN' }]);
+  // nesting deeper than the parser or the filters can follow: shown as text, exit 0 / 4
+  for (const kind of ['deep', 'deep900']) {
+    sc = await rest(['GET', '/odd', '--query', `kind=${kind}`]);
+    assert.equal(sc.exit_code, 0, sc.stderr);
+    assert.doesNotMatch(sc.stderr, /Traceback/);
+    // the body is shown as text (its first 4,000 characters): over this server's
+    // --max-output-bytes, so the stream is cut; the envelope comes first
+    assert.match(sc.stdout, /^\{"status": 200, "ok": true, "method": "GET", .*"text": "/);
+    sc = await rest(['GET', '/odd', '--query', `kind=${kind}`, '--limit', '2']);
+    assert.equal(sc.exit_code, 4, sc.stderr);
+    assert.doesNotMatch(sc.stderr, /Traceback/);
+    assert.match(JSON.parse(sc.stdout).error, /the answer is not JSON/);
+  }
+  // a byte-order mark before the JSON is skipped
+  sc = await rest(['GET', '/odd', '--query', 'kind=bom', '--count-only']);
+  assert.equal(sc.exit_code, 0, sc.stderr);
+  assert.equal(sc.stdout, '{"total": 1}\n');
+  // a 200 answer that is not JSON, over the budget: the warning does not call it an HTTP error
+  sc = await rest(['GET', '/odd', '--query', 'kind=html']);
+  assert.equal(sc.exit_code, 0);
+  assert.match(sc.stderr, /no rows to narrow \(the answer is not JSON\)/);
+});

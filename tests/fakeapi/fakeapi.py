@@ -203,6 +203,19 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(ms / 1000.0)
             return self._send(200, {"slept_ms": ms})
 
+        if parts == ["odd"] and method == "GET":  # answers that are almost JSON, or JSON a client chokes on
+            bodies = {
+                "nan": (b'{"total": 2, "data": [{"id": 1, "v": NaN}, {"id": 2, "v": 1e400}]}', "application/json"),
+                "deep": (b"[" * 100000 + b"]" * 100000, "application/json"),
+                "deep900": (b'{"data": [' + b"[" * 900 + b"]" * 900 + b"]}", "application/json"),
+                "bom": (b'\xef\xbb\xbf{"total": 1, "data": [{"id": 7}]}', "application/json"),
+                "html": (b"<html>" + b"x" * 10000 + b"</html>", "text/html"),
+            }
+            if q.get("kind") not in bodies:
+                return self._send(400, {"error": "kind must be one of " + ", ".join(sorted(bodies))})
+            body, ctype = bodies[q["kind"]]
+            return self._send(200, raw=body, ctype=ctype)
+
         if parts == ["hang"] and method == "GET":
             return self._hang()
 

@@ -5,6 +5,7 @@
 #include "search.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -879,6 +880,34 @@ TEST(synonyms_file_extends_and_reloads)
     CHECK_EQ(search_synonyms_init(NULL, err, sizeof err), 0);
 }
 
+/* A FIFO named by --synonyms (or put in place of the file later) is
+ * refused at once: an open() that waited for a writer would hold the start
+ * or the index thread, with the synonyms lock taken. SIGALRM fails a hang. */
+TEST(synonyms_fifo_never_blocks)
+{
+    char err[256], fifo[64];
+    snprintf(fifo, sizeof fifo, "/tmp/test_search_fifo.%d", (int)getpid());
+    unlink(fifo);
+    CHECK_EQ(mkfifo(fifo, 0600), 0);
+    alarm(10);
+    CHECK_EQ(search_synonyms_init(fifo, err, sizeof err), -1);
+    CHECK(strstr(err, "cannot be read") != NULL);
+    unlink(fifo);
+
+    struct xdoc x[1] = { { "ledger", "Bookkeeping entries.", NULL, NULL } };
+    const char *path = tmp_write("accounts, bookkeeping\n");
+    CHECK_EQ(search_synonyms_init(path, err, sizeof err), 0);
+    unlink(path);
+    CHECK_EQ(mkfifo(path, 0600), 0);
+    struct search_index *idx = build_x(x, 1);
+    struct search_hit h[NHITS];
+    CHECK_EQ(search_query(idx, "accounts", h, NHITS), 1);   /* the table loaded before */
+    search_free(idx);
+    alarm(0);
+    unlink(path);
+    CHECK_EQ(search_synonyms_init(NULL, err, sizeof err), 0);
+}
+
 TEST(closest_when_nothing_matches)
 {
     struct search_index *idx = build_x(xlib, NX);
@@ -931,6 +960,7 @@ int main(void)
     RUN(exact_name_beats_body_repeats);
     RUN(synonyms_file_errors_name_file_and_line);
     RUN(synonyms_file_extends_and_reloads);
+    RUN(synonyms_fifo_never_blocks);
     RUN(closest_when_nothing_matches);
     search_free(lib_idx);
     search_free(big_idx);

@@ -476,6 +476,34 @@ TEST(performance_5mb_json)
     free(text);
 }
 
+/* An output that already has a _truncated member, however its key is
+ * spelled, gets no second one: two equal keys would make it text. */
+TEST(own_truncated_member_escaped)
+{
+    static const char *const keys[] = {"_truncated", "\\u005ftruncated", "_trunc\\u0061ted"};
+    for (size_t k = 0; k < 3; k++) {
+        struct buf b;
+        buf_init(&b, 0);
+        buf_printf(&b, "{\"%s\": \"mine\", \"rows\": [", keys[k]);
+        for (int i = 0; i < 5000; i++)
+            buf_printf(&b, "%s%d", i ? ", " : "", i);
+        buf_puts(&b, "]}");
+        json_t *r = script_like(b.p, b.len);
+        struct shape_budget bu = {1500, 0};
+        CHECK_EQ(shape_json_texts(r, &bu, NULL, run_texts, 2), 1);
+        CHECK(within(r, &bu));
+        CHECK_STR(fmt_of(r), "json");
+        const char *o = out_of(r);
+        CHECK_EQ(shape_format_of(o, strlen(o)), SHAPE_JSON);
+        json_t *v = json_loads(o, JSON_REJECT_DUPLICATES, NULL);
+        CHECK(v);
+        CHECK_STR(json_string_value(json_object_get(v, "_truncated")), "mine");
+        json_decref(v);
+        json_decref(r);
+        buf_cleanup(&b);
+    }
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -491,6 +519,7 @@ int main(void)
     RUN(compact_when_that_fits);
     RUN(huge_number_falls_back_to_text);
     RUN(tiny_budgets_stay_json);
+    RUN(own_truncated_member_escaped);
     RUN(performance_5mb_json);
     DONE();
 }

@@ -436,6 +436,43 @@ TEST(desc_cut_boundaries)
         16, out, sizeof out);
     CHECK_STR(out, "\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82"
                    "\xe5\x86\x99\xe5\x87\xba\xe6\x8a\xa5\xe5\x91\x8a\xe2\x80\xa6");
+    /* an abbreviation before a capital ends no sentence: the cut shows its marker */
+    cut("Converts office files e.g. Word documents and spreadsheets into PDF files that "
+        "print well on any printer.", 10, out, sizeof out);
+    CHECK_STR(out, "Converts office files e.g.\xe2\x80\xa6");
+    cut("Files reports for Dr. Smith and Mr. Jones of the U.S. office by tomorrow morning "
+        "at the latest, every week.", 14, out, sizeof out);
+    CHECK(!strcmp(out + strlen(out) - 3, "\xe2\x80\xa6"));
+    cut("Handles the A.B.C. protocol. Then it handles the other protocols that matter to "
+        "people who use them every day.", 12, out, sizeof out);
+    CHECK_STR(out, "Handles the A.B.C. protocol.");
+    /* a newline or a tab between words is a word boundary too */
+    cut("Line one of a block scalar description\nthat\ngoes\non\nacross\nmany\nlines\nwith"
+        "\nno\nspaces\nat\nall\nbetween\nthe\nwords", 24, out, sizeof out);
+    {
+        size_t o = strlen(out) - 3;
+        CHECK(!strcmp(out + o, "\xe2\x80\xa6") && out[o - 1] != '\n' && o > 60);
+        CHECK(strchr("\n", ("Line one of a block scalar description\nthat\ngoes\non\nacross"
+                             "\nmany\nlines\nwith\nno\nspaces\nat\nall\nbetween\nthe\nwords")[o]));
+    }
+    /* a character boundary that keeps a letter with its combining accent and
+     * an emoji sequence joined by U+200D whole */
+    {
+        char d[512] = "";
+        for (int i = 0; i < 40; i++)
+            strcat(d, "e\xcc\x81");
+        cut(d, 4, out, sizeof out);
+        size_t o = strlen(out) - 3;
+        CHECK(o > 0 && !strcmp(out + o, "\xe2\x80\xa6") && !strncmp(out + o - 2, "\xcc\x81", 2));
+        d[0] = '\0';
+        for (int i = 0; i < 12; i++)    /* woman ZWJ woman ZWJ girl: one glyph */
+            strcat(d, "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7");
+        for (size_t cap = 3; cap < 30; cap++) {
+            cut(d, cap, out, sizeof out);
+            o = strlen(out) - 3;
+            CHECK(o % 18 == 0 || o < 18);  /* a first glyph longer than the room is split */
+        }
+    }
     /* one word longer than the room: a character boundary, with the marker */
     cut("Supercalifragilisticexpialidociousnessworthinesses", 4, out, sizeof out);
     CHECK(strlen(out) > 3 && !strcmp(out + strlen(out) - 3, "\xe2\x80\xa6"));

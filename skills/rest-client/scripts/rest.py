@@ -23,6 +23,7 @@ or configuration, 3 network error / timeout, 4 the answer has no rows for
 
 import argparse
 import json
+import math
 import os
 import socket
 import sys
@@ -43,6 +44,9 @@ DEFAULT_MAX_BYTES = 4 << 20
 CEILING_S = 45
 STALL_S = 40
 MAX_TIMEOUT_S = 30
+# The filters and the printer recurse once a level; an answer nested deeper
+# is shown as text rather than crash the script.
+MAX_DEPTH = 200
 
 
 def die(msg, code=2):
@@ -124,6 +128,46 @@ def count_of(doc, rows_key=None):
             if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
                 return v
     return len(find_rows(doc, rows_key)[1])
+
+
+def nested_deeper(doc, limit):
+    stack = [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return False
+
+
+def load_json(text, notes):
+    """The API's JSON as Python values, or ValueError. A byte-order mark is
+    skipped (RFC 8259 lets a parser ignore one). NaN, Infinity and numbers
+    beyond a double (1e400) would print back as no JSON at all, so they are
+    kept as strings of their text, with a note."""
+    odd = []
+
+    def keep(text):
+        odd.append(text)
+        return text
+
+    def number(text):
+        v = float(text)
+        return keep(text) if math.isinf(v) else v
+
+    try:
+        doc = json.loads(text[1:] if text.startswith("\ufeff") else text, parse_constant=keep,
+                         parse_float=number)
+    except RecursionError:
+        raise ValueError("nested too deep")
+    if nested_deeper(doc, MAX_DEPTH):
+        raise ValueError("nested deeper than %d levels" % MAX_DEPTH)
+    if odd:
+        notes.append("numbers JSON cannot hold are kept as strings: %s" % ", ".join(sorted(set(odd))[:5]))
+    return doc
 
 
 def parse_fields(text):
@@ -244,7 +288,7 @@ def budget_advice(size, budget, doc, frame, rows_key, tree, max_items):
     """The stderr warning for an output of size bytes over budget: which flag
     helps, with the largest --limit whose output would fit."""
     tips = ["--count-only (prints only {\"total\": N})"]
-    rows, why = None, "an HTTP error"
+    rows, why = None, "an HTTP error" if not frame["ok"] else "the answer is not JSON"
     if doc is not None:
         try:
             rows = find_rows(doc, rows_key)[1]
@@ -446,10 +490,10 @@ def main(argv):
     doc = None
     if raw and "json" in ctype.lower() and not truncated:
         try:
-            doc = json.loads(text)
-        except ValueError:
+            doc = load_json(text, notes)
+        except ValueError as e:
             out["text"] = redact(text[:4000])
-            notes.append("Content-Type says JSON but the body does not parse")
+            notes.append("Content-Type says JSON but the body does not parse (%s)" % str(e)[:200])
     elif raw:
         out["text"] = redact(text[:4000])
         if truncated or len(text) > 4000:
