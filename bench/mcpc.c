@@ -102,13 +102,16 @@ static char *roundtrip(int fd, int *status, size_t *bodylen)
     }
     size_t cap = 65536, len = 0;
     char *buf = malloc(cap + 1);
-    char *hend = NULL;
+    char *hend = NULL;      /* recomputed after every realloc: a reply may outgrow the buffer */
+    size_t hoff = 0;
     long clen = -1;
     int chunked = 0;
     for (;;) {
         if (len == cap) {
             cap *= 2;
             buf = realloc(buf, cap + 1);
+            if (hend)
+                hend = buf + hoff;
         }
         ssize_t r = read(fd, buf + len, cap - len);
         if (r <= 0) {
@@ -121,6 +124,7 @@ static char *roundtrip(int fd, int *status, size_t *bodylen)
             hend = strstr(buf, "\r\n\r\n");
             if (!hend)
                 continue;
+            hoff = (size_t)(hend - buf);
             *status = atoi(buf + 9);
             for (char *p = buf; p < hend; p = strstr(p, "\r\n") + 2) {
                 if (!strncasecmp(p, "Content-Length:", 15))
