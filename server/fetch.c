@@ -693,6 +693,9 @@ struct opts {
     int64_t max_bytes;
     double timeout;
     struct fetch_limits lim;
+    /* scheme://host:port of the index URL as given: the one origin that
+     * gets SKILL_MCP_FETCH_TOKEN, for the index and for every artifact */
+    char tok_origin[512];
 };
 
 struct dl {
@@ -866,12 +869,13 @@ static int download(const char *url, const struct opts *o, int https_only, int64
         curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
     /* A token for an index served under --auth-tokens comes from the
      * environment, never a flag (every local user can read a command line).
-     * It goes to the first URL's origin only: redirects are followed here,
-     * so each hop decides again, and a hop to another origin goes without. */
+     * It goes to the index URL's origin only, not to the first URL of each
+     * download: an artifact elsewhere (an absolute entry URL, or a relative
+     * one under an index that was redirected) is another party's. Redirects
+     * are followed here, so each hop decides again. */
     const char *tok = getenv("SKILL_MCP_FETCH_TOKEN");
-    char origin[512] = "", hop_origin[512];
-    if (tok && *tok)
-        url_origin(url, origin, sizeof origin);
+    const char *origin = tok && *tok ? o->tok_origin : "";
+    char hop_origin[512];
     double deadline = now_ms() + o->timeout * 1000;
     char *cur = xstrdup(url), *shown = NULL, *ct = NULL;
     int rc = -1;
@@ -1425,6 +1429,8 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     json_t *arr = json_array();
     buf_init(&body, 0);
     if ((iurl = index_url(o.url, why, sizeof why))) {
+        if (url_origin(iurl, o.tok_origin, sizeof o.tok_origin) < 0)
+            o.tok_origin[0] = '\0';
         https_only = !strncasecmp(iurl, "https:", 6);
         int64_t cap = o.max_bytes < INDEX_MAX ? o.max_bytes : INDEX_MAX;
         if (download(iurl, &o, https_only, cap, &body, &ctype, &eff, why, sizeof why) == 0 &&

@@ -1062,6 +1062,58 @@ void script_set_output_budget(struct scripts *sc, size_t bytes)
     sc->budget_bytes = bytes;
 }
 
+/*
+ * A skill's hook is skill content, checked and used like a script: opened
+ * beneath the skill folder (a link out of it is refused), kept open so the
+ * runner can tell at spawn that the path still names it, and run from that
+ * file (Python reads it from fd 3). The real path, or NULL with *why set.
+ */
+static char *resolve_skill_hook(const char *skill_dir, const char *path, int *fdp,
+                                const char **why)
+{
+    char dreal[4096], link[64], real[4096];
+    size_t dl = strlen(skill_dir);
+    *why = NULL;
+    if (!realpath(skill_dir, dreal)) {
+        *why = "the skill folder cannot be resolved";
+        return NULL;
+    }
+    int dfd = open(dreal, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        *why = "the skill folder cannot be opened";
+        return NULL;
+    }
+    int fd = jail_open_beneath(dfd, path + dl + 1);
+    close(dfd);
+    if (fd < 0) {
+        *why = fd == -EXDEV || fd == -ELOOP ? "the hook leads outside the skill folder"
+               : fd == -ENOENT              ? "the hook file is gone"
+                                            : "the hook cannot be opened";
+        return NULL;
+    }
+    struct stat st;
+    ssize_t n = -1;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        *why = "the hook is not a regular file";
+    else if ((n = readlink(link, real, sizeof real - 1)) < 0)
+        *why = "the hook cannot be resolved";
+    if (n >= 0) {
+        real[n] = '\0';
+        size_t rl = strlen(dreal);
+        if (strncmp(real, dreal, rl) || real[rl] != '/') {
+            *why = "the hook leads outside the skill folder";
+            n = -1;
+        }
+    }
+    if (n < 0) {
+        close(fd);
+        return NULL;
+    }
+    *fdp = fd;
+    return xstrdup(real);
+}
+
 struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, const char *path,
                                 const char *cwd, const char *input, size_t input_len,
                                 const char *skill, const char *skill_dir,
@@ -1072,6 +1124,16 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
         fail(why, wl, "%s hook %s cannot run: %s", kind, path,
              it ? it->why : "its file type has no interpreter on this server");
         return NULL;
+    }
+    size_t sdl = skill_dir ? strlen(skill_dir) : 0;
+    int hfd = -1;
+    char *hreal = NULL;
+    if (sdl && !strncmp(path, skill_dir, sdl) && path[sdl] == '/') {
+        const char *hwhy = NULL;
+        if (!(hreal = resolve_skill_hook(skill_dir, path, &hfd, &hwhy))) {
+            fail(why, wl, "%s hook %s cannot run: %s", kind, path, hwhy);
+            return NULL;
+        }
     }
     struct run_job *j = xcalloc(1, sizeof *j);
     size_t na = 0, acap = 0;
@@ -1091,7 +1153,16 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     env_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 5 && it->args[i]; i++)
         env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
-    env_push(&j->argv, &na, &acap, xstrdup(path));
+    if (hreal && !strcmp(it->ext, ".py")) {
+        env_push(&j->argv, &na, &acap, xstrdup("-c"));
+        env_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
+        j->script_on_fd3 = 1;
+    }
+    env_push(&j->argv, &na, &acap, xstrdup(hreal ? hreal : path));
+    if (hreal) {
+        j->script_fd = hfd;
+        j->script_path = hreal;
+    }
     j->run_uid = sc->uid;
     j->run_gid = sc->gid;
     size_t n = 0, cap = 0;

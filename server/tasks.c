@@ -4,7 +4,8 @@
  *
  * A record: id (128 random bits, hex), client (the authenticated client,
  * "" when there is no authentication), quota (whose records it counts
- * against: the client, or "addr:<peer address>" without authentication),
+ * against: the client, or without authentication "addr:<peer address>",
+ * an IPv6 one by its /64: see x_peer_key),
  * status, status message, created and
  * updated times, ttl, the owning worker, the script's request id, and once
  * finished the CallToolResult as JSON text. Stored statuses are working,
@@ -35,7 +36,6 @@
  */
 #include "tasks.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -1347,17 +1347,10 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
  * will, not addresses). */
 static void quota_of(const struct mcp_call *c, char *out, size_t n)
 {
-    char ip[INET6_ADDRSTRLEN] = "unknown";
-    const struct sockaddr *sa = c->peer;
-    if (c->client) {
+    if (c->client)
         snprintf(out, n, "%s", c->client);
-        return;
-    }
-    if (sa && sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)c->peer)->sin_addr, ip, sizeof ip);
-    else if (sa && sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)c->peer)->sin6_addr, ip, sizeof ip);
-    snprintf(out, n, "addr:%s", ip);
+    else
+        x_peer_key(c->peer, out, n);
 }
 
 int tasks_create(struct mcp_call *c)

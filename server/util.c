@@ -7,6 +7,7 @@
  */
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -681,4 +682,27 @@ int x_open_regular(int dfd, const char *path, struct stat *st)
         return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
     }
     return fd;
+}
+
+/* ---- peers ------------------------------------------------------------------ */
+
+void x_peer_key(const struct sockaddr *sa, char *out, size_t n)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    char ip[INET6_ADDRSTRLEN] = "unknown";
+    const char *len = "";
+    if (sa && sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        unsigned char a[16];
+        memcpy(a, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr, 16);
+        if (!memcmp(a, mapped, 12)) {
+            inet_ntop(AF_INET, a + 12, ip, sizeof ip);
+        } else {
+            memset(a + 8, 0, 8);
+            inet_ntop(AF_INET6, a, ip, sizeof ip);
+            len = "/64";
+        }
+    }
+    snprintf(out, n, "addr:%s%s", ip, len);
 }

@@ -119,6 +119,17 @@ void log_request(const char *method, const char *tool, const char *client, unsig
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 
+/* ---- peers ----------------------------------------------------------- */
+
+struct sockaddr;
+/*
+ * The key an unauthenticated peer's limits are counted under, as
+ * "addr:<address>": an IPv4 address (an IPv4-mapped IPv6 one included) as
+ * itself, an IPv6 address by its /64, the block a single host or router is
+ * handed and can spend one address at a time; "addr:unknown" otherwise.
+ */
+void x_peer_key(const struct sockaddr *sa, char *out, size_t n);
+
 /* ---- time ------------------------------------------------------------ */
 
 uint64_t now_ns(void);      /* CLOCK_MONOTONIC */

@@ -151,10 +151,10 @@ test('skill-mcp fetch from an authenticated index: refused without a token, work
     const local = ['--allow-http', '--allow-address', `127.0.0.1:${s.port}`];
     const into = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-fetch-'));
     try {
-      const no = await fetchCli([origin, '--into', into, '--name', 'git-helper', ...local]);
+      const no = await fetchCli([origin, ...local, '--into', into, '--name', 'git-helper']);
       assert.notEqual(no.code, 0);
       assert.match(no.stderr, /HTTP status 401: the server wants a token \(set SKILL_MCP_FETCH_TOKEN/);
-      const yes = await fetchCli([origin, '--into', into, '--name', 'git-helper', ...local],
+      const yes = await fetchCli([origin, ...local, '--into', into, '--name', 'git-helper'],
         { SKILL_MCP_FETCH_TOKEN: TOKEN });
       assert.equal(yes.code, 0, yes.stderr);
       assert.ok(fs.existsSync(path.join(into, 'git-helper', 'SKILL.md')));
@@ -190,6 +190,55 @@ test('skill-mcp fetch sends SKILL_MCP_FETCH_TOKEN to the first origin only, neve
       first.close();
       other.close();
       fs.rmSync(into, { recursive: true, force: true });
+    }
+  });
+
+/** A local HTTP server that answers by routes and records who sent what. */
+async function recorder(routes) {
+  const seen = [];
+  const srv = http.createServer((req, res) => {
+    seen.push({ url: req.url, authorization: req.headers.authorization ?? null });
+    const r = routes[req.url];
+    if (!r) { res.writeHead(404); res.end(); return; }
+    res.writeHead(r.status ?? 200, r.headers ?? { 'content-type': 'application/json' });
+    res.end(r.body ?? '');
+  });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const port = srv.address().port;
+  return { seen, routes, port, origin: `http://127.0.0.1:${port}`, close: () => new Promise((r) => srv.close(r)) };
+}
+
+test('SKILL_MCP_FETCH_TOKEN goes to the index URL\'s origin only: not to an artifact elsewhere, nor to where the index was redirected',
+  { timeout: 40_000 }, async () => {
+    const WK = '/.well-known/agent-skills/index.json';
+    const index = (url) => JSON.stringify({
+      $schema: 'https://schemas.agentskills.io/discovery/0.2.0/schema.json',
+      skills: [{ name: 'probe', type: 'skill-md', description: 'A probe.', url, digest: `sha256:${'0'.repeat(64)}` }],
+    });
+    const other = await recorder({});
+    const home = await recorder({});
+    other.routes['/moved/index.json'] = { body: index('/probe/SKILL.md') };
+    home.routes[WK] = { body: index(`${other.origin}/probe/SKILL.md`) };
+    home.routes['/r/index.json'] = { status: 302, headers: { location: `${other.origin}/moved/index.json` } };
+    const into = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-edges-tok-'));
+    try {
+      const local = ['--allow-http', '--allow-address', `127.0.0.1:${home.port}`,
+        '--allow-address', `127.0.0.1:${other.port}`, '--into', into];
+      // an index entry whose URL is on another origin
+      let r = await fetchCli([home.origin, ...local], { SKILL_MCP_FETCH_TOKEN: TOKEN });
+      assert.ok(home.seen.some((x) => x.url === WK && x.authorization === `Bearer ${TOKEN}`),
+        `the index's own origin gets the token: ${JSON.stringify(home.seen)}`);
+      assert.ok(other.seen.some((x) => x.url === '/probe/SKILL.md'), `the artifact was asked for: ${r.stderr}`);
+      // an index redirected to another origin, with an entry URL relative to it
+      r = await fetchCli([`${home.origin}/r/index.json`, ...local], { SKILL_MCP_FETCH_TOKEN: TOKEN });
+      assert.ok(other.seen.some((x) => x.url === '/moved/index.json'), `the redirect was followed: ${r.stderr}`);
+      assert.equal(other.seen.filter((x) => x.url === '/probe/SKILL.md').length, 2, r.stderr);
+      assert.deepEqual(other.seen.filter((x) => x.authorization !== null), [],
+        'another origin never sees the token');
+    } finally {
+      fs.rmSync(into, { recursive: true, force: true });
+      await other.close();
+      await home.close();
     }
   });
 

@@ -88,6 +88,12 @@ before(async () => {
         'scripts/hang.sh': 'setsid sleep 120 >/dev/null 2>&1 </dev/null &\necho "$!"\nsleep 30\n',
         'scripts/quick.sh': 'sleep 0.3\necho done\n',
       });
+      skill(skills, 'trust-hook', '', {
+        'hooks/pre.py': "import json\nprint(json.dumps({'note': 'inside hook'}))\n",
+        'scripts/a.sh': 'echo script ran\n',
+      });
+      fs.writeFileSync(path.join(dir, 'outside-hook.py'),
+        `import json\nprint(json.dumps({'note': '${OUTSIDE}'}))\n`);
       const py = skill(skills, 'trust-pyc', '', {
         'scripts/run.py': 'import mod\nprint(mod.X)\n',
         'scripts/mod.py': "X = 'good'\n",
@@ -187,6 +193,28 @@ while True:
   }
   assert.ok(seen.inside > 0, `some calls must have run the real script: ${JSON.stringify(seen)}`);
   assert.ok(seen.refused + seen.denied > 0, `the swap must have been seen: ${JSON.stringify(seen)}`);
+});
+
+test('check and use: a skill hook swapped for a symlink out of the skill is refused, never run', opts, async () => {
+  let r = await runSc('trust-hook', 'scripts/a.sh');
+  assert.equal(r.status, 'ok', JSON.stringify(r));
+  assert.equal(r.note, 'inside hook');
+  const hook = path.join(s.skills, 'trust-hook', 'hooks', 'pre.py');
+  const kept = fs.readFileSync(hook);
+  fs.rmSync(hook);
+  fs.symlinkSync(path.join(path.dirname(outsideFile), 'outside-hook.py'), hook);
+  try {
+    const raw = await call(client, 'run_skill_script', { name: 'trust-hook', script: 'scripts/a.sh' });
+    const text = JSON.stringify(raw);
+    assert.equal(text.includes(OUTSIDE), false, `the hook outside the skill ran: ${text.slice(0, 400)}`);
+    assert.equal(text.includes('script ran'), false, `the script ran without its pre hook: ${text.slice(0, 400)}`);
+    assert.match(text, /skill pre hook .*cannot run: the hook leads outside the skill folder/);
+  } finally {
+    fs.rmSync(hook);
+    fs.writeFileSync(hook, kept);
+  }
+  r = await runSc('trust-hook', 'scripts/a.sh');
+  assert.equal(r.note, 'inside hook', 'the hook put back runs again');
 });
 
 test('check and use: a file replaced while its call waits in the queue is refused at spawn', opts, async () => {

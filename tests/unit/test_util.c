@@ -4,6 +4,7 @@
  * byte-by-byte reference, for every alignment and every position of the
  * byte that matters.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 
@@ -237,6 +238,44 @@ TEST(fprintf_text_keeps_only_the_format_newline)
     free(mem);
 }
 
+
+static void key_of(const char *addr, char *out, size_t n)
+{
+    struct sockaddr_in s4 = {.sin_family = AF_INET};
+    struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+    if (inet_pton(AF_INET, addr, &s4.sin_addr) == 1)
+        x_peer_key((struct sockaddr *)&s4, out, n);
+    else if (inet_pton(AF_INET6, addr, &s6.sin6_addr) == 1)
+        x_peer_key((struct sockaddr *)&s6, out, n);
+    else
+        x_peer_key(NULL, out, n);
+}
+
+/* One IPv6 host holds a /64: its addresses are one peer, or each of them
+ * would get its own task records. */
+TEST(peer_key_one_per_ipv4_address_and_ipv6_64)
+{
+    char a[80], b[80];
+    key_of("2001:db8:1:2::1", a, sizeof a);
+    key_of("2001:db8:1:2:ffff:1234:5678:9abc", b, sizeof b);
+    CHECK_STR(a, "addr:2001:db8:1:2::/64");
+    CHECK_STR(b, a);
+    key_of("2001:db8:1:3::1", b, sizeof b);
+    CHECK_STR(b, "addr:2001:db8:1:3::/64");
+    key_of("::1", a, sizeof a);
+    CHECK_STR(a, "addr:::/64");
+    /* an IPv4 client of a dual-stack listener is its IPv4 address, not
+     * ::ffff:0:0/64, which every IPv4 client would share */
+    key_of("::ffff:192.0.2.7", a, sizeof a);
+    CHECK_STR(a, "addr:192.0.2.7");
+    key_of("::ffff:192.0.2.8", b, sizeof b);
+    CHECK_STR(b, "addr:192.0.2.8");
+    key_of("192.0.2.7", b, sizeof b);
+    CHECK_STR(b, "addr:192.0.2.7");
+    key_of("nothing", a, sizeof a);
+    CHECK_STR(a, "addr:unknown");
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -246,5 +285,6 @@ int main(void)
     RUN(random_hex);
     RUN(text_escape);
     RUN(fprintf_text_keeps_only_the_format_newline);
+    RUN(peer_key_one_per_ipv4_address_and_ipv6_64);
     DONE();
 }
