@@ -1015,12 +1015,18 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     size_t cap = 4096;
     while (cap < n * 4 && cap < ((size_t)1 << 24))
         cap *= 2;
-    builder_init(&b, cap, n * 16);
+    struct carry cy;
+    carry_init(&cy, prev, prev_doc, xterms, n);
+    /* Every term of every list and carried document is at most one tmp
+     * posting: sized once, the largest array of the build is not copied
+     * through a chain of reallocations that leaves holes in the heap. */
+    size_t tp_hint = cy.from ? cy.from[prev->ndocs] : 0;
+    for (size_t d = 0; d < n; d++)
+        tp_hint += (terms[d] ? terms[d]->n : 0) + (xterms && xterms[d] ? xterms[d]->n : 0);
+    builder_init(&b, cap, tp_hint ? tp_hint : 1);
     b.len = s_calloc(n, sizeof *b.len);
 
     idx->has_body = s_calloc(n ? n : 1, 1);
-    struct carry cy;
-    carry_init(&cy, prev, prev_doc, xterms, n);
     /* Merge each document's dictionaries into the library's. */
     for (size_t d = 0; d < n; d++) {
         if (terms[d])
