@@ -549,6 +549,14 @@ struct search_index {
     size_t *term_off;           /* [nterms], in strcmp order of the terms */
     size_t *post_start;         /* [nterms + 1] into post */
     struct posting *post;
+    /* What the next build needs to take a document's body and reference
+     * terms from this index instead of from a per-document list kept for
+     * every entry (two bytes per posting against ~14 per term and
+     * document): per posting, the body and reference counts; per document,
+     * the two field lengths and whether its body terms are here. */
+    uint8_t (*xtf)[2];          /* [npost] */
+    uint32_t (*xlen)[2];        /* [ndocs] */
+    uint8_t *has_body;          /* [ndocs] */
     char *names;                /* trimmed, ASCII-lowercased names */
     struct name_ent *byname;    /* [ndocs], by (name, doc) */
     char *fuzzy;                /* per doc: "name tag tag ", lowercased, NUL-ended */
@@ -891,9 +899,111 @@ static double saturate(double wtf)
 static struct search_synonyms *synonyms_current(void);
 static void synonyms_unref(struct search_synonyms *y);
 
+/* The body and reference terms of the previous index's documents that are
+ * to be carried, grouped by previous document: from[o] .. from[o + 1]. */
+struct carried {
+    uint32_t rank;              /* the term's rank in the previous index */
+    uint8_t tf[2];              /* body, references */
+};
+
+struct carry {
+    size_t *from;               /* [prev->ndocs + 1], NULL when nothing is carried */
+    struct carried *c;
+};
+
+static void carry_init(struct carry *cy, const struct search_index *prev,
+                       const uint32_t *prev_doc, const struct search_terms *const *xterms,
+                       size_t n)
+{
+    memset(cy, 0, sizeof *cy);
+    if (!prev || !prev_doc)
+        return;
+    size_t pn = prev->ndocs, want = 0;
+    uint8_t *wanted = s_calloc(pn ? pn : 1, 1);
+    for (size_t d = 0; d < n; d++) {
+        uint32_t o = prev_doc[d];
+        if (o != SEARCH_NO_DOC && o < pn && prev->has_body[o] && !(xterms && xterms[d])) {
+            wanted[o] = 1;
+            want++;
+        }
+    }
+    if (!want) {
+        free(wanted);
+        return;
+    }
+    cy->from = s_calloc(pn + 1, sizeof *cy->from);
+    for (size_t r = 0; r < prev->nterms; r++)
+        for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++)
+            if (wanted[prev->post[j].doc] && (prev->xtf[j][0] || prev->xtf[j][1]))
+                cy->from[prev->post[j].doc + 1]++;
+    for (size_t o = 0; o < pn; o++)
+        cy->from[o + 1] += cy->from[o];
+    cy->c = s_malloc((cy->from[pn] ? cy->from[pn] : 1) * sizeof *cy->c);
+    size_t *fill = s_malloc((pn ? pn : 1) * sizeof *fill);
+    memcpy(fill, cy->from, pn * sizeof *fill);
+    for (size_t r = 0; r < prev->nterms; r++) {
+        for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++) {
+            uint32_t o = prev->post[j].doc;
+            if (!wanted[o] || !(prev->xtf[j][0] || prev->xtf[j][1]))
+                continue;
+            struct carried *e = &cy->c[fill[o]++];
+            e->rank = (uint32_t)r;
+            e->tf[0] = prev->xtf[j][0];
+            e->tf[1] = prev->xtf[j][1];
+        }
+    }
+    free(fill);
+    free(wanted);
+}
+
+/* Doc d's body and reference terms, as the previous index held them for
+ * its document o: the same counts merge_terms would add from a list. */
+static void carry_doc(struct builder *b, const struct carry *cy,
+                      const struct search_index *prev, uint32_t o, uint32_t d)
+{
+    b->len[d][F_BODY] += prev->xlen[o][0];
+    b->len[d][F_REFS] += prev->xlen[o][1];
+    grow((void **)&b->tp, &b->tpcap, b->ntp + (cy->from[o + 1] - cy->from[o]), sizeof *b->tp);
+    for (size_t i = cy->from[o]; i < cy->from[o + 1]; i++) {
+        const char *s = prev->terms + prev->term_off[cy->c[i].rank];
+        uint32_t tid = intern(b, s, strlen(s));
+        struct bterm *bt = &b->term[tid];
+        if (bt->last_doc != d + 1) {
+            struct tmp_post *tp = &b->tp[b->ntp];
+            tp->tid = tid;
+            tp->doc = d;
+            memset(tp->tf, 0, sizeof tp->tf);
+            bt->last_doc = d + 1;
+            bt->slot = b->ntp++;
+        }
+        b->tp[bt->slot].tf[F_BODY] += cy->c[i].tf[0];
+        b->tp[bt->slot].tf[F_REFS] += cy->c[i].tf[1];
+    }
+}
+
+static void carry_free(struct carry *cy)
+{
+    free(cy->from);
+    free(cy->c);
+}
+
 struct search_index *search_new_terms(const struct search_doc *docs,
                                       const struct search_terms *const *terms,
                                       const struct search_terms *const *xterms, size_t n)
+{
+    return search_new_carry(docs, terms, xterms, n, NULL, NULL);
+}
+
+int search_has_body(const struct search_index *idx, size_t d)
+{
+    return idx && d < idx->ndocs && idx->has_body[d];
+}
+
+struct search_index *search_new_carry(const struct search_doc *docs,
+                                      const struct search_terms *const *terms,
+                                      const struct search_terms *const *xterms, size_t n,
+                                      const struct search_index *prev,
+                                      const uint32_t *prev_doc)
 {
     struct search_index *idx = s_calloc(1, sizeof *idx);
     struct builder b;
@@ -905,16 +1015,31 @@ struct search_index *search_new_terms(const struct search_doc *docs,
     size_t cap = 4096;
     while (cap < n * 4 && cap < ((size_t)1 << 24))
         cap *= 2;
-    builder_init(&b, cap, n * 16);
+    struct carry cy;
+    carry_init(&cy, prev, prev_doc, xterms, n);
+    /* Every term of every list and carried document is at most one tmp
+     * posting: sized once, the largest array of the build is not copied
+     * through a chain of reallocations that leaves holes in the heap. */
+    size_t tp_hint = cy.from ? cy.from[prev->ndocs] : 0;
+    for (size_t d = 0; d < n; d++)
+        tp_hint += (terms[d] ? terms[d]->n : 0) + (xterms && xterms[d] ? xterms[d]->n : 0);
+    builder_init(&b, cap, tp_hint ? tp_hint : 1);
     b.len = s_calloc(n, sizeof *b.len);
 
+    idx->has_body = s_calloc(n ? n : 1, 1);
     /* Merge each document's dictionaries into the library's. */
     for (size_t d = 0; d < n; d++) {
         if (terms[d])
             merge_terms(&b, terms[d], (uint32_t)d);
-        if (xterms && xterms[d])
+        if (xterms && xterms[d]) {
             merge_terms(&b, xterms[d], (uint32_t)d);
+            idx->has_body[d] = 1;
+        } else if (cy.from && prev_doc[d] != SEARCH_NO_DOC && prev->has_body[prev_doc[d]]) {
+            carry_doc(&b, &cy, prev, prev_doc[d], (uint32_t)d);
+            idx->has_body[d] = 1;
+        }
     }
+    carry_free(&cy);
     /* The sorted dictionary: rank[tid] is the term's position. */
     size_t T = b.nterms;
     struct term_ref *order = s_malloc(T * sizeof *order);
@@ -952,7 +1077,13 @@ struct search_index *search_new_terms(const struct search_doc *docs,
         fill[r] = idx->post_start[r];
         idf[r] = log(1.0 + ((double)n - df + 0.5) / (df + 0.5));
     }
-    idx->post = s_malloc(b.ntp * sizeof *idx->post);
+    idx->post = s_malloc((b.ntp ? b.ntp : 1) * sizeof *idx->post);
+    idx->xtf = s_malloc((b.ntp ? b.ntp : 1) * sizeof *idx->xtf);
+    idx->xlen = s_malloc((n ? n : 1) * sizeof *idx->xlen);
+    for (size_t d = 0; d < n; d++) {
+        idx->xlen[d][0] = b.len[d][F_BODY];
+        idx->xlen[d][1] = b.len[d][F_REFS];
+    }
     for (size_t i = 0; i < b.ntp; i++) {
         const struct tmp_post *p = &b.tp[i];
         uint32_t r = rank[p->tid];
@@ -968,6 +1099,10 @@ struct search_index *search_new_terms(const struct search_doc *docs,
                   + REFS_SCALE * saturate(wtf[F_REFS]);
         idx->post[fill[r]].doc = p->doc;
         idx->post[fill[r]].score = (float)(idf[r] * sc);
+        /* Saturated as in struct search_terms, so that a carried count is
+         * the count a list would have given. */
+        idx->xtf[fill[r]][0] = (uint8_t)(p->tf[F_BODY] > UINT8_MAX ? UINT8_MAX : p->tf[F_BODY]);
+        idx->xtf[fill[r]][1] = (uint8_t)(p->tf[F_REFS] > UINT8_MAX ? UINT8_MAX : p->tf[F_REFS]);
         fill[r]++;
     }
     free(fill);
@@ -1046,6 +1181,9 @@ void search_free(struct search_index *idx)
     free(idx->term_off);
     free(idx->post_start);
     free(idx->post);
+    free(idx->xtf);
+    free(idx->xlen);
+    free(idx->has_body);
     free(idx->names);
     free(idx->byname);
     free(idx->fuzzy);

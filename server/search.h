@@ -65,6 +65,24 @@ struct search_index *search_new_terms(const struct search_doc *docs,
                                       const struct search_terms *const *xterms, size_t n);
 
 /*
+ * search_new_terms, with a document that has no xterms taking its body and
+ * reference terms from the previous index: prev_doc[d] is document d's
+ * number in prev, or SEARCH_NO_DOC. The index keeps, per posting, the two
+ * counts this needs, so the lists need not outlive the index that merged
+ * them. Ranks exactly as if the lists had been given again. prev (and
+ * prev_doc) may be NULL; prev must stay alive during the call.
+ */
+#define SEARCH_NO_DOC UINT32_MAX
+struct search_index *search_new_carry(const struct search_doc *docs,
+                                      const struct search_terms *const *terms,
+                                      const struct search_terms *const *xterms, size_t n,
+                                      const struct search_index *prev,
+                                      const uint32_t *prev_doc);
+/* Whether document d's body and reference terms are in idx (given as
+ * xterms, or carried). */
+int search_has_body(const struct search_index *idx, size_t d);
+
+/*
  * Ranks the documents matching query (any term matches; more and rarer terms
  * rank higher; the last term also matches as a prefix, at half weight).
  * Documents whose name equals the whole trimmed query (ASCII case-insensitive)

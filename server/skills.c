@@ -198,6 +198,12 @@ void skills_body_free(struct skill_body *b)
     skill_body_free_(b);
 }
 
+/* k->xterms once an index published in S->cur holds them: each later build
+ * takes them from the index it replaces (search_new_carry), so the list is
+ * freed. Never dereferenced; any non-NULL value means "read". */
+static char xterms_merged_mark;
+#define XTERMS_MERGED ((struct search_terms *)(void *)&xterms_merged_mark)
+
 static void skill_unref(struct skill *k)
 {
     if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
@@ -210,7 +216,9 @@ static void skill_unref(struct skill *k)
     json_decref(k->fm);
     json_decref(k->warnings);
     search_terms_free(k->terms);
-    search_terms_free(atomic_load(&k->xterms));
+    struct search_terms *xt = atomic_load(&k->xterms);
+    if (xt != XTERMS_MERGED)
+        search_terms_free(xt);
     for (size_t i = 0; i < SKILL_CARD_TIERS; i++)
         free(atomic_load(&k->card[i]));
     free(k->hook_pre);
@@ -1645,16 +1653,30 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     struct search_doc *docs = xcalloc(s->n ? s->n : 1, sizeof *docs);
     const struct search_terms **terms = xcalloc(s->n ? s->n : 1, sizeof *terms);
     const struct search_terms **xterms = xcalloc(s->n ? s->n : 1, sizeof *xterms);
+    uint32_t *prev_doc = xcalloc(s->n ? s->n : 1, sizeof *prev_doc);
     for (size_t i = 0; i < s->n; i++) {
         docs[i].name = s->v[i]->qname;
         docs[i].description = s->v[i]->description;
         docs[i].tags = (const char *const *)s->v[i]->tags;
         docs[i].ntags = s->v[i]->ntags;
         terms[i] = s->v[i]->terms;
-        xterms[i] = atomic_load(&s->v[i]->xterms);
-        s->bodies_indexed += xterms[i] != NULL;
+        struct search_terms *xt = atomic_load(&s->v[i]->xterms);
+        xterms[i] = xt == XTERMS_MERGED ? NULL : xt;
+        prev_doc[i] = SEARCH_NO_DOC;
     }
-    s->search = search_new_terms(docs, terms, xterms, s->n);
+    /* A reused entry is the same object in old (both are sorted by name):
+     * its body terms come from old's index. */
+    for (size_t i = 0, j = 0; old && i < s->n && j < old->n;) {
+        int c = strcmp(s->v[i]->qname, old->v[j]->qname);
+        if (c == 0 && s->v[i] == old->v[j])
+            prev_doc[i] = (uint32_t)j;
+        i += c <= 0;
+        j += c >= 0;
+    }
+    s->search = search_new_carry(docs, terms, xterms, s->n, old ? old->search : NULL, prev_doc);
+    for (size_t i = 0; i < s->n; i++)
+        s->bodies_indexed += (size_t)search_has_body(s->search, i);
+    free(prev_doc);
     free(xterms);
     free(terms);
     free(docs);
@@ -1739,6 +1761,20 @@ static void indexer_kick(struct skills *S, const struct snapshot *s)
     }
 }
 
+/* s is current: the body terms its index holds need no list any more (the
+ * next build takes them from s's index). Scanner role: no build reads the
+ * lists meanwhile, and the indexer only ever sets a NULL one. */
+static void release_xterms(struct snapshot *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (!search_has_body(s->search, i))
+            continue;
+        struct search_terms *xt = atomic_exchange(&s->v[i]->xterms, XTERMS_MERGED);
+        if (xt != XTERMS_MERGED)
+            search_terms_free(xt);
+    }
+}
+
 /* The rescan proper; the caller holds the scanner role (not the mutex). */
 static void do_scan(struct skills *S, int force, struct skills_report *r)
 {
@@ -1768,6 +1804,7 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
      * jansson's reference counts are not meant to be shared across threads. */
     r->errors = json_deep_copy(s->errors);
     atomic_store(&S->cur, s);
+    release_xterms(s);
     indexer_kick(S, s);
     watches_setup(S, s);
     pthread_mutex_lock(&S->scan_mu);

@@ -82,7 +82,9 @@ struct skill {
     json_t *warnings;       /* what discovery reported about this entry */
     struct search_terms *terms; /* name, tags and description tokenized for search */
     /* body and references tokenized for search: set once, after discovery
-     * (skills_index_bodies), NULL until then */
+     * (skills_index_bodies), NULL until then; freed (replaced by a mark)
+     * once an index holding them is current, since later builds take
+     * them from that index */
     _Atomic(struct search_terms *) xterms;
     _Atomic(struct card *) card[SKILL_CARD_TIERS]; /* list_skills cards (tools.c), one per
                                                       tier, each rendered on first use */

@@ -772,6 +772,122 @@ TEST(reference_only_ranks_below_card_and_body)
     search_free(idx);
 }
 
+/* Card terms and body terms made apart, as skills.c makes them. */
+static void split_terms(const struct xdoc *x, struct search_doc *d, struct search_terms **t,
+                        struct search_terms **xt)
+{
+    memset(d, 0, sizeof *d);
+    d->name = x->name;
+    d->description = x->desc;
+    *t = search_terms_new(d);
+    struct search_doc b = {0};
+    b.body = x->body;
+    b.body_len = x->body ? strlen(x->body) : 0;
+    b.refs = x->refs;
+    b.refs_len = x->refs ? strlen(x->refs) : 0;
+    *xt = search_terms_new(&b);
+}
+
+static void same_ranking(const struct search_index *a, const struct search_index *b)
+{
+    const char *const q[] = { "pandas", "openpyxl", "excel", "powerpoint", "tracked changes",
+                              "decision", "zebra", "forms pdf", "recalc", "sample" };
+    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
+        struct search_hit x[NHITS], y[NHITS];
+        size_t nx = search_query(a, q[k], x, NHITS);
+        size_t ny = search_query(b, q[k], y, NHITS);
+        CHECK_EQ(nx, ny);
+        for (size_t i = 0; i < min_sz(nx, NHITS); i++) {
+            CHECK_EQ(x[i].doc, y[i].doc);
+            CHECK(x[i].score == y[i].score);
+        }
+    }
+}
+
+/* A rebuild takes a reused document's body and reference terms from the
+ * index it replaces (the lists are freed once merged): it ranks exactly as
+ * if every list were given again, with documents renumbered, counts past
+ * the one-byte saturation, a document still without a body, and over two
+ * generations. */
+TEST(body_terms_carried_from_previous_index)
+{
+    enum { N = NX + 1 };
+    static char zebras[300 * 6 + 1];
+    for (size_t i = 0; i < 300; i++)
+        memcpy(zebras + i * 6, "zebra ", 6);
+    struct xdoc all[N];
+    memcpy(all, xlib, sizeof xlib);
+    all[NX] = (struct xdoc){ "zoo", "Animals.", zebras, "# Zebra\nStripes.\n" };
+    struct search_doc d[N];
+    struct search_terms *t[N], *xt[N];
+    for (size_t i = 0; i < N; i++)
+        split_terms(&all[i], &d[i], &t[i], &xt[i]);
+
+    /* Generation 1: every body but X_NOTES's has been read. */
+    const struct search_terms *g1x[N];
+    for (size_t i = 0; i < N; i++)
+        g1x[i] = i == X_NOTES ? NULL : xt[i];
+    struct search_index *g1 =
+        search_new_terms(d, (const struct search_terms *const *)t, g1x, N);
+    CHECK(search_has_body(g1, X_SHEET));
+    CHECK(!search_has_body(g1, X_NOTES));
+
+    /* Generation 2: X_SHEET is gone (every later document moves up one);
+     * X_NOTES's body arrives as a list; the rest is carried. */
+    const struct search_terms *g2x[N - 1];
+    uint32_t prev[N - 1];
+    for (size_t i = 0; i + 1 < N; i++) {
+        g2x[i] = i + 1 == X_NOTES ? xt[i + 1] : NULL;
+        prev[i] = (uint32_t)(i + 1);
+    }
+    struct search_index *g2 = search_new_carry(d + 1, (const struct search_terms *const *)t + 1,
+                                               g2x, N - 1, g1, prev);
+    struct search_index *ref2 = search_new_terms(
+        d + 1, (const struct search_terms *const *)t + 1,
+        (const struct search_terms *const *)xt + 1, N - 1);
+    for (size_t i = 0; i + 1 < N; i++)
+        CHECK(search_has_body(g2, i));
+    same_ranking(g2, ref2);
+    struct search_hit h[NHITS];
+    CHECK_EQ(search_query(g2, "openpyxl", h, NHITS), 0);
+    CHECK_EQ(search_query(g2, "decision", h, NHITS), 1);
+
+    /* Generation 3: everything carried, nothing given as a list; one
+     * document is new (no previous number) and has no body yet. */
+    struct search_doc d3[N];
+    const struct search_terms *t3[N];
+    uint32_t prev3[N];
+    for (size_t i = 0; i + 1 < N; i++) {
+        d3[i] = d[i + 1];
+        t3[i] = t[i + 1];
+        prev3[i] = (uint32_t)i;
+    }
+    d3[N - 1] = d[0];
+    t3[N - 1] = t[0];
+    prev3[N - 1] = SEARCH_NO_DOC;
+    const struct search_terms *none[N] = {0};
+    struct search_index *g3 = search_new_carry(d3, t3, none, N, g2, prev3);
+    search_free(g2);
+    const struct search_terms *x3[N];
+    for (size_t i = 0; i + 1 < N; i++)
+        x3[i] = xt[i + 1];
+    x3[N - 1] = NULL;
+    struct search_index *ref3 = search_new_terms(d3, t3, x3, N);
+    CHECK(!search_has_body(g3, N - 1));
+    CHECK(search_has_body(g3, 0));
+    same_ranking(g3, ref3);
+    CHECK(search_query(g3, "zebra", h, NHITS) == 1);
+
+    search_free(g1);
+    search_free(ref2);
+    search_free(g3);
+    search_free(ref3);
+    for (size_t i = 0; i < N; i++) {
+        search_terms_free(t[i]);
+        search_terms_free(xt[i]);
+    }
+}
+
 TEST(synonyms_bridge_everyday_names)
 {
     struct search_index *idx = build_x(xlib, NX);
@@ -956,6 +1072,7 @@ int main(void)
     RUN(invalid_utf8);
     RUN(body_only_word_found);
     RUN(reference_only_ranks_below_card_and_body);
+    RUN(body_terms_carried_from_previous_index);
     RUN(synonyms_bridge_everyday_names);
     RUN(exact_name_beats_body_repeats);
     RUN(synonyms_file_errors_name_file_and_line);

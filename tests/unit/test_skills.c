@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "search.h"
 #include "skills.h"
 #include "util.h"
 
@@ -218,6 +219,68 @@ TEST(rescan_reports_added_changed_removed_and_reuses_entries)
     CHECK_STR(skills_find(s1, "alpha", 5, &amb)->description, "A2");
     skills_release(s0);
     skills_release(s1);
+    skills_free(S);
+}
+
+static size_t hits_of(struct skills *S, const char *q, const char *want)
+{
+    struct snapshot *s = skills_acquire(S);
+    struct search_hit h[8];
+    size_t n = search_query(s->search, q, h, 8);
+    if (n && strcmp(s->v[h[0].doc]->qname, want) != 0)
+        n = 0;
+    skills_release(s);
+    return n;
+}
+
+static void wait_bodies(struct skills *S)
+{
+    size_t done = 0, n = 1;
+    for (int i = 0; i < 1000 && done != n; i++) {
+        skills_bodies_indexed(S, &done, &n);
+        if (done != n)
+            usleep(10000);
+    }
+    CHECK_EQ(done, n);
+}
+
+/* Once an index holds a skill's body terms, later rebuilds take them from
+ * the index they replace: an unchanged skill stays findable by its body and
+ * references through any number of rescans, next to an edited one. */
+TEST(body_terms_survive_rescans)
+{
+    fresh_root();
+    writef("alpha/SKILL.md", "---\nname: alpha\ndescription: A\n---\n# Alpha\nwombat\n");
+    writef("beta/SKILL.md", "---\nname: beta\ndescription: B\n---\n# Beta\nquokka quokka\n");
+    writef("beta/references/notes.md", "# Notes\nnumbat\n");
+    skill("gamma", "gamma", "C");
+    struct skills *S = open_root();
+    CHECK_EQ(hits_of(S, "quokka", "beta"), 0);
+    skills_index_bodies(S);
+    wait_bodies(S);
+    CHECK_EQ(hits_of(S, "quokka", "beta"), 1);
+    CHECK_EQ(hits_of(S, "numbat", "beta"), 1);
+
+    writef("alpha/SKILL.md", "---\nname: alpha\ndescription: A\n---\n# Alpha\nplatypus\n");
+    touch_later("alpha/SKILL.md");
+    skill("delta", "delta", "D");
+    struct skills_report r;
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(json_array_size(r.changed), 1);
+    skills_report_cleanup(&r);
+    size_t done, n;
+    skills_bodies_indexed(S, &done, &n);
+    CHECK_EQ(n, 4);
+    CHECK_EQ(done, 4);
+    CHECK_EQ(hits_of(S, "platypus", "alpha"), 1);
+    CHECK_EQ(hits_of(S, "wombat", "alpha"), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(hits_of(S, "quokka", "beta"), 1);
+        CHECK_EQ(hits_of(S, "numbat", "beta"), 1);
+        skills_rescan(S, 1, NULL);
+    }
+    skills_bodies_indexed(S, &done, &n);
+    CHECK_EQ(done, 4);
     skills_free(S);
 }
 
@@ -519,6 +582,7 @@ int main(void)
     RUN(lists_files_but_not_vcs_or_escaping_links);
     RUN(broken_skill_reported_and_previous_version_kept);
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
+    RUN(body_terms_survive_rescans);
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(large_library_builds_deterministically_on_threads);
     RUN(body_is_read_once_and_sections_found);
