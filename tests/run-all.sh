@@ -10,6 +10,7 @@ declare -a lines
 run() {   # run NAME CMD...: captures the suite's SUMMARY line
     local name=$1; shift
     echo "=== $name"
+    local t0=$SECONDS
     local log; log=$(mktemp)
     "$@" 2>&1 | tee "$log"
     local rc=${PIPESTATUS[0]}
@@ -22,7 +23,7 @@ run() {   # run NAME CMD...: captures the suite's SUMMARY line
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
     total_p=$((total_p + p)); total_f=$((total_f + f))
     [ "$f" -ne 0 ] && status=1
-    lines+=("$name: $p passed, $f failed")
+    lines+=("$name: $p passed, $f failed ($((SECONDS - t0)) s)")
 }
 
 make -s all unit-build || { echo "0 passed, 1 failed"; exit 1; }
