@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import {
-  startServer, connect, call, callOk as callOkA, callErr as callErrA, poll, TEST_TIMEOUT,
+  startServer, connect, call, callOk as callOkA, callErr as callErrA, poll, TEST_TIMEOUT, bodyIndexReady,
 } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
@@ -22,6 +22,7 @@ describe('reload_skills (no refresh timer)', () => {
   before(async () => {
     s = await startServer({ refresh: 0 });
     client = await connect(s.url);
+    await bodyIndexReady(client);
   });
   after(async () => {
     try { await client?.close(); } finally { await s?.stop(); }

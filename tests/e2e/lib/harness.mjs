@@ -268,3 +268,19 @@ export async function expectRefused(assert, client, tool, args) {
     return { code: e.code, message: e.message };
   }
 }
+
+/**
+ * Waits until the server's background body index is published. That index
+ * is published by a rescan, which also takes in any file changes made
+ * before it: a test that asserts exactly what a later reload_skills reports
+ * waits for it first. "subject" is a word of the fixture git-helper's body
+ * only (not its name, tags or description).
+ */
+export async function bodyIndexReady(client, ms = 20000) {
+  const ok = await poll(async () => {
+    const r = await client.callTool({ name: 'list_skills', arguments: { query: 'subject' } });
+    const sc = r.structuredContent;
+    return !sc?.hint && sc?.skills?.[0]?.name === 'git-helper';
+  }, ms, 50);
+  if (!ok) throw new Error(`the body index was not published within ${ms} ms`);
+}
