@@ -43,7 +43,7 @@ if make -s asan-build >/dev/null; then
 else
     echo "ASan build failed"; total_f=$((total_f + 1)); status=1
 fi
-run fuzz-smoke env FUZZ_TIME=10 tests/fuzz/build.sh --smoke
+run fuzz-smoke env FUZZ_TIME=6 tests/fuzz/build.sh --smoke
 run tsan make -s tsan
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
