@@ -14,29 +14,13 @@
 //
 // Needs tests/e2e/node_modules (tests/run-e2e.sh installs it), python3 and cc.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 const bin = process.argv[2];
 if (bin) process.env.SKILL_MCP_BIN = path.resolve(bin);
-const { connect, startServer, REPO } = await import('../tests/e2e/lib/harness.mjs');
+const { connect, startServer, startFakeapi, REPO } = await import('../tests/e2e/lib/harness.mjs');
 const { estimator } = await import('../tests/e2e/lib/catalog.mjs');
-
-function startFakeapi() {
-  const proc = spawn('python3', [path.join(REPO, 'tests', 'fakeapi', 'fakeapi.py'), '--port', '0', '--lifetime', '120'],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('fakeapi did not start')); }, 10_000);
-    proc.stdout.setEncoding('utf8');
-    proc.stdout.on('data', (c) => {
-      out += c;
-      const m = /^PORT (\d+)$/m.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc, url: `http://127.0.0.1:${m[1]}` }); }
-    });
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`fakeapi exited (${code})`)); });
-  });
-}
 
 const CALLS = [
   ['the whole list', ['GET', '/orders', '--max-items', '1000']],

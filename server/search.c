@@ -657,22 +657,31 @@ static uint32_t intern(struct builder *b, const char *tok, size_t len)
     return t;
 }
 
+/* Term tid's posting for document d: opened (counts zero) on the term's
+ * first occurrence in d; b->tp has room for it (the callers grow it). */
+static struct bterm *post_slot(struct builder *b, uint32_t tid, uint32_t d)
+{
+    struct bterm *bt = &b->term[tid];
+    if (bt->last_doc != d + 1) {
+        struct tmp_post *tp = &b->tp[b->ntp];
+        tp->tid = tid;
+        tp->doc = d;
+        memset(tp->tf, 0, sizeof tp->tf);
+        bt->last_doc = d + 1;
+        bt->slot = b->ntp++;
+    }
+    return bt;
+}
+
+
 static void build_emit(void *ctx, const char *tok, size_t len, enum tok_kind kind)
 {
     struct builder *b = ctx;
     uint32_t t = intern(b, tok, len);
-    struct bterm *bt = &b->term[t];
     (void)kind;
 
-    if (bt->last_doc != b->doc + 1) {
-        grow((void **)&b->tp, &b->tpcap, b->ntp + 1, sizeof *b->tp);
-        struct tmp_post *p = &b->tp[b->ntp];
-        p->tid = t;
-        p->doc = b->doc;
-        memset(p->tf, 0, sizeof p->tf);
-        bt->last_doc = b->doc + 1;
-        bt->slot = b->ntp++;
-    }
+    grow((void **)&b->tp, &b->tpcap, b->ntp + 1, sizeof *b->tp);
+    struct bterm *bt = post_slot(b, t, b->doc);
     if (b->tp[bt->slot].tf[b->field] < UINT32_MAX)
         b->tp[bt->slot].tf[b->field]++;
     if (b->len[b->doc][b->field] < UINT32_MAX)
@@ -876,15 +885,7 @@ static void merge_terms(struct builder *b, const struct search_terms *t, uint32_
     grow((void **)&b->tp, &b->tpcap, b->ntp + t->n, sizeof *b->tp);
     for (uint32_t i = 0; i < t->n; i++) {
         uint32_t tid = intern(b, p, terms_tlen(t, i));
-        struct bterm *bt = &b->term[tid];
-        if (bt->last_doc != d + 1) {
-            struct tmp_post *tp = &b->tp[b->ntp];
-            tp->tid = tid;
-            tp->doc = d;
-            memset(tp->tf, 0, sizeof tp->tf);
-            bt->last_doc = d + 1;
-            bt->slot = b->ntp++;
-        }
+        struct bterm *bt = post_slot(b, tid, d);
         for (int f = 0; f < NFIELDS; f++)
             b->tp[bt->slot].tf[f] += terms_tf(t, i, f);
         p += terms_tlen(t, i) + 1;
@@ -967,15 +968,7 @@ static void carry_doc(struct builder *b, const struct carry *cy,
     for (size_t i = cy->from[o]; i < cy->from[o + 1]; i++) {
         const char *s = prev->terms + prev->term_off[cy->c[i].rank];
         uint32_t tid = intern(b, s, strlen(s));
-        struct bterm *bt = &b->term[tid];
-        if (bt->last_doc != d + 1) {
-            struct tmp_post *tp = &b->tp[b->ntp];
-            tp->tid = tid;
-            tp->doc = d;
-            memset(tp->tf, 0, sizeof tp->tf);
-            bt->last_doc = d + 1;
-            bt->slot = b->ntp++;
-        }
+        struct bterm *bt = post_slot(b, tid, d);
         b->tp[bt->slot].tf[F_BODY] += cy->c[i].tf[0];
         b->tp[bt->slot].tf[F_REFS] += cy->c[i].tf[1];
     }

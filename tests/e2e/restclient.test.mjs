@@ -9,11 +9,10 @@
 // stopped by PID.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { startServer, connect, REPO } from './lib/harness.mjs';
+import { startServer, connect, startFakeapi, REPO } from './lib/harness.mjs';
 
 const opts = { timeout: 30_000 };
 // SKILL_OUTPUT_BUDGET_BYTES is the smaller of one result's budget (~30 KB at
@@ -24,22 +23,6 @@ let fakeapi;
 let base;
 let server;
 let client;
-
-function startFakeapi() {
-  const proc = spawn('python3', [path.join(REPO, 'tests', 'fakeapi', 'fakeapi.py'), '--port', '0', '--lifetime', '120'],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('fakeapi did not start')); }, 10_000);
-    proc.stdout.setEncoding('utf8');
-    proc.stdout.on('data', (c) => {
-      out += c;
-      const m = /^PORT (\d+)$/m.exec(out);
-      if (m) { clearTimeout(timer); resolve({ proc, url: `http://127.0.0.1:${m[1]}` }); }
-    });
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`fakeapi exited (${code})`)); });
-  });
-}
 
 before(async () => {
   fakeapi = await startFakeapi();

@@ -284,3 +284,23 @@ export async function bodyIndexReady(client, ms = 20000) {
   }, ms, 50);
   if (!ok) throw new Error(`the body index was not published within ${ms} ms`);
 }
+
+/**
+ * tests/fakeapi/fakeapi.py on a free loopback port: { proc, url }. The
+ * caller stops it by its PID (proc.kill); it also exits after `lifetime` s.
+ */
+export function startFakeapi(lifetime = 120) {
+  const proc = spawn('python3', [path.join(REPO, 'tests', 'fakeapi', 'fakeapi.py'), '--port', '0', '--lifetime', String(lifetime)],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('fakeapi did not start')); }, 10_000);
+    proc.stdout.setEncoding('utf8');
+    proc.stdout.on('data', (c) => {
+      out += c;
+      const m = /^PORT (\d+)$/m.exec(out);
+      if (m) { clearTimeout(timer); resolve({ proc, url: `http://127.0.0.1:${m[1]}` }); }
+    });
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`fakeapi exited (${code})`)); });
+  });
+}
