@@ -59,6 +59,10 @@
 #define RELATED_TASK "io.modelcontextprotocol/related-task"
 #define POLL_MS 250             /* the tasks thread's tick */
 #define CLIENT_POLL_MS 1000     /* pollInterval suggested to clients */
+/* A cancelled run still owes its result for this long (kill grace, drain,
+ * post hook); another worker cannot see the owner's runs, so it waits by
+ * the clock. */
+#define CANCEL_SETTLE_MS 10000
 #define HEARTBEAT_PX 5000
 #define PAGE 20                 /* tasks/list page */
 #define MEM_MAX_TASKS 10000     /* records kept in memory at most */
@@ -802,6 +806,21 @@ static json_t *task_json(const struct trec *r, int modern, int detail)
     return o;
 }
 
+/* Cancelled, but its killed run has not yet handed in the result that
+ * tasks/result promises: the answer waits for it rather than saying
+ * "cancelled" now and returning the result to the next caller. */
+static int settling(struct tasks *t, const struct trec *r)
+{
+    if (strcmp(r->status, "cancelled") || r->result)
+        return 0;
+    int live = 0;
+    pthread_mutex_lock(&t->mu);
+    for (struct live *l = t->live; l && !live; l = l->next)
+        live = !strcmp(l->id, r->id);
+    pthread_mutex_unlock(&t->mu);
+    return live || (t->redis && wall_ms() - r->updated < CANCEL_SETTLE_MS);
+}
+
 /* The whole JSON-RPC response of tasks/result for a finished record. */
 static char *result_response(const struct trec *r, json_t *rpc_id, size_t *len)
 {
@@ -944,7 +963,7 @@ static void tick(struct tasks *t, int final)
         } else if (rc == 1) {
             body = error_response(w->rpc_id, RPC_INVALID_PARAMS,
                                   "Failed to retrieve task: Task not found or expired", &len);
-        } else if (is_terminal(r.status)) {
+        } else if (is_terminal(r.status) && (final || !settling(t, &r))) {
             body = result_response(&r, w->rpc_id, &len);
         } else if (final) {
             body = error_response(w->rpc_id, RPC_INTERNAL_ERROR,
@@ -1310,22 +1329,23 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
     }
     size_t len;
     char *bytes = tools_render_run(t->S, result, ok, ms, 0, &len);
+    log_info("task %s: run ended (%s)", l->id, status);
+    if (!t->redis) {
+        /* The record gets its result before the run stops counting as
+         * live, so settling() never sees neither. */
+        char why[300];
+        st_finish(t, l->id, l->client, status, msg, bytes, l->ttl, why, sizeof why);
+        free(bytes);
+    }
     pthread_mutex_lock(&t->mu);
     for (struct live **pp = &t->live; *pp; pp = &(*pp)->next)
         if (*pp == l) {
             *pp = l->next;
             break;
         }
+    pthread_cond_signal(&t->cv);        /* a tasks/result may be waiting */
     pthread_mutex_unlock(&t->mu);
-    log_info("task %s: run ended (%s)", l->id, status);
-    if (!t->redis) {
-        char why[300];
-        st_finish(t, l->id, l->client, status, msg, bytes, l->ttl, why, sizeof why);
-        free(bytes);
-        pthread_mutex_lock(&t->mu);
-        pthread_cond_signal(&t->cv);    /* a tasks/result may be waiting */
-        pthread_mutex_unlock(&t->mu);
-    } else {
+    if (t->redis) {
         struct finish *f = xcalloc(1, sizeof *f);
         snprintf(f->id, sizeof f->id, "%s", l->id);
         snprintf(f->client, sizeof f->client, "%s", l->client);
@@ -1510,7 +1530,7 @@ int tasks_m_result(struct mcp_call *c)
     struct trec r;
     if (lookup(c, &id, &r, "retrieve") < 0)
         return -1;
-    if (is_terminal(r.status)) {
+    if (is_terminal(r.status) && !settling(c->S->tasks, &r)) {
         size_t len;
         c->raw_response = result_response(&r, c->id, &len);
         c->raw_response_len = len;

@@ -149,14 +149,16 @@ test('tasks/cancel mid-run: the task is cancelled at once and the script\'s proc
     assert.ok(pids, 'the script and its child started');
     const c = await client.experimental.tasks.cancelTask(task.taskId);
     assert.equal(c.status, 'cancelled', 'the answer already says cancelled');
+    // asked at once, before the killed run has handed in its result: the
+    // answer waits for that result instead of an error
+    const early = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    assert.equal(early.isError, true);
+    assert.match(early.structuredContent.hint, /cancelled/);
     assert.equal(c.statusMessage, 'The task was cancelled by request.');
     for (const p of pids) assert.ok(await waitGone(p, 5000), `pid ${p} of the cancelled task is still alive`);
     assert.equal((await client.experimental.tasks.getTask(task.taskId)).status, 'cancelled');
     // the killed run's result is kept for tasks/result
-    const r = await poll(async () => {
-      const x = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-      return x.structuredContent ? x : null;
-    }, 5000, 200);
+    const r = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     assert.equal(r.isError, true);
     assert.match(r.structuredContent.hint, /cancelled/);
     assert.equal((await client.experimental.tasks.getTask(task.taskId)).status, 'cancelled', 'a cancelled task stays cancelled');
