@@ -1779,8 +1779,21 @@ static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *
     int docs = 0;
     for (size_t i = 0; i < x.ntexts; i++)
         docs |= x.docs[i] != NULL;
-    /* JSON output over the characters is measured by its parse below */
-    int counted = dump_chars(result, docs ? b->max_chars : 0, &c0, &t0);
+    /* JSON output over the characters is measured by its parse below. A
+     * text's own characters are a floor of its escaped form: when they
+     * alone are over, the dump (megabytes, escaped) is not needed to know. */
+    int counted = 1;
+    if (docs && b->max_chars) {
+        size_t floor_chars = 0;
+        for (size_t i = 0; i < x.ntexts; i++) {
+            json_t *v = json_object_get(result, x.texts[i].field);
+            if (json_is_string(v))
+                floor_chars += shape_chars(json_string_value(v), json_string_length(v));
+        }
+        counted = floor_chars <= b->max_chars;
+    }
+    if (counted)
+        counted = dump_chars(result, docs ? b->max_chars : 0, &c0, &t0);
     if (counted && fits(b, c0, t0))
         return 0;
 
