@@ -46,11 +46,13 @@ TEST(env_result_legacy)
 {
     size_t len;
     json_t *id = json_integer(7);
-    char *s = env_result(id, json_pack("{s:i}", "n", 1), 0, 5000, &len);
+    json_t *r = json_pack("{s:i}", "n", 1);
+    char *s = env_result(id, r, 0, 5000, &len);
+    json_decref(r);
+    json_decref(id);
     /* a legacy result is wrapped as it is: no era members, no ttl */
     CHECK_MEM(s, len, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"n\":1}}");
     free(s);
-    json_decref(id);
 }
 
 TEST(env_result_modern)
@@ -287,8 +289,7 @@ TEST(disconnect_races_completion)
         struct call *c = call_new(&S);
         call_on_complete(c, rx_done, &rx);
         c->out.kind = CALL_RUN;
-        call_ref(c);
-        call_ref(c);
+        call_ref(c);            /* the running script's */
         pthread_t a, b;
         pthread_create(&b, NULL, detach_side, c);
         pthread_create(&a, NULL, finish_run, c);
