@@ -25,15 +25,13 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "call.h"
 #include "discovery.h"
-#include "hooks.h"
+#include "envelope.h"
 #include "rpc.h"
 #include "runner.h"
-#include "script.h"
 #include "session.h"
 #include "skills.h"
-#include "tasks.h"
-#include "tools.h"
 #include "util.h"
 
 struct http {
@@ -50,21 +48,17 @@ struct req {
     int too_big;
     uint64_t t0;
     unsigned status;            /* what was answered, for the log and metrics */
-    const char *method;         /* JSON-RPC method (static) */
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
     const char *client;         /* authenticated client id (borrowed from auth), or NULL */
     int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
-    char tool[64];
-    /* a script call in flight: the connection is suspended until done */
+    struct call *call;          /* the MCP request, once its body is read */
+    /* the answer; for a pending call the connection is parked until it comes */
     struct MHD_Connection *con;
-    struct srv *S;
-    json_t *id;
-    int modern;
+    int parked;
     char *resp;
     size_t resp_len;
     int ready;
     int sse;                    /* --sse and the client accepts text/event-stream */
-    char session_id[40];        /* --stateful: minted by this initialize, sent back */
 };
 
 /* Set when the drain begins: every answer from then on closes its
@@ -90,11 +84,9 @@ static enum MHD_Result send_bytes(struct MHD_Connection *con, unsigned status, c
 static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, int code,
                                   const char *msg)
 {
-    json_t *e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
-                          code, "message", msg);
-    char *s = json_dumps(e, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    json_decref(e);
-    return send_bytes(con, status, s, strlen(s), "application/json");
+    size_t len;
+    char *s = env_error(NULL, code, msg, NULL, &len);
+    return send_bytes(con, status, s, len, "application/json");
 }
 
 /* Every answer goes out here; an MCP answer (rq set) also carries the
@@ -117,8 +109,8 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
     }
-    if (rq && rq->session_id[0])
-        MHD_add_response_header(r, "Mcp-Session-Id", rq->session_id);
+    if (rq && rq->call && rq->call->session_minted[0])
+        MHD_add_response_header(r, "Mcp-Session-Id", rq->call->session_minted);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow_methods);
     if (rq && rq->rl_limit > 0) {
@@ -180,11 +172,9 @@ static enum MHD_Result reply_rpc(struct MHD_Connection *con, const struct req *r
 static enum MHD_Result reply_error(struct MHD_Connection *con, const struct req *rq,
                                    unsigned status, const char *msg)
 {
-    json_t *e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
-                          RPC_INVALID_REQUEST, "message", msg);
-    char *s = json_dumps(e, JSON_COMPACT);
-    json_decref(e);
-    return reply(con, rq, status, s, strlen(s), "application/json");
+    size_t len;
+    char *s = env_error(NULL, RPC_INVALID_REQUEST, msg, NULL, &len);
+    return reply(con, rq, status, s, len, "application/json");
 }
 
 /* "host[:port]" or "[v6]:port" -> host, lowercased, brackets kept for v6. */
@@ -280,103 +270,48 @@ static int accepts_json(const char *accept)
 
 /* ---- live progress over SSE -------------------------------------------------
  *
- * When the client accepts text/event-stream and asked for progress (a
- * progressToken, or a 2026-07-28 logLevel), the answer is a stream: stderr
- * lines go out as notifications while the script runs, then the response.
- * The loop thread appends events; libmicrohttpd pulls them through
- * sse_read(), which parks the connection when there is nothing to send.
- * The mutex orders "suspend" before "resume". A stream closed by the client
- * before the answer cancels the script.
+ * When the call streams (call_streams: the client accepts text/event-stream
+ * and asked for progress or logging, or --sse), the answer is a stream: the
+ * events the protocol layer renders while the script runs, then the
+ * response. The completing thread appends them; libmicrohttpd pulls them
+ * through sse_read(), which parks the connection when there is nothing to
+ * send. The mutex orders "suspend" before "resume". A stream closed by the
+ * client before the answer abandons the call (which stops its script).
  */
 struct sse {
     pthread_mutex_t mu;
     struct buf out;
     size_t off;
-    int done, suspended, gone, refs;
+    int done, suspended;
     struct MHD_Connection *con;
-    struct srv *S;
-    json_t *id, *token;
-    int log, modern;
-    double progress;
-    char logger[300], request_id[40];
+    struct call *call;
 };
 
-static void sse_unref_locked(struct sse *e)
-{
-    if (--e->refs > 0) {
-        pthread_mutex_unlock(&e->mu);
-        return;
-    }
-    pthread_mutex_unlock(&e->mu);
-    pthread_mutex_destroy(&e->mu);
-    buf_cleanup(&e->out);
-    json_decref(e->id);
-    json_decref(e->token);
-    free(e);
-}
-
-static void sse_push(struct sse *e, const char *json, size_t len)
+static void sse_push(struct sse *e, const char *json, size_t len, int last)
 {
     pthread_mutex_lock(&e->mu);
-    if (!e->gone) {
-        buf_puts(&e->out, "event: message\ndata: ");
-        buf_append(&e->out, json, len);
-        buf_puts(&e->out, "\n\n");
-        if (e->suspended) {
-            e->suspended = 0;
-            MHD_resume_connection(e->con);
-        }
-    }
-    pthread_mutex_unlock(&e->mu);
-}
-
-/* Loop thread: one stderr line of the running script. */
-static void sse_line(const char *line, size_t len, void *arg)
-{
-    struct sse *e = arg;
-    size_t n;
-    int changed;
-    char *text = script_utf8_repair(line, len, &n, &changed);
-    json_t *note;
-    e->progress += 1;
-    if (e->token) {
-        note = json_pack("{s:s, s:s, s:{s:O, s:f, s:s%}}", "jsonrpc", "2.0", "method",
-                         "notifications/progress", "params", "progressToken", e->token,
-                         "progress", e->progress, "message", text, n);
-        char *j = json_dumps(note, JSON_COMPACT);
-        sse_push(e, j, strlen(j));
-        free(j);
-        json_decref(note);
-    }
-    if (e->log) {
-        note = json_pack("{s:s, s:s, s:{s:s, s:s, s:s%}}", "jsonrpc", "2.0", "method",
-                         "notifications/message", "params", "level", "info", "logger",
-                         e->logger, "data", text, n);
-        char *j = json_dumps(note, JSON_COMPACT);
-        sse_push(e, j, strlen(j));
-        free(j);
-        json_decref(note);
-    }
-    free(text);
-}
-
-/* Loop thread: the answer, last event of the stream. */
-static void sse_done(json_t *result, int ok, double ms, void *arg)
-{
-    struct sse *e = arg;
-    size_t len, rlen;
-    char *bytes = tools_render_run(e->S, result, ok, ms, e->modern, &len);
-    char *resp = rpc_wrap_raw(e->id, bytes, len, &rlen);
-    free(bytes);
-    sse_push(e, resp, rlen);
-    free(resp);
-    pthread_mutex_lock(&e->mu);
-    e->done = 1;
+    buf_puts(&e->out, "event: message\ndata: ");
+    buf_append(&e->out, json, len);
+    buf_puts(&e->out, "\n\n");
+    e->done |= last;
     if (e->suspended) {
         e->suspended = 0;
         MHD_resume_connection(e->con);
     }
-    sse_unref_locked(e);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Completing thread: a notification before the answer. */
+static void sse_event(const char *bytes, size_t len, void *arg)
+{
+    sse_push(arg, bytes, len, 0);
+}
+
+/* Completing thread: the answer, last event of the stream. */
+static void sse_complete(char *bytes, size_t len, void *arg)
+{
+    sse_push(arg, bytes ? bytes : "", bytes ? len : 0, 1);
+    free(bytes);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
@@ -405,15 +340,16 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
     return 0;
 }
 
-/* libmicrohttpd is done with the response: sent, or the client went away. */
+/* libmicrohttpd is done with the response: sent, or the client went away.
+ * Once the call is abandoned no callback can reach e. */
 static void sse_free(void *cls)
 {
     struct sse *e = cls;
-    pthread_mutex_lock(&e->mu);
-    e->gone = 1;
-    if (!e->done && e->S->runner)
-        run_cancel(e->S->runner, e->request_id);   /* a closed stream cancels */
-    sse_unref_locked(e);
+    rpc_abandon(e->call);
+    call_unref(e->call);
+    pthread_mutex_destroy(&e->mu);
+    buf_cleanup(&e->out);
+    free(e);
 }
 
 static int accepts_sse(struct MHD_Connection *con)
@@ -423,29 +359,16 @@ static int accepts_sse(struct MHD_Connection *con)
     return accept && strcasestr(accept, "text/event-stream");
 }
 
-/* A script's answer streams when there is something to send before it, or
- * always with --sse (then the stream holds the answer alone). */
-static int wants_stream(struct MHD_Connection *con, const struct req *rq,
-                        const struct rpc_out *out)
-{
-    return (out->progress_token || out->log_stream || rq->sse) && accepts_sse(con);
-}
-
-static enum MHD_Result start_stream(struct MHD_Connection *con, struct srv *S,
-                                    struct rpc_out *out)
+static enum MHD_Result start_stream(struct MHD_Connection *con, struct call *c)
 {
     struct sse *e = xcalloc(1, sizeof *e);
     pthread_mutex_init(&e->mu, NULL);
     buf_init(&e->out, 0);
-    e->refs = 2;            /* the response, and the run */
     e->con = con;
-    e->S = S;
-    e->id = out->id;
-    e->token = out->progress_token;
-    e->log = out->log_stream;
-    e->modern = out->modern;
-    snprintf(e->request_id, sizeof e->request_id, "%s", hook_request_id(out->plan));
-    snprintf(e->logger, sizeof e->logger, "run_skill_script");
+    e->call = c;
+    call_ref(c);
+    call_on_event(c, sse_event, e);
+    call_on_complete(c, sse_complete, e);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, e, sse_free);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -455,32 +378,20 @@ static enum MHD_Result start_stream(struct MHD_Connection *con, struct srv *S,
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
-    hook_set_stream(out->plan, sse_line, e);
-    hook_start(out->plan, sse_done, e);
+    rpc_start(c);
     return ret;
 }
 
-/* Loop thread (or this thread when shutting down): the script and its
- * hooks ended; render the answer and wake the connection. */
-static void on_run_done(json_t *result, int ok, double ms, void *arg)
+/* Any thread: the call's answer (NULL for none). A parked connection is
+ * woken to send it. */
+static void plain_complete(char *bytes, size_t len, void *arg)
 {
     struct req *rq = arg;
-    size_t len;
-    char *bytes = tools_render_run(rq->S, result, ok, ms, rq->modern, &len);
-    rq->resp = rpc_wrap_raw(rq->id, bytes, len, &rq->resp_len);
-    free(bytes);
-    rq->ready = 1;
-    MHD_resume_connection(rq->con);
-}
-
-/* Tasks thread: the task a tasks/result waited for has ended. */
-static void on_wait_done(char *body, size_t len, void *arg)
-{
-    struct req *rq = arg;
-    rq->resp = body;
+    rq->resp = bytes;
     rq->resp_len = len;
     rq->ready = 1;
-    MHD_resume_connection(rq->con);
+    if (rq->parked)
+        MHD_resume_connection(rq->con);
 }
 
 /* ---- operations endpoints -------------------------------------------------
@@ -773,55 +684,50 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                                                         "MCP-Protocol-Version"),
         .method = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Method"),
         .name = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Name"),
-        .client = rq->client,
         .session_id = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id"),
     };
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    hd.peer = ci ? ci->client_addr : NULL;
-    struct rpc_out out;
-    rpc_handle(S, rq->body.p ? rq->body.p : "", rq->body.len, &hd, &out);
+    struct call *c = rq->call = call_new(S);
+    c->client = rq->client;
+    c->peer = ci ? ci->client_addr : NULL;
+    c->can_stream = accepts_sse(con);
+    c->stream_always = rq->sse;
+    rq->con = con;
+    call_on_complete(c, plain_complete, rq);
+    rpc_handle(c, rq->body.p ? rq->body.p : "", rq->body.len, &hd);
     unsigned status = MHD_HTTP_OK;
-    rq->method = out.method;
-    memcpy(rq->tool, out.tool, sizeof rq->tool);
-    memcpy(rq->session_id, out.session_id, sizeof rq->session_id);
-    switch (out.kind) {
-    case RPC_OUT_ACCEPTED:
+    switch (c->out.kind) {
+    case CALL_ACCEPTED:
         rq->status = MHD_HTTP_ACCEPTED;
         return reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
-    case RPC_OUT_PENDING:
-        if (wants_stream(con, rq, &out)) {
-            rq->status = MHD_HTTP_OK;
-            return start_stream(con, S, &out);
-        }
-        json_decref(out.progress_token);
-        /* Never block this thread on a script: park the connection and let
-         * the loop thread resume it with the answer. */
-        rq->con = con;
-        rq->S = S;
-        rq->id = out.id;
-        rq->modern = out.modern;
+    case CALL_RUN:
+    case CALL_WAIT:
+        rq->status = MHD_HTTP_OK;
+        if (c->out.kind == CALL_RUN && call_streams(c))
+            return start_stream(con, c);
+        /* Never block this thread on a script or a task: park the
+         * connection until the answer wakes it. */
+        rq->parked = 1;
         MHD_suspend_connection(con);
-        hook_start(out.plan, on_run_done, rq);
+        rpc_start(c);
         return MHD_YES;
-    case RPC_OUT_WAIT:
-        rq->con = con;
-        rq->S = S;
-        MHD_suspend_connection(con);
-        tasks_wait_start(out.wait, on_wait_done, rq);
-        return MHD_YES;
-    case RPC_OUT_RESULT:
-        break;
-    case RPC_OUT_ERROR:
-        if (out.transport || out.code == RPC_PARSE_ERROR || out.code == RPC_INVALID_REQUEST ||
-            out.code == RPC_MISSING_CAPABILITY)
+    case CALL_ERROR:
+        if (c->out.transport || c->out.u.error.code == RPC_PARSE_ERROR ||
+            c->out.u.error.code == RPC_INVALID_REQUEST ||
+            c->out.u.error.code == RPC_MISSING_CAPABILITY)
             status = MHD_HTTP_BAD_REQUEST;
-        else if (out.session_gone || (out.modern && out.code == RPC_METHOD_NOT_FOUND))
+        else if (c->session_gone || (c->modern && c->out.u.error.code == RPC_METHOD_NOT_FOUND))
             status = MHD_HTTP_NOT_FOUND;
+        break;
+    default:
         break;
     }
     rq->status = status;
-    return reply_rpc(con, rq, status, out.body, out.len);
+    char *b = rq->resp;
+    rq->resp = NULL;
+    rq->ready = 0;
+    return reply_rpc(con, rq, status, b, rq->resp_len);
 }
 
 static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
@@ -833,12 +739,17 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
         atomic_fetch_sub(&h->active, 1);
         if (rq->status && rq->status != 1) {
             double ms = (double)(now_ns() - rq->t0) / 1e6;
-            stats_request(&h->S->stats, rq->method, rq->status);
-            log_request(rq->method, rq->tool, rq->client, rq->status, ms,
+            const char *m = rq->call ? rq->call->method : NULL;
+            stats_request(&h->S->stats, m, rq->status);
+            log_request(m, rq->call ? rq->call->tool : "", rq->client, rq->status, ms,
                         toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         }
+        if (rq->call) {
+            /* a pending answer that comes after this must not reach rq */
+            call_detach(rq->call);
+            call_unref(rq->call);
+        }
         buf_cleanup(&rq->body);
-        json_decref(rq->id);
         free(rq->resp);
         free(rq);
         *ctx = NULL;

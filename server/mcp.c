@@ -7,56 +7,25 @@
  */
 #include "mcp.h"
 
-#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "hooks.h"
-#include "rpc.h"
-#include "tasks.h"
+#include "json.h"
+#include "proto.h"
+#include "resources.h"
+#include "runner.h"
+#include "script.h"
 #include "session.h"
+#include "skillsext.h"
+#include "tasks.h"
 #include "tools.h"
 #include "util.h"
 
 #define ERA_LEGACY 1
 #define ERA_MODERN 2
-
-static const char *const legacy_versions[] = {"2025-11-25", "2025-06-18"};
-
-struct snapshot *mcp_snapshot(struct mcp_call *c)
-{
-    if (!c->snap)
-        c->snap = skills_acquire(c->S->skills);
-    return c->snap;
-}
-
-int mcp_error(struct mcp_call *c, int code, json_t *data, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
-    va_end(ap);
-    utf8_sanitize(c->errmsg);   /* "%.128s" of caller input may split a character */
-    c->err = code;
-    json_decref(c->errdata);
-    c->errdata = data;
-    return -1;
-}
-
-void mcp_call_done(struct mcp_call *c)
-{
-    skills_release(c->snap);
-    c->snap = NULL;
-    json_decref(c->result);
-    json_decref(c->errdata);
-    free(c->raw_owned);
-    free(c->raw_response);
-    c->raw_response = NULL;
-    hook_plan_free(c->plan);
-    c->plan = NULL;
-    c->result = c->errdata = NULL;
-    c->raw_owned = NULL;
-}
 
 json_t *mcp_capabilities(void)
 {
@@ -74,33 +43,36 @@ static json_t *server_info(void)
 
 /* ---- methods ------------------------------------------------------------- */
 
-static int m_initialize(struct mcp_call *c)
+static int m_initialize(struct call *c)
 {
     const char *want = json_string_value(json_object_get(c->params, "protocolVersion"));
-    const char *v = legacy_versions[0];
     if (!want)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "initialize needs params.protocolVersion (a string)");
-    for (size_t i = 0; i < sizeof legacy_versions / sizeof *legacy_versions; i++)
-        if (!strcmp(want, legacy_versions[i]))
-            v = legacy_versions[i];
+    /* an unknown version is answered with the newest this era negotiates */
+    const char *v = proto_supports(want, PROTO_NEGOTIATE);
+    size_t n;
+    const struct proto_version *pv = proto_versions(&n);
+    for (size_t i = 0; !v && i < n; i++)
+        if (pv[i].use & PROTO_NEGOTIATE)
+            v = pv[i].name;
     json_t *caps = mcp_capabilities();
     tasks_capabilities(c->S, caps, 0);
-    c->result = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", caps,
-                          "serverInfo", server_info(), "instructions", c->S->instructions);
+    call_result(c, json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", caps,
+                             "serverInfo", server_info(), "instructions", c->S->instructions));
     return 0;
 }
 
-static int m_empty(struct mcp_call *c)
+static int m_empty(struct call *c)
 {
-    c->result = json_object();
+    call_result(c, json_object());
     return 0;
 }
 
 /* Kept per session with --stateful (it decides whether script stderr is
  * sent as notifications/message); without sessions there is nowhere to keep
  * it, so it is accepted and nothing is logged to the client. */
-static int m_set_level(struct mcp_call *c)
+static int m_set_level(struct call *c)
 {
     int level = session_level_of(json_string_value(json_object_get(c->params, "level")));
     if (level != SESSION_LEVEL_NONE) {
@@ -108,52 +80,58 @@ static int m_set_level(struct mcp_call *c)
             session_set_level(c->S->sessions, c->session, c->client, level);
         return m_empty(c);
     }
-    return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+    return call_error(c, RPC_INVALID_PARAMS, NULL,
                      "params.level must be one of debug, info, notice, warning, error, "
                      "critical, alert, emergency");
 }
 
-static int m_discover(struct mcp_call *c)
+static int m_discover(struct call *c)
 {
-    c->cacheable = 1;
+    c->out.cacheable = 1;
     json_t *caps = mcp_capabilities();
     tasks_capabilities(c->S, caps, 1);
-    c->result = json_pack("{s:[s,s,s], s:o, s:s}", "supportedVersions", legacy_versions[1],
-                          legacy_versions[0], MCP_MODERN_VERSION, "capabilities", caps,
-                          "instructions", c->S->instructions);
+    /* oldest first */
+    json_t *versions = json_array();
+    size_t n;
+    const struct proto_version *pv = proto_versions(&n);
+    for (size_t i = n; i-- > 0;)
+        if (pv[i].use & (PROTO_MODERN | PROTO_NEGOTIATE))
+            json_array_append_new(versions, json_string(pv[i].name));
+    call_result(c, json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities",
+                             caps, "instructions", c->S->instructions));
     return 0;
 }
 
 /* A cursor on a list this server answers in one page is always stale. */
-static int no_cursor(struct mcp_call *c)
+static int no_cursor(struct call *c)
 {
     json_t *cur = json_object_get(c->params, "cursor");
     if (cur && !json_is_null(cur))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "invalid cursor: this list has a single page");
     return 0;
 }
 
-static int m_tools_list(struct mcp_call *c)
+static int m_tools_list(struct call *c)
 {
     if (no_cursor(c) < 0)
         return -1;
     /* Rendered once at start-up: the list never changes while running. */
-    c->raw = c->S->tools_raw[c->modern ? 1 : 0];
-    c->rawlen = c->S->tools_raw_len[c->modern ? 1 : 0];
+    call_raw(c, c->S->tools_raw[c->modern ? 1 : 0], c->S->tools_raw_len[c->modern ? 1 : 0],
+             NULL);
     return 0;
 }
 
-static int m_tools_call(struct mcp_call *c)
+static int m_tools_call(struct call *c)
 {
     json_t *name = json_object_get(c->params, "name");
     json_t *args = json_object_get(c->params, "arguments");
     if (!json_is_string(name))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "tools/call needs params.name (a string)");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "tools/call needs params.name (a string)");
     if (strlen(json_string_value(name)) != json_string_length(name))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Unknown tool: the name contains a NUL byte");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "Unknown tool: the name contains a NUL byte");
     if (args && !json_is_null(args) && !json_is_object(args))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
     if (json_is_null(args))
         args = NULL;
     /* The client's clientInfo, when the request carries it (2026-07-28 _meta;
@@ -163,23 +141,22 @@ static int m_tools_call(struct mcp_call *c)
     int task = tasks_wanted(c, json_string_value(name));
     if (task < 0)
         return -1;
-    if (tools_call(c->S, mcp_snapshot(c), json_string_value(name), args, c->modern, c->client,
-                   json_is_object(info) ? info : NULL, &c->raw_owned, &c->raw, &c->rawlen,
-                   &c->plan) < 0)
-        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+    c->client_info = json_is_object(info) ? info : NULL;
+    if (tools_call(c, json_string_value(name), args) < 0)
+        return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown tool: %.128s", json_string_value(name));
     if (task)
         return tasks_create(c);
     return 0;
 }
 
-static int m_res_list(struct mcp_call *c) { return res_list(c); }
-static int m_res_templates(struct mcp_call *c) { return res_templates(c); }
-static int m_res_read(struct mcp_call *c) { return res_read(c); }
+static int m_res_list(struct call *c) { return res_list(c); }
+static int m_res_templates(struct call *c) { return res_templates(c); }
+static int m_res_read(struct call *c) { return res_read(c); }
 
 struct method {
     const char *name;
-    int (*fn)(struct mcp_call *c);
+    int (*fn)(struct call *c);
     int eras;
 };
 
@@ -205,7 +182,7 @@ static const struct method methods[] = {
     {"tasks/update", tasks_m_update, ERA_MODERN},
 };
 
-int mcp_dispatch(struct mcp_call *c, const char *method)
+int mcp_dispatch(struct call *c, const char *method)
 {
     int era = c->modern ? ERA_MODERN : ERA_LEGACY;
     for (size_t i = 0; i < sizeof methods / sizeof *methods; i++) {
@@ -215,11 +192,97 @@ int mcp_dispatch(struct mcp_call *c, const char *method)
             return -1;
         c->method = methods[i].name;
         if (c->params && !json_is_object(c->params)) {
-            mcp_error(c, RPC_INVALID_PARAMS, NULL, "params must be an object");
+            call_error(c, RPC_INVALID_PARAMS, NULL, "params must be an object");
             return 0;
         }
         methods[i].fn(c);
         return 0;
     }
     return -1;
+}
+
+void mcp_notify(struct call *c, const char *method)
+{
+    /* Requests are matched by id and authenticated client: anonymous
+     * clients can only cancel calls made without a token (docs/scripts.md). */
+    if (strcmp(method, "notifications/cancelled") || !c->S->runner)
+        return;
+    json_t *rid = json_object_get(c->params, "requestId");
+    if (json_is_string(rid) || json_is_integer(rid)) {
+        char *ids = jf_dumps(rid, NULL);
+        run_cancel_rpc(c->S->runner, c->client, ids);
+        free(ids);
+    }
+}
+
+/* ---- pending calls ----------------------------------------------------------- */
+
+static void push_note(struct call *c, json_t *note)
+{
+    char *j = json_dumps(note, JSON_COMPACT);
+    json_decref(note);
+    if (j)
+        call_event(c, j, strlen(j));
+    free(j);
+}
+
+/* Loop thread: one stderr line of the running script, as the notifications
+ * the request asked for. */
+static void run_line(const char *line, size_t len, void *arg)
+{
+    struct call *c = arg;
+    size_t n;
+    int changed;
+    char *text = script_utf8_repair(line, len, &n, &changed);
+    c->progress += 1;
+    if (c->progress_token)
+        push_note(c, json_pack("{s:s, s:s, s:{s:O, s:f, s:s%}}", "jsonrpc", "2.0", "method",
+                               "notifications/progress", "params", "progressToken",
+                               c->progress_token, "progress", c->progress, "message", text, n));
+    if (c->log_stream)
+        push_note(c, json_pack("{s:s, s:s, s:{s:s, s:s, s:s%}}", "jsonrpc", "2.0", "method",
+                               "notifications/message", "params", "level", "info", "logger",
+                               "run_skill_script", "data", text, n));
+    free(text);
+}
+
+/* Loop thread (or the caller's when shutting down): the script and its
+ * hooks ended; the answer is rendered for the call's era and sent. */
+static void run_done(json_t *result, int ok, double ms, void *arg)
+{
+    struct call *c = arg;
+    size_t len;
+    char *bytes = tools_render_run(c->S, result, ok, ms, c->modern, &len);
+    call_raw(c, bytes, len, bytes);
+    call_finish(c);
+    call_unref(c);
+}
+
+void mcp_start(struct call *c)
+{
+    if (c->out.kind == CALL_RUN) {
+        struct hook_plan *p = c->out.u.run;
+        c->out.u.run = NULL;    /* the chain owns it now */
+        char *ids = jf_dumps(c->id, NULL);
+        hook_set_rpc_id(p, ids);
+        free(ids);
+        snprintf(c->run_id, sizeof c->run_id, "%s", hook_request_id(p));
+        if (c->on_event)
+            hook_set_stream(p, run_line, c);
+        call_ref(c);
+        hook_start(p, run_done, c);
+    } else if (c->out.kind == CALL_WAIT) {
+        struct tasks_wait *w = c->out.u.wait.w;
+        c->out.u.wait.w = NULL;
+        c->out.u.wait.drop = NULL;
+        call_ref(c);
+        tasks_wait_start(w, c);
+    }
+}
+
+void mcp_abandon(struct call *c)
+{
+    /* a closed stream cancels the script it was waiting for */
+    if (!call_detach(c) && c->run_id[0] && c->S->runner)
+        run_cancel(c->S->runner, c->run_id);
 }

@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "jail.h"
 #include "lock.h"
-#include "mcp.h"
-#include "rpc.h"
+#include "proto.h"
+#include "resources.h"
+#include "skills.h"
 #include "util.h"
 
 #define RES_PAGE 100
@@ -49,7 +51,7 @@ const char *res_mime_of(const char *path, int text)
     return text < 0 ? NULL : text ? "text/plain" : "application/octet-stream";
 }
 
-int res_offset_cursor(struct mcp_call *c, size_t *off)
+int res_offset_cursor(struct call *c, size_t *off)
 {
     json_t *cur = json_object_get(c->params, "cursor");
     *off = 0;
@@ -58,21 +60,21 @@ int res_offset_cursor(struct mcp_call *c, size_t *off)
     const char *s = json_string_value(cur);
     char *end;
     if (!s || !*s)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || *end || v > 100000000ull)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
     *off = (size_t)v;
     return 0;
 }
 
-int res_list(struct mcp_call *c)
+int res_list(struct call *c)
 {
     size_t off;
     if (res_offset_cursor(c, &off) < 0)
         return -1;
-    struct snapshot *s = mcp_snapshot(c);
+    struct snapshot *s = call_snapshot(c);
     json_t *a = json_array();
     for (size_t i = off; i < s->n && i < off + RES_PAGE; i++) {
         const struct skill *k = s->v[i];
@@ -82,29 +84,29 @@ int res_list(struct mcp_call *c)
                                            k->name, "title", k->qname, "description",
                                            k->description, "mimeType", "text/markdown"));
     }
-    c->result = json_pack("{s:o}", "resources", a);
+    call_result(c, json_pack("{s:o}", "resources", a));
     if (off + RES_PAGE < s->n) {
         char next[32];
         snprintf(next, sizeof next, "%zu", off + RES_PAGE);
-        json_object_set_new(c->result, "nextCursor", json_string(next));
+        json_object_set_new(c->out.u.result, "nextCursor", json_string(next));
     }
-    c->cacheable = 1;
+    c->out.cacheable = 1;
     return 0;
 }
 
-int res_templates(struct mcp_call *c)
+int res_templates(struct call *c)
 {
     size_t off;
     if (res_offset_cursor(c, &off) < 0)
         return -1;
-    c->result = json_pack(
+    call_result(c, json_pack(
         "{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "resourceTemplates", "uriTemplate",
         "skill://{skill}/SKILL.md", "name", "skill", "description",
         "A skill's SKILL.md (frontmatter and instructions); {skill} is a name from list_skills",
         "mimeType", "text/markdown", "uriTemplate", "skill://{skill}/{+path}", "name",
         "skill-file", "description",
-        "A file bundled with a skill, by its path inside the skill folder");
-    c->cacheable = 1;
+        "A file bundled with a skill, by its path inside the skill folder"));
+    c->out.cacheable = 1;
     return 0;
 }
 
@@ -146,17 +148,17 @@ static int has_file(const struct skill *k, const char *path)
     return 0;
 }
 
-static int not_found(struct mcp_call *c, const char *uri, const char *why)
+static int not_found(struct call *c, const char *uri, const char *why)
 {
-    return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+    return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                      "Resource not found: %.300s (%s)", uri, why);
 }
 
-int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const char **pathout,
+int res_locate(struct call *c, const char *uri, struct skill **kout, const char **pathout,
                char **owned)
 {
     char *rest = xstrdup(uri + 8);
-    struct snapshot *s = mcp_snapshot(c);
+    struct snapshot *s = call_snapshot(c);
     struct skill *k = NULL;
     const char *path = NULL;
     int amb = 0;
@@ -192,7 +194,7 @@ int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const c
     }
     const struct skill_gate *g = skills_gate_of(s, k);
     if (g && g->reason && !g->serve) {
-        mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s, s:b}", "uri", uri, "quarantined", 1),
+        call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s, s:b}", "uri", uri, "quarantined", 1),
                   "Skill '%s' is quarantined: %s", k->qname, g->reason);
         free(rest);
         return -2;
@@ -205,14 +207,14 @@ int res_locate(struct mcp_call *c, const char *uri, struct skill **kout, const c
     return 0;
 }
 
-int res_read(struct mcp_call *c)
+int res_read(struct call *c)
 {
     json_t *u = json_object_get(c->params, "uri");
     const char *uri = json_string_value(u), *why;
     if (!uri)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
     if (strlen(uri) != json_string_length(u))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
     if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096)
         return not_found(c, uri, "this server serves skill:// URIs only");
 
@@ -236,11 +238,11 @@ int res_read(struct mcp_call *c)
         rc = not_found(c, uri, why);
         goto out;
     }
-    const struct skill_gate *g = skills_gate_of(mcp_snapshot(c), k);
+    const struct skill_gate *g = skills_gate_of(call_snapshot(c), k);
     if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
         /* edited since the lock judged it: not reviewed */
         jail_file_cleanup(&f);
-        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+        rc = call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                        "Resource changed on disk since skill '%s' was checked against the lock "
                        "of approved versions: %.300s; call reload_skills, then read it again",
                        k->qname, uri);
@@ -248,7 +250,7 @@ int res_read(struct mcp_call *c)
     }
     if (f.truncated) {
         jail_file_cleanup(&f);
-        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+        rc = call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                        "Resource too large: %.300s is over 16 MiB", uri);
         goto out;
     }
@@ -264,8 +266,8 @@ int res_read(struct mcp_call *c)
         free(b64);
     }
     jail_file_cleanup(&f);
-    c->result = json_pack("{s:[o]}", "contents", item);
-    c->cacheable = 1;
+    call_result(c, json_pack("{s:[o]}", "contents", item));
+    c->out.cacheable = 1;
     rc = 0;
 out:
     free(rest);

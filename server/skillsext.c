@@ -21,11 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call.h"
 #include "jail.h"
 #include "lock.h"
 #include "manifest.h"
-#include "mcp.h"
-#include "rpc.h"
+#include "proto.h"
+#include "resources.h"
+#include "skills.h"
+#include "skillsext.h"
 #include "util.h"
 
 #define SKILLS_PAGE 50
@@ -109,13 +112,13 @@ static int list_was_cut(const struct skill *k)
 }
 
 /* resultType, ttlMs and cacheScope on both eras (Inspector checks them). */
-static void cacheable(struct mcp_call *c, json_t *result)
+static void cacheable(struct call *c, json_t *result)
 {
     json_object_set_new(result, "resultType", json_string("complete"));
     json_object_set_new(result, "ttlMs", json_integer(c->S->ttl_ms));
     json_object_set_new(result, "cacheScope", json_string("public"));
-    c->cacheable = 1;
-    c->result = result;
+    c->out.cacheable = 1;
+    call_result(c, result);
 }
 
 static void warn(json_t **w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -203,12 +206,12 @@ static void log_omissions(const struct snapshot *s)
 
 /* ---- skills/list, skills/get ------------------------------------------------- */
 
-int skillsext_list(struct mcp_call *c)
+int skillsext_list(struct call *c)
 {
     size_t off;
     if (res_offset_cursor(c, &off) < 0)
         return -1;
-    struct snapshot *s = mcp_snapshot(c);
+    struct snapshot *s = call_snapshot(c);
     log_omissions(s);
     json_t *skills = json_array(), *omitted = json_array();
     size_t listed = 0, next = 0;
@@ -255,34 +258,34 @@ int skillsext_list(struct mcp_call *c)
     return 0;
 }
 
-static int unknown_skill(struct mcp_call *c, const char *uri, const char *why)
+static int unknown_skill(struct call *c, const char *uri, const char *why)
 {
-    return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+    return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                      "Unknown skill: %.300s (%s)", uri, why);
 }
 
 /* The params.uri of a skill:// request, or NULL after an error. */
-static const char *uri_param(struct mcp_call *c, const char *method)
+static const char *uri_param(struct call *c, const char *method)
 {
     json_t *u = json_object_get(c->params, "uri");
     const char *uri = json_string_value(u);
     if (!uri) {
-        mcp_error(c, RPC_INVALID_PARAMS, NULL, "%s needs params.uri (a string)", method);
+        call_error(c, RPC_INVALID_PARAMS, NULL, "%s needs params.uri (a string)", method);
         return NULL;
     }
     if (strlen(uri) != json_string_length(u)) {
-        mcp_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
+        call_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
         return NULL;
     }
     if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096) {
-        mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+        call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                   "Resource not found: %.300s (this server serves skill:// URIs only)", uri);
         return NULL;
     }
     return uri;
 }
 
-int skillsext_get(struct mcp_call *c)
+int skillsext_get(struct call *c)
 {
     const char *uri = uri_param(c, "skills/get"), *path, *why;
     struct skill *k;
@@ -346,7 +349,7 @@ static const char *dir_rel(const struct skill *k, size_t i)
     return p[n] ? p + n + 1 : "";
 }
 
-int skillsext_dir_read(struct mcp_call *c)
+int skillsext_dir_read(struct call *c)
 {
     const char *uri = uri_param(c, "resources/directory/read"), *path, *why;
     struct skill *k;
@@ -363,7 +366,7 @@ int skillsext_dir_read(struct mcp_call *c)
         dir[--dl] = '\0';
     int rc = -1;
     if (dl && (why = jail_check(dir, dl))) {
-        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+        rc = call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                        "Resource not found: %.300s (%s)", uri, why);
         goto out;
     }
@@ -376,7 +379,7 @@ int skillsext_dir_read(struct mcp_call *c)
         int file = !strcmp(dir, "SKILL.md");
         for (size_t i = 0; !file && i < k->nfiles; i++)
             file = !strcmp(k->files[i].path, dir);
-        rc = mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
+        rc = call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                        "%s: %.300s", file ? "Not a directory" : "Directory not found", uri);
         goto out;
     }
@@ -424,12 +427,12 @@ out:
 
 /* ---- prompts ----------------------------------------------------------------- */
 
-int skillsext_prompts_list(struct mcp_call *c)
+int skillsext_prompts_list(struct call *c)
 {
     size_t off;
     if (res_offset_cursor(c, &off) < 0)
         return -1;
-    struct snapshot *s = mcp_snapshot(c);
+    struct snapshot *s = call_snapshot(c);
     json_t *a = json_array();
     for (size_t i = off; i < s->n && i < off + PROMPTS_PAGE; i++) {
         const struct skill *k = s->v[i];
@@ -442,37 +445,37 @@ int skillsext_prompts_list(struct mcp_call *c)
                          "What to do with this skill; appended to the instructions", "required",
                          0));
     }
-    c->result = json_pack("{s:o}", "prompts", a);
+    call_result(c, json_pack("{s:o}", "prompts", a));
     if (off + PROMPTS_PAGE < s->n) {
         char next[32];
         snprintf(next, sizeof next, "%zu", off + PROMPTS_PAGE);
-        json_object_set_new(c->result, "nextCursor", json_string(next));
+        json_object_set_new(c->out.u.result, "nextCursor", json_string(next));
     }
-    c->cacheable = 1;
+    c->out.cacheable = 1;
     return 0;
 }
 
-int skillsext_prompts_get(struct mcp_call *c)
+int skillsext_prompts_get(struct call *c)
 {
     json_t *name = json_object_get(c->params, "name");
     json_t *args = json_object_get(c->params, "arguments");
     json_t *task = NULL;
     const char *nm = json_string_value(name), *why;
     if (!nm)
-        return mcp_error(c, RPC_INVALID_PARAMS, name ? json_pack("{s:O}", "name", name) : NULL,
+        return call_error(c, RPC_INVALID_PARAMS, name ? json_pack("{s:O}", "name", name) : NULL,
                          "prompts/get needs params.name (a string)");
     if (strlen(nm) != json_string_length(name))
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL, "Unknown prompt: the name contains a NUL byte");
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "Unknown prompt: the name contains a NUL byte");
     if (args && !json_is_null(args)) {
         if (!json_is_object(args))
-            return mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
+            return call_error(c, RPC_INVALID_PARAMS, NULL, "params.arguments must be an object");
         task = json_object_get(args, "task");
         if (json_is_null(task))
             task = NULL;
         if (task && !json_is_string(task))
-            return mcp_error(c, RPC_INVALID_PARAMS, NULL, "arguments.task must be a string");
+            return call_error(c, RPC_INVALID_PARAMS, NULL, "arguments.task must be a string");
     }
-    struct snapshot *s = mcp_snapshot(c);
+    struct snapshot *s = call_snapshot(c);
     int amb = 0;
     struct skill *k = skills_find(s, nm, strlen(nm), &amb);
     if (!k) {
@@ -483,29 +486,29 @@ int skillsext_prompts_get(struct mcp_call *c)
             for (size_t i = 0; i < n; i++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                          names[i]);
-            return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+            return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                              "Ambiguous prompt: '%.128s' names several skills: %s", nm, list);
         }
-        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+        return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Unknown prompt: %.128s", nm);
     }
     const struct skill_gate *g = skills_gate_of(s, k);
     if (g && g->reason && !g->serve)
-        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O, s:b}", "name", name,
+        return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:O, s:b}", "name", name,
                                                           "quarantined", 1),
                          "Skill '%s' is quarantined: %s", k->qname, g->reason);
     if (g && g->serve)
         k = g->serve;
     struct skill_body *b, *tmp = NULL;
     if (skills_body(k, &b, &tmp, &why) < 0)
-        return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",
+        return call_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",
                          k->qname, why);
     const struct skill_gate *bg = tmp ? skills_gate_of(s, k) : NULL;
     if (tmp && s->gate &&
         !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
         /* Edited since the lock judged it, to something not approved. */
         skills_body_free(tmp);
-        return mcp_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
+        return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),
                          "Skill '%s' changed on disk since it was checked against the lock of "
                          "approved versions; call reload_skills, then ask again", k->qname);
     }
@@ -523,12 +526,12 @@ int skillsext_prompts_get(struct mcp_call *c)
     char *text = buf_steal(&t, &len);
     if (tmp)
         skills_body_free(tmp);
-    c->result = json_pack("{s:s, s:[{s:s, s:{s:s, s:s%}}]}", "description", k->description,
+    call_result(c, json_pack("{s:s, s:[{s:s, s:{s:s, s:s%}}]}", "description", k->description,
                           "messages", "role", "user", "content", "type", "text", "text", text,
-                          len);
+                          len));
     free(text);
-    if (!c->result)
-        return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' is not valid UTF-8",
+    if (!c->out.u.result)
+        return call_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' is not valid UTF-8",
                          k->qname);
     return 0;
 }

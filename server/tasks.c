@@ -48,9 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "call.h"
 #include "hooks.h"
-#include "mcp.h"
-#include "rpc.h"
+#include "proto.h"
 #include "runner.h"
 #include "tools.h"
 #include "util.h"
@@ -104,9 +104,7 @@ struct finish {
 struct tasks_wait {
     struct tasks *t;
     char id[40], client[80];
-    json_t *rpc_id;
-    void (*done)(char *body, size_t len, void *arg);
-    void *arg;
+    struct call *call;          /* answered through call_finish() */
     struct tasks_wait *next;
 };
 
@@ -175,14 +173,14 @@ static void trec_cleanup(struct trec *r)
     r->result = NULL;
 }
 
-static const char *client_of(const struct mcp_call *c)
+static const char *client_of(const struct call *c)
 {
     return c->client ? c->client : "";
 }
 
-static int unavailable(struct mcp_call *c, const char *why)
+static int unavailable(struct call *c, const char *why)
 {
-    return mcp_error(c, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why);
+    return call_error(c, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why);
 }
 
 /* ---- Redis ----------------------------------------------------------------- */
@@ -821,40 +819,39 @@ static int settling(struct tasks *t, const struct trec *r)
     return live || (t->redis && wall_ms() - r->updated < CANCEL_SETTLE_MS);
 }
 
-/* The whole JSON-RPC response of tasks/result for a finished record. */
-static char *result_response(const struct trec *r, json_t *rpc_id, size_t *len)
+/* The answer of tasks/result for a finished record, set on c. */
+static void answer_record(struct call *c, const struct trec *r)
 {
-    json_t *resp;
     json_t *res = r->result && strcmp(r->status, "failed") ? json_loads(r->result, 0, NULL) : NULL;
-    if (res) {
-        json_t *meta = json_object_get(res, "_meta");
-        if (!json_is_object(meta)) {
-            meta = json_object();
-            json_object_set_new(res, "_meta", meta);
-        }
-        json_object_set_new(meta, RELATED_TASK, json_pack("{s:s}", "taskId", r->id));
-        resp = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", rpc_id, "result", res);
-    } else {
+    if (!res) {
         /* The run itself never produced a result: the request's answer is
          * this error. */
-        resp = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", rpc_id, "error",
-                         "code", RPC_INTERNAL_ERROR, "message",
-                         r->msg[0] ? r->msg : "the task ended without a result");
+        call_error(c, RPC_INTERNAL_ERROR, NULL, "%s",
+                   r->msg[0] ? r->msg : "the task ended without a result");
+        return;
     }
-    char *s = json_dumps(resp, JSON_COMPACT | JSON_REAL_PRECISION(6));
-    json_decref(resp);
-    *len = strlen(s);
-    return s;
+    json_t *meta = json_object_get(res, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(res, "_meta", meta);
+    }
+    json_object_set_new(meta, RELATED_TASK, json_pack("{s:s}", "taskId", r->id));
+    call_result(c, res);
 }
 
-static char *error_response(json_t *rpc_id, int code, const char *msg, size_t *len)
+/* A waiting tasks/result is answered: its call completes (once) and the
+ * wait lets go of it. */
+static void wait_end(struct tasks_wait *w)
 {
-    json_t *resp = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", rpc_id, "error",
-                             "code", code, "message", msg);
-    char *s = json_dumps(resp, JSON_COMPACT);
-    json_decref(resp);
-    *len = strlen(s);
-    return s;
+    call_finish(w->call);
+    call_unref(w->call);
+    free(w);
+}
+
+/* A wait that was never started (its call ended first). */
+static void wait_drop(struct tasks_wait *w)
+{
+    free(w);
 }
 
 /* ---- the tasks thread ------------------------------------------------------------- */
@@ -953,32 +950,28 @@ static void tick(struct tasks *t, int final)
         struct tasks_wait *w = wl;
         wl = w->next;
         struct trec r;
-        size_t len;
-        char *body = NULL;
+        int answered = 1;
         int rc = st_get(t, w->id, w->client, &r, why, sizeof why);
-        if (rc < 0) {
-            char m[500];
-            snprintf(m, sizeof m, "tasks unavailable: %s", why);
-            body = error_response(w->rpc_id, RPC_INTERNAL_ERROR, m, &len);
-        } else if (rc == 1) {
-            body = error_response(w->rpc_id, RPC_INVALID_PARAMS,
-                                  "Failed to retrieve task: Task not found or expired", &len);
-        } else if (is_terminal(r.status) && (final || !settling(t, &r))) {
-            body = result_response(&r, w->rpc_id, &len);
-        } else if (final) {
-            body = error_response(w->rpc_id, RPC_INTERNAL_ERROR,
-                                  "the server is shutting down; poll tasks/get later", &len);
-        }
+        if (rc < 0)
+            call_error(w->call, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why);
+        else if (rc == 1)
+            call_error(w->call, RPC_INVALID_PARAMS, NULL,
+                       "Failed to retrieve task: Task not found or expired");
+        else if (is_terminal(r.status) && (final || !settling(t, &r)))
+            answer_record(w->call, &r);
+        else if (final)
+            call_error(w->call, RPC_INTERNAL_ERROR, NULL,
+                       "the server is shutting down; poll tasks/get later");
+        else
+            answered = 0;
         if (rc == 0)
             trec_cleanup(&r);
-        if (!body) {
+        if (!answered) {
             w->next = still;
             still = w;
             continue;
         }
-        w->done(body, len, w->arg);
-        json_decref(w->rpc_id);
-        free(w);
+        wait_end(w);
     }
     if (still) {
         pthread_mutex_lock(&t->mu);
@@ -1272,14 +1265,14 @@ void tasks_capabilities(const struct srv *S, json_t *caps, int discover)
 
 /* ---- creating ------------------------------------------------------------------- */
 
-static int declares_ext(const struct mcp_call *c)
+static int declares_ext(const struct call *c)
 {
     json_t *meta = json_object_get(c->params, "_meta");
     json_t *caps = json_object_get(meta, "io.modelcontextprotocol/clientCapabilities");
     return json_object_get(json_object_get(caps, "extensions"), EXT_TASKS) != NULL;
 }
 
-int tasks_wanted(struct mcp_call *c, const char *tool)
+int tasks_wanted(struct call *c, const char *tool)
 {
     if (!c->S->tasks)
         return 0;   /* the capability is not declared: task metadata is ignored */
@@ -1290,16 +1283,16 @@ int tasks_wanted(struct mcp_call *c, const char *tool)
     if (!task || json_is_null(task))
         return 0;
     if (!json_is_object(task)) {
-        mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.task must be an object");
+        call_error(c, RPC_INVALID_PARAMS, NULL, "params.task must be an object");
         return -1;
     }
     json_t *ttl = json_object_get(task, "ttl");
     if (ttl && !json_is_null(ttl) && (!json_is_number(ttl) || json_number_value(ttl) < 0)) {
-        mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.task.ttl must be a number of milliseconds");
+        call_error(c, RPC_INVALID_PARAMS, NULL, "params.task.ttl must be a number of milliseconds");
         return -1;
     }
     if (!runs) {
-        mcp_error(c, RPC_METHOD_NOT_FOUND, NULL,
+        call_error(c, RPC_METHOD_NOT_FOUND, NULL,
                   "Tool '%.64s' cannot run as a task (only run_skill_script can)", tool);
         return -1;
     }
@@ -1365,7 +1358,7 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
 /* Whose records a new task counts against: the authenticated client, or
  * without authentication the peer's address (a client can mint sessions at
  * will, not addresses). */
-static void quota_of(const struct mcp_call *c, char *out, size_t n)
+static void quota_of(const struct call *c, char *out, size_t n)
 {
     if (c->client)
         snprintf(out, n, "%s", c->client);
@@ -1373,7 +1366,7 @@ static void quota_of(const struct mcp_call *c, char *out, size_t n)
         x_peer_key(c->peer, out, n);
 }
 
-int tasks_create(struct mcp_call *c)
+int tasks_create(struct call *c)
 {
     struct tasks *t = c->S->tasks;
     struct trec r;
@@ -1381,11 +1374,8 @@ int tasks_create(struct mcp_call *c)
     pthread_mutex_lock(&t->mu);
     int quiescing = t->quiescing;
     pthread_mutex_unlock(&t->mu);
-    if (quiescing) {
-        hook_plan_free(c->plan);
-        c->plan = NULL;
-        return unavailable(c, "the server is shutting down");
-    }
+    if (quiescing)
+        return unavailable(c, "the server is shutting down");   /* drops the run */
     memset(&r, 0, sizeof r);
     new_id(r.id, sizeof r.id);
     snprintf(r.client, sizeof r.client, "%s", client_of(c));
@@ -1400,29 +1390,28 @@ int tasks_create(struct mcp_call *c)
         /* a requested ttl may shorten the default, not lengthen it */
         r.ttl = v < 1000 ? 1000 : v > (double)max_ttl ? max_ttl : (int64_t)v;
     }
-    if (c->plan)
-        snprintf(r.rid, sizeof r.rid, "%s", hook_request_id(c->plan));
+    struct hook_plan *plan = c->out.kind == CALL_RUN ? c->out.u.run : NULL;
+    if (plan)
+        snprintf(r.rid, sizeof r.rid, "%s", hook_request_id(plan));
     else if (r.ttl > EARLY_TTL_MS)
         r.ttl = EARLY_TTL_MS;
     quota_of(c, r.quota, sizeof r.quota);
     int rc = st_create(t, &r, c->S->cfg.max_tasks_per_client, why, sizeof why);
     if (rc != 0) {
-        hook_plan_free(c->plan);
-        c->plan = NULL;
         if (rc < 0)
             return unavailable(c, why);
         if (rc == 2)
-            return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+            return call_error(c, RPC_INVALID_PARAMS, NULL,
                              "Too many task records: this client keeps %d, all working "
                              "(--max-task-records-per-client). Wait for one to finish.",
                              c->S->cfg.max_task_records_per_client);
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "Too many live tasks: this client has %d tasks working already "
                          "(--max-tasks-per-client). Wait for one to finish or cancel one.",
                          c->S->cfg.max_tasks_per_client);
     }
     log_info("task %s: created%s%s", r.id, r.client[0] ? " for " : "", r.client);
-    if (c->plan) {
+    if (plan) {
         struct live *l = xcalloc(1, sizeof *l);
         l->t = t;
         snprintf(l->id, sizeof l->id, "%s", r.id);
@@ -1433,14 +1422,14 @@ int tasks_create(struct mcp_call *c)
         l->next = t->live;
         t->live = l;
         pthread_mutex_unlock(&t->mu);
-        struct hook_plan *p = c->plan;
-        c->plan = NULL;
-        hook_set_mode(p, "task");
-        hook_start(p, on_task_done, l);
+        c->out.u.run = NULL;    /* the task owns it now */
+        hook_set_mode(plan, "task");
+        hook_start(plan, on_task_done, l);
     } else {
         /* The call was answered without running anything (bad arguments,
          * a busy client): the task is over as soon as it exists. */
-        char *copy = xstrndup(c->raw ? c->raw : "{}", c->raw ? c->rawlen : 2);
+        int has = c->out.kind == CALL_RAW;
+        char *copy = xstrndup(has ? c->out.u.raw.p : "{}", has ? c->out.u.raw.len : 2);
         json_t *res = json_loads(copy, 0, NULL);
         int err = json_is_true(json_object_get(res, "isError"));
         json_decref(res);
@@ -1453,9 +1442,6 @@ int tasks_create(struct mcp_call *c)
         }
         snprintf(r.status, sizeof r.status, "%s", st);
         free(copy);
-        free(c->raw_owned);
-        c->raw_owned = NULL;
-        c->raw = NULL;
     }
     json_t *task = task_json(&r, c->modern, 0);
     if (c->modern) {
@@ -1463,9 +1449,9 @@ int tasks_create(struct mcp_call *c)
         json_object_set_new(task, "_meta",
                             json_pack("{s:{s:s, s:s}}", "io.modelcontextprotocol/serverInfo",
                                       "name", "skill-mcp", "version", SKILL_VERSION));
-        c->result = task;
+        call_result(c, task);
     } else {
-        c->result = json_pack("{s:o}", "task", task);
+        call_result(c, json_pack("{s:o}", "task", task));
     }
     return 0;
 }
@@ -1473,22 +1459,22 @@ int tasks_create(struct mcp_call *c)
 /* ---- methods --------------------------------------------------------------------- */
 
 /* The task id parameter, after the era and capability checks. */
-static const char *need_task(struct mcp_call *c)
+static const char *need_task(struct call *c)
 {
     if (!c->S->tasks) {
-        mcp_error(c, RPC_METHOD_NOT_FOUND, NULL,
+        call_error(c, RPC_METHOD_NOT_FOUND, NULL,
                   "Method not found: tasks are not enabled on this server (--enable-tasks)");
         return NULL;
     }
     if (c->modern && !declares_ext(c)) {
-        mcp_error(c, RPC_MISSING_CAPABILITY,
+        call_error(c, RPC_MISSING_CAPABILITY,
                   json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", EXT_TASKS),
                   "Missing required client capability: extensions.%s", EXT_TASKS);
         return NULL;
     }
     json_t *id = json_object_get(c->params, "taskId");
     if (!json_is_string(id)) {
-        mcp_error(c, RPC_INVALID_PARAMS, NULL, "params.taskId (a string) is required");
+        call_error(c, RPC_INVALID_PARAMS, NULL, "params.taskId (a string) is required");
         return NULL;
     }
     return json_string_value(id);
@@ -1497,7 +1483,7 @@ static const char *need_task(struct mcp_call *c)
 /* The record of the request's taskId, visible to its client: 0 with *r
  * filled (trec_cleanup it), or -1 with the error answered; what names the
  * operation in the not-found message ("retrieve", "update"). */
-static int lookup(struct mcp_call *c, const char **id, struct trec *r, const char *what)
+static int lookup(struct call *c, const char **id, struct trec *r, const char *what)
 {
     char why[400];
     if (!(*id = need_task(c)))
@@ -1507,33 +1493,31 @@ static int lookup(struct mcp_call *c, const char **id, struct trec *r, const cha
         return unavailable(c, why);
     if (rc == 1) {
         trec_cleanup(r);
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "Failed to %s task: Task not found or expired", what);
     }
     return 0;
 }
 
-int tasks_m_get(struct mcp_call *c)
+int tasks_m_get(struct call *c)
 {
     const char *id;
     struct trec r;
     if (lookup(c, &id, &r, "retrieve") < 0)
         return -1;
-    c->result = task_json(&r, c->modern, 1);
+    call_result(c, task_json(&r, c->modern, 1));
     trec_cleanup(&r);
     return 0;
 }
 
-int tasks_m_result(struct mcp_call *c)
+int tasks_m_result(struct call *c)
 {
     const char *id;
     struct trec r;
     if (lookup(c, &id, &r, "retrieve") < 0)
         return -1;
     if (is_terminal(r.status) && !settling(c->S->tasks, &r)) {
-        size_t len;
-        c->raw_response = result_response(&r, c->id, &len);
-        c->raw_response_len = len;
+        answer_record(c, &r);
         trec_cleanup(&r);
         return 0;
     }
@@ -1544,17 +1528,14 @@ int tasks_m_result(struct mcp_call *c)
     w->t = c->S->tasks;
     snprintf(w->id, sizeof w->id, "%s", id);
     snprintf(w->client, sizeof w->client, "%s", client_of(c));
-    w->rpc_id = json_deep_copy(c->id);
-    c->wait = w;
+    call_wait(c, w, wait_drop);
     return 0;
 }
 
-void tasks_wait_start(struct tasks_wait *w, void (*done)(char *body, size_t len, void *arg),
-                      void *arg)
+void tasks_wait_start(struct tasks_wait *w, struct call *c)
 {
     struct tasks *t = w->t;
-    w->done = done;
-    w->arg = arg;
+    w->call = c;
     pthread_mutex_lock(&t->mu);
     if (!t->stopping) {
         w->next = t->waits;
@@ -1565,18 +1546,14 @@ void tasks_wait_start(struct tasks_wait *w, void (*done)(char *body, size_t len,
     }
     pthread_mutex_unlock(&t->mu);
     /* no tasks thread left to answer it */
-    size_t len;
-    char *body = error_response(w->rpc_id, RPC_INTERNAL_ERROR,
-                                "the server is shutting down; poll tasks/get later", &len);
-    json_decref(w->rpc_id);
-    free(w);
-    done(body, len, arg);
+    call_error(c, RPC_INTERNAL_ERROR, NULL, "the server is shutting down; poll tasks/get later");
+    wait_end(w);
 }
 
-int tasks_m_list(struct mcp_call *c)
+int tasks_m_list(struct call *c)
 {
     if (!c->S->tasks)
-        return mcp_error(c, RPC_METHOD_NOT_FOUND, NULL,
+        return call_error(c, RPC_METHOD_NOT_FOUND, NULL,
                          "Method not found: tasks are not enabled on this server "
                          "(--enable-tasks)");
     size_t off = 0;
@@ -1587,7 +1564,7 @@ int tasks_m_list(struct mcp_call *c)
         errno = 0;
         unsigned long long v = s ? strtoull(s, &end, 10) : 0;
         if (!s || errno || end == s || *end || v > 1000000)
-            return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+            return call_error(c, RPC_INVALID_PARAMS, NULL,
                              "invalid cursor: pass the nextCursor of the previous page");
         off = (size_t)v;
     }
@@ -1600,16 +1577,17 @@ int tasks_m_list(struct mcp_call *c)
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(a, task_json(&recs[i], 0, 0));
-    c->result = json_pack("{s:o}", "tasks", a);
+    json_t *res = json_pack("{s:o}", "tasks", a);
     if (more) {
         char next[24];
         snprintf(next, sizeof next, "%zu", off + n);
-        json_object_set_new(c->result, "nextCursor", json_string(next));
+        json_object_set_new(res, "nextCursor", json_string(next));
     }
+    call_result(c, res);
     return 0;
 }
 
-int tasks_m_cancel(struct mcp_call *c)
+int tasks_m_cancel(struct call *c)
 {
     const char *id = need_task(c);
     if (!id)
@@ -1620,10 +1598,10 @@ int tasks_m_cancel(struct mcp_call *c)
     if (rc < 0)
         return unavailable(c, why);
     if (rc == 1)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "Failed to cancel task: Task not found or expired");
     if (rc == 2)
-        return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "Cannot cancel task: already in terminal status '%s'",
                          status_for(was, c->modern));
     log_info("task %s: cancel requested", id);
@@ -1636,25 +1614,25 @@ int tasks_m_cancel(struct mcp_call *c)
     pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->mu);
     if (c->modern) {
-        c->result = json_object();
+        call_result(c, json_object());
         return 0;
     }
     struct trec r;
     if (st_get(t, id, client_of(c), &r, why, sizeof why) != 0)
         return unavailable(c, why);
-    c->result = task_json(&r, 0, 0);
+    call_result(c, task_json(&r, 0, 0));
     trec_cleanup(&r);
     return 0;
 }
 
-int tasks_m_update(struct mcp_call *c)
+int tasks_m_update(struct call *c)
 {
     const char *id;
     struct trec r;
     if (lookup(c, &id, &r, "update") < 0)
         return -1;
     trec_cleanup(&r);
-    return mcp_error(c, RPC_INVALID_PARAMS, NULL,
+    return call_error(c, RPC_INVALID_PARAMS, NULL,
                      "Task %s never asks for input (a script gets all of its input when it "
                      "starts): there is nothing to update",
                      id);

@@ -25,7 +25,7 @@
 #include "config.h"
 #include "srv.h"
 
-struct mcp_call;
+struct call;
 struct hook_plan;
 struct tasks;
 struct tasks_wait;
@@ -65,31 +65,30 @@ void tasks_capabilities(const struct srv *S, json_t *caps, int discover);
  * 2026-07-28: the extension in the request's clientCapabilities.) -1 after
  * an error set on c (a task asked for a tool that cannot run as one).
  */
-int tasks_wanted(struct mcp_call *c, const char *tool);
+int tasks_wanted(struct call *c, const char *tool);
 
 /*
- * Runs c->plan (taken) as a task, or, when the call already has its answer
- * (c->raw: an argument error, a busy client), records a task that is
- * already finished with it. Sets c->result to the CreateTaskResult, or an
- * error on c (store unreachable, too many live tasks).
+ * Runs c's pending run (taken) as a task, or, when the call already has its
+ * answer (rendered bytes: an argument error, a busy client), records a task
+ * that is already finished with it. Sets c's outcome to the
+ * CreateTaskResult, or to an error (store unreachable, too many live tasks).
  */
-int tasks_create(struct mcp_call *c);
+int tasks_create(struct call *c);
 
 /* Methods: tasks/get, tasks/result (legacy), tasks/list (legacy),
  * tasks/cancel, tasks/update (2026-07-28). */
-int tasks_m_get(struct mcp_call *c);
-int tasks_m_result(struct mcp_call *c);
-int tasks_m_list(struct mcp_call *c);
-int tasks_m_cancel(struct mcp_call *c);
-int tasks_m_update(struct mcp_call *c);
+int tasks_m_get(struct call *c);
+int tasks_m_result(struct call *c);
+int tasks_m_list(struct call *c);
+int tasks_m_cancel(struct call *c);
+int tasks_m_update(struct call *c);
 
 /*
- * A tasks/result whose task is still working: the HTTP side parks the
- * connection and calls tasks_wait_start(); done(body, len, arg) runs once,
- * on the tasks thread, with the whole JSON-RPC response (malloc'd, the
- * receiver's to free).
+ * A tasks/result whose task is still working (c's outcome is CALL_WAIT):
+ * mcp_start() hands the wait to the tasks thread, which sets c's answer and
+ * completes it (call_finish) once the task ends; the wait holds a reference
+ * to c until then.
  */
-void tasks_wait_start(struct tasks_wait *w, void (*done)(char *body, size_t len, void *arg),
-                      void *arg);
+void tasks_wait_start(struct tasks_wait *w, struct call *c);
 
 #endif

@@ -22,12 +22,13 @@
 #include <time.h>
 
 #include "auth.h"
+#include "call.h"
+#include "envelope.h"
 #include "hooks.h"
 #include "jail.h"
 #include "json.h"
 #include "lock.h"
 #include "markdown.h"
-#include "rpc.h"
 #include "script.h"
 #include "search.h"
 #include "shape.h"
@@ -1524,7 +1525,7 @@ void tools_setup(struct srv *S)
     for (int modern = 0; modern < 2; modern++) {
         json_t *r = json_pack("{s:O}", "tools", S->tools_list);
         if (modern)
-            rpc_decorate_modern(r, S->ttl_ms);
+            env_decorate_modern(r, S->ttl_ms);
         S->tools_raw[modern] = json_dumps(r, JSON_COMPACT);
         S->tools_raw_len[modern] = strlen(S->tools_raw[modern]);
         json_decref(r);
@@ -1562,7 +1563,7 @@ static char *render(struct tool_out *o, int rc, int modern, size_t *len)
         buf_puts(&b, "\"}],\"isError\":true");
     }
     if (modern)
-        buf_puts(&b, RPC_MODERN_TAIL);
+        buf_puts(&b, ENV_MODERN_TAIL);
     buf_puts(&b, "}");
     return buf_steal(&b, len);
 }
@@ -1628,7 +1629,7 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     if (!ok)
         buf_puts(&b, ",\"isError\":true");
     if (modern)
-        buf_puts(&b, RPC_MODERN_TAIL);
+        buf_puts(&b, ENV_MODERN_TAIL);
     buf_puts(&b, "}");
     return buf_steal(&b, len);
 }
@@ -1673,28 +1674,25 @@ void tools_ext_free(struct snapshot_ext *e)
     free(e);
 }
 
-int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               const char *client, json_t *client_info, char **owned, const char **raw,
-               size_t *rawlen, struct hook_plan **plan)
+int tools_call(struct call *call, const char *name, json_t *args)
 {
+    struct srv *S = call->S;
+    int modern = call->modern;
     size_t t;
     uint64_t t0 = now_ns();
-    *owned = NULL;
-    *raw = NULL;
-    *plan = NULL;
     for (t = 0; t < NTOOLS; t++)
         if (!strcmp(table[t].name, name))
             break;
     if (t == NTOOLS || (table[t].runs_scripts && S->cfg.no_scripts))
         return -1;
+    struct snapshot *snap = call_snapshot(call);
     if (t == 0 && snap->ext && (!args || (json_is_object(args) && !json_object_size(args)))) {
-        *raw = snap->ext->list[modern ? 1 : 0];
-        *rawlen = snap->ext->len[modern ? 1 : 0];
+        call_raw(call, snap->ext->list[modern ? 1 : 0], snap->ext->len[modern ? 1 : 0], NULL);
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern, .client = client,
-                         .client_info = client_info};
+    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern, .client = call->client,
+                         .client_info = call->client_info};
     struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
     json_t *empty = NULL;
     if (!args)
@@ -1708,15 +1706,17 @@ int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *a
     if (o.skill)
         stats_skill(&S->stats, o.skill, STATS_USE_CALL, rc < 0);
     if (rc == 0 && o.plan) {
-        *plan = o.plan;     /* stats are recorded when it ends */
+        call_clear(call);
+        call->out.kind = CALL_RUN;  /* stats are recorded when it ends */
+        call->out.u.run = o.plan;
         return 0;
     }
     if (rc == 0 && o.raw) {
-        *raw = o.raw;
-        *rawlen = o.rawlen;
+        call_raw(call, o.raw, o.rawlen, NULL);
     } else {
-        *owned = render(&o, rc, modern, rawlen);
-        *raw = *owned;
+        size_t len;
+        char *owned = render(&o, rc, modern, &len);
+        call_raw(call, owned, len, owned);
     }
     stats_record(&S->stats, t, now_ns() - t0, rc < 0);
     return 0;

@@ -16,6 +16,8 @@
 #include "skills.h"
 #include "srv.h"
 
+struct call;
+
 /* Names of the tools, in table order (for stats); *n gets the count. */
 const char *const *tools_names(size_t *n);
 
@@ -31,19 +33,15 @@ void tools_setup(struct srv *S);
 void tools_cleanup(struct srv *S);
 
 /*
- * Runs tool `name` with `args` (an object or NULL) for `client` (the
- * authenticated client id, or NULL; client_info, borrowed, its clientInfo
- * when known) and renders its
- * CallToolResult as JSON bytes in *raw and *rawlen. When *owned is set the bytes
- * are the caller's (free *owned); otherwise they were rendered ahead (the
- * default list_skills page, a whole load_skill body) and are borrowed, valid
- * while snap is held. For run_skill_script, *plan is set instead: the script
- * and its hooks, to be started with hook_start(); its answer is rendered by
- * tools_render_run(). Returns 0, or -1 when no such tool exists.
+ * Runs tool `name` with `args` (an object or NULL) for call c (its era,
+ * client, clientInfo and snapshot) and sets c's outcome: the CallToolResult
+ * as bytes (rendered now, or ahead: the default list_skills page, a whole
+ * load_skill body, borrowed while the snapshot is held), or for
+ * run_skill_script a pending run (CALL_RUN), whose answer is rendered by
+ * tools_render_run() when it ends. Returns 0, or -1 when no such tool
+ * exists.
  */
-int tools_call(struct srv *S, struct snapshot *snap, const char *name, json_t *args, int modern,
-               const char *client, json_t *client_info, char **owned, const char **raw,
-               size_t *rawlen, struct hook_plan **plan);
+int tools_call(struct call *c, const char *name, json_t *args);
 
 /* The CallToolResult bytes (malloc'd) of a finished run_skill_script
  * (steals result); records its stats. */

@@ -2,6 +2,9 @@
 # make lint: project conventions checked by machine.
 #  1. banned calls (shell, unbounded string functions) in server/
 #  2. every non-static symbol of a module carries that module's prefix
+#  3. no cycle in "server module X includes server module Y's header"
+#     (server/X.c and server/X.h are module X; a header-only module is a leaf
+#     unless it includes others)
 set -uo pipefail
 build=${1:-build}
 fail=0; pass=0
@@ -14,7 +17,7 @@ fi
 declare -A prefix=(
     [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [skills]='skills_'
     [jail]='jail_' [http]='http_' [rpc]='rpc_' [mcp]='mcp_' [resources]='res_' [tools]='tools_'
-    [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_'
+    [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_' [envelope]='env_' [call]='call_'
     [util]='(x|x_|err_|buf_|log_|now_|utf8_)'
 )
 bad=0
@@ -27,5 +30,39 @@ for o in "$build"/obj/*.o; do
     done < <(nm -g --defined-only "$o" | awk '$2 ~ /[TDBR]/ {print $3}')
 done
 if [ $bad = 0 ]; then echo "ok   exported symbols carry their module prefix"; pass=$((pass + 1)); else fail=$((fail + 1)); fi
+# Edges "X Y": server/X.{c,h} includes "Y.h" of another server module.
+edges=$(for f in server/*.c server/*.h; do
+    m=$(basename "$f"); m=${m%.*}
+    sed -nE 's/^#include "([A-Za-z0-9_]+)\.h".*/\1/p' "$f" | while read -r d; do
+        [ "$d" != "$m" ] && [ -e "server/$d.h" ] && echo "$m $d"
+    done
+done | sort -u)
+# Depth-first search; prints the first cycle as "a -> b -> ... -> a".
+cycle=$(awk '
+    { adj[$1] = adj[$1] " " $2; nodes[$1]; nodes[$2] }
+    function dfs(n,    k, i, m, c) {
+        state[n] = 1; stack[++depth] = n
+        k = split(adj[n], next_, " ")
+        for (i = 1; i <= k; i++) {
+            m = next_[i]
+            if (state[m] == 1) {
+                c = m
+                for (j = depth; j >= 1 && stack[j] != m; j--) ;
+                for (j = j + 1; j <= depth; j++) c = c " -> " stack[j]
+                print c " -> " m; return 1
+            }
+            if (!state[m] && dfs(m)) return 1
+            k = split(adj[n], next_, " ")
+        }
+        state[n] = 2; depth--
+        return 0
+    }
+    END { for (n in nodes) if (!state[n] && dfs(n)) exit }
+' <<<"$edges")
+if [ -n "$cycle" ]; then
+    echo "FAIL module include cycle: $cycle"; fail=$((fail + 1))
+else
+    echo "ok   no module include cycle ($(wc -l <<<"$edges") include edges)"; pass=$((pass + 1))
+fi
 echo "SUMMARY lint: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "call.h"
 #include "rpc.h"
 #include "skills.h"
 #include "srv.h"
@@ -90,8 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h.method = "tools/call";
         h.name = "load_skill";
     }
-    struct rpc_out out;
-    rpc_handle(&S, (const char *)data, size, &h, &out);
+    struct call *c = call_new(&S);
+    rpc_handle(c, (const char *)data, size, &h);
+    struct { char *body; size_t len; } out = {c->body, c->len};
     if (out.body) {
         /* every answer must be valid JSON; "\u0000" is (an id may carry
          * one, and the answer echoes the id) */
@@ -100,8 +102,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         json_decref(j);
     }
-    free(out.body);
-    json_decref(out.id);
-    json_decref(out.progress_token);
+    call_unref(c);
     return 0;
 }

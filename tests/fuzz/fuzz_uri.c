@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "jail.h"
+#include "call.h"
 #include "rpc.h"
 #include "skills.h"
 #include "srv.h"
@@ -116,8 +117,9 @@ static void ask(json_t *req, int echo)
     if (!body)
         return;
     struct rpc_headers h = {0};
-    struct rpc_out out;
-    rpc_handle(&S, body, strlen(body), &h, &out);
+    struct call *c = call_new(&S);
+    rpc_handle(c, body, strlen(body), &h);
+    struct { char *body; size_t len; } out = {c->body, c->len};
     free(body);
     if (out.body) {
         json_t *j = json_loadb(out.body, out.len, 0, NULL);
@@ -127,9 +129,7 @@ static void ask(json_t *req, int echo)
         if (!echo && memmem(out.body, out.len, SECRET, strlen(SECRET)))
             abort();
     }
-    free(out.body);
-    json_decref(out.id);
-    json_decref(out.progress_token);
+    call_unref(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,6 +4,7 @@
  * over a temporary skill tree.
  */
 #include "harness.h"
+#include "call.h"
 #include "rpc.h"
 #include "skills.h"
 #include "srv.h"
@@ -24,8 +25,50 @@
 
 /* ---- driving rpc_handle ------------------------------------------------------ */
 
-static struct rpc_out O;    /* the last answer (body already parsed and freed) */
+/* What the last call answered, read off its context (body already parsed
+ * and freed). */
+enum { RPC_OUT_RESULT = 1, RPC_OUT_ERROR, RPC_OUT_ACCEPTED, RPC_OUT_PENDING };
+struct answer {
+    int kind, code, transport, modern;
+    const char *method;
+    char *body;
+    size_t len;
+};
+static struct answer O;
 static const struct rpc_headers NOH = {0};
+
+/* One request through a fresh context, as a transport without a
+ * completion callback sees it. */
+static void answer(const char *body, size_t len, const struct rpc_headers *h, struct answer *o)
+{
+    struct call *c = call_new(&S);
+    rpc_handle(c, body, len, h);
+    memset(o, 0, sizeof *o);
+    switch (c->out.kind) {
+    case CALL_RESULT:
+    case CALL_RAW:
+    case CALL_RESPONSE:
+        o->kind = RPC_OUT_RESULT;
+        break;
+    case CALL_ERROR:
+        o->kind = RPC_OUT_ERROR;
+        o->code = c->out.u.error.code;
+        o->transport = c->out.transport;
+        break;
+    case CALL_ACCEPTED:
+        o->kind = RPC_OUT_ACCEPTED;
+        break;
+    default:
+        o->kind = RPC_OUT_PENDING;
+        break;
+    }
+    o->modern = c->modern;
+    o->method = c->method;
+    o->body = c->body;
+    o->len = c->len;
+    c->body = NULL;
+    call_unref(c);
+}
 
 /* Runs one POST body; returns the parsed response (NULL when there is none,
  * or when the bytes are not valid JSON: then body_bad is set). */
@@ -34,7 +77,7 @@ static json_t *rpc_h(const char *body, size_t len, const struct rpc_headers *h)
 {
     json_t *r = NULL;
     body_bad = 0;
-    rpc_handle(&S, body, len, h, &O);
+    answer(body, len, h, &O);
     if (O.body) {
         json_error_t e;
         r = json_loadb(O.body, O.len, 0, &e);
@@ -1103,8 +1146,8 @@ static int child_answers(const char *body, int want_code)
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        struct rpc_out o;
-        rpc_handle(&S, body, strlen(body), &NOH, &o);
+        struct answer o;
+        answer(body, strlen(body), &NOH, &o);
         json_t *r = o.body ? json_loadb(o.body, o.len, 0, NULL) : NULL;
         int ok = r && ecode(r) == want_code;
         _exit(ok ? 0 : 1);

@@ -7,6 +7,7 @@
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
+#include "call.h"
 #include "tools.h"
 #include "util.h"
 
@@ -33,22 +34,18 @@ static int last_raw;    /* the previous call was answered with borrowed, pre-ren
 static json_t *call_j(const char *tool, json_t *args, int modern)
 {
     json_t *res = NULL;
-    char *owned = NULL;
-    const char *raw = NULL;
-    size_t rawlen = 0;
-    struct snapshot *snap = skills_acquire(S.skills);
-    struct hook_plan *job = NULL;
-    int rc = tools_call(&S, snap, tool, args, modern, NULL, NULL, &owned, &raw, &rawlen, &job);
-    last_raw = rc == 0 && raw && !owned;
+    struct call *c = call_new(&S);
+    c->modern = modern;
+    int rc = tools_call(c, tool, args);
+    last_raw = rc == 0 && c->out.kind == CALL_RAW && !c->out.u.raw.owned;
     if (rc == 0) {
         json_error_t e;
-        if (!raw)
+        if (c->out.kind != CALL_RAW)
             printf("# tools_call returned 0 without bytes\n");
-        else if (!(res = json_loadb(raw, rawlen, 0, &e)))
+        else if (!(res = json_loadb(c->out.u.raw.p, c->out.u.raw.len, 0, &e)))
             printf("# result does not parse: %s (byte %d)\n", e.text, e.position);
     }
-    free(owned);
-    skills_release(snap);
+    call_unref(c);
     return res;
 }
 
@@ -151,14 +148,9 @@ static void qnames(json_t *r, char *out, size_t cap)
 
 static int call_rc(const char *tool)
 {
-    char *owned = NULL;
-    const char *raw = NULL;
-    size_t rawlen = 0;
-    struct snapshot *snap = skills_acquire(S.skills);
-    struct hook_plan *job = NULL;
-    int rc = tools_call(&S, snap, tool, NULL, 0, NULL, NULL, &owned, &raw, &rawlen, &job);
-    free(owned);
-    skills_release(snap);
+    struct call *c = call_new(&S);
+    int rc = tools_call(c, tool, NULL);
+    call_unref(c);
     return rc;
 }
 
@@ -236,20 +228,17 @@ static char *call_bytes(const char *tool, const char *args, int modern, int slow
 {
     json_error_t e;
     json_t *a = args ? json_loads(args, 0, &e) : NULL;
-    char *owned = NULL, *out = NULL;
-    const char *raw = NULL;
-    size_t rawlen = 0;
-    struct hook_plan *job = NULL;
-    struct snapshot *snap = skills_acquire(S.skills);
+    char *out = NULL;
+    struct call *c = call_new(&S);
+    c->modern = modern;
+    struct snapshot *snap = call_snapshot(c);
     struct snapshot_ext *ext = snap->ext;
     if (slow)
         snap->ext = NULL;
-    if (tools_call(&S, snap, tool, a, modern, NULL, NULL, &owned, &raw, &rawlen, &job) == 0 &&
-        raw)
-        out = strndup(raw, rawlen);
+    if (tools_call(c, tool, a) == 0 && c->out.kind == CALL_RAW)
+        out = strndup(c->out.u.raw.p, c->out.u.raw.len);
     snap->ext = ext;
-    free(owned);
-    skills_release(snap);
+    call_unref(c);
     json_decref(a);
     return out;
 }

@@ -1,0 +1,240 @@
+/*
+ * call.c - the request context and its one way to end (call_finish).
+ */
+#include "call.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envelope.h"
+#include "hooks.h"
+#include "proto.h"
+#include "session.h"
+#include "skills.h"
+#include "util.h"
+
+struct call *call_new(struct srv *S)
+{
+    struct call *c = xcalloc(1, sizeof *c);
+    c->S = S;
+    c->refs = 1;
+    c->log_level = SESSION_LEVEL_NONE;
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+void call_ref(struct call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->refs++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void call_unref(struct call *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    int last = --c->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (!last)
+        return;
+    call_clear(c);
+    skills_release(c->snap);
+    json_decref(c->id);
+    json_decref(c->progress_token);
+    free(c->body);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+void call_on_complete(struct call *c, call_bytes_fn done, void *arg)
+{
+    pthread_mutex_lock(&c->mu);
+    c->on_complete = done;
+    c->arg = arg;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void call_on_event(struct call *c, call_event_fn event, void *arg)
+{
+    pthread_mutex_lock(&c->mu);
+    c->on_event = event;
+    c->arg = arg;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int call_detach(struct call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int done = c->completed;
+    c->detached = 1;
+    c->on_complete = NULL;
+    c->on_event = NULL;
+    c->arg = NULL;
+    pthread_mutex_unlock(&c->mu);
+    return done;
+}
+
+int call_streams(const struct call *c)
+{
+    return c->can_stream && (c->progress_token || c->log_stream || c->stream_always);
+}
+
+struct snapshot *call_snapshot(struct call *c)
+{
+    if (!c->snap)
+        c->snap = skills_acquire(c->S->skills);
+    return c->snap;
+}
+
+void call_clear(struct call *c)
+{
+    struct call_outcome *o = &c->out;
+    switch (o->kind) {
+    case CALL_RESULT:
+        json_decref(o->u.result);
+        break;
+    case CALL_RAW:
+        free(o->u.raw.owned);
+        break;
+    case CALL_RESPONSE:
+        free(o->u.response.p);
+        break;
+    case CALL_ERROR:
+        json_decref(o->u.error.data);
+        break;
+    case CALL_RUN:
+        hook_plan_free(o->u.run);
+        break;
+    case CALL_WAIT:
+        if (o->u.wait.drop)
+            o->u.wait.drop(o->u.wait.w);
+        break;
+    case CALL_NONE:
+    case CALL_ACCEPTED:
+        break;
+    }
+    int cacheable = o->cacheable;
+    memset(o, 0, sizeof *o);
+    o->cacheable = cacheable;
+}
+
+int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
+{
+    call_clear(c);
+    struct call_outcome *o = &c->out;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->u.error.msg, sizeof o->u.error.msg, fmt, ap);
+    va_end(ap);
+    utf8_sanitize(o->u.error.msg);   /* "%.128s" of caller input may split a character */
+    o->kind = CALL_ERROR;
+    o->u.error.code = code;
+    o->u.error.data = data;
+    return -1;
+}
+
+void call_result(struct call *c, json_t *result)
+{
+    call_clear(c);
+    c->out.kind = CALL_RESULT;
+    c->out.u.result = result;
+}
+
+void call_raw(struct call *c, const char *raw, size_t len, char *owned)
+{
+    call_clear(c);
+    c->out.kind = CALL_RAW;
+    c->out.u.raw.p = raw;
+    c->out.u.raw.len = len;
+    c->out.u.raw.owned = owned;
+}
+
+void call_response(struct call *c, char *bytes, size_t len)
+{
+    call_clear(c);
+    c->out.kind = CALL_RESPONSE;
+    c->out.u.response.p = bytes;
+    c->out.u.response.len = len;
+}
+
+void call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w))
+{
+    call_clear(c);
+    c->out.kind = CALL_WAIT;
+    c->out.u.wait.w = w;
+    c->out.u.wait.drop = drop;
+}
+
+int call_pending(const struct call *c)
+{
+    return c->out.kind == CALL_RUN || c->out.kind == CALL_WAIT;
+}
+
+/* The outcome as the bytes of its JSON-RPC response (NULL for none). */
+static char *render(struct call *c, size_t *len)
+{
+    struct call_outcome *o = &c->out;
+    char *s = NULL;
+    *len = 0;
+    switch (o->kind) {
+    case CALL_RESULT:
+        s = env_result(c->id, o->u.result, c->modern, o->cacheable ? c->S->ttl_ms : -1, len);
+        break;
+    case CALL_RAW:
+        s = env_result_raw(c->id, o->u.raw.p, o->u.raw.len, len);
+        break;
+    case CALL_RESPONSE:
+        s = o->u.response.p;
+        *len = o->u.response.len;
+        o->u.response.p = NULL;
+        break;
+    case CALL_ERROR:
+        s = env_error(c->id, o->u.error.code, o->u.error.msg, o->u.error.data, len);
+        o->u.error.data = NULL;
+        break;
+    case CALL_NONE:
+        s = env_error(c->id, RPC_INTERNAL_ERROR, "Internal error: the call ended without an answer", NULL,
+                      len);
+        break;
+    case CALL_ACCEPTED:
+    case CALL_RUN:
+    case CALL_WAIT:
+        break;
+    }
+    return s;
+}
+
+int call_finish(struct call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->completed) {
+        pthread_mutex_unlock(&c->mu);
+        return -1;
+    }
+    c->completed = 1;
+    size_t len;
+    char *bytes = render(c, &len);
+    if (c->detached)
+        free(bytes);
+    else if (c->on_complete)
+        c->on_complete(bytes, len, c->arg);
+    else {
+        free(c->body);
+        c->body = bytes;
+        c->len = len;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+void call_event(struct call *c, const char *bytes, size_t len)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!c->completed && !c->detached && c->on_event)
+        c->on_event(bytes, len, c->arg);
+    pthread_mutex_unlock(&c->mu);
+}

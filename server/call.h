@@ -1,0 +1,155 @@
+/*
+ * call.h - one request, from the transport that read it to the bytes that
+ * answer it.
+ *
+ * A transport creates the call (call_new), says who is asking (client,
+ * peer) and how it wants a late answer (call_on_complete, and
+ * call_on_event for notifications sent before it), then hands the body to
+ * rpc_handle(). rpc.c fills in what the request carries (era, id,
+ * session, progress token); a method sets the call's outcome, exactly one
+ * of the kinds below. An outcome that is known at once is completed before
+ * rpc_handle() returns; a pending one (a script run through its hooks, a
+ * tasks/result waiting for its task) is started by rpc_start() once the
+ * transport is ready for it, and completed later on another thread.
+ *
+ * Every call ends in call_finish(): it renders the outcome for the call's
+ * era, wraps it in its JSON-RPC envelope and hands the bytes to the
+ * transport, once. A second completion is refused; a transport that went
+ * away (call_detach) gets nothing, and the bytes are dropped.
+ */
+#ifndef SKILL_CALL_H
+#define SKILL_CALL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "srv.h"
+
+struct hook_plan;
+struct snapshot;
+struct tasks_wait;
+
+enum call_kind {
+    CALL_NONE,              /* nothing yet */
+    CALL_RESULT,            /* a result object: result */
+    CALL_RAW,               /* a result already rendered as bytes: raw */
+    CALL_RESPONSE,          /* the whole JSON-RPC response: response */
+    CALL_ERROR,             /* a JSON-RPC error: error */
+    CALL_ACCEPTED,          /* a notification or a response: no body */
+    CALL_RUN,               /* pending: a script and its hooks (run) */
+    CALL_WAIT,              /* pending: tasks/result of a working task (wait) */
+};
+
+struct call_outcome {
+    enum call_kind kind;
+    union {
+        json_t *result;                 /* CALL_RESULT (owned) */
+        struct {
+            const char *p;              /* borrowed (valid while the snapshot is
+                                           held), or owned */
+            size_t len;
+            char *owned;
+        } raw;                          /* CALL_RAW */
+        struct {
+            char *p;
+            size_t len;
+        } response;                     /* CALL_RESPONSE (owned) */
+        struct {
+            int code;
+            char msg[512];
+            json_t *data;               /* owned, or NULL */
+        } error;                        /* CALL_ERROR */
+        struct hook_plan *run;          /* CALL_RUN (owned until started) */
+        struct {
+            struct tasks_wait *w;       /* CALL_WAIT (owned until started) */
+            void (*drop)(struct tasks_wait *w); /* frees one never started */
+        } wait;
+    } u;
+    int cacheable;          /* a result that takes ttlMs/cacheScope on 2026-07-28 */
+    int transport;          /* an error about headers or _meta: the transport refuses */
+};
+
+typedef void (*call_bytes_fn)(char *bytes, size_t len, void *arg);
+typedef void (*call_event_fn)(const char *bytes, size_t len, void *arg);
+
+struct call {
+    struct srv *S;
+    /* from the transport */
+    const char *client;     /* authenticated client id (borrowed), or NULL */
+    const void *peer;       /* the peer's struct sockaddr (borrowed), or NULL */
+    int can_stream;         /* the transport can send events before the answer */
+    int stream_always;      /* ... and the client wants every script answer streamed */
+    /* from the request (rpc.c) */
+    int modern;             /* the 2026-07-28 era */
+    json_t *id;             /* the request id (owned), or NULL */
+    json_t *params;         /* borrowed while rpc_handle() runs, NULL after */
+    const char *method;     /* static name for logs, or NULL */
+    char tool[64];          /* tools/call: the tool's name, for logs and metrics */
+    const char *session;    /* --stateful: the live session (borrowed), or NULL */
+    char session_minted[40];    /* --stateful: the session initialize started, or "" */
+    int session_gone;       /* --stateful: the session is unknown or ended */
+    json_t *progress_token; /* _meta.progressToken (owned), or NULL */
+    int log_level;          /* the session's logging level, or SESSION_LEVEL_NONE */
+    int log_stream;         /* a pending run sends its stderr as log notifications */
+    json_t *client_info;    /* _meta clientInfo (borrowed while dispatching), or NULL */
+    struct snapshot *snap;  /* taken on first call_snapshot(), released with the call */
+    /* the answer */
+    struct call_outcome out;
+    char *body;             /* with no completion callback: the final bytes */
+    size_t len;
+    /* a pending run, while it lasts */
+    char run_id[40];        /* the runner's request id, to cancel it */
+    double progress;
+    /* completion, guarded by mu */
+    pthread_mutex_t mu;
+    int refs, completed, detached;
+    call_bytes_fn on_complete;
+    call_event_fn on_event;
+    void *arg;
+};
+
+/* A new call with one reference (the transport's). */
+struct call *call_new(struct srv *S);
+void call_ref(struct call *c);
+void call_unref(struct call *c);
+
+/* Before rpc_handle(): where the final bytes (the receiver's to free) and
+ * any earlier events (borrowed) go. Without a completion callback they are
+ * kept in c->body / c->len. Callbacks run on whatever thread completes the
+ * call, one at a time; they must not call back into the call. */
+void call_on_complete(struct call *c, call_bytes_fn done, void *arg);
+void call_on_event(struct call *c, call_event_fn event, void *arg);
+
+/* The transport went away: nothing more is delivered to it. Returns once
+ * no callback is running: 1 when the call had been completed already. */
+int call_detach(struct call *c);
+
+/* Does a pending script run stream events before its answer? (the transport
+ * can, and there is progress or logging to send, or it always streams) */
+int call_streams(const struct call *c);
+
+/* The request's snapshot, acquired once. */
+struct snapshot *call_snapshot(struct call *c);
+
+/* Outcomes (each replaces the one before). call_error returns -1 for
+ * convenience; data is stolen. */
+int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void call_result(struct call *c, json_t *result);
+void call_raw(struct call *c, const char *raw, size_t len, char *owned);
+void call_response(struct call *c, char *bytes, size_t len);
+void call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w));
+void call_clear(struct call *c);
+
+int call_pending(const struct call *c);
+
+/* Renders the outcome for the call's era and delivers it: 0, or -1 when
+ * the call was completed already (nothing is sent twice). */
+int call_finish(struct call *c);
+
+/* An event before the answer (a notification, borrowed bytes): dropped
+ * when the transport did not ask for events or went away. */
+void call_event(struct call *c, const char *bytes, size_t len);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * envelope.c - JSON-RPC 2.0 response wrapping, for both eras.
+ */
+#include "envelope.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "proto.h"
+#include "util.h"
+
+void env_decorate_modern(json_t *result, int64_t ttl_ms)
+{
+    json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_object_set_new(meta, "io.modelcontextprotocol/serverInfo",
+                        json_pack("{s:s, s:s}", "name", "skill-mcp", "version", SKILL_VERSION));
+    if (ttl_ms >= 0) {
+        json_object_set_new(result, "ttlMs", json_integer(ttl_ms));
+        json_object_set_new(result, "cacheScope", json_string("public"));
+    }
+}
+
+/* The bytes of id as JSON, or "null". */
+static char *id_text(json_t *id)
+{
+    char *s = id ? jf_dumps(id, NULL) : NULL;   /* a string or an integer (checked) */
+    return s ? s : xstrdup("null");
+}
+
+char *env_result_raw(json_t *id, const char *raw, size_t rawlen, size_t *len)
+{
+    struct buf b;
+    char *ids = id_text(id);
+    buf_init(&b, 0);
+    buf_reserve(&b, rawlen + 64 + strlen(ids));
+    buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    buf_puts(&b, ids);
+    buf_puts(&b, ",\"result\":");
+    buf_append(&b, raw, rawlen);
+    buf_puts(&b, "}");
+    free(ids);
+    return buf_steal(&b, len);
+}
+
+char *env_result(json_t *id, json_t *result, int modern, int64_t ttl_ms, size_t *len)
+{
+    if (modern && !json_object_get(result, "resultType"))
+        env_decorate_modern(result, ttl_ms);
+    else if (modern && ttl_ms >= 0)
+        env_decorate_modern(result, ttl_ms);
+    size_t n;
+    char *s = jf_dumps(result, &n);
+    if (!s)
+        return env_error(id, RPC_INTERNAL_ERROR, "Internal error: the result is not valid JSON", NULL, len);
+    char *r = env_result_raw(id, s, n, len);
+    free(s);
+    return r;
+}
+
+char *env_error(json_t *id, int code, const char *msg, json_t *data, size_t *len)
+{
+    json_t *err = json_pack("{s:i, s:s}", "code", code, "message", msg ? msg : "");
+    if (!err) {
+        /* msg was not valid UTF-8: never let that become a crash or bad JSON */
+        err = json_pack("{s:i, s:s}", "code", code, "message", "error (message not shown)");
+    }
+    if (data)
+        json_object_set_new(err, "data", data);
+    json_t *r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                          "error", err);
+    char *s = jf_dumps(r, len);
+    json_decref(r);
+    if (!s) {
+        /* data that does not serialise (not UTF-8): the error without it */
+        r = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                      "error", "code", code, "message", "error (message not shown)");
+        s = jf_dumps(r, len);
+        json_decref(r);
+    }
+    return s;
+}

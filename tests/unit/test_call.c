@@ -1,0 +1,340 @@
+/*
+ * test_call.c - the request context and its completion (server/call.c) and
+ * the JSON-RPC envelopes of both eras (server/envelope.c).
+ *
+ * A transport hands its bytes to the context through callbacks; the tests
+ * play the transport: a counting receiver, and one that goes away while
+ * the call is still running (a client that closes its stream mid-run).
+ */
+#include "harness.h"
+#include "call.h"
+#include "envelope.h"
+#include "proto.h"
+#include "rpc.h"
+#include "skills.h"
+#include "srv.h"
+#include "stats.h"
+#include "tools.h"
+#include "util.h"
+
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FIXTURE_NAME "call"
+#include "srv_fixture.h"
+
+static json_t *parse(const char *s, size_t len)
+{
+    json_error_t e;
+    json_t *j = s ? json_loadb(s, len, 0, &e) : NULL;
+    if (s && !j)
+        printf("# does not parse: %s: %.*s\n", e.text, (int)len, s);
+    return j;
+}
+
+static const char *sget(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* ---- envelopes -------------------------------------------------------------- */
+
+TEST(env_result_legacy)
+{
+    size_t len;
+    json_t *id = json_integer(7);
+    json_t *r = json_pack("{s:i}", "n", 1);
+    char *s = env_result(id, r, 0, 5000, &len);
+    json_decref(r);
+    json_decref(id);
+    /* a legacy result is wrapped as it is: no era members, no ttl */
+    CHECK_MEM(s, len, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"n\":1}}");
+    free(s);
+}
+
+TEST(env_result_modern)
+{
+    size_t len;
+    json_t *id = json_string("a");
+    json_t *r = json_pack("{s:i}", "n", 1);
+    char *s = env_result(id, r, 1, -1, &len);
+    json_decref(r);
+    json_t *j = parse(s, len);
+    free(s);
+    CHECK(j != NULL);
+    CHECK_STR(sget(j, "id"), "a");
+    json_t *res = json_object_get(j, "result");
+    CHECK_STR(sget(res, "resultType"), "complete");
+    CHECK_STR(sget(json_object_get(json_object_get(res, "_meta"),
+                                   "io.modelcontextprotocol/serverInfo"),
+                   "name"),
+              "skill-mcp");
+    CHECK(json_object_get(res, "ttlMs") == NULL);   /* not cacheable */
+    json_decref(j);
+    /* cacheable: ttlMs and cacheScope */
+    r = json_pack("{s:i}", "n", 1);
+    s = env_result(id, r, 1, 5000, &len);
+    json_decref(r);
+    j = parse(s, len);
+    free(s);
+    CHECK(j != NULL);
+    res = json_object_get(j, "result");
+    CHECK_EQ(json_integer_value(json_object_get(res, "ttlMs")), 5000);
+    CHECK_STR(sget(res, "cacheScope"), "public");
+    json_decref(j);
+    /* a result that says its own resultType keeps it (a CreateTaskResult) */
+    r = json_pack("{s:s}", "resultType", "task");
+    s = env_result(id, r, 1, -1, &len);
+    json_decref(r);
+    j = parse(s, len);
+    free(s);
+    CHECK(j != NULL);
+    CHECK_STR(sget(json_object_get(j, "result"), "resultType"), "task");
+    json_decref(j);
+    json_decref(id);
+}
+
+TEST(env_result_raw_both_eras)
+{
+    size_t len;
+    json_t *id = json_integer(3);
+    const char *legacy = "{\"content\":[]}";
+    char *s = env_result_raw(id, legacy, strlen(legacy), &len);
+    CHECK_MEM(s, len, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[]}}");
+    free(s);
+    /* the modern members a tool renders by hand match the decorated tree */
+    const char *modern = "{\"content\":[]" ENV_MODERN_TAIL "}";
+    s = env_result_raw(NULL, modern, strlen(modern), &len);
+    json_t *j = parse(s, len);
+    free(s);
+    CHECK(j != NULL);
+    CHECK(json_is_null(json_object_get(j, "id")));
+    json_t *want = json_pack("{s:[]}", "content");
+    env_decorate_modern(want, -1);
+    CHECK(json_equal(json_object_get(j, "result"), want));
+    json_decref(want);
+    json_decref(j);
+    json_decref(id);
+}
+
+TEST(env_error_shapes)
+{
+    size_t len;
+    json_t *id = json_integer(9);
+    char *s = env_error(id, RPC_INVALID_PARAMS, "bad", json_pack("{s:s}", "name", "x"), &len);
+    CHECK_MEM(s, len, "{\"jsonrpc\":\"2.0\",\"id\":9,\"error\":{\"code\":-32602,\"message\":"
+                      "\"bad\",\"data\":{\"name\":\"x\"}}}");
+    free(s);
+    /* no id (a refusal before the id is known); a message that is not UTF-8 */
+    s = env_error(NULL, RPC_PARSE_ERROR, "cut \xc3", NULL, &len);
+    json_t *j = parse(s, len);
+    free(s);
+    CHECK(j != NULL);
+    CHECK(json_is_null(json_object_get(j, "id")));
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "error"), "code")),
+             RPC_PARSE_ERROR);
+    CHECK(json_is_string(json_object_get(json_object_get(j, "error"), "message")));
+    json_decref(j);
+    json_decref(id);
+}
+
+/* ---- the request context ---------------------------------------------------- */
+
+struct receiver {
+    atomic_int calls, events;
+    atomic_int gone;            /* set once the transport has let go */
+    atomic_int late;            /* a callback after that */
+    char *last;
+    size_t last_len;
+};
+
+static void rx_done(char *bytes, size_t len, void *arg)
+{
+    struct receiver *r = arg;
+    if (atomic_load(&r->gone))
+        atomic_fetch_add(&r->late, 1);
+    atomic_fetch_add(&r->calls, 1);
+    free(r->last);
+    r->last = bytes;
+    r->last_len = len;
+}
+
+static void rx_event(const char *bytes, size_t len, void *arg)
+{
+    struct receiver *r = arg;
+    if (atomic_load(&r->gone))
+        atomic_fetch_add(&r->late, 1);
+    atomic_fetch_add(&r->events, 1);
+}
+
+/* A batch is refused with one error whose id is null (there is no one
+ * request to answer), delivered once to the transport. */
+TEST(batch_refused_once)
+{
+    struct receiver rx = {0};
+    struct call *c = call_new(&S);
+    call_on_complete(c, rx_done, &rx);
+    const char *body = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]";
+    rpc_handle(c, body, strlen(body), &(struct rpc_headers){0});
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    CHECK(c->body == NULL);     /* the callback got the bytes */
+    json_t *j = parse(rx.last, rx.last_len);
+    CHECK(j != NULL);
+    CHECK(json_is_null(json_object_get(j, "id")));
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "error"), "code")),
+             RPC_INVALID_REQUEST);
+    json_decref(j);
+    /* completed already: a second completion is refused and sends nothing */
+    CHECK_EQ(call_finish(c), -1);
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    call_unref(c);
+    free(rx.last);
+}
+
+/* A pending call is completed once, with its era's bytes; events go out
+ * before the answer, never after it. */
+TEST(pending_completed_once)
+{
+    struct receiver rx = {0};
+    struct call *c = call_new(&S);
+    c->modern = 1;
+    c->id = json_integer(42);
+    call_on_complete(c, rx_done, &rx);
+    call_on_event(c, rx_event, &rx);
+    c->out.kind = CALL_RUN;     /* a run whose plan the chain already owns */
+    CHECK(call_pending(c));
+    call_event(c, "{}", 2);
+    CHECK_EQ(atomic_load(&rx.events), 1);
+    CHECK_EQ(atomic_load(&rx.calls), 0);
+    const char *raw = "{\"content\":[]" ENV_MODERN_TAIL "}";
+    call_raw(c, raw, strlen(raw), NULL);
+    CHECK_EQ(call_finish(c), 0);
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    json_t *j = parse(rx.last, rx.last_len);
+    CHECK(j != NULL);
+    CHECK_EQ(json_integer_value(json_object_get(j, "id")), 42);
+    CHECK_STR(sget(json_object_get(j, "result"), "resultType"), "complete");
+    json_decref(j);
+    call_error(c, RPC_INTERNAL_ERROR, NULL, "too late");
+    CHECK_EQ(call_finish(c), -1);
+    call_event(c, "{}", 2);
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    CHECK_EQ(atomic_load(&rx.events), 1);
+    call_unref(c);
+    free(rx.last);
+}
+
+/* The script side of a run: it ends on its own thread, like the loop
+ * thread's done callback. */
+static void *finish_run(void *arg)
+{
+    struct call *c = arg;
+    char *bytes = xstrdup("{\"content\":[]}");
+    call_raw(c, bytes, strlen(bytes), bytes);
+    call_finish(c);
+    call_unref(c);
+    return NULL;
+}
+
+/*
+ * The HTTP stream's case: the client closes the connection while the
+ * script runs. The transport abandons the call and frees its state; the run
+ * then ends and its answer must go nowhere (no callback into the freed
+ * transport, no crash; under ASan a use after free would fail here).
+ */
+TEST(disconnect_mid_run)
+{
+    struct receiver *rx = xcalloc(1, sizeof *rx);
+    struct call *c = call_new(&S);
+    c->id = json_integer(1);
+    call_on_complete(c, rx_done, rx);
+    call_on_event(c, rx_event, rx);
+    c->out.kind = CALL_RUN;
+    call_ref(c);                /* the running script's reference */
+    rpc_abandon(c);             /* the stream closed */
+    atomic_store(&rx->gone, 1);
+    call_unref(c);              /* the transport's reference */
+    /* rx stays allocated (marked gone) so that a late callback is counted
+     * rather than only undefined */
+    pthread_t t;
+    pthread_create(&t, NULL, finish_run, c);
+    pthread_join(t, NULL);
+    int calls = atomic_load(&rx->calls), late = atomic_load(&rx->late);
+    free(rx->last);
+    free(rx);
+    CHECK_EQ(calls, 0);
+    CHECK_EQ(late, 0);
+}
+
+/* The same race run many times with both sides on their own threads: the
+ * answer is delivered at most once, and never after the transport's
+ * detach returned. */
+static void *detach_side(void *arg)
+{
+    struct call *c = arg;
+    struct receiver *rx = c->arg;
+    rpc_abandon(c);
+    atomic_store(&rx->gone, 1);
+    return NULL;
+}
+
+TEST(disconnect_races_completion)
+{
+    int delivered = 0;
+    for (int i = 0; i < 2000; i++) {
+        struct receiver rx = {0};
+        struct call *c = call_new(&S);
+        call_on_complete(c, rx_done, &rx);
+        c->out.kind = CALL_RUN;
+        call_ref(c);            /* the running script's */
+        pthread_t a, b;
+        pthread_create(&b, NULL, detach_side, c);
+        pthread_create(&a, NULL, finish_run, c);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        int calls = atomic_load(&rx.calls), late = atomic_load(&rx.late);
+        call_unref(c);
+        free(rx.last);
+        CHECK(calls <= 1);
+        CHECK_EQ(late, 0);
+        delivered += calls;
+    }
+    printf("# %d of 2000 answers arrived before the detach\n", delivered);
+}
+
+/* Without a callback (a caller that reads the answer afterwards) the bytes
+ * stay on the context. */
+TEST(no_callback_keeps_body)
+{
+    struct call *c = call_new(&S);
+    const char *body = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}";
+    rpc_handle(c, body, strlen(body), &(struct rpc_headers){0});
+    CHECK_EQ(c->out.kind, CALL_RESULT);
+    CHECK_MEM(c->body, c->len, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
+    call_unref(c);
+}
+
+int main(void)
+{
+    x_install_json_alloc();
+    log_set_level(LOG_WARN);
+    make_tree();
+    server_up();
+
+    RUN(env_result_legacy);
+    RUN(env_result_modern);
+    RUN(env_result_raw_both_eras);
+    RUN(env_error_shapes);
+    RUN(batch_refused_once);
+    RUN(pending_completed_once);
+    RUN(disconnect_mid_run);
+    RUN(disconnect_races_completion);
+    RUN(no_callback_keeps_body);
+
+    server_down();
+    rm_tree(base);
+    DONE();
+}
