@@ -244,8 +244,8 @@ static void tick(struct tasks *t, int final)
     while (fl) {
         struct finish *f = fl;
         fl = f->next;
-        int rc = tstore_finish(t->store, f->id, f->client, f->status, f->msg, f->result, f->ttl, why,
-                           sizeof why);
+        int rc = tstore_finish(t->store, f->id, f->client, f->status, f->msg, f->result, f->ttl,
+                               why, sizeof why);
         if (rc < 0 && !final) {
             /* Redis is away: keep the result and try again next tick. */
             log_warn("task %s: cannot store its result yet: %s", f->id, why);
@@ -780,9 +780,9 @@ int tasks_create(struct mcp_call *c)
         int err = json_is_true(json_object_get(res, "isError"));
         json_decref(res);
         const char *st = err ? "tool_error" : "completed";
-        if (tstore_finish(t->store, r.id, r.client, st, err ? "run_skill_script returned an error; the "
-                                                   "result says why" : "",
-                      copy, r.ttl, why, sizeof why) < 0) {
+        if (tstore_finish(t->store, r.id, r.client, st,
+                          err ? "run_skill_script returned an error; the result says why" : "",
+                          copy, r.ttl, why, sizeof why) < 0) {
             free(copy);
             return unavailable(c, why);
         }
