@@ -33,6 +33,7 @@
 #ifndef SKILL_AUTH_H
 #define SKILL_AUTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct err;
@@ -102,14 +103,15 @@ void auth_set_worker(struct auth *a, int index);
 /* In the master when worker index died: frees the slots it held. */
 void auth_script_reap(struct auth *a, int index);
 
-/*
- * `skill-mcp token add NAME [--rpm N] --file FILE`: makes a random token
- * ("smcp_" + 43 base64url characters from 32 bytes of getrandom), appends
- * "NAME sha256hex [rpm]" to FILE (created 0600 when missing; a NAME already
- * present or an invalid NAME is refused) and prints the token once on
- * stdout. argv starts after "token". Returns a process exit code (0, 1 on
- * failure, 2 on usage).
- */
-int auth_token_cli(int argc, char **argv);
+/* ---- the token file, for `skill-mcp token add` (cli_token.c) ---- */
+
+/* 1 when s[0..n) may name a client: 1-AUTH_MAX_ID of A-Z a-z 0-9 . _ - @. */
+int auth_id_valid(const char *s, size_t n);
+/* 1 when the token file open on fd already names client id; *ends_nl says
+ * whether it ends in a newline (an empty file does). Reads through a dup. */
+int auth_file_names(int fd, const char *id, int *ends_nl);
+/* The token file line for client name and token ("NAME sha256hex [rpm]\n";
+ * rpm < 0: no limit) in out[0..cap): its length, or -1. */
+int auth_token_line(const char *name, const char *token, long rpm, char *out, size_t cap);
 
 #endif

@@ -156,19 +156,19 @@ static const struct opt opts[] = {
 };
 #undef O
 
+static void (*usage_commands)(FILE *f);
+
+void cfg_set_usage_commands(void (*fn)(FILE *f))
+{
+    usage_commands = fn;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: skill-mcp [options]\n"
-            "       skill-mcp export DIR [--skills DIR ...]\n"
-            "       skill-mcp fetch URL [--into DIR] [--name NAME]... [--json] [--allow-http]\n"
-            "                       [--allow-address ADDR[:PORT]]...\n"
-            "       skill-mcp validate [--json] DIR...\n"
-            "       skill-mcp list [--json] DIR...\n"
-            "       skill-mcp token add NAME [--rpm N] --file FILE\n"
-            "       skill-mcp lock approve|revoke|diff|status|gc ... (skill-mcp lock --help)\n\n"
-            "Serves a library of Agent Skills over MCP Streamable HTTP; `export` writes its\n"
-            "Agent Skills discovery index and artifacts to DIR as static files.\n\noptions:\n");
+    fprintf(f, "usage: skill-mcp [options]\n");
+    if (usage_commands)
+        usage_commands(f);
+    fprintf(f, "\nServes a library of Agent Skills over MCP Streamable HTTP.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[i].name, *opts[i].arg ? " " : "", opts[i].arg);
@@ -176,6 +176,11 @@ static void usage(FILE *f)
     }
     fprintf(f, "  %-26s %s\n  %-26s %s\n", "--help", "show this help", "--version",
             "print the version");
+}
+
+void cfg_usage(FILE *f)
+{
+    usage(f);
 }
 
 static int bad(const char *flag, const char *val, const char *why)

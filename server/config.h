@@ -7,6 +7,7 @@
 #define SKILL_CONFIG_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define CFG_MAX_ROOTS 32
 
@@ -88,6 +89,10 @@ struct cfg {
  * after printing a clear message to stderr (exit 2).
  */
 int cfg_parse(struct cfg *c, int argc, char **argv);
+/* The --help text on f. The subcommands' lines come from fn (main.c's
+ * table), printed after the first usage line. */
+void cfg_usage(FILE *f);
+void cfg_set_usage_commands(void (*fn)(FILE *f));
 
 /* 1 when host names a loopback address (127.0.0.0/8, ::1, localhost). */
 int cfg_is_loopback(const char *host);

@@ -681,26 +681,9 @@ out:
 
 /* ---- downloads ------------------------------------------------------------ */
 
-struct opts {
-    const char *url, *into;
-    const char *cacert;     /* CA bundle trusted instead of the system's, or NULL */
-    const char **names;
-    size_t nnames;
-    int json;
-    int allow_http;         /* plain http may be fetched (a local test index) */
-    struct fetch_allow *allow;  /* --allow-address: otherwise refused destinations */
-    size_t nallow;
-    int64_t max_bytes;
-    double timeout;
-    struct fetch_limits lim;
-    /* scheme://host:port of the index URL as given: the one origin that
-     * gets SKILL_MCP_FETCH_TOKEN, for the index and for every artifact */
-    char tok_origin[512];
-};
-
 struct dl {
     CURL *c;
-    const struct opts *o;
+    const struct fetch_opts *o;
     struct buf b;
     int too_big;
     char refused[320];      /* the first connection the address check refused */
@@ -794,7 +777,7 @@ static int url_origin(const char *url, char *out, size_t outlen)
     return rc;
 }
 
-static int url_ok(const char *url, const struct opts *o, int https_only, char **shown,
+static int url_ok(const char *url, const struct fetch_opts *o, int https_only, char **shown,
                   char *why, size_t whylen)
 {
     CURLU *u = curl_url();
@@ -836,7 +819,7 @@ out:
  * --timeout. *ctype (may be NULL) and *eff (the URL after redirects) are
  * malloc'd copies. Returns 0 or -1 with why[] set.
  */
-static int download(const char *url, const struct opts *o, int https_only, int64_t max,
+static int download(const char *url, const struct fetch_opts *o, int https_only, int64_t max,
                     struct buf *out, char **ctype, char **eff, char *why, size_t whylen)
 {
     struct dl d = {.o = o};
@@ -1144,7 +1127,7 @@ static int check_skill_md(int stagefd, const char *folder, const struct fetch_en
  * Downloads, verifies, stages and installs entry f. The staging folder is
  * removed on every failure; DIR/<name> is created only by the final rename.
  */
-static void install_one(const struct opts *o, int intofd, const char *index_eff, int https_only,
+static void install_one(const struct fetch_opts *o, int intofd, const char *index_eff, int https_only,
                         const struct fetch_entry *f, struct result *res)
 {
     char *url = NULL, *scheme = NULL, *path = NULL, *ctype = NULL, *eff = NULL;
@@ -1255,118 +1238,9 @@ out:
     free(eff);
 }
 
-/* ---- the command line ------------------------------------------------------- */
+/* ---- installing an index ------------------------------------------------------ */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: skill-mcp fetch URL [--into DIR] [--name NAME]... [--json]\n"
-            "                 [--max-bytes N] [--timeout SECONDS] [--max-files N]\n"
-            "                 [--max-expanded N] [--cacert FILE]\n"
-            "                 [--allow-http] [--allow-address ADDR[:PORT]]...\n"
-            "  Installs the skills of URL/.well-known/agent-skills/index.json into DIR\n"
-            "  (default: the current folder), each verified against its digest.\n"
-            "  Only https, and only public addresses; --allow-http and --allow-address\n"
-            "  open exactly what a local test index needs.\n");
-}
-
-static int num_arg(const char *flag, const char *v, double min, double max, double *out,
-                   FILE *err)
-{
-    char *end;
-    errno = 0;
-    double d = v ? strtod(v, &end) : 0;
-    if (!v || errno || end == v || *end || d < min || d > max) {
-        fprintf(err, "skill-mcp fetch: %s needs a number from %g to %g\n", flag, min, max);
-        return -1;
-    }
-    *out = d;
-    return 0;
-}
-
-static int parse_opts(int argc, char **argv, struct opts *o, FILE *out, FILE *err)
-{
-    memset(o, 0, sizeof *o);
-    o->into = ".";
-    o->max_bytes = DEFAULT_MAX_BYTES;
-    o->timeout = DEFAULT_TIMEOUT;
-    o->lim = (struct fetch_limits){DEFAULT_MAX_ENTRIES, DEFAULT_MAX_EXPANDED, MAX_FILE};
-    o->names = xcalloc((size_t)argc + 1, sizeof *o->names);
-    o->allow = xcalloc((size_t)argc + 1, sizeof *o->allow);
-    for (int i = 0; i < argc; i++) {
-        char flag[32];
-        const char *a = argv[i], *v, *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
-        int step = 1;       /* arguments a value flag consumes after a */
-        if (eq) {           /* --flag=value */
-            snprintf(flag, sizeof flag, "%.*s", (int)(eq - a < 31 ? eq - a : 31), a);
-            v = eq + 1;
-            step = 0;
-        } else {
-            snprintf(flag, sizeof flag, "%s", a);
-            v = i + 1 < argc ? argv[i + 1] : NULL;
-        }
-        double d;
-        if (!strcmp(flag, "-h") || !strcmp(flag, "--help")) {
-            usage(out);
-            return 1;
-        } else if (!strcmp(flag, "--json") && !eq) {
-            o->json = 1;
-            step = 0;
-        } else if (!strcmp(flag, "--allow-http") && !eq) {
-            o->allow_http = 1;
-            step = 0;
-        } else if (!strcmp(flag, "--allow-address") && v) {
-            if (fetch_allow_parse(v, &o->allow[o->nallow]) < 0) {
-                fprintf(err, "skill-mcp fetch: --allow-address wants an IP address, "
-                             "ADDR:PORT or [V6]:PORT (a host name is not taken): %s\n", v);
-                return -1;
-            }
-            o->nallow++;
-        } else if (!strcmp(flag, "--into") && v) {
-            o->into = v;
-        } else if (!strcmp(flag, "--cacert") && v) {
-            o->cacert = v;
-        } else if (!strcmp(flag, "--name") && v) {
-            o->names[o->nnames++] = v;
-        } else if (!strcmp(flag, "--max-bytes")) {
-            if (num_arg(flag, v, 1, 1e12, &d, err) < 0)
-                return -1;
-            o->max_bytes = (int64_t)d;
-        } else if (!strcmp(flag, "--timeout")) {
-            if (num_arg(flag, v, 0.1, 86400, &d, err) < 0)
-                return -1;
-            o->timeout = d;
-        } else if (!strcmp(flag, "--max-files")) {
-            if (num_arg(flag, v, 1, 1e7, &d, err) < 0)
-                return -1;
-            o->lim.max_entries = (int64_t)d;
-        } else if (!strcmp(flag, "--max-expanded")) {
-            if (num_arg(flag, v, 1, 1e12, &d, err) < 0)
-                return -1;
-            o->lim.max_expanded = (int64_t)d;
-            if (o->lim.max_file > o->lim.max_expanded)
-                o->lim.max_file = o->lim.max_expanded;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(err, "skill-mcp fetch: unknown flag or missing value: %s\n", a);
-            usage(err);
-            return -1;
-        } else if (!o->url) {
-            o->url = a;
-            step = 0;
-        } else {
-            fprintf(err, "skill-mcp fetch: one URL only (got '%s' too)\n", a);
-            return -1;
-        }
-        i += step;
-    }
-    if (!o->url) {
-        usage(err);
-        return -1;
-    }
-    return 0;
-}
-
-static void report(const struct opts *o, json_t *arr, FILE *out, const char *label,
+static void report(const struct fetch_opts *o, json_t *arr, FILE *out, const char *label,
                    const struct fetch_entry *f, const struct result *r)
 {
     if (o->json) {
@@ -1397,15 +1271,18 @@ static void report(const struct opts *o, json_t *arr, FILE *out, const char *lab
                             "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
 }
 
-int fetch_run(int argc, char **argv, FILE *out, FILE *err)
+void fetch_opts_init(struct fetch_opts *o)
 {
-    struct opts o;
-    int prc = parse_opts(argc, argv, &o, out, err);
-    if (prc) {
-        free((void *)o.names);
-        free(o.allow);
-        return prc > 0 ? 0 : 2;
-    }
+    memset(o, 0, sizeof *o);
+    o->into = ".";
+    o->max_bytes = DEFAULT_MAX_BYTES;
+    o->timeout = DEFAULT_TIMEOUT;
+    o->lim = (struct fetch_limits){DEFAULT_MAX_ENTRIES, DEFAULT_MAX_EXPANDED, MAX_FILE};
+}
+
+int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
+{
+    struct fetch_opts o = *op;
     /* A missing --into folder (its parent existing) is created, and removed
      * again if nothing ends up installed in it. */
     int created = 0;
@@ -1416,8 +1293,6 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     }
     if (intofd < 0) {
         x_fprintf_text(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
-        free((void *)o.names);
-        free(o.allow);
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1505,16 +1380,9 @@ int fetch_run(int argc, char **argv, FILE *out, FILE *err)
     free(iurl);
     free(ctype);
     free(eff);
-    free((void *)o.names);
-    free(o.allow);
     close(intofd);
     if (created && !installed)
         rmdir(o.into);
     curl_global_cleanup();
     return refused ? 1 : 0;
-}
-
-int fetch_main(int argc, char **argv)
-{
-    return fetch_run(argc, argv, stdout, stderr);
 }

@@ -102,12 +102,35 @@ struct fetch_limits {
 int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
                   char *why, size_t whylen);
 
+/* What to fetch and how (the flags of `skill-mcp fetch`, cli_fetch.c). */
+struct fetch_opts {
+    const char *url, *into;
+    const char *cacert;     /* CA bundle trusted instead of the system's, or NULL */
+    const char **names;     /* --name: only these entries (none: all) */
+    size_t nnames;
+    int json;
+    int allow_http;         /* plain http may be fetched (a local test index) */
+    struct fetch_allow *allow;  /* --allow-address: otherwise refused destinations */
+    size_t nallow;
+    int64_t max_bytes;
+    double timeout;
+    struct fetch_limits lim;
+    /* scheme://host:port of the index URL as given: the one origin that
+     * gets SKILL_MCP_FETCH_TOKEN, for the index and for every artifact
+     * (fetch_install sets it in its own copy) */
+    char tok_origin[512];
+};
+
+/* The defaults: into ".", the byte, time and archive limits. */
+void fetch_opts_init(struct fetch_opts *o);
+
 /*
- * The command line, argv starting after "fetch". Exit status: 0 every
- * selected skill installed (or skipped: unknown type), 1 something was
- * refused (the index included), 2 usage or an unusable --into folder.
+ * Installs the selected skills of o->url's index into o->into, reporting
+ * each on out (lines, or one JSON document with o->json) and failures on
+ * err. Exit status: 0 every selected skill installed (or skipped: unknown
+ * type), 1 something was refused (the index included), 2 an unusable
+ * --into folder.
  */
-int fetch_run(int argc, char **argv, FILE *out, FILE *err);
-int fetch_main(int argc, char **argv);
+int fetch_install(struct fetch_opts *o, FILE *out, FILE *err);
 
 #endif

@@ -19,9 +19,8 @@
 #include <string.h>
 
 #include "auth.h"
+#include "cli.h"
 #include "config.h"
-#include "discovery.h"
-#include "fetch.h"
 #include "http.h"
 #include "lock.h"
 #include "loop.h"
@@ -36,7 +35,6 @@
 #include "tasks.h"
 #include "tools.h"
 #include "util.h"
-#include "validate.h"
 
 static const char instructions[] =
     "This server is a library of skills: expert instructions, references and scripts for "
@@ -328,59 +326,50 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
     return 0;
 }
 
-/*
- * skill-mcp export DIR [--skills ...]: the discovery index and its artifacts
- * as static files, byte-identical to what the server serves.
- */
-static int export_main(int argc, char **argv)
+/* ---- subcommands ----------------------------------------------------------- */
+
+/* `skill-mcp NAME ...`: each runs with argv after NAME and returns the exit
+ * code. The --help text lists them from here. */
+static const struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *args;
+    const char *help;
+} subcommands[] = {
+    {"export", cli_export, "DIR [--skills DIR ...]",
+     "write the discovery index and its artifacts to DIR as static files"},
+    {"fetch", cli_fetch, "URL [--into DIR] [--name NAME]... [--json] ...",
+     "install skills from an Agent Skills discovery index"},
+    {"validate", cli_validate, "[--json] DIR...", "lint skills against the format and the rules"},
+    {"list", cli_list, "[--json] DIR...", "show what discovery finds under each DIR"},
+    {"token", cli_token, "add NAME [--rpm N] --file FILE", "make a client token"},
+    {"lock", cli_lock, "approve|revoke|diff|status|gc ...",
+     "review and approve skill versions (--lock)"},
+};
+
+static void usage_commands(FILE *f)
 {
-    struct cfg c;
-    if (argc < 3 || argv[2][0] == '-') {
-        fprintf(stderr, "usage: skill-mcp export DIR [--skills DIR ...]\n");
-        return 2;
-    }
-    const char *dir = argv[2];
-    argv[2] = argv[0];      /* cfg_parse reads flags after its argv[0] */
-    int rc = cfg_parse(&c, argc - 2, argv + 2);
-    if (rc)
-        return rc > 0 ? 0 : 2;
-    log_set_level(LOG_WARN);
-    x_install_json_alloc();
-    struct skills *sk = skills_new(c.roots, c.nroots, NULL, NULL, NULL, NULL);
-    if (!sk)
-        return 2;
-    struct snapshot *snap = skills_acquire(sk);
-    rc = discovery_export(snap, dir);
-    skills_release(snap);
-    skills_free(sk);
-    discovery_cache_clear();
-    return rc ? 1 : 0;
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        fprintf(f, "       skill-mcp %s %s\n", subcommands[i].name, subcommands[i].args);
+    fprintf(f, "\ncommands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+        fprintf(f, "  %-26s %s\n", subcommands[i].name, subcommands[i].help);
 }
 
 int main(int argc, char **argv)
 {
     struct srv S = {0};
     sigset_t sigs;
-    if (argc > 1 && !strcmp(argv[1], "export"))
-        return export_main(argc, argv);
-    if (argc > 1 && !strcmp(argv[1], "fetch")) {
-        x_install_json_alloc();
-        return fetch_main(argc - 2, argv + 2);
+    cfg_set_usage_commands(usage_commands);
+    if (argc > 1 && !strcmp(argv[1], "help")) {
+        cfg_usage(stdout);
+        return 0;
     }
-    if (argc > 1 && !strcmp(argv[1], "token"))
-        return auth_token_cli(argc - 2, argv + 2);
-    if (argc > 1 && !strcmp(argv[1], "lock")) {
-        x_install_json_alloc();
-        return lock_cli(argc - 2, argv + 2);
-    }
-    if (argc > 1 && !strcmp(argv[1], "validate")) {
-        x_install_json_alloc();
-        return validate_main(argc - 2, argv + 2);
-    }
-    if (argc > 1 && !strcmp(argv[1], "list")) {
-        x_install_json_alloc();
-        return validate_list_main(argc - 2, argv + 2);
-    }
+    for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof *subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            x_install_json_alloc();
+            return subcommands[i].run(argc - 2, argv + 2);
+        }
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;

@@ -18,27 +18,13 @@
  * `working`, so a cancel that won keeps `cancelled` (the killed script's
  * result is still kept for tasks/result).
  *
- * Redis layout (all keys under "skill-mcp:"):
- *   task:<id>      hash, the record; PEXPIREd to ttl when it finishes, and
- *                  to ttl + the longest a run can take while it works
- *   live:<client>  zset of the client's working tasks (the per-client bound;
- *                  entries whose task ended or whose owner died are dropped
- *                  when the next task is created)
- *   tasks:<client> zset of all the client's tasks, for tasks/list
- *   quota:<key>    zset of every record the client keeps (the bound on stored
- *                  records: at the bound the oldest finished one is deleted),
- *                  scored in creation order (the creation ms, made to grow
- *                  strictly: two tasks of one millisecond keep their order)
- *   owner:<owner>  the owning worker's heartbeat (PX 5 s, renewed every
- *                  second): a working task whose owner's heartbeat is gone
- *                  is reported failed
- * Multi-key changes are Lua scripts, so they are atomic.
+ * The records live in a task store (tstore.h): tstore_mem.c or
+ * tstore_redis.c, which also describes the Redis layout.
  */
 #include "tasks.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +39,7 @@
 #include "proto.h"
 #include "runner.h"
 #include "tools.h"
+#include "tstore.h"
 #include "util.h"
 
 #define EXT_TASKS "io.modelcontextprotocol/tasks"
@@ -63,25 +50,10 @@
  * post hook); another worker cannot see the owner's runs, so it waits by
  * the clock. */
 #define CANCEL_SETTLE_MS 10000
-#define HEARTBEAT_PX 5000
 #define PAGE 20                 /* tasks/list page */
-#define MEM_MAX_TASKS 10000     /* records kept in memory at most */
 /* A task that ended before anything ran (unknown skill, bad arguments) is
  * kept this long at most: long enough to read, too short to hoard. */
 #define EARLY_TTL_MS 60000
-#define REDIS_TIMEOUT_MS 1000
-
-struct trec {
-    char id[40];
-    char client[80];
-    char quota[80];
-    char status[16];
-    char msg[400];
-    int64_t created, updated, ttl;  /* ms since the epoch; ttl in ms */
-    char owner[96];
-    char rid[40];
-    char *result;                   /* CallToolResult JSON, or NULL */
-};
 
 /* A task this worker runs. */
 struct live {
@@ -108,13 +80,6 @@ struct tasks_wait {
     struct tasks_wait *next;
 };
 
-/* Memory store entry. */
-struct mtask {
-    struct trec r;
-    int64_t expires;            /* ms since the epoch; 0 while working */
-    struct mtask *next;
-};
-
 struct tasks {
     struct srv *S;
     pthread_mutex_t mu;
@@ -124,14 +89,7 @@ struct tasks {
     struct live *live;              /* guarded by mu */
     struct finish *finishes;        /* guarded by mu */
     struct tasks_wait *waits;       /* guarded by mu */
-    struct mtask *mem, **mem_tail;  /* memory store, guarded by mu */
-    size_t nmem;
-    /* Redis */
-    int redis;
-    char host[256], password[256], where[300];
-    int port, db;
-    pthread_key_t conn_key;     /* this thread's connection */
-    struct connref { redisContext *c; struct connref *next; } *conns;  /* all, guarded by mu */
+    struct tstore *store;
     char owner[96];
 };
 
@@ -167,12 +125,6 @@ static int is_terminal(const char *st)
     return strcmp(st, "working") != 0;
 }
 
-static void trec_cleanup(struct trec *r)
-{
-    free(r->result);
-    r->result = NULL;
-}
-
 static const char *client_of(const struct call *c)
 {
     return c->client ? c->client : "";
@@ -181,591 +133,6 @@ static const char *client_of(const struct call *c)
 static int unavailable(struct call *c, const char *why)
 {
     return call_error(c, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why);
-}
-
-/* ---- Redis ----------------------------------------------------------------- */
-
-static int parse_url(struct tasks *t, const char *url)
-{
-    const char *p = url;
-    if (!strncmp(p, "redis://", 8))
-        p += 8;
-    else
-        return -1;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        const char *pw = colon ? colon + 1 : p;
-        size_t n = (size_t)(at - pw);
-        if (n >= sizeof t->password)
-            return -1;
-        memcpy(t->password, pw, n);
-        t->password[n] = '\0';
-        p = at + 1;
-    }
-    size_t hl = strcspn(p, ":/");
-    if (!hl || hl >= sizeof t->host)
-        return -1;
-    memcpy(t->host, p, hl);
-    t->host[hl] = '\0';
-    p += hl;
-    t->port = 6379;
-    if (*p == ':') {
-        char *end;
-        long v = strtol(p + 1, &end, 10);
-        if (end == p + 1 || v < 1 || v > 65535)
-            return -1;
-        t->port = (int)v;
-        p = end;
-    }
-    t->db = 0;
-    if (*p == '/' && p[1]) {
-        char *end;
-        long v = strtol(p + 1, &end, 10);
-        if (end == p + 1 || *end || v < 0 || v > 100000)
-            return -1;
-        t->db = (int)v;
-        p = end;
-    } else if (*p == '/') {
-        p++;
-    }
-    if (*p)
-        return -1;
-    snprintf(t->where, sizeof t->where, "redis at %s:%d", t->host, t->port);
-    return 0;
-}
-
-/* Connections are freed by tasks_free(), after every thread that may use
- * one has stopped, or when they fail. */
-static void conn_add(struct tasks *t, redisContext *c)
-{
-    struct connref *r = xmalloc(sizeof *r);
-    r->c = c;
-    pthread_mutex_lock(&t->mu);
-    r->next = t->conns;
-    t->conns = r;
-    pthread_mutex_unlock(&t->mu);
-}
-
-static void conn_drop(struct tasks *t, redisContext *c)
-{
-    pthread_mutex_lock(&t->mu);
-    for (struct connref **pp = &t->conns; *pp; pp = &(*pp)->next)
-        if ((*pp)->c == c) {
-            struct connref *r = *pp;
-            *pp = r->next;
-            free(r);
-            break;
-        }
-    pthread_mutex_unlock(&t->mu);
-    redisFree(c);
-    pthread_setspecific(t->conn_key, NULL);
-}
-
-/* This thread's connection, made on first use and after an error. */
-static redisContext *conn(struct tasks *t, char *why, size_t wl)
-{
-    redisContext *c = pthread_getspecific(t->conn_key);
-    if (c)
-        return c;
-    struct timeval tv = {REDIS_TIMEOUT_MS / 1000, (REDIS_TIMEOUT_MS % 1000) * 1000};
-    c = redisConnectWithTimeout(t->host, t->port, tv);
-    if (!c || c->err) {
-        snprintf(why, wl, "%s: %s", t->where, c ? c->errstr : "cannot connect");
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    char dbs[16];
-    snprintf(dbs, sizeof dbs, "%d", t->db);
-    const char *steps[2][2] = {{"AUTH", t->password}, {"SELECT", dbs}};
-    int need[2] = {t->password[0] != 0, t->db != 0};
-    /* A connection that fails AUTH or SELECT is not kept: the next request
-     * starts again from the connect. */
-    for (int i = 0; i < 2; i++) {
-        if (!need[i])
-            continue;
-        redisReply *r = redisCommandArgv(c, 2, steps[i], NULL);
-        if (!r || c->err || r->type == REDIS_REPLY_ERROR) {
-            snprintf(why, wl, "%s: %s failed: %s", t->where, steps[i][0],
-                     c->err ? c->errstr : r ? r->str : "no reply");
-            if (r)
-                freeReplyObject(r);
-            redisFree(c);
-            return NULL;
-        }
-        freeReplyObject(r);
-    }
-    pthread_setspecific(t->conn_key, c);
-    conn_add(t, c);
-    return c;
-}
-
-/* One command; NULL (why set, connection dropped) on any failure. A
- * connection kept from earlier may have been closed by a Redis restart:
- * that one is retried once on a fresh connection. */
-static redisReply *cmd(struct tasks *t, char *why, size_t wl, int argc, const char **argv)
-{
-    redisReply *r = NULL;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int reused = pthread_getspecific(t->conn_key) != NULL;
-        redisContext *c = conn(t, why, wl);
-        if (!c)
-            return NULL;
-        r = redisCommandArgv(c, argc, argv, NULL);
-        if (r && !c->err)
-            break;
-        snprintf(why, wl, "%s: %s", t->where, c->err ? c->errstr : "no reply");
-        if (r)
-            freeReplyObject(r);
-        r = NULL;
-        conn_drop(t, c);
-        if (!reused)
-            return NULL;
-    }
-    if (!r)
-        return NULL;
-    if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, wl, "%s: %s", t->where, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
-static void key(char *out, size_t n, const char *kind, const char *name)
-{
-    snprintf(out, n, "skill-mcp:%s:%s", kind, name);
-}
-
-/* Creates the record unless the client has max working tasks already
- * (0; working entries whose task ended or whose owner is gone do not
- * count), or keeps cap records all working (2). At cap, its expired
- * entries and then its oldest finished records are deleted first. */
-static const char LUA_CREATE[] =
-    "local ids = redis.call('ZRANGE', KEYS[2], 0, -1)\n"
-    "for _, id in ipairs(ids) do\n"
-    "  local st = redis.call('HMGET', 'skill-mcp:task:' .. id, 'status', 'owner')\n"
-    "  if st[1] ~= 'working' or redis.call('EXISTS', 'skill-mcp:owner:' .. (st[2] or '')) == 0 then\n"
-    "    redis.call('ZREM', KEYS[2], id)\n"
-    "  end\n"
-    "end\n"
-    "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end\n"
-    "local cap = tonumber(ARGV[10])\n"
-    "local n = redis.call('ZCARD', KEYS[5])\n"
-    "if n >= cap then\n"
-    "  for _, id in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do\n"
-    "    if n < cap then break end\n"
-    "    local k = 'skill-mcp:task:' .. id\n"
-    "    local st = redis.call('HMGET', k, 'status', 'client')\n"
-    "    if not st[1] then\n"
-    "      redis.call('ZREM', KEYS[5], id)\n"
-    "      n = n - 1\n"
-    "    elseif st[1] ~= 'working' then\n"
-    "      redis.call('DEL', k)\n"
-    "      redis.call('ZREM', KEYS[5], id)\n"
-    "      redis.call('ZREM', 'skill-mcp:tasks:' .. (st[2] or ''), id)\n"
-    "      n = n - 1\n"
-    "    end\n"
-    "  end\n"
-    "  if n >= cap then return 2 end\n"
-    "end\n"
-    "redis.call('SET', KEYS[4], '1', 'PX', ARGV[8])\n"
-    "redis.call('HSET', KEYS[1], 'status', 'working', 'created', ARGV[3], 'updated', ARGV[3],\n"
-    "  'ttl', ARGV[4], 'owner', ARGV[5], 'client', ARGV[6], 'rid', ARGV[7])\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[9])\n"
-    "redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])\n"
-    "redis.call('PEXPIRE', KEYS[2], ARGV[9])\n"
-    "redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])\n"
-    "redis.call('PEXPIRE', KEYS[3], ARGV[9])\n"
-    "local sc = tonumber(ARGV[3])\n"
-    "local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')\n"
-    "if last[2] and tonumber(last[2]) >= sc then sc = tonumber(last[2]) + 1 end\n"
-    "redis.call('ZADD', KEYS[5], sc, ARGV[1])\n"
-    "redis.call('PEXPIRE', KEYS[5], ARGV[9])\n"
-    "return 1\n";
-
-/* Ends a working record (a terminal one keeps its status); keeps the result. */
-static const char LUA_FINISH[] =
-    "local st = redis.call('HGET', KEYS[1], 'status')\n"
-    "if not st then return 0 end\n"
-    "if st == 'working' then\n"
-    "  redis.call('HSET', KEYS[1], 'status', ARGV[1], 'msg', ARGV[2], 'updated', ARGV[4])\n"
-    "end\n"
-    "if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'result', ARGV[3]) end\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[5])\n"
-    "redis.call('ZREM', KEYS[2], ARGV[6])\n"
-    "return 1\n";
-
-/* Cancels a working record of this client: 'ok', the terminal status, or
- * '' when there is no such task for this client. */
-static const char LUA_CANCEL[] =
-    "local st = redis.call('HMGET', KEYS[1], 'status', 'client')\n"
-    "if not st[1] or st[2] ~= ARGV[1] then return '' end\n"
-    "if st[1] ~= 'working' then return st[1] end\n"
-    "redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', ARGV[3], 'updated', ARGV[2])\n"
-    "return 'ok'\n";
-
-/* ---- the store --------------------------------------------------------------- */
-
-static struct mtask *mem_find(struct tasks *t, const char *id)
-{
-    for (struct mtask *m = t->mem; m; m = m->next)
-        if (!strcmp(m->r.id, id))
-            return m;
-    return NULL;
-}
-
-static void mem_sweep(struct tasks *t, int64_t now)
-{
-    struct mtask **pp = &t->mem;
-    t->mem_tail = &t->mem;
-    while (*pp) {
-        struct mtask *m = *pp;
-        if (m->expires && m->expires <= now) {
-            *pp = m->next;
-            trec_cleanup(&m->r);
-            free(m);
-            t->nmem--;
-            continue;
-        }
-        pp = &m->next;
-        t->mem_tail = pp;
-    }
-}
-
-static void mem_drop(struct tasks *t, struct mtask **pp)
-{
-    struct mtask *m = *pp;
-    *pp = m->next;
-    if (t->mem_tail == &m->next)
-        t->mem_tail = pp;
-    trec_cleanup(&m->r);
-    free(m);
-    t->nmem--;
-}
-
-/* Drops the oldest finished record (of quota, or of anyone when NULL):
- * 0, or -1 when every such record is still working. */
-static int mem_evict_oldest(struct tasks *t, const char *quota)
-{
-    for (struct mtask **pp = &t->mem; *pp; pp = &(*pp)->next)
-        if ((!quota || !strcmp((*pp)->r.quota, quota)) && (*pp)->expires) {
-            mem_drop(t, pp);
-            return 0;
-        }
-    return -1;
-}
-
-/* 0 created, 1 the client is at its bound of working tasks, 2 it keeps
- * max_records records all working, -1 store error (why). */
-static int st_create(struct tasks *t, const struct trec *r, int max_live, char *why, size_t wl)
-{
-    const struct cfg *cf = &t->S->cfg;
-    int max_records = cf->max_task_records_per_client;
-    /* the longest a run may take: queue, hooks, script, hooks */
-    int64_t run_ms = (int64_t)((cf->script_queue_timeout + cf->max_script_timeout +
-                                4 * cf->hook_timeout + 60) * 1000);
-    if (!t->redis) {
-        pthread_mutex_lock(&t->mu);
-        mem_sweep(t, wall_ms());
-        int n = 0, kept = 0;
-        for (struct mtask *m = t->mem; m; m = m->next) {
-            n += !strcmp(m->r.client, r->client) && !strcmp(m->r.status, "working");
-            kept += !strcmp(m->r.quota, r->quota);
-        }
-        if (n >= max_live) {
-            pthread_mutex_unlock(&t->mu);
-            return 1;
-        }
-        /* A client at its bound makes room from its own oldest results; a
-         * full store (many clients) from the oldest result of anyone. */
-        for (; kept >= max_records; kept--)
-            if (mem_evict_oldest(t, r->quota) < 0) {
-                pthread_mutex_unlock(&t->mu);
-                return 2;
-            }
-        if (t->nmem >= MEM_MAX_TASKS && mem_evict_oldest(t, NULL) < 0) {
-            pthread_mutex_unlock(&t->mu);
-            snprintf(why, wl, "the server keeps %d working tasks already; try again later",
-                     MEM_MAX_TASKS);
-            return -1;
-        }
-        struct mtask *m = xcalloc(1, sizeof *m);
-        m->r = *r;
-        m->r.result = r->result ? xstrdup(r->result) : NULL;
-        *t->mem_tail = m;
-        t->mem_tail = &m->next;
-        t->nmem++;
-        pthread_mutex_unlock(&t->mu);
-        return 0;
-    }
-    char k1[200], k2[200], k3[200], k4[200], k5[200], max[16], created[24], ttl[24], px[16],
-        life[24], recs[16];
-    key(k1, sizeof k1, "task", r->id);
-    key(k2, sizeof k2, "live", r->client);
-    key(k3, sizeof k3, "tasks", r->client);
-    key(k4, sizeof k4, "owner", r->owner);
-    key(k5, sizeof k5, "quota", r->quota);
-    snprintf(max, sizeof max, "%d", max_live);
-    snprintf(recs, sizeof recs, "%d", max_records);
-    snprintf(created, sizeof created, "%lld", (long long)r->created);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)r->ttl);
-    snprintf(px, sizeof px, "%d", HEARTBEAT_PX);
-    snprintf(life, sizeof life, "%lld", (long long)(r->ttl + run_ms));
-    const char *argv[] = {"EVAL", LUA_CREATE, "5", k1, k2, k3, k4, k5, r->id, max, created, ttl,
-                          r->owner, r->client, r->rid, px, life, recs};
-    redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
-    if (!rep)
-        return -1;
-    long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-    freeReplyObject(rep);
-    return v == 1 ? 0 : v == 2 ? 2 : 1;
-}
-
-static int st_finish(struct tasks *t, const char *id, const char *client, const char *status,
-                     const char *msg, const char *result, int64_t ttl, char *why, size_t wl)
-{
-    int64_t now = wall_ms();
-    if (!t->redis) {
-        pthread_mutex_lock(&t->mu);
-        struct mtask *m = mem_find(t, id);
-        if (m) {
-            if (!strcmp(m->r.status, "working")) {
-                snprintf(m->r.status, sizeof m->r.status, "%s", status);
-                snprintf(m->r.msg, sizeof m->r.msg, "%s", msg);
-                m->r.updated = now;
-            }
-            if (result) {
-                free(m->r.result);
-                m->r.result = xstrdup(result);
-            }
-            m->expires = now + ttl;
-        }
-        pthread_mutex_unlock(&t->mu);
-        return 0;
-    }
-    char k1[200], k2[200], upd[24], px[24];
-    key(k1, sizeof k1, "task", id);
-    key(k2, sizeof k2, "live", client);
-    snprintf(upd, sizeof upd, "%lld", (long long)now);
-    snprintf(px, sizeof px, "%lld", (long long)(ttl > 0 ? ttl : 1));
-    const char *argv[] = {"EVAL", LUA_FINISH, "2", k1, k2, status, msg, result ? result : "",
-                          upd, px, id};
-    redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
-    if (!rep)
-        return -1;
-    freeReplyObject(rep);
-    return 0;
-}
-
-static void fill_from_hash(struct trec *r, redisReply *rep)
-{
-    for (size_t i = 0; i + 1 < rep->elements; i += 2) {
-        const char *f = rep->element[i]->str, *v = rep->element[i + 1]->str;
-        if (!f || !v)
-            continue;
-        if (!strcmp(f, "status"))
-            snprintf(r->status, sizeof r->status, "%s", v);
-        else if (!strcmp(f, "msg"))
-            snprintf(r->msg, sizeof r->msg, "%s", v);
-        else if (!strcmp(f, "created"))
-            r->created = strtoll(v, NULL, 10);
-        else if (!strcmp(f, "updated"))
-            r->updated = strtoll(v, NULL, 10);
-        else if (!strcmp(f, "ttl"))
-            r->ttl = strtoll(v, NULL, 10);
-        else if (!strcmp(f, "owner"))
-            snprintf(r->owner, sizeof r->owner, "%s", v);
-        else if (!strcmp(f, "client"))
-            snprintf(r->client, sizeof r->client, "%s", v);
-        else if (!strcmp(f, "rid"))
-            snprintf(r->rid, sizeof r->rid, "%s", v);
-        else if (!strcmp(f, "result"))
-            r->result = xstrdup(v);
-    }
-}
-
-static const char OWNER_GONE[] =
-    "The server process that ran this task stopped (a worker restart or crash); its result "
-    "is lost. Run the script again.";
-
-/*
- * Reads the record of task id for client: 0 found, 1 no such task (or not
- * this client's, or expired), -1 store error. A working task whose owner's
- * heartbeat is gone is finished as failed first.
- */
-static int st_get(struct tasks *t, const char *id, const char *client, struct trec *r,
-                  char *why, size_t wl)
-{
-    memset(r, 0, sizeof *r);
-    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
-        return 1;
-    if (!t->redis) {
-        pthread_mutex_lock(&t->mu);
-        mem_sweep(t, wall_ms());
-        struct mtask *m = mem_find(t, id);
-        int rc = 1;
-        if (m && !strcmp(m->r.client, client)) {
-            *r = m->r;
-            r->result = m->r.result ? xstrdup(m->r.result) : NULL;
-            rc = 0;
-        }
-        pthread_mutex_unlock(&t->mu);
-        return rc;
-    }
-    char k[200];
-    key(k, sizeof k, "task", id);
-    const char *argv[] = {"HGETALL", k};
-    redisReply *rep = cmd(t, why, wl, 2, argv);
-    if (!rep)
-        return -1;
-    if (rep->type != REDIS_REPLY_ARRAY || !rep->elements) {
-        freeReplyObject(rep);
-        return 1;
-    }
-    snprintf(r->id, sizeof r->id, "%s", id);
-    fill_from_hash(r, rep);
-    freeReplyObject(rep);
-    if (strcmp(r->client, client) || !r->status[0]) {
-        trec_cleanup(r);
-        return 1;
-    }
-    if (!strcmp(r->status, "working") && strcmp(r->owner, t->owner)) {
-        char hb[200];
-        key(hb, sizeof hb, "owner", r->owner);
-        const char *ex[] = {"EXISTS", hb};
-        if (!(rep = cmd(t, why, wl, 2, ex))) {
-            trec_cleanup(r);
-            return -1;
-        }
-        int alive = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
-        freeReplyObject(rep);
-        if (!alive) {
-            if (st_finish(t, id, client, "failed", OWNER_GONE, NULL, r->ttl, why, wl) < 0) {
-                trec_cleanup(r);
-                return -1;
-            }
-            snprintf(r->status, sizeof r->status, "failed");
-            snprintf(r->msg, sizeof r->msg, "%s", OWNER_GONE);
-            r->updated = wall_ms();
-        }
-    }
-    return 0;
-}
-
-static const char CANCELLED_MSG[] = "The task was cancelled by request.";
-
-/* 0 cancelled now, 1 no such task, 2 already terminal (*was set), -1 error. */
-static int st_cancel(struct tasks *t, const char *id, const char *client, char *was, size_t wasl,
-                     char *why, size_t wl)
-{
-    if (strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
-        return 1;
-    int64_t now = wall_ms();
-    if (!t->redis) {
-        pthread_mutex_lock(&t->mu);
-        mem_sweep(t, now);
-        struct mtask *m = mem_find(t, id);
-        int rc = 1;
-        if (m && !strcmp(m->r.client, client)) {
-            if (strcmp(m->r.status, "working")) {
-                snprintf(was, wasl, "%s", m->r.status);
-                rc = 2;
-            } else {
-                snprintf(m->r.status, sizeof m->r.status, "cancelled");
-                snprintf(m->r.msg, sizeof m->r.msg, "%s", CANCELLED_MSG);
-                m->r.updated = now;
-                rc = 0;
-            }
-        }
-        pthread_mutex_unlock(&t->mu);
-        return rc;
-    }
-    char k[200], upd[24];
-    key(k, sizeof k, "task", id);
-    snprintf(upd, sizeof upd, "%lld", (long long)now);
-    const char *argv[] = {"EVAL", LUA_CANCEL, "1", k, client, upd, CANCELLED_MSG};
-    redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
-    if (!rep)
-        return -1;
-    int rc;
-    const char *s = rep->str ? rep->str : "";
-    if (!strcmp(s, "ok"))
-        rc = 0;
-    else if (!*s)
-        rc = 1;
-    else {
-        snprintf(was, wasl, "%s", s);
-        rc = 2;
-    }
-    freeReplyObject(rep);
-    return rc;
-}
-
-/* Up to PAGE records of client from offset; *more when others follow. */
-static int st_list(struct tasks *t, const char *client, size_t offset, struct trec *out,
-                   size_t *n, int *more, char *why, size_t wl)
-{
-    *n = 0;
-    *more = 0;
-    if (!t->redis) {
-        pthread_mutex_lock(&t->mu);
-        mem_sweep(t, wall_ms());
-        size_t i = 0;
-        for (struct mtask *m = t->mem; m; m = m->next) {
-            if (strcmp(m->r.client, client))
-                continue;
-            if (i >= offset && *n < PAGE) {
-                out[*n] = m->r;
-                out[*n].result = NULL;
-                (*n)++;
-            } else if (i >= offset) {
-                *more = 1;
-                break;
-            }
-            i++;
-        }
-        pthread_mutex_unlock(&t->mu);
-        return 0;
-    }
-    char k[200], from[24], to[24];
-    key(k, sizeof k, "tasks", client);
-    snprintf(from, sizeof from, "%zu", offset);
-    snprintf(to, sizeof to, "%zu", offset + PAGE);    /* one more: is there a next page? */
-    const char *argv[] = {"ZRANGE", k, from, to};
-    redisReply *ids = cmd(t, why, wl, 4, argv);
-    if (!ids)
-        return -1;
-    for (size_t i = 0; ids->type == REDIS_REPLY_ARRAY && i < ids->elements; i++) {
-        if (*n == PAGE) {
-            *more = 1;
-            break;
-        }
-        const char *id = ids->element[i]->str;
-        if (!id)
-            continue;
-        int rc = st_get(t, id, client, &out[*n], why, wl);
-        if (rc < 0) {
-            freeReplyObject(ids);
-            for (size_t j = 0; j < *n; j++)
-                trec_cleanup(&out[j]);
-            return -1;
-        }
-        if (rc == 1) {
-            /* expired: drop it from the index */
-            const char *rm[] = {"ZREM", k, id};
-            redisReply *r = cmd(t, why, wl, 3, rm);
-            if (r)
-                freeReplyObject(r);
-            continue;
-        }
-        trec_cleanup(&out[*n]);
-        (*n)++;
-    }
-    freeReplyObject(ids);
-    return 0;
 }
 
 /* ---- rendering ------------------------------------------------------------------ */
@@ -816,7 +183,7 @@ static int settling(struct tasks *t, const struct trec *r)
     for (struct live *l = t->live; l && !live; l = l->next)
         live = !strcmp(l->id, r->id);
     pthread_mutex_unlock(&t->mu);
-    return live || (t->redis && wall_ms() - r->updated < CANCEL_SETTLE_MS);
+    return live || (t->store->shared && wall_ms() - r->updated < CANCEL_SETTLE_MS);
 }
 
 /* The answer of tasks/result for a finished record, set on c. */
@@ -856,17 +223,6 @@ static void wait_drop(struct tasks_wait *w)
 
 /* ---- the tasks thread ------------------------------------------------------------- */
 
-static void heartbeat(struct tasks *t)
-{
-    char k[200], px[16], why[300];
-    key(k, sizeof k, "owner", t->owner);
-    snprintf(px, sizeof px, "%d", HEARTBEAT_PX);
-    const char *argv[] = {"SET", k, "1", "PX", px};
-    redisReply *r = cmd(t, why, sizeof why, 5, argv);
-    if (r)
-        freeReplyObject(r);
-}
-
 static void free_finish(struct finish *f)
 {
     free(f->result);
@@ -885,8 +241,8 @@ static void tick(struct tasks *t, int final)
     while (fl) {
         struct finish *f = fl;
         fl = f->next;
-        int rc = st_finish(t, f->id, f->client, f->status, f->msg, f->result, f->ttl, why,
-                           sizeof why);
+        int rc = tstore_finish(t->store, f->id, f->client, f->status, f->msg, f->result, f->ttl,
+                               why, sizeof why);
         if (rc < 0 && !final) {
             /* Redis is away: keep the result and try again next tick. */
             log_warn("task %s: cannot store its result yet: %s", f->id, why);
@@ -908,8 +264,9 @@ static void tick(struct tasks *t, int final)
         pthread_mutex_unlock(&t->mu);
     }
     /* 2. cancels: a record marked cancelled (by any worker) stops its run */
-    if (t->redis && !final) {
-        heartbeat(t);
+    if (!final)
+        tstore_tick(t->store);
+    if (t->store->shared && !final) {
         char ids[64][40];
         int n = 0;
         pthread_mutex_lock(&t->mu);
@@ -918,14 +275,9 @@ static void tick(struct tasks *t, int final)
                 snprintf(ids[n++], sizeof ids[0], "%s", l->id);
         pthread_mutex_unlock(&t->mu);
         for (int i = 0; i < n; i++) {
-            char k[200];
-            key(k, sizeof k, "task", ids[i]);
-            const char *argv[] = {"HGET", k, "status"};
-            redisReply *r = cmd(t, why, sizeof why, 3, argv);
-            if (!r)
+            int cancelled = tstore_cancelled(t->store, ids[i], why, sizeof why);
+            if (cancelled < 0)
                 break;
-            int cancelled = r->str && !strcmp(r->str, "cancelled");
-            freeReplyObject(r);
             if (!cancelled)
                 continue;
             pthread_mutex_lock(&t->mu);
@@ -951,7 +303,7 @@ static void tick(struct tasks *t, int final)
         wl = w->next;
         struct trec r;
         int answered = 1;
-        int rc = st_get(t, w->id, w->client, &r, why, sizeof why);
+        int rc = tstore_get(t->store, w->id, w->client, &r, why, sizeof why);
         if (rc < 0)
             call_error(w->call, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why);
         else if (rc == 1)
@@ -980,11 +332,6 @@ static void tick(struct tasks *t, int final)
             pp = &(*pp)->next;
         *pp = t->waits;
         t->waits = still;
-        pthread_mutex_unlock(&t->mu);
-    }
-    if (!t->redis) {
-        pthread_mutex_lock(&t->mu);
-        mem_sweep(t, wall_ms());
         pthread_mutex_unlock(&t->mu);
     }
 }
@@ -1138,9 +485,7 @@ int tasks_check_config(const struct cfg *c)
         return -1;
     }
     if (c->tasks_redis) {
-        struct tasks t;
-        memset(&t, 0, sizeof t);
-        if (parse_url(&t, c->tasks_redis) < 0) {
+        if (tstore_redis_url_ok(c->tasks_redis) < 0) {
             char shown[600];
             url_redacted(c->tasks_redis, shown, sizeof shown);
             fprintf(stderr, "skill-mcp: invalid value '%s' for --tasks-redis: expected "
@@ -1164,23 +509,26 @@ struct tasks *tasks_start(struct srv *S)
     t->S = S;
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
-    t->mem_tail = &t->mem;
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     char rnd[40];
     new_id(rnd, sizeof rnd);
     snprintf(t->owner, sizeof t->owner, "%.63s:%d:%.8s", host, (int)getpid(), rnd);
-    if (S->cfg.tasks_redis) {
-        t->redis = 1;
-        parse_url(t, S->cfg.tasks_redis);      /* checked at start-up */
-        pthread_key_create(&t->conn_key, NULL);
-        char why[300];
-        redisContext *c = conn(t, why, sizeof why);
-        if (!c)
-            log_warn("tasks: %s; tasks are unavailable until it answers (everything else "
-                     "works)", why);
-        else
-            log_info("tasks: records in %s", t->where);
+    const struct cfg *cf = &S->cfg;
+    struct tstore_cfg sc = {
+        .max_live = cf->max_tasks_per_client,
+        .max_records = cf->max_task_records_per_client,
+        /* the longest a run may take: queue, hooks, script, hooks */
+        .run_ms = (int64_t)((cf->script_queue_timeout + cf->max_script_timeout +
+                             4 * cf->hook_timeout + 60) * 1000),
+        .owner = t->owner,
+    };
+    /* The URL was checked at start-up. */
+    t->store = cf->tasks_redis ? tstore_redis_new(&sc, cf->tasks_redis) : tstore_mem_new(&sc);
+    if (!t->store) {
+        log_error("tasks: --tasks-redis does not parse");
+        tasks_free(t);
+        return NULL;
     }
     if (pthread_create(&t->thread, NULL, tasks_main, t)) {
         log_error("cannot start the tasks thread");
@@ -1229,20 +577,7 @@ void tasks_free(struct tasks *t)
         t->finishes = f->next;
         free_finish(f);
     }
-    while (t->mem) {
-        struct mtask *m = t->mem;
-        t->mem = m->next;
-        trec_cleanup(&m->r);
-        free(m);
-    }
-    while (t->conns) {
-        struct connref *r = t->conns;
-        t->conns = r->next;
-        redisFree(r->c);
-        free(r);
-    }
-    if (t->redis)
-        pthread_key_delete(t->conn_key);
+    tstore_free(t->store);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -1323,11 +658,11 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
     size_t len;
     char *bytes = tools_render_run(t->S, result, ok, ms, 0, &len);
     log_info("task %s: run ended (%s)", l->id, status);
-    if (!t->redis) {
+    if (!t->store->shared) {
         /* The record gets its result before the run stops counting as
          * live, so settling() never sees neither. */
         char why[300];
-        st_finish(t, l->id, l->client, status, msg, bytes, l->ttl, why, sizeof why);
+        tstore_finish(t->store, l->id, l->client, status, msg, bytes, l->ttl, why, sizeof why);
         free(bytes);
     }
     pthread_mutex_lock(&t->mu);
@@ -1338,7 +673,7 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
         }
     pthread_cond_signal(&t->cv);        /* a tasks/result may be waiting */
     pthread_mutex_unlock(&t->mu);
-    if (t->redis) {
+    if (t->store->shared) {
         struct finish *f = xcalloc(1, sizeof *f);
         snprintf(f->id, sizeof f->id, "%s", l->id);
         snprintf(f->client, sizeof f->client, "%s", l->client);
@@ -1396,7 +731,7 @@ int tasks_create(struct call *c)
     else if (r.ttl > EARLY_TTL_MS)
         r.ttl = EARLY_TTL_MS;
     quota_of(c, r.quota, sizeof r.quota);
-    int rc = st_create(t, &r, c->S->cfg.max_tasks_per_client, why, sizeof why);
+    int rc = tstore_create(t->store, &r, why, sizeof why);
     if (rc != 0) {
         if (rc < 0)
             return unavailable(c, why);
@@ -1434,9 +769,9 @@ int tasks_create(struct call *c)
         int err = json_is_true(json_object_get(res, "isError"));
         json_decref(res);
         const char *st = err ? "tool_error" : "completed";
-        if (st_finish(t, r.id, r.client, st, err ? "run_skill_script returned an error; the "
-                                                   "result says why" : "",
-                      copy, r.ttl, why, sizeof why) < 0) {
+        if (tstore_finish(t->store, r.id, r.client, st,
+                          err ? "run_skill_script returned an error; the result says why" : "",
+                          copy, r.ttl, why, sizeof why) < 0) {
             free(copy);
             return unavailable(c, why);
         }
@@ -1488,7 +823,7 @@ static int lookup(struct call *c, const char **id, struct trec *r, const char *w
     char why[400];
     if (!(*id = need_task(c)))
         return -1;
-    int rc = st_get(c->S->tasks, *id, client_of(c), r, why, sizeof why);
+    int rc = tstore_get(c->S->tasks->store, *id, client_of(c), r, why, sizeof why);
     if (rc < 0)
         return unavailable(c, why);
     if (rc == 1) {
@@ -1572,7 +907,8 @@ int tasks_m_list(struct call *c)
     size_t n;
     int more;
     char why[400];
-    if (st_list(c->S->tasks, client_of(c), off, recs, &n, &more, why, sizeof why) < 0)
+    if (tstore_list(c->S->tasks->store, client_of(c), off, recs, PAGE, &n, &more, why,
+                    sizeof why) < 0)
         return unavailable(c, why);
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
@@ -1594,7 +930,7 @@ int tasks_m_cancel(struct call *c)
         return -1;
     struct tasks *t = c->S->tasks;
     char was[16] = "", why[400];
-    int rc = st_cancel(t, id, client_of(c), was, sizeof was, why, sizeof why);
+    int rc = tstore_cancel(t->store, id, client_of(c), was, sizeof was, why, sizeof why);
     if (rc < 0)
         return unavailable(c, why);
     if (rc == 1)
@@ -1618,7 +954,7 @@ int tasks_m_cancel(struct call *c)
         return 0;
     }
     struct trec r;
-    if (st_get(t, id, client_of(c), &r, why, sizeof why) != 0)
+    if (tstore_get(t->store, id, client_of(c), &r, why, sizeof why) != 0)
         return unavailable(c, why);
     call_result(c, task_json(&r, 0, 0));
     trec_cleanup(&r);

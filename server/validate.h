@@ -44,16 +44,4 @@ json_t *validate_summary(const json_t *findings, size_t nroots, size_t nskills);
  */
 json_t *validate_list(const char *const *roots, size_t n);
 
-/*
- * The command lines, argv starting after the subcommand word, writing to
- * out and err. Exit status: validate 0 (no errors), 1 (errors), 2 (usage,
- * unreadable DIR); list 0 or 2.
- */
-int validate_run(int argc, char **argv, FILE *out, FILE *err);
-int validate_list_run(int argc, char **argv, FILE *out, FILE *err);
-
-/* The same on stdout/stderr: what main.c calls. */
-int validate_main(int argc, char **argv);
-int validate_list_main(int argc, char **argv);
-
 #endif

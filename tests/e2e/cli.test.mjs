@@ -18,6 +18,22 @@ test('--help prints usage on stdout or stderr and exits 0', opts, () => {
   }
 });
 
+test('help and --help list every subcommand, each of which answers its own --help', opts, () => {
+  const help = runCli(['help']);
+  assert.equal(help.code, 0, help.stderr);
+  const full = runCli(['--help']);
+  assert.equal(help.stdout, full.stdout, '`help` prints what `--help` prints');
+  const late = runCli(['--port', '1', '--help']);
+  assert.equal(late.stdout, full.stdout, 'a --help after other flags lists the subcommands too');
+  const listed = [...help.stdout.matchAll(/^ {7}skill-mcp (\w+) /gm)].map((m) => m[1]);
+  assert.deepEqual(listed, ['export', 'fetch', 'validate', 'list', 'token', 'lock']);
+  for (const name of listed) {
+    assert.match(help.stdout, new RegExp(`^  ${name} +\\S`, 'm'), `a one-line help for ${name}`);
+    const sub = runCli([name, '--help']);
+    assert.match(sub.stdout + sub.stderr, new RegExp(`usage: skill-mcp ${name}`), `${name} --help`);
+  }
+});
+
 test('--version prints "skill-mcp X.Y.Z" matching VERSION', opts, () => {
   const r = runCli(['--version']);
   assert.equal(r.code, 0, r.stderr);

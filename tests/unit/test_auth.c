@@ -4,6 +4,7 @@
  */
 #include "harness.h"
 #include "auth.h"
+#include "cli.h"
 #include "util.h"
 
 #include <errno.h>
@@ -404,7 +405,7 @@ TEST(concurrency)
 
 /* ---- skill-mcp token add ------------------------------------------------------ */
 
-/* Runs auth_token_cli with stdout to out (may be NULL) and stderr silenced. */
+/* Runs cli_token with stdout to out (may be NULL) and stderr silenced. */
 static int token_cli(char **argv, int argc, char *out, size_t outsz)
 {
     char tmp[160];
@@ -415,7 +416,7 @@ static int token_cli(char **argv, int argc, char *out, size_t outsz)
     int fo = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600), nul = open("/dev/null", O_WRONLY);
     dup2(fo, 1);
     dup2(nul, 2);
-    int rc = auth_token_cli(argc, argv);
+    int rc = cli_token(argc, argv);
     fflush(stdout);
     fflush(stderr);
     dup2(so, 1);

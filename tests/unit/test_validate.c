@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "harness.h"
 #include "util.h"
 #include "validate.h"
@@ -62,7 +63,7 @@ static int contains(json_t *f, const char *field, const char *needle)
     return s && strstr(s, needle);
 }
 
-/* Runs validate_run / validate_list_run with output captured. */
+/* Runs cli_validate_run / cli_list_run with output captured. */
 static int run(int list, const char *const *args, int n, char **out, char **errout)
 {
     char *argv[16];
@@ -70,7 +71,7 @@ static int run(int list, const char *const *args, int n, char **out, char **erro
         argv[i] = (char *)(uintptr_t)args[i];
     argv[n] = NULL;
     FILE *o = tmpfile(), *e = tmpfile();
-    int rc = list ? validate_list_run(n, argv, o, e) : validate_run(n, argv, o, e);
+    int rc = list ? cli_list_run(n, argv, o, e) : cli_validate_run(n, argv, o, e);
     FILE *fs[2] = {o, e};
     char **dst[2] = {out, errout};
     for (int k = 0; k < 2; k++) {
