@@ -332,16 +332,6 @@ struct pset {
     size_t cap, n;
 };
 
-static size_t pset_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return (size_t)(h ^ (h >> 29));
-}
-
 /* Adds s; returns 1 when it was already there. */
 static int pset_add(struct pset *p, const char *s)
 {
@@ -353,14 +343,14 @@ static int pset_add(struct pset *p, const char *s)
         for (size_t i = 0; i < ocap; i++) {
             if (!old[i])
                 continue;
-            size_t j = pset_hash(old[i]) & (ncap - 1);
+            size_t j = hash_fnv1a32(old[i], strlen(old[i])) & (ncap - 1);
             while (p->v[j])
                 j = (j + 1) & (ncap - 1);
             p->v[j] = old[i];
         }
         free(old);
     }
-    size_t j = pset_hash(s) & (p->cap - 1);
+    size_t j = hash_fnv1a32(s, strlen(s)) & (p->cap - 1);
     for (; p->v[j]; j = (j + 1) & (p->cap - 1))
         if (!strcmp(p->v[j], s))
             return 1;

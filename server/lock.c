@@ -610,10 +610,7 @@ size_t lock_changes(const struct lock_entry *a, const struct lock_manifest *now,
 
 static void iso_now(char out[LOCK_TIME_LEN + 1])
 {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, LOCK_TIME_LEN + 1, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    iso_utc(time(NULL), out, LOCK_TIME_LEN + 1);
 }
 
 /* flock on the lock file's folder: the file itself is replaced by rename. */
