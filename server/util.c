@@ -97,6 +97,7 @@ void err_set(struct err *e, int line, int col, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    utf8_sanitize(e->msg);
 }
 
 /* ---- buffers ----------------------------------------------------------- */

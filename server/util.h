@@ -47,12 +47,20 @@ int x_open_regular(int dfd, const char *path, struct stat *st);
 
 /* ---- error record (like jansson's json_error_t) ---------------------- */
 
+/*
+ * A message for a person (the one error convention besides a negative
+ * errno; see docs/internals.md, "Conventions"): what went wrong, in words
+ * that name the input, set where the failure is understood and passed up
+ * unchanged. The function itself returns -1, NULL or a negative errno.
+ */
 struct err {
     int line;       /* 1-based, 0 when unknown */
     int col;        /* 1-based, 0 when unknown */
-    char msg[256];
+    char msg[512];  /* room for a URL or a path and what was wrong with it */
 };
 
+/* Sets *e (NULL: nothing); msg is cut to fit and made valid UTF-8 ('?' for
+ * what is not, a cut "%.200s" of input included), so it can go into JSON. */
 void err_set(struct err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -544,23 +544,18 @@ TEST(percent_encode_round_trips_every_byte)
 
 /* ---- ISO 8601 ------------------------------------------------------------------ */
 
-static int iso_s(int64_t sec, const char *want)
+/* t through iso_utc_ms when ms, else iso_utc; 1 when it gives want. */
+static int iso_is(int64_t t, int ms, const char *want)
 {
     char out[40];
-    iso_utc(sec, out, sizeof out);
+    (ms ? iso_utc_ms : iso_utc)(t, out, sizeof out);
     if (strcmp(out, want))
-        printf("# iso_utc(%lld) = \"%s\", want \"%s\"\n", (long long)sec, out, want);
+        printf("# %s(%lld) = \"%s\", want \"%s\"\n", ms ? "iso_utc_ms" : "iso_utc",
+               (long long)t, out, want);
     return !strcmp(out, want);
 }
-
-static int iso_ms(int64_t ms, const char *want)
-{
-    char out[40];
-    iso_utc_ms(ms, out, sizeof out);
-    if (strcmp(out, want))
-        printf("# iso_utc_ms(%lld) = \"%s\", want \"%s\"\n", (long long)ms, out, want);
-    return !strcmp(out, want);
-}
+#define iso_s(t, want) iso_is(t, 0, want)
+#define iso_ms(t, want) iso_is(t, 1, want)
 
 TEST(iso8601_edges)
 {
@@ -637,6 +632,25 @@ TEST(cursor_parse_edges)
     CHECK(off == (size_t)-1);                                   /* untouched on failure */
 }
 
+/* ---- error records ------------------------------------------------------------ */
+
+TEST(err_set_keeps_a_url_and_stays_utf8)
+{
+    struct err e;
+    char url[401];
+    memset(url, 'u', 400);
+    url[400] = '\0';
+    err_set(&e, 3, 4, "%s: HTTP status 404", url);
+    CHECK_EQ(e.line, 3);
+    CHECK_EQ(e.col, 4);
+    CHECK_EQ(strlen(e.msg), 400 + strlen(": HTTP status 404"));   /* not cut at 256 */
+    /* a "%.Ns" cut inside a character of the input */
+    err_set(&e, 0, 0, "name '%.2s' refused", "a\xc3\xa9");
+    CHECK(utf8_valid(e.msg, strlen(e.msg)));
+    CHECK_STR(e.msg, "name 'a?' refused");
+    err_set(NULL, 0, 0, "nothing");                                /* allowed */
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -659,5 +673,6 @@ int main(void)
     RUN(iso8601_edges);
     RUN(list_window_edges);
     RUN(cursor_parse_edges);
+    RUN(err_set_keeps_a_url_and_stays_utf8);
     DONE();
 }
