@@ -759,9 +759,11 @@ int list_cursor_parse(const char *s, size_t max, size_t *off)
         return -EINVAL;
     size_t v = 0;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (max - (size_t)(*s - '0')) / 10)
+        size_t d = (size_t)(*s - '0');
+        /* v * 10 + d <= max, without overflow */
+        if (*s < '0' || *s > '9' || d > max || v > (max - d) / 10)
             return -EINVAL;
-        v = v * 10 + (size_t)(*s - '0');
+        v = v * 10 + d;
     }
     *off = v;
     return 0;

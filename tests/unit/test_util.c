@@ -621,6 +621,11 @@ TEST(cursor_parse_edges)
     CHECK_EQ(list_cursor_parse("100", 100, &off), 0);                /* max itself */
     CHECK_EQ(off, 100);
     CHECK_EQ(list_cursor_parse("101", 100, &off), -EINVAL);
+    CHECK_EQ(list_cursor_parse("7", 5, &off), -EINVAL);         /* a digit above a small max */
+    CHECK_EQ(list_cursor_parse("5", 5, &off), 0);
+    CHECK_EQ(off, 5);
+    CHECK_EQ(list_cursor_parse("0", 0, &off), 0);
+    CHECK_EQ(list_cursor_parse("1", 0, &off), -EINVAL);
     CHECK_EQ(list_cursor_parse("99999999999999999999999999", (size_t)-1, &off), -EINVAL);
     CHECK_EQ(list_cursor_parse("18446744073709551615", (size_t)-1, &off), 0);
     CHECK(off == (size_t)-1);
