@@ -73,18 +73,10 @@ static void robust_lock(pthread_mutex_t *m)
         pthread_mutex_consistent(m);    /* the state is numbers: still usable */
 }
 
-static uint32_t hash_id(const char *s)
-{
-    uint32_t h = 2166136261u;           /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
 /* The slot of name, inserting it when absent; -1 when the table is full. */
 static int slot_get(struct auth_shared *sh, const char *name)
 {
-    uint32_t i = hash_id(name) % AUTH_MAX_CLIENTS;
+    uint32_t i = hash_fnv1a32(name, strlen(name)) % AUTH_MAX_CLIENTS;
     robust_lock(&sh->mu);
     int r = -1;
     for (int n = 0; n < AUTH_MAX_CLIENTS; n++, i = (i + 1) % AUTH_MAX_CLIENTS) {
@@ -157,7 +149,7 @@ static const struct auth_entry *table_find(const struct auth_table *t, const cha
     if (!t || !id || !t->nindex)
         return NULL;
     uint32_t m = t->nindex - 1;
-    for (uint32_t i = hash_id(id) & m;; i = (i + 1) & m) {
+    for (uint32_t i = hash_fnv1a32(id, strlen(id)) & m;; i = (i + 1) & m) {
         int k = t->index[i];
         if (!k)
             return NULL;
@@ -176,12 +168,6 @@ static int id_valid(const char *s, size_t n)
             return 0;
     }
     return 1;
-}
-
-static int hexval(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
 /* Splits line into at most 4 whitespace-separated fields; '#' starts a comment. */
@@ -234,13 +220,9 @@ static int parse_line(char *line, int lineno, const char *file, struct auth_entr
                 "got %zu characters", file, lineno, fl[1]);
         return -1;
     }
-    for (int i = 0; i < DIGEST_LEN; i++) {
-        int hi = hexval((unsigned char)f[1][2 * i]), lo = hexval((unsigned char)f[1][2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            err_set(err, lineno, 0, "%s:%d: the token hash is not hexadecimal", file, lineno);
-            return -1;
-        }
-        e->digest[i] = (unsigned char)(hi << 4 | lo);
+    if (hex_decode(f[1], 2 * DIGEST_LEN, e->digest) < 0) {
+        err_set(err, lineno, 0, "%s:%d: the token hash is not hexadecimal", file, lineno);
+        return -1;
     }
     e->rpm = 0;
     if (n == 3) {
@@ -320,7 +302,7 @@ static struct auth_table *table_read(FILE *fp, const char *file, struct err *err
         t->nindex *= 2;
     t->index = xcalloc(t->nindex, sizeof *t->index);
     for (int k = 0; k < t->n; k++) {
-        uint32_t m = t->nindex - 1, i = hash_id(t->e[k].id) & m;
+        uint32_t m = t->nindex - 1, i = hash_fnv1a32(t->e[k].id, strlen(t->e[k].id)) & m;
         while (t->index[i])
             i = (i + 1) & m;
         t->index[i] = k + 1;
@@ -589,7 +571,7 @@ static struct auth_slot *slot_by_name(struct auth *a, const char *client)
     struct auth_slot *s = slot_of(a, client);
     if (s || !a || !client)
         return s;
-    uint32_t i = hash_id(client) % AUTH_MAX_CLIENTS;
+    uint32_t i = hash_fnv1a32(client, strlen(client)) % AUTH_MAX_CLIENTS;
     for (int n = 0; n < AUTH_MAX_CLIENTS; n++, i = (i + 1) % AUTH_MAX_CLIENTS) {
         struct auth_slot *t = &a->sh->slots[i];
         if (!atomic_load_explicit(&t->used, memory_order_acquire))
@@ -708,8 +690,12 @@ int auth_token_line(const char *name, const char *token, long rpm, char *out, si
     if (sha256(token, strlen(token), d))
         return -1;
     size_t n = (size_t)snprintf(out, cap, "%s ", name);
-    for (int i = 0; i < DIGEST_LEN && n < cap; i++)
-        n += (size_t)snprintf(out + n, cap - n, "%02x", d[i]);
+    if (n + 2 * DIGEST_LEN >= cap) {
+        OPENSSL_cleanse(d, sizeof d);
+        return -1;
+    }
+    hex_encode(d, DIGEST_LEN, out + n);
+    n += 2 * DIGEST_LEN;
     if (rpm >= 0 && n < cap)
         n += (size_t)snprintf(out + n, cap - n, " %ld", rpm);
     if (n < cap)

@@ -70,58 +70,6 @@ static int is_archive(const struct skill *k)
     return k->nfiles > 0;
 }
 
-/* Appends s percent-encoded for a relative URL path: unreserved,
- * sub-delims, '@' and '/' stay; ':' is encoded so a first segment can never
- * read as a scheme (RFC 3986 §4.2). */
-static void url_escape(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char ch = *p;
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            strchr("-._~!$&'()*+,;=@/", ch)) {
-            buf_append(b, p, 1);
-        } else {
-            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-            buf_append(b, e, 3);
-        }
-    }
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decoded copy of s, or NULL when an escape is malformed or NUL. */
-static char *url_unescape(const char *s)
-{
-    size_t n = strlen(s), j = 0;
-    char *out = xmalloc(n + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '%') {
-            out[j++] = s[i];
-            continue;
-        }
-        int a = i + 2 < n ? hexval(s[i + 1]) : -1, c = a < 0 ? -1 : hexval(s[i + 2]);
-        int h = (a < 0 || c < 0) ? -1 : a * 16 + c;
-        if (h <= 0) {
-            free(out);
-            return NULL;
-        }
-        out[j++] = (char)h;
-        i += 2;
-    }
-    out[j] = '\0';
-    return out;
-}
-
 /* Reads size bytes of fd from offset 0 into a malloc'd buffer. Returns 0,
  * or -EIO; *len may be short when the file shrank meanwhile. */
 static int read_all(int fd, int64_t size, char **out, size_t *len)
@@ -160,21 +108,11 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct slot *cache;
 static size_t cache_cap, cache_n, cache_bytes;
 
-static size_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return (size_t)(h ^ (h >> 29));
-}
-
 /* The slot of qname, or the empty slot where it would go. Locked; cap > 0. */
 static struct slot *slot_of(const char *qname)
 {
     size_t mask = cache_cap - 1;
-    for (size_t i = str_hash(qname) & mask;; i = (i + 1) & mask)
+    for (size_t i = hash_fnv1a32(qname, strlen(qname)) & mask;; i = (i + 1) & mask)
         if (!cache[i].qname || !strcmp(cache[i].qname, qname))
             return &cache[i];
 }
@@ -627,7 +565,9 @@ static int indexed(const struct snapshot *s, size_t i)
 
 static void url_of(struct buf *b, const struct skill *k)
 {
-    url_escape(b, k->qname);
+    /* ':' is encoded so a first segment can never read as a scheme (RFC
+     * 3986 §4.2) */
+    buf_pct_encode(b, k->qname, strlen(k->qname), "!$&'()*+,;=@/");
     buf_puts(b, is_archive(k) ? ".tar.gz" : "/SKILL.md");
 }
 
@@ -721,8 +661,8 @@ int discovery_get(const struct snapshot *s, const char *path, char **body, size_
     }
     const struct skill *k = resolve(s, rest);
     if (!k && strchr(rest, '%')) {
-        char *dec = url_unescape(rest);
-        if (dec)
+        char *dec = xstrdup(rest);
+        if (pct_decode(dec, strlen(dec), dec, NULL) == 0)
             k = resolve(s, dec);
         free(dec);
     }

@@ -50,18 +50,6 @@
 #define MEMBER_PATH_MAX 1024
 #define BLOCK ((size_t)64 << 10)          /* archive data read at a time */
 
-static void setwhy(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void setwhy(char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    utf8_sanitize(why);
-}
-
 /* ---- where a download may connect ------------------------------------------- */
 
 static int in4(uint32_t a, uint32_t net, int bits)
@@ -253,30 +241,30 @@ static int digest_ok(const char *d)
 }
 
 int fetch_index_parse(const char *data, size_t len, struct fetch_entry **out, size_t *n,
-                      char *why, size_t whylen)
+                      struct err *why)
 {
     json_error_t je;
     *out = NULL;
     *n = 0;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        setwhy(why, whylen, "the index is not JSON: %s (line %d)", je.text, je.line);
+        err_set(why, 0, 0, "the index is not JSON: %s (line %d)", je.text, je.line);
         return -1;
     }
     json_t *schema = json_object_get(root, "$schema"), *skills = json_object_get(root, "skills");
     int rc = -1;
     if (!json_is_object(root)) {
-        setwhy(why, whylen, "the index is not a JSON object");
+        err_set(why, 0, 0, "the index is not a JSON object");
     } else if (!schema) {
-        setwhy(why, whylen, "the index has no \"$schema\": a v0.1.0 index (no digests) "
+        err_set(why, 0, 0, "the index has no \"$schema\": a v0.1.0 index (no digests) "
                             "cannot be verified; only " FETCH_SCHEMA " is read");
     } else if (!json_is_string(schema) || strcmp(json_string_value(schema), FETCH_SCHEMA)) {
-        setwhy(why, whylen, "unknown index \"$schema\" %.200s%s%s; only " FETCH_SCHEMA " is read",
+        err_set(why, 0, 0, "unknown index \"$schema\" %.200s%s%s; only " FETCH_SCHEMA " is read",
                json_is_string(schema) ? "'" : "(not a string)",
                json_is_string(schema) ? json_string_value(schema) : "",
                json_is_string(schema) ? "'" : "");
     } else if (!json_is_array(skills)) {
-        setwhy(why, whylen, "the index has no \"skills\" array");
+        err_set(why, 0, 0, "the index has no \"skills\" array");
     } else {
         size_t count = json_array_size(skills);
         struct fetch_entry *v = xcalloc(count ? count : 1, sizeof *v);
@@ -332,16 +320,6 @@ struct pset {
     size_t cap, n;
 };
 
-static size_t pset_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return (size_t)(h ^ (h >> 29));
-}
-
 /* Adds s; returns 1 when it was already there. */
 static int pset_add(struct pset *p, const char *s)
 {
@@ -353,14 +331,14 @@ static int pset_add(struct pset *p, const char *s)
         for (size_t i = 0; i < ocap; i++) {
             if (!old[i])
                 continue;
-            size_t j = pset_hash(old[i]) & (ncap - 1);
+            size_t j = hash_fnv1a32(old[i], strlen(old[i])) & (ncap - 1);
             while (p->v[j])
                 j = (j + 1) & (ncap - 1);
             p->v[j] = old[i];
         }
         free(old);
     }
-    size_t j = pset_hash(s) & (p->cap - 1);
+    size_t j = hash_fnv1a32(s, strlen(s)) & (p->cap - 1);
     for (; p->v[j]; j = (j + 1) & (p->cap - 1))
         if (!strcmp(p->v[j], s))
             return 1;
@@ -382,26 +360,26 @@ static void pset_free(struct pset *p)
 /*
  * Normalises a member path into out: empty and "." components dropped (so
  * "./a//b/" is "a/b"). Returns the number of components (0: the archive
- * root itself), or -1 with why[] set.
+ * root itself), or -1 with *why set.
  */
-static int member_path(const char *p, char *out, size_t outlen, char *why, size_t whylen)
+static int member_path(const char *p, char *out, size_t outlen, struct err *why)
 {
     size_t o = 0;
     int depth = 0;
     if (p[0] == '/') {
-        setwhy(why, whylen, "member '%.200s' has an absolute path", p);
+        err_set(why, 0, 0, "member '%.200s' has an absolute path", p);
         return -1;
     }
     for (const char *s = p; *s;) {
         const char *e = strchr(s, '/');
         size_t n = e ? (size_t)(e - s) : strlen(s);
         if (n == 2 && s[0] == '.' && s[1] == '.') {
-            setwhy(why, whylen, "member '%.200s' has a '..' component", p);
+            err_set(why, 0, 0, "member '%.200s' has a '..' component", p);
             return -1;
         }
         if (n && !(n == 1 && s[0] == '.')) {
             if (++depth > PATH_DEPTH_MAX || o + n + 2 > outlen) {
-                setwhy(why, whylen, "member '%.200s' is nested too deep or named too long", p);
+                err_set(why, 0, 0, "member '%.200s' is nested too deep or named too long", p);
                 return -1;
             }
             if (o)
@@ -449,8 +427,7 @@ static int parent_of(int dirfd, char *rel, const char **leaf)
 
 /* Writes one regular member's data (dirfd < 0: reads and counts it only). */
 static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64_t declared,
-                        int64_t *total, const struct fetch_limits *lim, char *why,
-                        size_t whylen)
+                        int64_t *total, const struct fetch_limits *lim, struct err *why)
 {
     int fd = -1, rc = -1;
     char shown[MEMBER_PATH_MAX];
@@ -459,7 +436,7 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
         const char *leaf;
         int pfd = parent_of(dirfd, rel, &leaf);
         if (pfd < 0) {
-            setwhy(why, whylen, "member '%.200s': cannot create its folder: %s", shown,
+            err_set(why, 0, 0, "member '%.200s': cannot create its folder: %s", shown,
                    errno == ENOTDIR ? "a file is in the way" : strerror(errno));
             return -1;
         }
@@ -468,7 +445,7 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
         int e = errno;
         close(pfd);
         if (fd < 0) {
-            setwhy(why, whylen, "member '%.200s': %s", shown,
+            err_set(why, 0, 0, "member '%.200s': %s", shown,
                    e == EEXIST ? "a folder is in the way" : strerror(e));
             return -1;
         }
@@ -478,7 +455,7 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
     for (;;) {
         la_ssize_t r = archive_read_data(a, block, BLOCK);
         if (r < 0) {
-            setwhy(why, whylen, "member '%.200s': %s", shown,
+            err_set(why, 0, 0, "member '%.200s': %s", shown,
                    archive_error_string(a) ? archive_error_string(a) : "unreadable data");
             goto out;
         }
@@ -487,11 +464,11 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
         got += r;
         *total += r;
         if (got > declared || got > lim->max_file || *total > lim->max_expanded) {
-            setwhy(why, whylen, "member '%.200s' expands past the limit", shown);
+            err_set(why, 0, 0, "member '%.200s' expands past the limit", shown);
             goto out;
         }
         if (fd >= 0 && x_write_all(fd, block, (size_t)r) < 0) {
-            setwhy(why, whylen, "member '%.200s': cannot write: %s", shown, strerror(errno));
+            err_set(why, 0, 0, "member '%.200s': cannot write: %s", shown, strerror(errno));
             goto out;
         }
     }
@@ -499,39 +476,39 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
 out:
     free(block);
     if (fd >= 0 && close(fd) < 0 && !rc) {
-        setwhy(why, whylen, "member '%.200s': cannot write: %s", shown, strerror(errno));
+        err_set(why, 0, 0, "member '%.200s': cannot write: %s", shown, strerror(errno));
         rc = -1;
     }
     return rc;
 }
 
-/* Checks and writes the member e; returns 0 or -1 with why[] set. */
+/* Checks and writes the member e; returns 0 or -1 with *why set. */
 static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
                           struct pset *seen, int64_t *total, const struct fetch_limits *lim,
-                          char *why, size_t whylen)
+                          struct err *why)
 {
     const char *raw = archive_entry_pathname(e);
     if (!raw)
         raw = archive_entry_pathname_utf8(e);
     if (!raw || !*raw) {
-        setwhy(why, whylen, "a member has no usable path");
+        err_set(why, 0, 0, "a member has no usable path");
         return -1;
     }
     char rel[MEMBER_PATH_MAX];
-    int depth = member_path(raw, rel, sizeof rel, why, whylen);
+    int depth = member_path(raw, rel, sizeof rel, why);
     if (depth < 0)
         return -1;
     mode_t type = archive_entry_filetype(e);
     if (archive_entry_hardlink(e)) {
-        setwhy(why, whylen, "member '%.200s' is a hard link (links are not accepted)", raw);
+        err_set(why, 0, 0, "member '%.200s' is a hard link (links are not accepted)", raw);
         return -1;
     }
     if (type == AE_IFLNK) {
-        setwhy(why, whylen, "member '%.200s' is a symbolic link (links are not accepted)", raw);
+        err_set(why, 0, 0, "member '%.200s' is a symbolic link (links are not accepted)", raw);
         return -1;
     }
     if (type != AE_IFREG && type != AE_IFDIR) {
-        setwhy(why, whylen, "member '%.200s' is a %s (only files and folders are accepted)",
+        err_set(why, 0, 0, "member '%.200s' is a %s (only files and folders are accepted)",
                raw, type == AE_IFCHR || type == AE_IFBLK ? "device file"
                     : type == AE_IFIFO ? "fifo" : type == AE_IFSOCK ? "socket"
                     : "special file");
@@ -539,13 +516,13 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
     }
     if (depth == 0) {
         if (type != AE_IFDIR) {
-            setwhy(why, whylen, "member '%.200s' is a file without a name", raw);
+            err_set(why, 0, 0, "member '%.200s' is a file without a name", raw);
             return -1;
         }
         return 0;   /* "./": the folder being extracted into */
     }
     if (pset_add(seen, rel)) {
-        setwhy(why, whylen, "member '%.200s' appears twice in the archive", raw);
+        err_set(why, 0, 0, "member '%.200s' appears twice in the archive", raw);
         return -1;
     }
     if (type == AE_IFDIR) {
@@ -557,7 +534,7 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
             int err = errno;
             if (pfd >= 0)
                 close(pfd);
-            setwhy(why, whylen, "member '%.200s': cannot create the folder: %s", raw,
+            err_set(why, 0, 0, "member '%.200s': cannot create the folder: %s", raw,
                    err == ENOTDIR ? "a file is in the way" : strerror(err));
             return -1;
         }
@@ -565,23 +542,23 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
         int bad = fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode);
         close(pfd);
         if (bad) {
-            setwhy(why, whylen, "member '%.200s': a file is in the way", raw);
+            err_set(why, 0, 0, "member '%.200s': a file is in the way", raw);
             return -1;
         }
         return 0;
     }
     if (!archive_entry_size_is_set(e)) {
-        setwhy(why, whylen, "member '%.200s' has no size", raw);
+        err_set(why, 0, 0, "member '%.200s' has no size", raw);
         return -1;
     }
     int64_t size = archive_entry_size(e);
     if (size < 0 || size > lim->max_file || size > lim->max_expanded - *total) {
-        setwhy(why, whylen, "member '%.200s' (%lld bytes) is over the %s limit", raw,
+        err_set(why, 0, 0, "member '%.200s' (%lld bytes) is over the %s limit", raw,
                (long long)size, size > lim->max_file ? "per-file" : "expanded size");
         return -1;
     }
     return extract_file(a, dirfd, rel, (archive_entry_perm(e) & 0111) != 0, size, total, lim,
-                        why, whylen);
+                        why);
 }
 
 /*
@@ -619,7 +596,7 @@ static la_ssize_t unz_read(struct archive *a, void *ud, const void **out)
 }
 
 int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
-                  char *why, size_t whylen)
+                  struct err *why)
 {
     struct archive *a = archive_read_new(), *in = archive_read_new();
     struct archive_entry *raw;
@@ -636,7 +613,7 @@ int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_li
         archive_read_next_header(in, &raw) != ARCHIVE_OK ||
         archive_read_support_format_tar(a) != ARCHIVE_OK ||
         archive_read_open(a, &u, NULL, unz_read, NULL) != ARCHIVE_OK) {
-        setwhy(why, whylen, "not a tar or tar.gz archive: %s",
+        err_set(why, 0, 0, "not a tar or tar.gz archive: %s",
                u.over ? "decompresses past the limit"
                : in && archive_error_string(in) ? archive_error_string(in)
                : a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
@@ -648,26 +625,26 @@ int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_li
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
-            setwhy(why, whylen, "malformed archive: %s",
+            err_set(why, 0, 0, "malformed archive: %s",
                    archive_error_string(a) ? archive_error_string(a) : "unreadable");
             goto out;
         }
         if (++entries > lim->max_entries) {
-            setwhy(why, whylen, "the archive has more than %lld members",
+            err_set(why, 0, 0, "the archive has more than %lld members",
                    (long long)lim->max_entries);
             goto out;
         }
-        if (extract_member(a, e, dirfd, &seen, &total, lim, why, whylen) < 0)
+        if (extract_member(a, e, dirfd, &seen, &total, lim, why) < 0)
             goto out;
     }
     if (!entries) {
-        setwhy(why, whylen, "the archive is empty");
+        err_set(why, 0, 0, "the archive is empty");
         goto out;
     }
     rc = 0;
 out:
     if (u.over)
-        setwhy(why, whylen, "the archive decompresses to more than %lld bytes (--max-expanded, "
+        err_set(why, 0, 0, "the archive decompresses to more than %lld bytes (--max-expanded, "
                             "plus 4 KiB of headers per member --max-files allows, plus 1 MiB)",
                (long long)u.cap);
     if (a)
@@ -755,7 +732,7 @@ static char *url_shown(CURLU *u, const char *url)
  * May url be requested at all: a scheme fetch follows (https; http only
  * with --allow-http and never once the index came over https) and no
  * credentials. The destination's address is checked when connecting.
- * 0, or -1 with why[] set; shown (the URL the message names) is set either way.
+ * 0, or -1 with *why set; shown (the URL the message names) is set either way.
  */
 /* scheme://host:port of url, lower-cased by libcurl; -1 when it does not parse. */
 static int url_origin(const char *url, char *out, size_t outlen)
@@ -778,7 +755,7 @@ static int url_origin(const char *url, char *out, size_t outlen)
 }
 
 static int url_ok(const char *url, const struct fetch_opts *o, int https_only, char **shown,
-                  char *why, size_t whylen)
+                  struct err *why)
 {
     CURLU *u = curl_url();
     char *scheme = NULL, *user = NULL, *pass = NULL;
@@ -786,7 +763,7 @@ static int url_ok(const char *url, const struct fetch_opts *o, int https_only, c
     *shown = NULL;
     if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
-        setwhy(why, whylen, "'%.300s' is not a URL", url);
+        err_set(why, 0, 0, "'%.300s' is not a URL", url);
         goto out;
     }
     curl_url_get(u, CURLUPART_USER, &user, 0);
@@ -794,10 +771,10 @@ static int url_ok(const char *url, const struct fetch_opts *o, int https_only, c
     *shown = url_shown(u, url);
     int https = !strcasecmp(scheme, "https"), http = !strcasecmp(scheme, "http");
     if (user || pass)
-        setwhy(why, whylen, "%s: a URL with credentials (user:password@) is refused; "
+        err_set(why, 0, 0, "%s: a URL with credentials (user:password@) is refused; "
                             "an index and its artifacts are public", *shown);
     else if (!https && !(http && o->allow_http && !https_only))
-        setwhy(why, whylen, "%s: only %s URLs are followed%s", *shown,
+        err_set(why, 0, 0, "%s: only %s URLs are followed%s", *shown,
                https_only || !o->allow_http ? "https" : "http and https",
                https_only ? " (the index came over https)"
                : !o->allow_http && http ? " (plain http needs --allow-http)" : "");
@@ -817,10 +794,10 @@ out:
  * GETs url into out (at most max bytes), following at most MAX_REDIRS
  * redirects itself so that every URL on the way passes url_ok, all within
  * --timeout. *ctype (may be NULL) and *eff (the URL after redirects) are
- * malloc'd copies. Returns 0 or -1 with why[] set.
+ * malloc'd copies. Returns 0 or -1 with *why set.
  */
 static int download(const char *url, const struct fetch_opts *o, int https_only, int64_t max,
-                    struct buf *out, char **ctype, char **eff, char *why, size_t whylen)
+                    struct buf *out, char **ctype, char **eff, struct err *why)
 {
     struct dl d = {.o = o};
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -828,7 +805,7 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
     *ctype = *eff = NULL;
     CURL *c = curl_easy_init();
     if (!c) {
-        setwhy(why, whylen, "libcurl cannot start");
+        err_set(why, 0, 0, "libcurl cannot start");
         return -1;
     }
     d.c = c;
@@ -864,7 +841,7 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
     int rc = -1;
     for (int hops = 0;; hops++) {
         free(shown);
-        if (url_ok(cur, o, https_only, &shown, why, whylen) < 0)
+        if (url_ok(cur, o, https_only, &shown, why) < 0)
             break;
         int send_tok = origin[0] && url_origin(cur, hop_origin, sizeof hop_origin) == 0 &&
                        !strcmp(origin, hop_origin);
@@ -887,7 +864,7 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
         curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &loc);
         if (r == CURLE_OK && status >= 300 && status < 400 && loc) {
             if (hops == MAX_REDIRS) {
-                setwhy(why, whylen, "%s: more than %d redirects", url, MAX_REDIRS);
+                err_set(why, 0, 0, "%s: more than %d redirects", url, MAX_REDIRS);
                 break;
             }
             free(cur);
@@ -895,22 +872,22 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
             continue;
         }
         if (d.too_big || r == CURLE_FILESIZE_EXCEEDED)
-            setwhy(why, whylen, "%s: larger than %lld bytes (--max-bytes)", shown, (long long)max);
+            err_set(why, 0, 0, "%s: larger than %lld bytes (--max-bytes)", shown, (long long)max);
         else if (r == CURLE_OPERATION_TIMEDOUT)
-            setwhy(why, whylen, "%s: timed out after %gs (--timeout)", url, o->timeout);
+            err_set(why, 0, 0, "%s: timed out after %gs (--timeout)", url, o->timeout);
         else if (r != CURLE_OK && d.refused[0])
-            setwhy(why, whylen, "%s: %s", shown, d.refused);
+            err_set(why, 0, 0, "%s: %s", shown, d.refused);
         else if (r == CURLE_UNSUPPORTED_PROTOCOL)
-            setwhy(why, whylen, "%s: only %s URLs are followed", shown, protos);
+            err_set(why, 0, 0, "%s: only %s URLs are followed", shown, protos);
         else if (r != CURLE_OK)
-            setwhy(why, whylen, "%s: %s", shown, errbuf[0] ? errbuf : curl_easy_strerror(r));
+            err_set(why, 0, 0, "%s: %s", shown, errbuf[0] ? errbuf : curl_easy_strerror(r));
         else if (status == 401)
-            setwhy(why, whylen, "%s: HTTP status 401: the server wants a token (%s)", shown,
+            err_set(why, 0, 0, "%s: HTTP status 401: the server wants a token (%s)", shown,
                    send_tok ? "SKILL_MCP_FETCH_TOKEN was refused"
                             : "set SKILL_MCP_FETCH_TOKEN to a bearer token of its --auth-tokens "
                               "file");
         else if (status != 200)
-            setwhy(why, whylen, "%s: HTTP status %ld", shown, status);
+            err_set(why, 0, 0, "%s: HTTP status %ld", shown, status);
         else
             rc = 0;
         break;
@@ -931,14 +908,14 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
 
 /* The index URL: base itself when its path ends in ".json", else
  * base/.well-known/agent-skills/index.json (base's path kept, so an export
- * published under a path works too). NULL with why[] set. */
-static char *index_url(const char *base, char *why, size_t whylen)
+ * published under a path works too). NULL with *why set. */
+static char *index_url(const char *base, struct err *why)
 {
     CURLU *u = curl_url();
     char *path = NULL, *full = NULL, *res = NULL;
     if (!u || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
-        setwhy(why, whylen, "'%.300s' is not a URL (give https://host or http://host:port)",
+        err_set(why, 0, 0, "'%.300s' is not a URL (give https://host or http://host:port)",
                base);
         goto out;
     }
@@ -959,7 +936,7 @@ static char *index_url(const char *base, char *why, size_t whylen)
             curl_url_get(u, CURLUPART_URL, &full, 0);
     }
     if (!full)
-        setwhy(why, whylen, "cannot build the index URL from '%.300s'", base);
+        err_set(why, 0, 0, "cannot build the index URL from '%.300s'", base);
     else
         res = xstrdup(full);
 out:
@@ -970,9 +947,9 @@ out:
 }
 
 /* ref resolved against base (RFC 3986 §5.2, by libcurl); *scheme and *path
- * of the result are set too. NULL with why[] set. */
+ * of the result are set too. NULL with *why set. */
 static char *resolve_url(const char *base, const char *ref, char **scheme, char **path,
-                         char *why, size_t whylen)
+                         struct err *why)
 {
     CURLU *u = curl_url();
     char *full = NULL, *s = NULL, *p = NULL, *res = NULL;
@@ -986,7 +963,7 @@ static char *resolve_url(const char *base, const char *ref, char **scheme, char 
         *scheme = xstrdup(s);
         *path = xstrdup(p);
     } else {
-        setwhy(why, whylen, "url '%.300s' does not resolve against the index URL", ref);
+        err_set(why, 0, 0, "url '%.300s' does not resolve against the index URL", ref);
     }
     curl_free(full);
     curl_free(s);
@@ -1036,7 +1013,7 @@ static int archive_kind_ok(const char *ctype, const char *path)
 
 struct result {
     const char *status;     /* "installed", "skipped", "refused" */
-    char reason[512];
+    struct err reason;
     int mismatch;           /* the index description differs from SKILL.md's */
     char skill_desc[256];
 };
@@ -1085,7 +1062,7 @@ static int check_skill_md(int stagefd, const char *folder, const struct fetch_en
     int fd = openat(stagefd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SKILL_MD_MAX) {
-        snprintf(res->reason, sizeof res->reason, "SKILL.md is missing or over %lld bytes",
+        err_set(&res->reason, 0, 0, "SKILL.md is missing or over %lld bytes",
                  (long long)SKILL_MD_MAX);
         if (fd >= 0)
             close(fd);
@@ -1098,18 +1075,18 @@ static int check_skill_md(int stagefd, const char *folder, const struct fetch_en
     struct err e = {0};
     int rc = -1;
     if (fm_parse(data, got, 1, &fm, &e) < 0) {
-        snprintf(res->reason, sizeof res->reason, "SKILL.md frontmatter: %s (line %d)", e.msg,
+        err_set(&res->reason, 0, 0, "SKILL.md frontmatter: %s (line %d)", e.msg,
                  e.line);
         free(data);
         return -1;
     }
     json_t *n = json_object_get(fm.fields, "name"), *d = json_object_get(fm.fields, "description");
     if (!json_is_string(n) || strcmp(json_string_value(n), f->name)) {
-        setwhy(res->reason, sizeof res->reason,
+        err_set(&res->reason, 0, 0,
                "SKILL.md names the skill '%.100s', the index entry '%s'",
                json_is_string(n) ? json_string_value(n) : "(no name)", f->name);
     } else if (!json_is_string(d) || !json_string_length(d)) {
-        snprintf(res->reason, sizeof res->reason, "SKILL.md has no description");
+        err_set(&res->reason, 0, 0, "SKILL.md has no description");
     } else {
         rc = 0;
         if (strcmp(json_string_value(d), f->description)) {
@@ -1139,35 +1116,34 @@ static void install_one(const struct fetch_opts *o, int intofd, const char *inde
     res->status = "refused";
     const char *np = skills_name_problem(f->name);
     if (np) {
-        setwhy(res->reason, sizeof res->reason, "the name %s (Agent Skills naming rules)", np);
+        err_set(&res->reason, 0, 0, "the name %s (Agent Skills naming rules)", np);
         goto out;
     }
     if (fstatat(intofd, f->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        setwhy(res->reason, sizeof res->reason,
+        err_set(&res->reason, 0, 0,
                "%s%s%s already exists; fetch never replaces an installation", o->into,
                sep(o->into), f->name);
         goto out;
     }
-    if (!(url = resolve_url(index_eff, f->url, &scheme, &path, res->reason, sizeof res->reason)))
+    if (!(url = resolve_url(index_eff, f->url, &scheme, &path, &res->reason)))
         goto out;
     if (https_only && strcmp(scheme, "https")) {
-        setwhy(res->reason, sizeof res->reason,
+        err_set(&res->reason, 0, 0,
                "%s: not https, and the index came over https", url);
         goto out;
     }
-    if (download(url, o, https_only, o->max_bytes, &body, &ctype, &eff, res->reason,
-                 sizeof res->reason) < 0)
+    if (download(url, o, https_only, o->max_bytes, &body, &ctype, &eff, &res->reason) < 0)
         goto out;
     /* The bytes are trusted only once they are the bytes the index names. */
     manifest_sha256(body.p ? body.p : "", body.len, got);
     if (strcmp(got, f->digest)) {
-        setwhy(res->reason, sizeof res->reason, "digest mismatch: the index says %s, %s has %s",
+        err_set(&res->reason, 0, 0, "digest mismatch: the index says %s, %s has %s",
                f->digest, url, got);
         goto out;
     }
     int archive = !strcmp(f->type, "archive");
     if (archive && !archive_kind_ok(ctype, path)) {
-        setwhy(res->reason, sizeof res->reason,
+        err_set(&res->reason, 0, 0,
                "%s: not a tar or tar.gz archive (Content-Type %.100s)", url,
                ctype ? ctype : "none");
         goto out;
@@ -1175,7 +1151,7 @@ static void install_one(const struct fetch_opts *o, int intofd, const char *inde
     if ((size_t)snprintf(stage, sizeof stage, "%s%s.skill-fetch-XXXXXX", o->into,
                          sep(o->into)) >= sizeof stage ||
         !mkdtemp(stage)) {
-        setwhy(res->reason, sizeof res->reason, "cannot create a staging folder in %s: %s",
+        err_set(&res->reason, 0, 0, "cannot create a staging folder in %s: %s",
                o->into, strerror(errno));
         stage[0] = '\0';
         goto out;
@@ -1183,25 +1159,24 @@ static void install_one(const struct fetch_opts *o, int intofd, const char *inde
     staged = 1;
     stagefd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (stagefd < 0) {
-        setwhy(res->reason, sizeof res->reason, "cannot open %s: %s", stage, strerror(errno));
+        err_set(&res->reason, 0, 0, "cannot open %s: %s", stage, strerror(errno));
         goto out;
     }
     if (archive) {
-        if (fetch_extract(stagefd, body.p ? body.p : "", body.len, &o->lim, res->reason,
-                          sizeof res->reason) < 0)
+        if (fetch_extract(stagefd, body.p ? body.p : "", body.len, &o->lim, &res->reason) < 0)
             goto out;
     } else {
         int fd = openat(stagefd, "SKILL.md", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                         0644);
         int bad = fd < 0 || x_write_all(fd, body.p ? body.p : "", body.len) < 0;
         if ((fd >= 0 && close(fd) < 0) || bad) {
-            setwhy(res->reason, sizeof res->reason, "cannot write SKILL.md: %s", strerror(errno));
+            err_set(&res->reason, 0, 0, "cannot write SKILL.md: %s", strerror(errno));
             goto out;
         }
     }
     const char *folder = skill_folder(stagefd, f->name);
     if (!folder) {
-        setwhy(res->reason, sizeof res->reason,
+        err_set(&res->reason, 0, 0,
                "no SKILL.md at the archive root or in one top folder named '%s'", f->name);
         goto out;
     }
@@ -1214,7 +1189,7 @@ static void install_one(const struct fetch_opts *o, int intofd, const char *inde
     /* mkdtemp made the staging folder 0700; an installed skill is 0755. */
     if (chmod(src, 0755 & ~um) < 0 ||
         renameat2(AT_FDCWD, src, intofd, f->name, RENAME_NOREPLACE) < 0) {
-        setwhy(res->reason, sizeof res->reason, "cannot install %s%s%s: %s", o->into,
+        err_set(&res->reason, 0, 0, "cannot install %s%s%s: %s", o->into,
                sep(o->into), f->name,
                errno == EEXIST ? "it appeared meanwhile; fetch never replaces an installation"
                                : strerror(errno));
@@ -1223,7 +1198,7 @@ static void install_one(const struct fetch_opts *o, int intofd, const char *inde
     if (!*folder)
         staged = 0;     /* the staging folder itself was the skill */
     res->status = "installed";
-    setwhy(res->reason, sizeof res->reason, "%s%s%s (%s, %s)", o->into, sep(o->into), f->name,
+    err_set(&res->reason, 0, 0, "%s%s%s (%s, %s)", o->into, sep(o->into), f->name,
            f->type, f->digest);
 out:
     if (stagefd >= 0)
@@ -1252,7 +1227,7 @@ static void report(const struct fetch_opts *o, json_t *arr, FILE *out, const cha
             json_object_set_new(j, "path", json_stringn(p.p, p.len));
             buf_cleanup(&p);
         } else {
-            json_object_set_new(j, "reason", json_string(r->reason));
+            json_object_set_new(j, "reason", json_string(r->reason.msg));
         }
         if (f && f->type)
             json_object_set_new(j, "type", json_string(f->type));
@@ -1265,7 +1240,7 @@ static void report(const struct fetch_opts *o, json_t *arr, FILE *out, const cha
         json_array_append_new(arr, j);
         return;
     }
-    x_fprintf_text(out, "%-9s %s: %s\n", r->status, label, r->reason);
+    x_fprintf_text(out, "%-9s %s: %s\n", r->status, label, r->reason.msg);
     if (r->mismatch)
         x_fprintf_text(out, "warning   %s: the index description differs from SKILL.md's "
                             "(\"%.80s\"); review what the skill says it does\n", label, r->skill_desc);
@@ -1296,20 +1271,21 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    char why[512] = "", *iurl = NULL, *ctype = NULL, *eff = NULL;
+    struct err why = {0};
+    char *iurl = NULL, *ctype = NULL, *eff = NULL;
     struct buf body;
     struct fetch_entry *v = NULL;
     size_t n = 0, installed = 0, skipped = 0, refused = 0;
     int https_only = 0, index_ok = 0;
     json_t *arr = json_array();
     buf_init(&body, 0);
-    if ((iurl = index_url(o.url, why, sizeof why))) {
+    if ((iurl = index_url(o.url, &why))) {
         if (url_origin(iurl, o.tok_origin, sizeof o.tok_origin) < 0)
             o.tok_origin[0] = '\0';
         https_only = !strncasecmp(iurl, "https:", 6);
         int64_t cap = o.max_bytes < INDEX_MAX ? o.max_bytes : INDEX_MAX;
-        if (download(iurl, &o, https_only, cap, &body, &ctype, &eff, why, sizeof why) == 0 &&
-            fetch_index_parse(body.p ? body.p : "", body.len, &v, &n, why, sizeof why) == 0)
+        if (download(iurl, &o, https_only, cap, &body, &ctype, &eff, &why) == 0 &&
+            fetch_index_parse(body.p ? body.p : "", body.len, &v, &n, &why) == 0)
             index_ok = 1;
     }
     unsigned char *found = xcalloc(o.nnames + 1, 1);
@@ -1330,10 +1306,10 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
                 continue;
         }
         if (f->problem) {
-            snprintf(r.reason, sizeof r.reason, "%s", f->problem);
+            err_set(&r.reason, 0, 0, "%s", f->problem);
         } else if (strcmp(f->type, "skill-md") && strcmp(f->type, "archive")) {
             r.status = "skipped";
-            setwhy(r.reason, sizeof r.reason, "unknown type '%.100s' (not skill-md or archive)",
+            err_set(&r.reason, 0, 0, "unknown type '%.100s' (not skill-md or archive)",
                    f->type);
         } else {
             install_one(&o, intofd, eff, https_only, f, &r);
@@ -1350,7 +1326,7 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
         if (found[k])
             continue;
         struct result r = {.status = "refused"};
-        setwhy(r.reason, sizeof r.reason, "not in the index");
+        err_set(&r.reason, 0, 0, "not in the index");
         refused++;
         report(&o, arr, out, o.names[k], NULL, &r);
     }
@@ -1361,7 +1337,7 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
                               "into", o.into, "skills", arr, "installed", (json_int_t)installed,
                               "skipped", (json_int_t)skipped, "refused", (json_int_t)refused);
         if (!index_ok)
-            json_object_set_new(j, "error", json_string(why));
+            json_object_set_new(j, "error", json_string(why.msg));
         char *s = json_dumps(j, JSON_INDENT(2));
         fprintf(out, "%s\n", s);
         free(s);
@@ -1369,7 +1345,7 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
     } else {
         json_decref(arr);
         if (!index_ok)
-            x_fprintf_text(err, "skill-mcp fetch: %s\n", why);
+            x_fprintf_text(err, "skill-mcp fetch: %s\n", why.msg);
         else
             fprintf(out, "%zu installed, %zu skipped, %zu refused\n", installed, skipped,
                     refused);

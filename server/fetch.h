@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+struct err;
+
 #define FETCH_SCHEMA "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 
 /* One entry of an index. Strings are NULL when the field is missing or not
@@ -42,12 +44,12 @@ struct fetch_entry {
 
 /*
  * Parses an index document. Returns 0 and fills *out (n entries; free with
- * fetch_index_free), or -1 with why[] set: not JSON, not an object, no or
+ * fetch_index_free), or -1 with *why set: not JSON, not an object, no or
  * an unknown "$schema", no "skills" array. A bad entry does not fail the
  * index: it carries a problem.
  */
 int fetch_index_parse(const char *data, size_t len, struct fetch_entry **out, size_t *n,
-                      char *why, size_t whylen);
+                      struct err *why);
 void fetch_index_free(struct fetch_entry *v, size_t n);
 
 /*
@@ -88,7 +90,7 @@ struct fetch_limits {
 /*
  * Extracts a tar archive (gzip-compressed or not) held in memory beneath
  * the folder dirfd, which must be empty and private to the caller. Refused,
- * with why[] set: absolute paths, '..' components, symbolic and hard links
+ * with *why set: absolute paths, '..' components, symbolic and hard links
  * (whatever their target), devices, fifos and sockets, the same path twice,
  * a path through a file, more members or bytes than lim allows, a tar
  * stream that decompresses past max_expanded + 4 KiB per member allowed +
@@ -100,7 +102,7 @@ struct fetch_limits {
  * dirfd for the caller to remove.
  */
 int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
-                  char *why, size_t whylen);
+                  struct err *why);
 
 /* What to fetch and how (the flags of `skill-mcp fetch`, cli_fetch.c). */
 struct fetch_opts {

@@ -79,9 +79,7 @@ static const char *snippet(const char *s, size_t n, char out[64])
     int cut = 0;
 
     if (n > lim) {
-        n = lim;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
+        n = utf8_trim(s, lim);
         cut = 1;
     }
     for (i = 0; i < n; i++) {
@@ -146,51 +144,6 @@ static void position(const char *buf, size_t off, int *line, int *col)
             c++;
     *line = l;
     *col = c;
-}
-
-/*
- * Offset of the first byte that is not valid UTF-8 (or is NUL) in [s, s+n),
- * or n when all is well. *nul is set when the culprit is a NUL byte.
- */
-static size_t utf8_bad(const unsigned char *s, size_t n, int *nul)
-{
-    size_t i = 0;
-
-    *nul = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t k, need;
-        unsigned cp, min;
-
-        if (c == 0) {
-            *nul = 1;
-            return i;
-        }
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1; cp = c & 0x1F; min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2; cp = c & 0x0F; min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3; cp = c & 0x07; min = 0x10000;
-        } else {
-            return i;
-        }
-        if (n - i <= need)
-            return i;
-        for (k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += need + 1;
-    }
-    return n;
 }
 
 /* ---- scalars ---------------------------------------------------------- */
@@ -756,8 +709,8 @@ int fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct e
         return -EINVAL;
     }
 
-    bad = utf8_valid(buf + fm_off, close_off - fm_off) ? close_off - fm_off
-        : utf8_bad((const unsigned char *)buf + fm_off, close_off - fm_off, &nul);
+    bad = utf8_valid_len(buf + fm_off, close_off - fm_off);
+    nul = bad < close_off - fm_off && !buf[fm_off + bad];
     if (bad != close_off - fm_off) {
         position(buf, fm_off + bad, &line, &col);
         fail(err, line, col, nul ? "frontmatter contains a NUL byte"

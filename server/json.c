@@ -101,30 +101,6 @@ static int jf_hex4(const unsigned char *p, const unsigned char *end)
     return v;
 }
 
-static size_t jf_utf8_put(char *d, unsigned cp)
-{
-    if (cp < 0x80) {
-        d[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        d[0] = (char)(0xC0 | (cp >> 6));
-        d[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        d[0] = (char)(0xE0 | (cp >> 12));
-        d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        d[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    d[0] = (char)(0xF0 | (cp >> 18));
-    d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    d[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    d[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* The rest of a string from its first backslash at p, decoded into the
  * scratch space. -1 falls back (a bad escape, a lone surrogate, ...). */
 static int jf_string_esc(struct jf_p *ps, const unsigned char *start, const unsigned char *p,
@@ -180,7 +156,7 @@ static int jf_string_esc(struct jf_p *ps, const unsigned char *start, const unsi
                 }
                 if (cp == 0)
                     hasnul = 1;
-                d += jf_utf8_put(d, (unsigned)cp);
+                d += utf8_encode((uint32_t)cp, d);
                 continue;
             }
             default:

@@ -74,10 +74,7 @@ struct lock_table *lock_read(const char *file, int missing_ok, struct err *err)
 
 void lock_iso_now(char out[LOCK_TIME_LEN + 1])
 {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, LOCK_TIME_LEN + 1, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    iso_utc(time(NULL), out, LOCK_TIME_LEN + 1);
 }
 
 /* flock on the lock file's folder: the file itself is replaced by rename. */

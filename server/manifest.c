@@ -167,13 +167,8 @@ out:
 
 void manifest_format_digest(const unsigned char md[32], char out[MANIFEST_DIGEST_LEN + 1])
 {
-    static const char hex[] = "0123456789abcdef";
     memcpy(out, "sha256:", 7);
-    for (int i = 0; i < 32; i++) {
-        out[7 + 2 * i] = hex[md[i] >> 4];
-        out[8 + 2 * i] = hex[md[i] & 15];
-    }
-    out[MANIFEST_DIGEST_LEN] = '\0';
+    hex_encode(md, 32, out + 7);
 }
 
 void manifest_sha256(const void *data, size_t n, char out[MANIFEST_DIGEST_LEN + 1])

@@ -205,34 +205,12 @@ size_t md_sections(const char *body, size_t len, struct md_section **out)
 /* Decode one code point at s[*i] (bounded by n); invalid bytes as 0x80000000|byte. */
 static uint32_t decode(const unsigned char *s, size_t n, size_t *i)
 {
-    unsigned char c = s[*i];
-    size_t need, k;
     uint32_t cp;
-
-    if (c < 0x80) {
-        (*i)++;
-        return c;
-    }
-    if (c >= 0xC2 && c <= 0xDF)
-        need = 1, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        need = 2, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        need = 3, cp = c & 0x07;
-    else
-        goto bad;
-    if (n - *i <= need)
-        goto bad;
-    for (k = 1; k <= need; k++) {
-        if ((s[*i + k] & 0xC0) != 0x80)
-            goto bad;
-        cp = (cp << 6) | (s[*i + k] & 0x3F);
-    }
-    *i += need + 1;
+    size_t k = utf8_decode(s + *i, n - *i, &cp);
+    if (!k)
+        cp = 0x80000000u | s[*i], k = 1;
+    *i += k;
     return cp;
-bad:
-    (*i)++;
-    return 0x80000000u | c;
 }
 
 /* Simple lower-case folding: ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic. */

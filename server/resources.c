@@ -57,15 +57,8 @@ int res_offset_cursor(struct call *c, size_t *off)
     *off = 0;
     if (!cur || json_is_null(cur))
         return 0;
-    const char *s = json_string_value(cur);
-    char *end;
-    if (!s || !*s)
+    if (list_cursor_parse(json_string_value(cur), 100000000, off) < 0)
         return call_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > 100000000ull)
-        return call_error(c, RPC_INVALID_PARAMS, NULL, "invalid cursor");
-    *off = (size_t)v;
     return 0;
 }
 
@@ -76,7 +69,8 @@ int res_list(struct call *c)
         return -1;
     struct snapshot *s = call_snapshot(c);
     json_t *a = json_array();
-    for (size_t i = off; i < s->n && i < off + RES_PAGE; i++) {
+    struct list_window w = list_window(s->n, off, RES_PAGE);
+    for (size_t i = w.start; i < w.end; i++) {
         const struct skill *k = s->v[i];
         char uri[1024];
         snprintf(uri, sizeof uri, "skill://%s/SKILL.md", k->qname);
@@ -85,11 +79,8 @@ int res_list(struct call *c)
                                            k->description, "mimeType", "text/markdown"));
     }
     call_result(c, json_pack("{s:o}", "resources", a));
-    if (off + RES_PAGE < s->n) {
-        char next[32];
-        snprintf(next, sizeof next, "%zu", off + RES_PAGE);
-        json_object_set_new(c->out.u.result, "nextCursor", json_string(next));
-    }
+    if (w.next)
+        json_object_set_new(c->out.u.result, "nextCursor", json_sprintf("%zu", w.next));
     c->out.cacheable = 1;
     return 0;
 }
@@ -107,36 +98,6 @@ int res_templates(struct call *c)
         "skill-file", "description",
         "A file bundled with a skill, by its path inside the skill folder"));
     c->out.cacheable = 1;
-    return 0;
-}
-
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes in place; -1 on a bad escape or an encoded NUL. */
-static int pct_decode(char *s)
-{
-    char *w = s;
-    for (char *r = s; *r; r++) {
-        if (*r == '%') {
-            int hi = hexval(r[1]), lo = hi < 0 ? -1 : hexval(r[2]);
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-                return -1;
-            *w++ = (char)(hi * 16 + lo);
-            r += 2;
-        } else {
-            *w++ = *r;
-        }
-    }
-    *w = '\0';
     return 0;
 }
 
@@ -163,7 +124,7 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
     const char *path = NULL;
     int amb = 0;
     *owned = NULL;
-    if (pct_decode(rest) < 0) {
+    if (pct_decode(rest, strlen(rest), rest, NULL) < 0) {
         free(rest);
         return not_found(c, uri, "bad percent-encoding");
     }

@@ -53,41 +53,6 @@ static size_t cdiv(size_t a, size_t b)
     return (a + b - 1) / b;
 }
 
-/* Decodes one UTF-8 sequence at p[0..n) (n >= 1, p[0] >= 0x80): its length,
- * or 0 when it is not valid. */
-static size_t utf8_decode(const unsigned char *p, size_t n, unsigned *cp)
-{
-    unsigned c = p[0];
-    size_t k;
-    unsigned v, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        k = 2;
-        v = c & 0x1F;
-        min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        k = 3;
-        v = c & 0x0F;
-        min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        k = 4;
-        v = c & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (k > n)
-        return 0;
-    for (size_t i = 1; i < k; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (p[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return k;
-}
-
 static int is_cjk(unsigned cp)
 {
     return (cp >= 0x1100 && cp <= 0x11FF) ||    /* Hangul Jamo */
@@ -787,33 +752,6 @@ static int jnumber(struct jparse *p)
     return 0;
 }
 
-/* Appends code point cp as UTF-8. */
-static void put_utf8(struct buf *b, unsigned cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | cp >> 12);
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | cp >> 18);
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    buf_append(b, u, n);
-}
-
 static unsigned hex4(const char *s)
 {
     unsigned v = 0;
@@ -853,7 +791,7 @@ static const char *jkey(struct jparse *p, const struct jnode *m, struct buf *b, 
         if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 < n && k[i + 1] == '\\' && k[i + 2] == 'u') {
             unsigned lo = hex4(k + i + 3);
             if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                put_utf8(b, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+                buf_put_utf8(b, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
                 i += 6;
                 continue;
             }
@@ -863,18 +801,10 @@ static const char *jkey(struct jparse *p, const struct jnode *m, struct buf *b, 
             buf_append(b, raw, 3);
             continue;
         }
-        put_utf8(b, cp);
+        buf_put_utf8(b, cp);
     }
     *len = b->len;
     return b->p ? b->p : "";
-}
-
-static uint64_t jhash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
 }
 
 /* 1 when object o (its members parsed) has two equal keys. */
@@ -907,7 +837,7 @@ static int jdup(struct jparse *p, uint32_t o)
     for (uint32_t a = o + 1; a < v[o].next; a = v[a].next) {
         size_t la;
         const char *ka = jkey(p, &v[a], &p->k1, &la);
-        size_t h = (size_t)jhash(ka, la) & (ns - 1);
+        size_t h = hash_fnv1a32(ka, la) & (ns - 1);
         while (p->slots[h]) {
             size_t lb;
             const char *kb = jkey(p, &v[p->slots[h]], &p->k2, &lb);

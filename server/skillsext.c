@@ -45,21 +45,8 @@ static atomic_uint_fast64_t logged_gen;
 
 /* ---- URIs ------------------------------------------------------------------ */
 
-/* Appends s percent-encoded: unreserved, sub-delims, ':', '@' and '/' stay. */
-static void uri_escape(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char ch = *p;
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            strchr("-._~!$&'()*+,;=:@/", ch)) {
-            buf_append(b, p, 1);
-        } else {
-            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-            buf_append(b, e, 3);
-        }
-    }
-}
+/* Unreserved, sub-delims, ':', '@' and '/' stay as they are in a URI. */
+#define URI_KEEP "!$&'()*+,;=:@/"
 
 /* "skill://<qname>[/<rel>]", malloc'd. */
 static char *skill_uri(const struct skill *k, const char *rel)
@@ -67,10 +54,10 @@ static char *skill_uri(const struct skill *k, const char *rel)
     struct buf b;
     buf_init(&b, 0);
     buf_puts(&b, "skill://");
-    uri_escape(&b, k->qname);
+    buf_pct_encode(&b, k->qname, strlen(k->qname), URI_KEEP);
     if (rel && *rel) {
         buf_puts(&b, "/");
-        uri_escape(&b, rel);
+        buf_pct_encode(&b, rel, strlen(rel), URI_KEEP);
     }
     return buf_steal(&b, NULL);
 }
@@ -400,7 +387,8 @@ int skillsext_dir_read(struct call *c)
     qsort(v, n, sizeof *v, child_cmp);
 
     json_t *a = json_array();
-    for (size_t i = off; i < n && i < off + DIR_PAGE; i++) {
+    struct list_window w = list_window(n, off, DIR_PAGE);
+    for (size_t i = w.start; i < w.end; i++) {
         char *u = skill_uri(k, v[i].rel);
         const char *mime = v[i].dir ? "inode/directory"
                            : !strcmp(v[i].rel, "SKILL.md") ? "text/markdown"
@@ -412,11 +400,8 @@ int skillsext_dir_read(struct call *c)
         free(u);
     }
     json_t *r = json_pack("{s:o}", "resources", a);
-    if (off + DIR_PAGE < n) {
-        char next[32];
-        snprintf(next, sizeof next, "%zu", off + DIR_PAGE);
-        json_object_set_new(r, "nextCursor", json_string(next));
-    }
+    if (w.next)
+        json_object_set_new(r, "nextCursor", json_sprintf("%zu", w.next));
     free(v);
     cacheable(c, r);
     rc = 0;
@@ -434,7 +419,8 @@ int skillsext_prompts_list(struct call *c)
         return -1;
     struct snapshot *s = call_snapshot(c);
     json_t *a = json_array();
-    for (size_t i = off; i < s->n && i < off + PROMPTS_PAGE; i++) {
+    struct list_window w = list_window(s->n, off, PROMPTS_PAGE);
+    for (size_t i = w.start; i < w.end; i++) {
         const struct skill *k = s->v[i];
         json_t *title = json_object_get(k->fm, "title");
         json_array_append_new(
@@ -446,11 +432,8 @@ int skillsext_prompts_list(struct call *c)
                          0));
     }
     call_result(c, json_pack("{s:o}", "prompts", a));
-    if (off + PROMPTS_PAGE < s->n) {
-        char next[32];
-        snprintf(next, sizeof next, "%zu", off + PROMPTS_PAGE);
-        json_object_set_new(c->out.u.result, "nextCursor", json_string(next));
-    }
+    if (w.next)
+        json_object_set_new(c->out.u.result, "nextCursor", json_sprintf("%zu", w.next));
     c->out.cacheable = 1;
     return 0;
 }

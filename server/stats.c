@@ -26,18 +26,10 @@ static unsigned status_slot(unsigned s)
            : s >= 500 ? 5 : 4;
 }
 
-static uint32_t name_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
 /* The skill's slot, claimed on first use (lock-free, across processes). */
 static struct stats_skill *skill_slot(struct stats *st, const char *name)
 {
-    uint32_t h = name_hash(name);
+    uint32_t h = hash_fnv1a32(name, strlen(name));
     for (unsigned probe = 0; probe < 16; probe++) {
         struct stats_skill *k = &st->skills[(h + probe) % STATS_SKILLS];
         int state = atomic_load(&k->state);

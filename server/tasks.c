@@ -97,19 +97,12 @@ struct tasks {
 
 static int64_t wall_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return now_wall_ms();
 }
 
 static void iso(int64_t ms, char *out, size_t n)
 {
-    struct tm tm;
-    time_t s = (time_t)(ms / 1000);
-    gmtime_r(&s, &tm);
-    char b[32];
-    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, n, "%s.%03dZ", b, (int)(ms % 1000));
+    iso_utc_ms(ms, out, n);
 }
 
 static void new_id(char *out, size_t n)
@@ -894,14 +887,9 @@ int tasks_m_list(struct call *c)
     size_t off = 0;
     json_t *cur = json_object_get(c->params, "cursor");
     if (cur && !json_is_null(cur)) {
-        const char *s = json_string_value(cur);
-        char *end;
-        errno = 0;
-        unsigned long long v = s ? strtoull(s, &end, 10) : 0;
-        if (!s || errno || end == s || *end || v > 1000000)
+        if (list_cursor_parse(json_string_value(cur), 1000000, &off) < 0)
             return call_error(c, RPC_INVALID_PARAMS, NULL,
                              "invalid cursor: pass the nextCursor of the previous page");
-        off = (size_t)v;
     }
     struct trec recs[PAGE];
     size_t n;

@@ -1207,14 +1207,6 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
 
 /* ---- stats and reload ------------------------------------------------------- */
 
-static void iso8601(int64_t t, char *out, size_t n)
-{
-    struct tm tm;
-    time_t tt = (time_t)t;
-    gmtime_r(&tt, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {NULL};
@@ -1232,7 +1224,7 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
         if (!strcmp(json_string_value(json_object_get(e, "level")), "error"))
             errors++;
     }
-    iso8601(c->snap->built_at, at, sizeof at);
+    iso_utc(c->snap->built_at, at, sizeof at);
     o->structured = json_pack(
         "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:o}, s:o}", "server",
         "name", "skill-mcp", "version", SKILL_VERSION, "uptime_s",

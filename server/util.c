@@ -1,6 +1,7 @@
 /*
  * util.c - the small shared pieces every module leans on: aborting
- * allocators, error records, capped buffers, logging, clocks, UTF-8 checks.
+ * allocators, error records, capped buffers, logging, clocks and ISO 8601
+ * time, UTF-8, hashing, hex and percent-encoding, list pages.
  *
  * Nothing here knows about MCP or skills. Logging is the only state, and it
  * is set once at start-up before threads exist.
@@ -96,6 +97,7 @@ void err_set(struct err *e, int line, int col, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    utf8_sanitize(e->msg);
 }
 
 /* ---- buffers ----------------------------------------------------------- */
@@ -325,20 +327,10 @@ int buf_json_escape_utf8(struct buf *b, const char *s, size_t n)
     return json_escape(b, s, n, 1);
 }
 
-/* The code point of the valid k-byte UTF-8 sequence at p. */
-static unsigned utf8_cp(const unsigned char *p, size_t k)
-{
-    if (k == 2)
-        return (p[0] & 0x1Fu) << 6 | (p[1] & 0x3Fu);
-    if (k == 3)
-        return (p[0] & 0x0Fu) << 12 | (p[1] & 0x3Fu) << 6 | (p[2] & 0x3Fu);
-    return (p[0] & 0x07u) << 18 | (p[1] & 0x3Fu) << 12 | (p[2] & 0x3Fu) << 6 | (p[3] & 0x3Fu);
-}
-
 /* Characters that change how the rest of a line shows: C1 controls (a
  * terminal may take U+009B as CSI), bidirectional marks and overrides, and
  * the Unicode line and paragraph separators. */
-static int text_hidden(unsigned cp)
+static int text_hidden(uint32_t cp)
 {
     return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
            (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
@@ -355,8 +347,8 @@ int buf_text_escape(struct buf *b, const char *s, size_t n)
             i++;
             continue;
         }
-        size_t k = c >= 0x80 ? utf8_seq(p + i, n - i) : 0;
-        unsigned cp = k ? utf8_cp(p + i, k) : 0;
+        uint32_t cp = 0;
+        size_t k = c >= 0x80 ? utf8_decode(p + i, n - i, &cp) : 0;
         if (k && !text_hidden(cp)) {
             i += k;
             continue;
@@ -494,54 +486,104 @@ double now_ms(void)
     return (double)now_ns() / 1e6;
 }
 
-void now_utc(char *out, size_t n)
+int64_t now_wall_ms(void)
 {
     struct timespec t;
-    struct tm tm;
     clock_gettime(CLOCK_REALTIME, &t);
-    gmtime_r(&t.tv_sec, &tm);
-    snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t.tv_nsec / 1000000);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void now_utc(char *out, size_t n)
+{
+    iso_utc_ms(now_wall_ms(), out, n);
+}
+
+/* sec as ISO 8601 UTC, with ".mmm" when ms >= 0. */
+static void iso_fmt(int64_t sec, int ms, char *out, size_t n)
+{
+    struct tm tm;
+    time_t t = (time_t)sec;
+    if (!n)
+        return;
+    out[0] = '\0';
+    if ((int64_t)t != sec || !gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999 ||
+        tm.tm_year + 1900 < 0)
+        return;
+    char frac[8] = "";
+    if (ms >= 0)
+        snprintf(frac, sizeof frac, ".%03d", ms);
+    snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+void iso_utc(int64_t sec, char *out, size_t n)
+{
+    iso_fmt(sec, -1, out, n);
+}
+
+void iso_utc_ms(int64_t ms, char *out, size_t n)
+{
+    /* floor division: the millisecond part of a time before the epoch
+     * counts forward from the second before it */
+    int64_t sec = ms / 1000, rem = ms % 1000;
+    if (rem < 0) {
+        sec--;
+        rem += 1000;
+    }
+    iso_fmt(sec, (int)rem, out, n);
 }
 
 /* ---- UTF-8 ------------------------------------------------------------- */
 
-/* Length of the sequence starting at s (1..4) or 0 if invalid. */
-size_t utf8_seq(const unsigned char *s, size_t n)
+size_t utf8_decode(const void *s, size_t n, uint32_t *cp)
 {
-    unsigned c = s[0];
-    if (c < 0x80)
-        return c ? 1 : 0;
-    if (c < 0xC2)
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    const unsigned char *p = s;
+    if (!n)
         return 0;
-    if (c < 0xE0) {
-        if (n < 2 || (s[1] & 0xC0) != 0x80)
-            return 0;
-        return 2;
+    unsigned c = p[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
     }
-    if (c < 0xF0) {
-        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
+    size_t k;
+    uint32_t v;
+    if (c < 0xC2)
+        return 0;       /* a continuation byte, or the lead of an overlong pair */
+    else if (c < 0xE0)
+        k = 2, v = c & 0x1F;
+    else if (c < 0xF0)
+        k = 3, v = c & 0x0F;
+    else if (c < 0xF5)
+        k = 4, v = c & 0x07;
+    else
+        return 0;
+    if (n < k)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((p[i] & 0xC0) != 0x80)
             return 0;
-        if (c == 0xE0 && s[1] < 0xA0)
-            return 0;                   /* overlong */
-        if (c == 0xED && s[1] >= 0xA0)
-            return 0;                   /* surrogate */
-        return 3;
+        v = v << 6 | (p[i] & 0x3Fu);
     }
-    if (c < 0xF5) {
-        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
-            (s[3] & 0xC0) != 0x80)
-            return 0;
-        if (c == 0xF0 && s[1] < 0x90)
-            return 0;
-        if (c == 0xF4 && s[1] >= 0x90)
-            return 0;
-        return 4;
-    }
-    return 0;
+    if (v < least[k] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return k;
 }
 
-int utf8_valid(const char *s, size_t n)
+size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    uint32_t cp;
+    return n && s[0] ? utf8_decode(s, n, &cp) : 0;
+}
+
+int buf_put_utf8(struct buf *b, uint32_t cp)
+{
+    char u[4];
+    return buf_append(b, u, utf8_encode(cp, u));
+}
+
+size_t utf8_valid_len(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
@@ -561,10 +603,15 @@ int utf8_valid(const char *s, size_t n)
         }
         size_t k = utf8_seq(p + i, n - i);
         if (!k)
-            return 0;
+            return i;
         i += k;
     }
-    return 1;
+    return n;
+}
+
+int utf8_valid(const char *s, size_t n)
+{
+    return utf8_valid_len(s, n) == n;
 }
 
 void utf8_sanitize(char *s)
@@ -603,6 +650,125 @@ size_t utf8_trim(const char *s, size_t n)
     return back + 1 >= want ? n : i - 1;
 }
 
+/* ---- hashing ------------------------------------------------------------ */
+
+uint64_t hash_fnv1a(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull;     /* the offset basis and prime of FNV-1a 64 */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* ---- hex and percent-encoding ------------------------------------------- */
+
+int hex_digit(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+void hex_encode(const void *p, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = p;
+    /* forwards: step i writes out[2i], out[2i+1], which p may share once
+     * they are read, when p is the upper half of out (x_random_hex) */
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = s[i];
+        out[2 * i] = hex[c >> 4];
+        out[2 * i + 1] = hex[c & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int hex_decode(const char *s, size_t n, void *out)
+{
+    unsigned char *o = out;
+    if (n % 2)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i += 2) {
+        int hi = hex_digit((unsigned char)s[i]), lo = hex_digit((unsigned char)s[i + 1]);
+        if (hi < 0 || lo < 0)
+            return -EINVAL;
+        o[i / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+int buf_pct_encode(struct buf *b, const char *s, size_t n, const char *keep)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t start = b->len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        int rc;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            (ch && strchr("-._~", ch)) || (ch && keep && strchr(keep, ch))) {
+            rc = buf_append(b, s + i, 1);
+        } else {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            rc = buf_append(b, e, 3);
+        }
+        if (rc < 0) {
+            b->len = start;
+            if (b->p)
+                b->p[start] = '\0';
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int pct_decode(const char *in, size_t n, char *out, size_t *outlen)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in[i] != '%') {
+            out[j++] = in[i];
+            continue;
+        }
+        int hi = n - i > 2 ? hex_digit((unsigned char)in[i + 1]) : -1;
+        int lo = hi < 0 ? -1 : hex_digit((unsigned char)in[i + 2]);
+        if (lo < 0 || (hi | lo) == 0)
+            return -EINVAL;
+        out[j++] = (char)(hi << 4 | lo);
+        i += 2;
+    }
+    out[j] = '\0';
+    if (outlen)
+        *outlen = j;
+    return 0;
+}
+
+/* ---- list pages ------------------------------------------------------------ */
+
+struct list_window list_window(size_t total, size_t off, size_t per)
+{
+    struct list_window w;
+    w.start = off < total ? off : total;
+    w.end = total - w.start > per ? w.start + per : total;
+    w.next = w.end < total ? w.end : 0;
+    return w;
+}
+
+int list_cursor_parse(const char *s, size_t max, size_t *off)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -EINVAL;
+    size_t v = 0;
+    for (; *s; s++) {
+        size_t d = (size_t)(*s - '0');
+        /* v * 10 + d <= max, without overflow */
+        if (*s < '0' || *s > '9' || d > max || v > (max - d) / 10)
+            return -EINVAL;
+        v = v * 10 + d;
+    }
+    *off = v;
+    return 0;
+}
+
 int x_random(void *p, size_t n)
 {
     unsigned char *b = p;
@@ -623,18 +789,12 @@ int x_random(void *p, size_t n)
 
 int x_random_hex(char *out, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    /* The bytes go in the upper half of out: step i reads byte i and
-     * writes out[2i], out[2i+1], which hold bytes already read. */
+    /* The bytes go in the upper half of out, which hex_encode (working
+     * backwards) may read from. */
     unsigned char *r = (unsigned char *)out + n;
     if (x_random(r, n) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = r[i];
-        out[2 * i] = hex[c >> 4];
-        out[2 * i + 1] = hex[c & 15];
-    }
-    out[2 * n] = '\0';
+    hex_encode(r, n, out);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /*
- * util.h - allocation, error records, capped buffers and logging shared by
- * every module.
+ * util.h - allocation, error records, capped buffers, logging and the small
+ * primitives (UTF-8, hashing, hex, percent-encoding, ISO 8601 time, list
+ * pages) shared by every module: each is written here once.
  *
  * Allocation failure aborts (as redis's zmalloc does): every size that comes
  * from outside is capped before it is allocated, so running out of memory is
@@ -46,12 +47,20 @@ int x_open_regular(int dfd, const char *path, struct stat *st);
 
 /* ---- error record (like jansson's json_error_t) ---------------------- */
 
+/*
+ * A message for a person (the one error convention besides a negative
+ * errno; see docs/internals.md, "Conventions"): what went wrong, in words
+ * that name the input, set where the failure is understood and passed up
+ * unchanged. The function itself returns -1, NULL or a negative errno.
+ */
 struct err {
     int line;       /* 1-based, 0 when unknown */
     int col;        /* 1-based, 0 when unknown */
-    char msg[256];
+    char msg[512];  /* room for a URL or a path and what was wrong with it */
 };
 
+/* Sets *e (NULL: nothing); msg is cut to fit and made valid UTF-8 ('?' for
+ * what is not, a cut "%.200s" of input included), so it can go into JSON. */
 void err_set(struct err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -134,15 +143,65 @@ void x_peer_key(const struct sockaddr *sa, char *out, size_t n);
 
 uint64_t now_ns(void);      /* CLOCK_MONOTONIC */
 double now_ms(void);
+/* The wall clock (CLOCK_REALTIME) in milliseconds since the epoch. */
+int64_t now_wall_ms(void);
 /* The wall clock as "2026-11-30T01:02:03.456Z" (logs, audit lines). */
 void now_utc(char *out, size_t n);
 
+/* ISO 8601 UTC of a time since the epoch: iso_utc "2026-11-30T01:02:03Z"
+ * (ISO_UTC_LEN characters), iso_utc_ms "2026-11-30T01:02:03.456Z"
+ * (ISO_UTC_MS_LEN). A time before the epoch counts back (-1 ms is
+ * 1969-12-31T23:59:59.999Z); a time gmtime cannot place (past year 9999 on
+ * the way out of the format's four digits, or beyond time_t) writes "". */
+#define ISO_UTC_LEN 20
+#define ISO_UTC_MS_LEN 24
+void iso_utc(int64_t sec, char *out, size_t n);
+void iso_utc_ms(int64_t ms, char *out, size_t n);
+
 /* ---- UTF-8 ----------------------------------------------------------- */
 
+/*
+ * The one UTF-8 decoder. The character at s[0..n) into *cp and its length
+ * (1 to 4), or 0 when s does not start one: a continuation byte, a sequence
+ * cut short by n (n == 0 included), an overlong form, a surrogate, anything
+ * above U+10FFFF (jansson's rules, RFC 3629). NUL is U+0000 of length 1.
+ * *cp is left alone on 0.
+ */
+size_t utf8_decode(const void *s, size_t n, uint32_t *cp);
+/* cp (a scalar value: at most U+10FFFF, not a surrogate) as UTF-8 into
+ * out, which holds 4; the length written. */
+static inline size_t utf8_encode(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+/* Appends cp as UTF-8 (see utf8_encode): 0, or -ENOSPC with b unchanged. */
+int buf_put_utf8(struct buf *b, uint32_t cp);
 /* 1 when [s, s+n) is valid UTF-8 with no NUL byte. */
 int utf8_valid(const char *s, size_t n);
+/* Offset of the first byte of [s, s+n) that is NUL or does not start a
+ * valid sequence (utf8_decode), n when there is none. */
+size_t utf8_valid_len(const char *s, size_t n);
 /* Length of the UTF-8 sequence at s[0..n), 0 when it is not one (or is NUL):
- * no overlong forms, no surrogates, nothing above U+10FFFF (jansson's rules). */
+ * utf8_decode without the code point. */
 size_t utf8_seq(const unsigned char *s, size_t n);
 /* Replaces, in place, every byte that is not part of valid UTF-8 (and NUL
  * bytes before the terminator cannot exist) with '?'. For messages built
@@ -150,5 +209,53 @@ size_t utf8_seq(const unsigned char *s, size_t n);
 void utf8_sanitize(char *s);
 /* Largest n' <= n such that [s, s+n') does not end inside a sequence. */
 size_t utf8_trim(const char *s, size_t n);
+
+/* ---- hashing ---------------------------------------------------------- */
+
+/* FNV-1a (64-bit) of p[0..n): hash-table and cache slots inside one run of
+ * the server (the values are never stored or compared across versions). */
+uint64_t hash_fnv1a(const void *p, size_t n);
+/* The same folded to 32 bits, the high half into the low: FNV's low bits
+ * are its weakest, and a power-of-two table or a modulus reads only them. */
+static inline uint32_t hash_fnv1a32(const void *p, size_t n)
+{
+    uint64_t h = hash_fnv1a(p, n);
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* ---- hex and percent-encoding ---------------------------------------- */
+
+/* The value of hex digit c (either case), or -1. */
+int hex_digit(int c);
+/* n bytes as 2n lowercase hex digits and a NUL (out holds 2n+1). */
+void hex_encode(const void *p, size_t n, char *out);
+/* The n hex digits s[0..n) (either case) as n/2 bytes into out: 0, or
+ * -EINVAL when n is odd or a character is not a hex digit (out partly
+ * written). */
+int hex_decode(const char *s, size_t n, void *out);
+
+/* Appends s[0..n) percent-encoded (uppercase %XX): the unreserved
+ * characters of RFC 3986 (A-Z a-z 0-9 - . _ ~) and those in keep stay as
+ * they are, every other byte is escaped. 0, or -ENOSPC with b unchanged. */
+int buf_pct_encode(struct buf *b, const char *s, size_t n, const char *keep);
+/* Percent-decodes in[0..n) into out (room for n+1; out may be in), NUL-
+ * terminated, its length in *outlen. 0, or -EINVAL when a '%' is not
+ * followed by two hex digits or encodes NUL (%00): a decoded NUL would cut
+ * the text short wherever it is used as a C string. */
+int pct_decode(const char *in, size_t n, char *out, size_t *outlen);
+
+/* ---- list pages --------------------------------------------------------- */
+
+/* One page of a list of total items from offset off, at most per items:
+ * items [start, end), and next, the offset the following page starts at
+ * (0 when this page is the last). An offset past the end is an empty last
+ * page. */
+struct list_window {
+    size_t start, end, next;
+};
+struct list_window list_window(size_t total, size_t off, size_t per);
+/* A cursor (the decimal offset a nextCursor carried) into *off: 0, or
+ * -EINVAL when s is NULL, empty, not all digits or above max. */
+int list_cursor_parse(const char *s, size_t max, size_t *off);
 
 #endif

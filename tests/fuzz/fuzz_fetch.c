@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fetch.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,9 +18,9 @@ static void index_one(const char *buf, size_t len)
 {
     struct fetch_entry *v;
     size_t n;
-    char why[256] = "";
-    if (fetch_index_parse(buf, len, &v, &n, why, sizeof why) < 0) {
-        if (!why[0] || v || n)
+    struct err why = {0};
+    if (fetch_index_parse(buf, len, &v, &n, &why) < 0) {
+        if (!why.msg[0] || v || n)
             abort();
         return;
     }
@@ -36,8 +37,8 @@ static void archive_one(const char *buf, size_t len)
 {
     /* small limits so that the caps themselves are reached */
     struct fetch_limits lim = {64, 1 << 20, 256 << 10};
-    char why[256] = "";
-    if (fetch_extract(-1, buf, len, &lim, why, sizeof why) < 0 && !why[0])
+    struct err why = {0};
+    if (fetch_extract(-1, buf, len, &lim, &why) < 0 && !why.msg[0])
         abort();
 }
 

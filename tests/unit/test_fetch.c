@@ -91,23 +91,23 @@ static const struct fetch_limits LIM = {100, 1 << 20, 512 << 10};
  * without writing; both must agree (99 when not). Returns the result; why
  * gets the reason of the writing run. The caller removes dir.
  */
-static int extract(const struct member *m, size_t n, const struct fetch_limits *lim, char *why,
-                   size_t whylen, char dir[64])
+static int extract(const struct member *m, size_t n, const struct fetch_limits *lim,
+                   struct err *why, char dir[64])
 {
     size_t len;
     char *tar = tar_of(m, n, 1, &len);
-    char dry[256] = "";
+    struct err dry = {0};
     snprintf(dir, 64, "/tmp/skill-test-fetch-XXXXXX");
     if (!mkdtemp(dir))
         abort();
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    int rc = fetch_extract(fd, tar, len, lim ? lim : &LIM, why, whylen);
-    int drc = fetch_extract(-1, tar, len, lim ? lim : &LIM, dry, sizeof dry);
+    int rc = fetch_extract(fd, tar, len, lim ? lim : &LIM, why);
+    int drc = fetch_extract(-1, tar, len, lim ? lim : &LIM, &dry);
     close(fd);
     free(tar);
     /* Without a folder, conflicts between a file and a folder of one name
      * cannot be seen; every other verdict is the same. */
-    if (rc != drc && !strstr(why, "in the way"))
+    if (rc != drc && !strstr(why->msg, "in the way"))
         return 99;
     return rc;
 }
@@ -119,21 +119,21 @@ static void cleanup(const char *dir)
 
 /* ---- the index ------------------------------------------------------------- */
 
-static int parse(const char *doc, struct fetch_entry **v, size_t *n, char *why)
+static int parse(const char *doc, struct fetch_entry **v, size_t *n, struct err *why)
 {
-    return fetch_index_parse(doc, strlen(doc), v, n, why, 256);
+    return fetch_index_parse(doc, strlen(doc), v, n, why);
 }
 
 TEST(index_good)
 {
     struct fetch_entry *v;
     size_t n;
-    char why[256] = "";
+    struct err why = {0};
     CHECK_EQ(parse(HDR "[{\"name\":\"a\",\"description\":\"d\",\"type\":\"archive\",\"url\":"
                        "\"a.tar.gz\",\"digest\":\"" DIGEST "\",\"extra\":1},"
                        "{\"name\":\"b\",\"description\":\"\",\"type\":\"wasm\",\"url\":\"b\","
                        "\"digest\":\"" DIGEST "\"}]}",
-                   &v, &n, why),
+                   &v, &n, &why),
              0);
     CHECK_EQ(n, 2);
     CHECK_STR(v[0].name, "a");
@@ -143,7 +143,7 @@ TEST(index_good)
     CHECK_STR(v[1].type, "wasm");       /* unknown types are the caller's to skip */
     CHECK(v[1].problem == NULL);
     fetch_index_free(v, n);
-    CHECK_EQ(parse(HDR "[]}", &v, &n, why), 0);
+    CHECK_EQ(parse(HDR "[]}", &v, &n, &why), 0);
     CHECK_EQ(n, 0);
     fetch_index_free(v, n);
 }
@@ -168,11 +168,11 @@ TEST(index_refused)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct fetch_entry *v = (void *)1;
         size_t n = 7;
-        char why[256] = "";
-        CHECK_EQ(parse(cases[i].doc, &v, &n, why), -1);
+        struct err why = {0};
+        CHECK_EQ(parse(cases[i].doc, &v, &n, &why), -1);
         CHECK(v == NULL && n == 0);
-        if (!strstr(why, cases[i].why)) {
-            H_FAIL("case %zu: '%s' lacks '%s'", i, why, cases[i].why);
+        if (!strstr(why.msg, cases[i].why)) {
+            H_FAIL("case %zu: '%s' lacks '%s'", i, why.msg, cases[i].why);
             return;
         }
     }
@@ -202,9 +202,9 @@ TEST(index_bad_entries)
         char doc[1024];
         struct fetch_entry *v;
         size_t n;
-        char why[256] = "";
+        struct err why = {0};
         snprintf(doc, sizeof doc, HDR "[%s]}", cases[i].entry);
-        CHECK_EQ(parse(doc, &v, &n, why), 0);
+        CHECK_EQ(parse(doc, &v, &n, &why), 0);
         CHECK_EQ(n, 1);
         if (!v[0].problem || !strstr(v[0].problem, cases[i].problem)) {
             H_FAIL("case %zu: problem '%s' lacks '%s'", i, v[0].problem ? v[0].problem : "(none)",
@@ -228,8 +228,9 @@ TEST(extract_paths_and_modes)
         {.path = "hz/sub/", .type = AE_IFDIR, .perm = 0700},
         {.path = "hz/empty", .type = AE_IFREG, .data = ""},
     };
-    char dir[64], why[256] = "", p[128], got[16] = "";
-    CHECK_EQ(extract(m, sizeof m / sizeof *m, NULL, why, sizeof why, dir), 0);
+    struct err why = {0};
+    char dir[64], p[128], got[16] = "";
+    CHECK_EQ(extract(m, sizeof m / sizeof *m, NULL, &why, dir), 0);
     mode_t um = umask(022);
     umask(um);
     struct stat st;
@@ -294,12 +295,13 @@ TEST(extract_hazards)
             {.path = "hz/SKILL.md", .type = AE_IFREG, .data = ok_md},
             cases[i].m,
         };
-        char dir[64], why[256] = "";
-        int rc = extract(m, 3, cases[i].lim.max_entries ? &cases[i].lim : NULL, why, sizeof why,
+        struct err why = {0};
+        char dir[64];
+        int rc = extract(m, 3, cases[i].lim.max_entries ? &cases[i].lim : NULL, &why,
                          dir);
         cleanup(dir);
-        if (rc != -1 || !strstr(why, cases[i].why)) {
-            H_FAIL("case %zu (%.40s): rc %d, '%s' lacks '%s'", i, cases[i].m.path, rc, why,
+        if (rc != -1 || !strstr(why.msg, cases[i].why)) {
+            H_FAIL("case %zu (%.40s): rc %d, '%s' lacks '%s'", i, cases[i].m.path, rc, why.msg,
                    cases[i].why);
             return;
         }
@@ -314,25 +316,26 @@ TEST(extract_counts_members)
         snprintf(names[i], sizeof names[i], "hz/f%d", i);
         m[i] = (struct member){.path = names[i], .type = AE_IFREG, .data = ""};
     }
-    char dir[64], why[256] = "";
-    CHECK_EQ(extract(m, 100, NULL, why, sizeof why, dir), 0);
+    struct err why = {0};
+        char dir[64];
+    CHECK_EQ(extract(m, 100, NULL, &why, dir), 0);
     cleanup(dir);
-    CHECK_EQ(extract(m, 101, NULL, why, sizeof why, dir), -1);
+    CHECK_EQ(extract(m, 101, NULL, &why, dir), -1);
     cleanup(dir);
-    CHECK(strstr(why, "more than 100 members") != NULL);
+    CHECK(strstr(why.msg, "more than 100 members") != NULL);
 }
 
 TEST(extract_not_an_archive)
 {
-    char why[256] = "";
+    struct err why = {0};
     static const char junk[] = "\x1f\x8b\x08\x00garbage garbage garbage";
-    CHECK_EQ(fetch_extract(-1, junk, sizeof junk - 1, &LIM, why, sizeof why), -1);
-    CHECK(why[0] != '\0');
+    CHECK_EQ(fetch_extract(-1, junk, sizeof junk - 1, &LIM, &why), -1);
+    CHECK(why.msg[0] != '\0');
     size_t len;
     char *empty = tar_of(NULL, 0, 0, &len);
-    CHECK_EQ(fetch_extract(-1, empty, len, &LIM, why, sizeof why), -1);
+    CHECK_EQ(fetch_extract(-1, empty, len, &LIM, &why), -1);
     free(empty);
-    CHECK(strstr(why, "empty") != NULL || strstr(why, "tar") != NULL);
+    CHECK(strstr(why.msg, "empty") != NULL || strstr(why.msg, "tar") != NULL);
 }
 
 /* ---- where a download may connect ------------------------------------------ */
@@ -511,13 +514,13 @@ TEST(extract_bounds_decompression)
     free(tar);
     CHECK(glen < (size_t)1 << 20);      /* a ratio over 64:1 */
     struct fetch_limits lim = {100, 1 << 20, 1 << 20};
-    char why[512] = "";
-    CHECK_EQ(fetch_extract(-1, gz, glen, &lim, why, sizeof why), -1);
-    CHECK(strstr(why, "decompresses to more than") != NULL);
+    struct err why = {0};
+    CHECK_EQ(fetch_extract(-1, gz, glen, &lim, &why), -1);
+    CHECK(strstr(why.msg, "decompresses to more than") != NULL);
     /* the same with room for it: accepted (the folder has no file data) */
     struct fetch_limits roomy = {100, big + (4 << 20), 1 << 20};
-    why[0] = '\0';
-    CHECK_EQ(fetch_extract(-1, gz, glen, &roomy, why, sizeof why), 0);
+    why.msg[0] = '\0';
+    CHECK_EQ(fetch_extract(-1, gz, glen, &roomy, &why), 0);
     free(gz);
 
     /* a plain tar is bounded the same way */
@@ -525,8 +528,8 @@ TEST(extract_bounds_decompression)
     tar = xcalloc(n, 1);
     ustar_header(tar, "hz/", 'D', 4 << 20);
     struct fetch_limits small = {100, 1 << 20, 1 << 20};
-    CHECK_EQ(fetch_extract(-1, tar, n, &small, why, sizeof why), -1);
-    CHECK(strstr(why, "decompresses to more than") != NULL);
+    CHECK_EQ(fetch_extract(-1, tar, n, &small, &why), -1);
+    CHECK(strstr(why.msg, "decompresses to more than") != NULL);
     free(tar);
 }
 

@@ -245,6 +245,21 @@ TEST(find_invalid_utf8)
     CHECK_EQ(md_find(b, S, N, "\xC3\xA9"), -1);
 }
 
+/* An overlong form or a surrogate is bytes, never the character it would
+ * spell: "a\xC0\xAFb" and "a\xE0\x80\xAFb" do not find "a/b". */
+TEST(find_overlong_and_surrogates_are_not_characters)
+{
+    const char *b = "# a/b\n# x\xED\xA0\x80y\n";
+
+    CHECK_EQ(outline(b), 2);
+    CHECK_EQ(md_find(b, S, N, "a/b"), 0);
+    CHECK_EQ(md_find(b, S, N, "a\xC0\xAF" "b"), -1);
+    CHECK_EQ(md_find(b, S, N, "a\xE0\x80\xAF" "b"), -1);
+    CHECK_EQ(md_find(b, S, N, "a\xF0\x80\x80\xAF" "b"), -1);
+    CHECK_EQ(md_find(b, S, N, "x\xED\xA0\x80y"), 1);     /* the same bytes still match */
+    CHECK_EQ(md_find(b, S, N, "X\xED\xA0\x80Y"), 1);
+}
+
 TEST(many_headings)
 {
     size_t n = 5000, i, len = 0;
@@ -276,6 +291,7 @@ int main(void)
     RUN(length_bounds);
     RUN(find);
     RUN(find_invalid_utf8);
+    RUN(find_overlong_and_surrogates_are_not_characters);
     RUN(many_headings);
     free(S);
     DONE();

@@ -2,7 +2,9 @@
  * test_util.c - the byte loops that take the word-at-a-time fast path:
  * buf_json_escape against jansson's own escaping, and utf8_valid against a
  * byte-by-byte reference, for every alignment and every position of the
- * byte that matters.
+ * byte that matters; then the primitives written once in util.c (UTF-8
+ * decoding, validation and cuts, FNV-1a, hex, percent-encoding, ISO 8601
+ * time, list pages and cursors), each at its edges.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -276,6 +278,384 @@ TEST(peer_key_one_per_ipv4_address_and_ipv6_64)
     CHECK_STR(a, "addr:unknown");
 }
 
+/* ---- UTF-8 ------------------------------------------------------------------ */
+
+/* Decodes exactly the k bytes at s, expecting length want (0: refused). */
+static int dec(const char *s, size_t k, size_t want, uint32_t cpwant)
+{
+    uint32_t cp = 0xDEADBEEF;
+    size_t got = utf8_decode(s, k, &cp);
+    if (got != want || (want && cp != cpwant) || (!want && cp != 0xDEADBEEF)) {
+        printf("# utf8_decode of %zu bytes: got %zu U+%04X, want %zu U+%04X\n", k, got,
+               (unsigned)cp, want, (unsigned)cpwant);
+        return 0;
+    }
+    return 1;
+}
+
+TEST(utf8_decode_edges)
+{
+    CHECK(dec("a", 1, 1, 'a'));
+    CHECK(dec("", 1, 1, 0));                        /* NUL is U+0000 */
+    CHECK(dec("a", 0, 0, 0));                       /* nothing to read */
+    CHECK(dec("\x7f", 1, 1, 0x7F));
+    CHECK(dec("\xc2\x80", 2, 2, 0x80));             /* each length's first and last */
+    CHECK(dec("\xdf\xbf", 2, 2, 0x7FF));
+    CHECK(dec("\xe0\xa0\x80", 3, 3, 0x800));
+    CHECK(dec("\xef\xbf\xbf", 3, 3, 0xFFFF));
+    CHECK(dec("\xf0\x90\x80\x80", 4, 4, 0x10000));
+    CHECK(dec("\xf4\x8f\xbf\xbf", 4, 4, 0x10FFFF));
+    CHECK(dec("\xed\x9f\xbf", 3, 3, 0xD7FF));       /* either side of the surrogates */
+    CHECK(dec("\xee\x80\x80", 3, 3, 0xE000));
+    /* overlong forms */
+    CHECK(dec("\xc0\xaf", 2, 0, 0));
+    CHECK(dec("\xc1\xbf", 2, 0, 0));
+    CHECK(dec("\xe0\x80\xaf", 3, 0, 0));
+    CHECK(dec("\xe0\x9f\xbf", 3, 0, 0));
+    CHECK(dec("\xf0\x80\x80\xaf", 4, 0, 0));
+    CHECK(dec("\xf0\x8f\xbf\xbf", 4, 0, 0));
+    /* surrogates, alone and as a CESU-8 pair */
+    CHECK(dec("\xed\xa0\x80", 3, 0, 0));
+    CHECK(dec("\xed\xbf\xbf", 3, 0, 0));
+    CHECK(dec("\xed\xa0\xbd\xed\xb8\x80", 6, 0, 0));
+    /* above U+10FFFF, and lead bytes that never start anything */
+    CHECK(dec("\xf4\x90\x80\x80", 4, 0, 0));
+    CHECK(dec("\xf5\x80\x80\x80", 4, 0, 0));
+    CHECK(dec("\xff", 1, 0, 0));
+    CHECK(dec("\x80", 1, 0, 0));
+    CHECK(dec("\xbf\xbf", 2, 0, 0));
+    /* truncated: by n, and by a byte that is not a continuation */
+    CHECK(dec("\xc3\xa9", 1, 0, 0));
+    CHECK(dec("\xe6\x97\xa5", 2, 0, 0));
+    CHECK(dec("\xf0\x9f\x98\x80", 3, 0, 0));
+    CHECK(dec("\xc3(", 2, 0, 0));
+    CHECK(dec("\xe6\x97(", 3, 0, 0));
+    CHECK(dec("\xf0\x9f\x98(", 4, 0, 0));
+    /* only its own bytes count: what follows is not read */
+    CHECK(dec("\xc3\xa9\xff", 3, 2, 0xE9));
+}
+
+/* Every scalar value encodes and decodes to itself; every 1-, 2- and 3-byte
+ * string decodes exactly when it is the encoding of what it decodes to. */
+TEST(utf8_round_trip_and_every_short_string)
+{
+    for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+        if (cp >= 0xD800 && cp <= 0xDFFF)
+            continue;
+        char u[4];
+        uint32_t back = 0;
+        size_t k = utf8_encode(cp, u);
+        CHECK_EQ(k, cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
+        CHECK_EQ(utf8_decode(u, k, &back), k);
+        CHECK_EQ(back, cp);
+        CHECK_EQ(utf8_decode(u, k - 1, &back), 0);
+    }
+    /* the reference: a 3-byte string starts with a character exactly when
+     * it starts with the encoding of one */
+    unsigned char *want = calloc(1u << 24, 1);
+    CHECK(want);
+    for (uint32_t cp = 0; cp < 0x10000; cp++) {
+        if (cp >= 0xD800 && cp <= 0xDFFF)
+            continue;
+        char u[4];
+        size_t k = utf8_encode(cp, u);
+        uint32_t base = 0;
+        for (size_t i = 0; i < k; i++)
+            base |= (uint32_t)(unsigned char)u[i] << (16 - 8 * i);
+        for (uint32_t tail = 0; tail < 1u << (8 * (3 - k)); tail++)
+            want[base | tail] = (unsigned char)k;
+    }
+    size_t wrong = 0;
+    for (uint32_t v = 0; v < (1u << 24); v++) {
+        unsigned char s[3] = {(unsigned char)(v >> 16), (unsigned char)(v >> 8),
+                              (unsigned char)v};
+        uint32_t cp = 0;
+        size_t k = utf8_decode(s, 3, &cp);
+        char u[4];
+        if (k != want[v] || (k && (utf8_encode(cp, u) != k || memcmp(u, s, k)))) {
+            if (!wrong++)
+                printf("# %02X %02X %02X: decoded length %zu, want %u\n", s[0], s[1], s[2], k,
+                       want[v]);
+        }
+    }
+    free(want);
+    CHECK_EQ(wrong, 0);
+}
+
+TEST(utf8_valid_len_points_at_the_culprit)
+{
+    CHECK_EQ(utf8_valid_len("", 0), 0);
+    CHECK_EQ(utf8_valid_len("abc", 3), 3);
+    CHECK_EQ(utf8_valid_len("ab\0c", 4), 2);
+    CHECK_EQ(utf8_valid_len("caf\xc3\xa9!", 6), 6);
+    CHECK_EQ(utf8_valid_len("caf\xc3", 4), 3);                  /* truncated at the end */
+    CHECK_EQ(utf8_valid_len("0123456789\xed\xa0\x80", 13), 10); /* after the 8-byte run */
+    CHECK_EQ(utf8_valid_len("\xc0\xaf", 2), 0);
+    CHECK(utf8_valid("\xe6\x97\xa5\xf0\x9f\x98\x80", 7));
+    CHECK(!utf8_valid("\xe6\x97\xa5\xf0\x9f\x98", 6));
+    CHECK_EQ(utf8_seq((const unsigned char *)"", 1), 0);        /* NUL is no sequence here */
+    CHECK_EQ(utf8_seq((const unsigned char *)"\xc3\xa9", 2), 2);
+}
+
+TEST(utf8_trim_never_splits_a_character)
+{
+    static const char *const texts[] = {"a\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac",
+                                        "x\xf0\x9f\x98\x80y", "plain", "\xc3\xa9\xc3\xa9"};
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        const char *s = texts[t];
+        size_t n = strlen(s);
+        for (size_t cut = 0; cut <= n; cut++) {
+            size_t k = utf8_trim(s, cut);
+            CHECK(k <= cut);
+            CHECK(utf8_valid(s, k));                    /* a whole prefix */
+            /* the longest one: no valid prefix lies between k and cut */
+            for (size_t j = k + 1; j <= cut; j++)
+                CHECK(!utf8_valid(s, j));
+        }
+    }
+    CHECK_EQ(utf8_trim("a\xc3\xa9", 2), 1);
+    CHECK_EQ(utf8_trim("\xf0\x9f\x98\x80", 3), 0);
+    CHECK_EQ(utf8_trim("\xf0\x9f\x98\x80", 4), 4);
+}
+
+TEST(buf_put_utf8_appends_the_encoding)
+{
+    struct buf b;
+    buf_init(&b, 5);
+    CHECK_EQ(buf_put_utf8(&b, 0xE9), 0);
+    CHECK_EQ(buf_put_utf8(&b, 0x1F600), -ENOSPC);               /* 2 + 4 > 5 */
+    CHECK_EQ(buf_put_utf8(&b, 0x65E5), 0);
+    CHECK_MEM(b.p, b.len, "\xc3\xa9\xe6\x97\xa5");
+    buf_cleanup(&b);
+}
+
+/* ---- hashing ------------------------------------------------------------------- */
+
+TEST(fnv1a_known_values)
+{
+    /* the published FNV-1a 64 test vectors */
+    CHECK(hash_fnv1a("", 0) == 0xcbf29ce484222325ull);
+    CHECK(hash_fnv1a("a", 1) == 0xaf63dc4c8601ec8cull);
+    CHECK(hash_fnv1a("foobar", 6) == 0x85944171f73967e8ull);
+    CHECK(hash_fnv1a("a\0b", 3) != hash_fnv1a("a", 1));         /* length, not NUL, ends it */
+    CHECK_EQ(hash_fnv1a32("foobar", 6), 0x72ad2699u);
+    CHECK_EQ(hash_fnv1a32("", 0), 0x4fd0bfc1u);
+}
+
+/* ---- hex --------------------------------------------------------------------------- */
+
+TEST(hex_encode_and_decode)
+{
+    for (int c = 0; c < 256; c++) {
+        int want = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                   : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        CHECK_EQ(hex_digit(c), want);
+    }
+    CHECK_EQ(hex_digit(-1), -1);
+    char out[16];
+    hex_encode("\x00\xff\x10\xab", 4, out);
+    CHECK_STR(out, "00ff10ab");
+    hex_encode("", 0, out);
+    CHECK_STR(out, "");
+    unsigned char bytes[8] = {0};
+    CHECK_EQ(hex_decode("00fF10Ab", 8, bytes), 0);
+    CHECK(!memcmp(bytes, "\x00\xff\x10\xab", 4));
+    CHECK_EQ(hex_decode("", 0, bytes), 0);
+    CHECK_EQ(hex_decode("abc", 3, bytes), -EINVAL);             /* odd */
+    CHECK_EQ(hex_decode("abcd", 3, bytes), -EINVAL);            /* odd, though a digit follows */
+    CHECK_EQ(hex_decode("0g", 2, bytes), -EINVAL);
+    CHECK_EQ(hex_decode("g0", 2, bytes), -EINVAL);
+    CHECK_EQ(hex_decode("0 ", 2, bytes), -EINVAL);
+    CHECK_EQ(hex_decode("1\0", 2, bytes), -EINVAL);
+}
+
+/* ---- percent-encoding ------------------------------------------------------------ */
+
+static int pct(const char *in, const char *want)
+{
+    char out[64];
+    size_t n = 99;
+    int rc = pct_decode(in, strlen(in), out, &n);
+    if (!want)
+        return rc == -EINVAL;
+    return rc == 0 && n == strlen(want) && !strcmp(out, want);
+}
+
+TEST(percent_decode_edges)
+{
+    CHECK(pct("", ""));
+    CHECK(pct("plain", "plain"));
+    CHECK(pct("%41%62c", "Abc"));
+    CHECK(pct("a%2fb%2Fc", "a/b/c"));
+    CHECK(pct("%C3%A9", "\xc3\xa9"));
+    CHECK(pct("%25", "%"));
+    CHECK(pct("%2541", "%41"));                 /* decoded once, never twice */
+    CHECK(pct("+", "+"));                       /* not form encoding */
+    CHECK(pct("%2", NULL));                     /* cut short */
+    CHECK(pct("a%", NULL));
+    CHECK(pct("%zz", NULL));
+    CHECK(pct("%z1", NULL));
+    CHECK(pct("%1z", NULL));
+    CHECK(pct("% 1", NULL));
+    CHECK(pct("%00", NULL));                    /* would cut the string short */
+    CHECK(pct("ok%00", NULL));
+    CHECK(pct("%01", "\x01"));
+    /* an escape the length cuts off is cut short, though bytes follow */
+    char out[8];
+    CHECK_EQ(pct_decode("%41", 2, out, NULL), -EINVAL);
+    /* in place */
+    char s[] = "a%20b";
+    size_t n;
+    CHECK_EQ(pct_decode(s, strlen(s), s, &n), 0);
+    CHECK_STR(s, "a b");
+    CHECK_EQ(n, 3);
+}
+
+TEST(percent_encode_round_trips_every_byte)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    CHECK_EQ(buf_pct_encode(&b, "a b/\xc3\xbc~-._:@", 12, "/"), 0);
+    CHECK_MEM(b.p, b.len, "a%20b/%C3%BC~-._%3A%40");
+    buf_reset(&b);
+    CHECK_EQ(buf_pct_encode(&b, "a/b", 3, NULL), 0);
+    CHECK_MEM(b.p, b.len, "a%2Fb");
+    buf_reset(&b);
+    CHECK_EQ(buf_pct_encode(&b, "a\0b", 3, ""), 0);           /* NUL is never kept */
+    CHECK_MEM(b.p, b.len, "a%00b");
+    char all[255];
+    for (int i = 0; i < 255; i++)
+        all[i] = (char)(i + 1);
+    buf_reset(&b);
+    CHECK_EQ(buf_pct_encode(&b, all, sizeof all, "!$&'()*+,;=:@/"), 0);
+    char back[sizeof all + 1];
+    size_t n;
+    CHECK_EQ(pct_decode(b.p, b.len, back, &n), 0);
+    CHECK_EQ(n, sizeof all);
+    CHECK(!memcmp(back, all, n));
+    buf_cleanup(&b);
+    /* over the cap: nothing appended */
+    buf_init(&b, 4);
+    buf_puts(&b, "x");
+    CHECK_EQ(buf_pct_encode(&b, "ab c", 4, NULL), -ENOSPC);
+    CHECK_MEM(b.p, b.len, "x");
+    buf_cleanup(&b);
+}
+
+/* ---- ISO 8601 ------------------------------------------------------------------ */
+
+/* t through iso_utc_ms when ms, else iso_utc; 1 when it gives want. */
+static int iso_is(int64_t t, int ms, const char *want)
+{
+    char out[40];
+    (ms ? iso_utc_ms : iso_utc)(t, out, sizeof out);
+    if (strcmp(out, want))
+        printf("# %s(%lld) = \"%s\", want \"%s\"\n", ms ? "iso_utc_ms" : "iso_utc",
+               (long long)t, out, want);
+    return !strcmp(out, want);
+}
+#define iso_s(t, want) iso_is(t, 0, want)
+#define iso_ms(t, want) iso_is(t, 1, want)
+
+TEST(iso8601_edges)
+{
+    CHECK(iso_s(0, "1970-01-01T00:00:00Z"));
+    CHECK(iso_ms(0, "1970-01-01T00:00:00.000Z"));
+    CHECK(iso_s(1709210096, "2024-02-29T12:34:56Z"));          /* a leap day */
+    CHECK(iso_s(951782400, "2000-02-29T00:00:00Z"));           /* 2000 is a leap year */
+    CHECK(iso_s(4107542399, "2100-02-28T23:59:59Z"));          /* 2100 is not */
+    CHECK(iso_s(4107542400, "2100-03-01T00:00:00Z"));
+    CHECK(iso_s(253402300799, "9999-12-31T23:59:59Z"));
+    CHECK(iso_s(253402300800, ""));                            /* past four digits */
+    CHECK(iso_s(-1, "1969-12-31T23:59:59Z"));
+    /* milliseconds are cut, never rounded up into the next second */
+    CHECK(iso_ms(1999, "1970-01-01T00:00:01.999Z"));
+    CHECK(iso_ms(1709210096999, "2024-02-29T12:34:56.999Z"));
+    CHECK(iso_ms(1709210096001, "2024-02-29T12:34:56.001Z"));
+    /* before the epoch the millisecond counts forward from its second */
+    CHECK(iso_ms(-1, "1969-12-31T23:59:59.999Z"));
+    CHECK(iso_ms(-1000, "1969-12-31T23:59:59.000Z"));
+    CHECK(iso_ms(-1001, "1969-12-31T23:59:58.999Z"));
+    char out[ISO_UTC_LEN + 1], small[8];
+    iso_utc(0, out, sizeof out);
+    CHECK_EQ(strlen(out), ISO_UTC_LEN);
+    iso_utc(0, small, sizeof small);                           /* cut, still terminated */
+    CHECK_STR(small, "1970-01");
+    char now[ISO_UTC_MS_LEN + 1];
+    now_utc(now, sizeof now);
+    CHECK_EQ(strlen(now), ISO_UTC_MS_LEN);
+    CHECK(now[ISO_UTC_MS_LEN - 1] == 'Z' && now[10] == 'T' && now[19] == '.');
+}
+
+/* ---- list pages -------------------------------------------------------------------- */
+
+static int win(size_t total, size_t off, size_t per, size_t s, size_t e, size_t next)
+{
+    struct list_window w = list_window(total, off, per);
+    if (w.start != s || w.end != e || w.next != next)
+        printf("# list_window(%zu, %zu, %zu) = [%zu, %zu) next %zu\n", total, off, per,
+               w.start, w.end, w.next);
+    return w.start == s && w.end == e && w.next == next;
+}
+
+TEST(list_window_edges)
+{
+    CHECK(win(10, 0, 3, 0, 3, 3));
+    CHECK(win(10, 3, 3, 3, 6, 6));
+    CHECK(win(10, 7, 3, 7, 10, 0));             /* ends exactly at the last item */
+    CHECK(win(10, 9, 3, 9, 10, 0));
+    CHECK(win(10, 10, 3, 10, 10, 0));           /* at the end: empty, last */
+    CHECK(win(10, 500, 3, 10, 10, 0));          /* past it */
+    CHECK(win(0, 0, 3, 0, 0, 0));
+    CHECK(win(10, 2, (size_t)-1, 2, 10, 0));    /* no overflow in off + per */
+    CHECK(win((size_t)-1, (size_t)-3, 2, (size_t)-3, (size_t)-1, 0));
+}
+
+TEST(cursor_parse_edges)
+{
+    size_t off = 77;
+    CHECK_EQ(list_cursor_parse("0", 10, &off), 0);
+    CHECK_EQ(off, 0);
+    CHECK_EQ(list_cursor_parse("42", 100, &off), 0);
+    CHECK_EQ(off, 42);
+    CHECK_EQ(list_cursor_parse("100", 100, &off), 0);                /* max itself */
+    CHECK_EQ(off, 100);
+    CHECK_EQ(list_cursor_parse("101", 100, &off), -EINVAL);
+    CHECK_EQ(list_cursor_parse("7", 5, &off), -EINVAL);         /* a digit above a small max */
+    CHECK_EQ(list_cursor_parse("5", 5, &off), 0);
+    CHECK_EQ(off, 5);
+    CHECK_EQ(list_cursor_parse("0", 0, &off), 0);
+    CHECK_EQ(list_cursor_parse("1", 0, &off), -EINVAL);
+    CHECK_EQ(list_cursor_parse("99999999999999999999999999", (size_t)-1, &off), -EINVAL);
+    CHECK_EQ(list_cursor_parse("18446744073709551615", (size_t)-1, &off), 0);
+    CHECK(off == (size_t)-1);
+    CHECK_EQ(list_cursor_parse("18446744073709551616", (size_t)-1, &off), -EINVAL);
+    static const char *const bad[] = {"", "-1", "+1", " 1", "1 ", "1x", "0x10", "1.0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK_EQ(list_cursor_parse(bad[i], 1000, &off), -EINVAL);
+    CHECK_EQ(list_cursor_parse(NULL, 1000, &off), -EINVAL);
+    CHECK(off == (size_t)-1);                                   /* untouched on failure */
+}
+
+/* ---- error records ------------------------------------------------------------ */
+
+TEST(err_set_keeps_a_url_and_stays_utf8)
+{
+    struct err e;
+    char url[401];
+    memset(url, 'u', 400);
+    url[400] = '\0';
+    err_set(&e, 3, 4, "%s: HTTP status 404", url);
+    CHECK_EQ(e.line, 3);
+    CHECK_EQ(e.col, 4);
+    CHECK_EQ(strlen(e.msg), 400 + strlen(": HTTP status 404"));   /* not cut at 256 */
+    /* a "%.Ns" cut inside a character of the input */
+    err_set(&e, 0, 0, "name '%.2s' refused", "a\xc3\xa9");
+    CHECK(utf8_valid(e.msg, strlen(e.msg)));
+    CHECK_STR(e.msg, "name 'a?' refused");
+    err_set(NULL, 0, 0, "nothing");                                /* allowed */
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -286,5 +666,18 @@ int main(void)
     RUN(text_escape);
     RUN(fprintf_text_keeps_only_the_format_newline);
     RUN(peer_key_one_per_ipv4_address_and_ipv6_64);
+    RUN(utf8_decode_edges);
+    RUN(utf8_round_trip_and_every_short_string);
+    RUN(utf8_valid_len_points_at_the_culprit);
+    RUN(utf8_trim_never_splits_a_character);
+    RUN(buf_put_utf8_appends_the_encoding);
+    RUN(fnv1a_known_values);
+    RUN(hex_encode_and_decode);
+    RUN(percent_decode_edges);
+    RUN(percent_encode_round_trips_every_byte);
+    RUN(iso8601_edges);
+    RUN(list_window_edges);
+    RUN(cursor_parse_edges);
+    RUN(err_set_keeps_a_url_and_stays_utf8);
     DONE();
 }
