@@ -208,12 +208,7 @@ static void skill_unref(struct skill *k)
 {
     if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
         return;
-    free(k->name);
-    free(k->qname);
-    free(k->team);
-    free(k->dir);
-    free(k->md_path);
-    json_decref(k->fm);
+    json_decref(k->execution);
     json_decref(k->warnings);
     search_terms_free(k->terms);
     struct search_terms *xt = atomic_load(&k->xterms);
@@ -223,9 +218,6 @@ static void skill_unref(struct skill *k)
         free(atomic_load(&k->card[i]));
     free(k->hook_pre);
     free(k->hook_post);
-    for (size_t i = 0; i < k->ntags; i++)
-        free(k->tags[i]);
-    free(k->tags);
     for (size_t i = 0; i < k->nfiles; i++)
         free(k->files[i].path);
     free(k->files);
@@ -605,10 +597,12 @@ static int parse_skill_md(int dfd, const char *path, const struct stat *st, stru
     return rc;
 }
 
-/* Tags from a YAML list of scalars or a comma/space separated string. */
-static void take_tags(struct skill *k, json_t *t)
+/* Tags from a YAML list of scalars or a comma/space separated string, into
+ * *out (each xstrdup'ed; free with skills_free_names). */
+static size_t take_tags(json_t *t, char ***out)
 {
-    size_t cap = 0;
+    size_t cap = 0, n = 0;
+    char **v = NULL;
     if (json_is_array(t)) {
         size_t i;
         json_t *x;
@@ -621,11 +615,11 @@ static void take_tags(struct skill *k, json_t *t)
             }
             if (!s || !*s)
                 continue;
-            if (k->ntags == cap) {
+            if (n == cap) {
                 cap = cap ? cap * 2 : 4;
-                k->tags = xrealloc(k->tags, cap * sizeof *k->tags);
+                v = xrealloc(v, cap * sizeof *v);
             }
-            k->tags[k->ntags++] = xstrdup(s);
+            v[n++] = xstrdup(s);
         }
     } else if (json_is_string(t)) {
         const char *s = json_string_value(t);
@@ -635,14 +629,107 @@ static void take_tags(struct skill *k, json_t *t)
             size_t len = strcspn(s, ", \t");
             if (!len)
                 break;
-            if (k->ntags == cap) {
+            if (n == cap) {
                 cap = cap ? cap * 2 : 4;
-                k->tags = xrealloc(k->tags, cap * sizeof *k->tags);
+                v = xrealloc(v, cap * sizeof *v);
             }
-            k->tags[k->ntags++] = xstrndup(s, len);
+            v[n++] = xstrndup(s, len);
             s += len;
         }
     }
+    *out = v;
+    return n;
+}
+
+/* A string copied into an entry's block at *at (NULL stays NULL). */
+static char *pack_str(char **at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *r = memcpy(*at, s, n);
+    *at += n;
+    return r;
+}
+
+static size_t pack_len(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/*
+ * A new entry with every string in one block after the struct: names and
+ * paths, and when fields (the parsed frontmatter, which must have a
+ * non-empty string 'description') is given, what is kept of it. fields is
+ * left as it was, but for its 'description', which may be emptied.
+ */
+static struct skill *entry_new(const char *name, const char *qname, const char *team,
+                               const char *real, const char *md, json_t *fields)
+{
+    const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
+    char *rest = NULL, **tags = NULL;
+    size_t ntags = 0;
+    json_t *dj = NULL;
+    if (fields) {
+        dj = json_incref(json_object_get(fields, "description"));
+        desc = json_string_value(dj);
+        json_t *x = json_object_get(fields, "version");
+        version = json_is_string(x) ? json_string_value(x) : NULL;
+        x = json_object_get(fields, "name");
+        fm_name = json_is_string(x) ? json_string_value(x) : NULL;
+        x = json_object_get(fields, "title");
+        title = json_is_string(x) ? json_string_value(x) : NULL;
+        ntags = take_tags(json_object_get(fields, "tags"), &tags);
+        /* The description is kept once, as a field (the parser refuses NUL
+         * in values, so the C string is all of it). */
+        json_object_set_new(fields, "description", json_string(""));
+        rest = json_dumps(fields, JSON_COMPACT);
+    }
+    size_t len = ntags * sizeof(char *) + pack_len(name) + pack_len(qname) +
+                 pack_len(team) + pack_len(real) + pack_len(md) + pack_len(desc) +
+                 pack_len(version) + pack_len(fm_name) + pack_len(title) + pack_len(rest);
+    for (size_t i = 0; i < ntags; i++)
+        len += pack_len(tags[i]);
+    /* sizeof *k keeps the pointer array that opens the block aligned */
+    struct skill *k = xcalloc(1, sizeof *k + len);
+    char *at = (char *)(k + 1) + ntags * sizeof(char *);
+    atomic_init(&k->refs, 1);
+    if (ntags) {
+        k->tags = (char **)(void *)(k + 1);
+        for (size_t i = 0; i < ntags; i++)
+            k->tags[i] = pack_str(&at, tags[i]);
+        k->ntags = ntags;
+    }
+    k->name = pack_str(&at, name);
+    k->qname = pack_str(&at, qname);
+    k->team = pack_str(&at, team);
+    k->dir = pack_str(&at, real);
+    k->md_path = pack_str(&at, md);
+    k->description = pack_str(&at, desc);
+    k->version = pack_str(&at, version);
+    k->fm_name = pack_str(&at, fm_name);
+    k->title = pack_str(&at, title);
+    k->fm_rest = pack_str(&at, rest);
+    if (fields)
+        k->execution = json_incref(json_object_get(fields, "execution"));
+    skills_free_names(tags, ntags);
+    free(rest);
+    json_decref(dj);
+    return k;
+}
+
+json_t *skills_frontmatter(const struct skill *k)
+{
+    json_t *o = k->fm_rest ? json_loads(k->fm_rest, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    /* Set in place: the key keeps its position. */
+    json_t *d = json_object_get(o, "description");
+    if (k->description && (!json_is_string(d) || !json_string_length(d)))
+        json_object_set_new(o, "description", json_string(k->description));
+    return o;
 }
 
 static struct skill *find_in(const struct snapshot *s, const char *qname)
@@ -883,14 +970,19 @@ static void prepare(const struct snapshot *old, struct cand *c)
     c->escaped = w.escaped;
     memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
 
-    struct skill *k = xcalloc(1, sizeof *k);
-    atomic_init(&k->refs, 1);
-    k->name = xstrdup(c->name);
-    k->qname = xstrdup(c->qname);
-    k->team = c->team ? xstrdup(c->team) : NULL;
-    k->dir = xstrdup(real);
     snprintf(md, sizeof md, "%s/SKILL.md", real);
-    k->md_path = xstrdup(md);
+    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
+                            &f, &c->err);
+    if (dfd >= 0)
+        close(dfd);
+    json_t *desc = rc < 0 ? NULL : json_object_get(f.fields, "description");
+    if (rc < 0)
+        c->problem = c->err.msg;
+    else if (!json_is_string(desc) || !*json_string_value(desc))
+        c->problem = "frontmatter has no 'description' (a non-empty string is required)";
+    struct skill *k = entry_new(c->name, c->qname, c->team, real, md,
+                                c->problem ? NULL : f.fields);
+    json_decref(f.fields);
     k->root = c->root;
     key_of(&c->mdst, &k->md_key);
     k->files = w.files;
@@ -901,29 +993,9 @@ static void prepare(const struct snapshot *old, struct cand *c)
     k->dir_keys = w.dkeys;
     k->ndirs = w.ndirs;
     c->k = k;
-
-    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
-                            &f, &c->err);
-    if (dfd >= 0)
-        close(dfd);
-    if (rc < 0) {
-        c->problem = c->err.msg;
-        json_decref(f.fields);
+    if (c->problem)
         return;
-    }
-    json_t *desc = json_object_get(f.fields, "description");
-    if (!json_is_string(desc) || !*json_string_value(desc)) {
-        c->problem = "frontmatter has no 'description' (a non-empty string is required)";
-        json_decref(f.fields);
-        return;
-    }
-    k->fm = f.fields;
     k->body_off = f.body_off;
-    k->description = json_string_value(desc);
-    json_t *ver = json_object_get(k->fm, "version");
-    if (json_is_string(ver))
-        k->version = json_string_value(ver);
-    take_tags(k, json_object_get(k->fm, "tags"));
     k->terms = search_terms_new(&(struct search_doc){
         .name = k->qname, .description = k->description,
         .tags = (const char *const *)k->tags, .ntags = k->ntags});
@@ -996,15 +1068,14 @@ static void apply(struct build *b, struct cand *c)
 
     const char *name = c->name;
     size_t mark = json_array_size(b->errors);
-    json_t *fmname = json_object_get(k->fm, "name");
-    if (!json_is_string(fmname))
+    if (!k->fm_name)
         report(b, "warning", c->qname, md,
                "frontmatter has no 'name'; the folder name '%s' is used", name);
-    else if (strcmp(json_string_value(fmname), name))
+    else if (strcmp(k->fm_name, name))
         report(b, "warning", c->qname, md,
                "frontmatter name '%s' differs from the folder name '%s'; the skill is served "
                "as '%s'",
-               json_string_value(fmname), name, c->qname);
+               k->fm_name, name, c->qname);
     if (skills_name_problem(name))
         report(b, "warning", c->qname, md, "skill name '%s' %s", name, skills_name_problem(name));
     if (strlen(k->description) > 1024)
@@ -1018,7 +1089,10 @@ static void apply(struct build *b, struct cand *c)
                "%d symlink(s) point outside the skill (first: %s); they are not served",
                c->escaped, c->first_escape);
     find_skill_hooks(b, k);
-    k->warnings = json_array();
+    /* Most entries have nothing to say: no array for them (a jansson array
+     * is two blocks, ~130 bytes a skill). */
+    if (json_array_size(b->errors) > mark)
+        k->warnings = json_array();
     for (size_t i = mark; i < json_array_size(b->errors); i++)
         json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
     push_skill(b, k);

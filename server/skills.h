@@ -58,6 +58,13 @@ struct skill_body {
 /* How many shapes of a list_skills card an entry keeps (tools.c). */
 #define SKILL_CARD_TIERS 7
 
+/*
+ * An entry's strings (names, paths, description, tags, the frontmatter
+ * text) live in one block it owns, so none of them is freed on its own.
+ * The frontmatter is not kept as a tree (a jansson object costs ~2 KB a
+ * skill, most of a large library's memory): what the serving paths read
+ * is kept as fields, the rest as text that skills_frontmatter() parses.
+ */
 struct skill {
     atomic_long refs;
     char *name;             /* folder name */
@@ -66,9 +73,13 @@ struct skill {
     char *dir;              /* absolute, symlinks resolved */
     char *md_path;          /* dir + "/SKILL.md" */
     unsigned root;          /* index of its --skills root */
-    json_t *fm;             /* the frontmatter object */
-    const char *description;/* borrowed from fm */
-    const char *version;    /* borrowed from fm, or NULL */
+    const char *description;/* frontmatter 'description' (always a non-empty string) */
+    const char *version;    /* frontmatter 'version' when a string, or NULL */
+    const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
+    const char *title;      /* frontmatter 'title' when a string, or NULL */
+    json_t *execution;      /* frontmatter 'execution' (any JSON value), or NULL */
+    const char *fm_rest;    /* the frontmatter as compact JSON, 'description' set to ""
+                               (it is kept once, above); see skills_frontmatter() */
     char **tags;            /* normalised tags */
     size_t ntags;
     struct skill_file *files;   /* every file but SKILL.md, sorted */
@@ -79,7 +90,7 @@ struct skill {
     char **dir_paths;
     size_t ndirs;
     _Atomic(struct skill_body *) body;
-    json_t *warnings;       /* what discovery reported about this entry */
+    json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
     struct search_terms *terms; /* name, tags and description tokenized for search */
     /* body and references tokenized for search: set once, after discovery
      * (skills_index_bodies), NULL until then; freed (replaced by a mark)
@@ -191,6 +202,13 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
  */
 struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root);
 void skills_entry_release(struct skill *k);
+
+/*
+ * k's whole frontmatter as a JSON object, equal to what the parser gave
+ * (keys in file order): a new reference, parsed from the entry's text on
+ * each call, so not for list_skills / load_skill. Any thread.
+ */
+json_t *skills_frontmatter(const struct skill *k);
 
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);
