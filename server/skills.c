@@ -255,7 +255,8 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
     free(s->hook_pre);
     free(s->hook_post);
     for (size_t i = 0; i < s->nw; i++)
-        free(s->w[i].path);
+        if (s->w[i].owned)
+            free(s->w[i].path);
     free(s->w);
     free(s);
 }
@@ -312,19 +313,28 @@ static void report(struct build *b, const char *level, const char *skill, const 
             skill ? skill : "-", msg, path);
 }
 
-static void watch_add(struct build *b, const char *path, const struct stat *st)
+/* !owned: path lives in an entry the snapshot holds (most watches are a
+ * skill's SKILL.md and folders: no second copy of ~13,000 paths at 5,000
+ * skills). */
+static void watch_put(struct build *b, char *path, const struct stat *st, int owned)
 {
     if (b->nw == b->wcap) {
         b->wcap = b->wcap ? b->wcap * 2 : 64;
         b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
     }
     struct watch *w = &b->w[b->nw++];
-    w->path = xstrdup(path);
+    w->path = path;
+    w->owned = (unsigned char)owned;
     w->missing = st == NULL;
     if (st)
         key_of(st, &w->key);
     else
         memset(&w->key, 0, sizeof w->key);
+}
+
+static void watch_add(struct build *b, const char *path, const struct stat *st)
+{
+    watch_put(b, xstrdup(path), st, 1);
 }
 
 /* Names that are never part of a skill: VCS folders, caches, dotfiles. */
@@ -803,14 +813,15 @@ static int have_qname(const struct build *b, const char *qname)
 
 static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
 {
-    watch_add(b, k->md_path, md);
+    watch_put(b, k->md_path, md, 0);
     for (size_t i = 0; i < k->ndirs; i++) {
         if (b->nw == b->wcap) {
             b->wcap = b->wcap ? b->wcap * 2 : 64;
             b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
         }
         struct watch *w = &b->w[b->nw++];
-        w->path = xstrdup(k->dir_paths[i]);
+        w->path = k->dir_paths[i];
+        w->owned = 0;
         w->key = k->dir_keys[i];
         w->missing = 0;
     }
@@ -2125,7 +2136,8 @@ struct skill *skills_entry_load(const char *dir, const char *qname, unsigned roo
     free(b.v);
     free(b.seen);
     for (size_t i = 0; i < b.nw; i++)
-        free(b.w[i].path);
+        if (b.w[i].owned)
+            free(b.w[i].path);
     free(b.w);
     json_decref(b.errors);
     return k;

@@ -122,9 +122,10 @@ typedef struct snapshot_ext *(*snapshot_ext_build_fn)(const struct snapshot *s, 
 typedef void (*snapshot_ext_free_fn)(struct snapshot_ext *);
 
 struct watch {
-    char *path;
+    char *path;             /* owned, or borrowed from an entry of the snapshot */
     struct fkey key;
-    int missing;            /* path did not exist when the snapshot was built */
+    unsigned char missing;  /* path did not exist when the snapshot was built */
+    unsigned char owned;    /* path is the watch's own copy */
 };
 
 struct snapshot {
