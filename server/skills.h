@@ -1,6 +1,8 @@
 /*
  * skills.h - the skill index: scan the roots, build an immutable snapshot,
  * publish it through one atomic pointer, refresh it in the background.
+ * Implemented by skills.c (the snapshot), scan.c (the tree scan) and
+ * bodies.c (the body cache and indexer), which share skills_int.h.
  *
  * Readers (HTTP threads) call skills_acquire() once per request and use only
  * that snapshot; it never changes while held. No lock is taken on that path.
@@ -121,12 +123,7 @@ struct snapshot_ext;
 typedef struct snapshot_ext *(*snapshot_ext_build_fn)(const struct snapshot *s, void *arg);
 typedef void (*snapshot_ext_free_fn)(struct snapshot_ext *);
 
-struct watch {
-    char *path;             /* owned, or borrowed from an entry of the snapshot */
-    struct fkey key;
-    unsigned char missing;  /* path did not exist when the snapshot was built */
-    unsigned char owned;    /* path is the watch's own copy */
-};
+struct watch;               /* a path the refresher stats (private to the index) */
 
 struct snapshot {
     atomic_long refs;
@@ -180,13 +177,10 @@ void skills_free(struct skills *S);
  * per-snapshot data (ext) is rendered: it fills s->gate and s->gate_ref;
  * release(s->gate_ref) runs when the snapshot is freed. With a gate, every
  * file of every skill is watched too, so a file edited in place leads to a
- * rebuild (and a fresh judgement). Give it to skills_new_gated, or set it
- * later and call skills_rescan(S, 1, NULL) to judge the current snapshot.
+ * rebuild (and a fresh judgement).
  */
 typedef void (*skills_gate_fn)(struct snapshot *s, void *arg);
-void skills_set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref),
-                     void *arg);
-/* skills_new with the gate set before the first snapshot is built (one build, not two). */
+/* skills_new with the gate set before the first snapshot is built. */
 struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
                                 snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                                 void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
@@ -269,9 +263,8 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
                 const char **why);
 void skills_body_free(struct skill_body *b);
 
-/* Names that are never part of a skill: dotfiles and VCS folders, caches. */
-int skills_ignored_name(const char *name);
-/* A folder's entries, sorted, without ignored names (NULL when it cannot be
+/* A folder's entries, sorted, without the names that are never part of a
+ * skill (dotfiles and VCS folders, caches) (NULL when it cannot be
  * read); free with skills_free_names. */
 char **skills_list_dir(const char *path, size_t *count);
 void skills_free_names(char **v, size_t n);
