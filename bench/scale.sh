@@ -7,7 +7,9 @@
 #                loop), median of 3 starts: with the server free to use
 #                every core (as deployed), and pinned to core 0 ("1 core")
 #   RSS          VmRSS after start, and after the list_skills(query) runs plus
-#                1,000 list_skills calls
+#                1,000 list_skills calls, which begin once the body index is
+#                published (the server's log says it read the bodies and its
+#                RSS has stopped moving): the steady state
 #   tick         an unchanged refresh tick, in-process (build/bench/tick:
 #                skills_new + skills_rescan(S, 0, ...) x ROUNDS): median ms,
 #                and allocations per tick (malloc interposed)
@@ -26,6 +28,8 @@
 #   bench/scale.sh [--smoke]     (--smoke: 2,000 skills only, short runs, no
 #                                 results file)
 #   BENCH_SIZES="2000 5000"      choose sizes; BENCH_DURATION (wrk, default 3s)
+#   BENCH_BIN=path               another server build for every server-side
+#                                column (the tick links build/obj/ regardless)
 set -eu
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -37,7 +41,7 @@ if [ $SMOKE = 1 ]; then
     SIZES=2000; DUR=1s; STARTS=1; EDITS=1; ROUNDS=20; QUERIES=("profile a csv spreadsheet")
 fi
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-BIN=build/skill-mcp
+BIN=${BENCH_BIN:-build/skill-mcp}
 PKGS="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl"
 make -s all
 mkdir -p build/bench/fixtures
@@ -67,9 +71,11 @@ qarg() { printf '{"query":"%s"}' "$1"; }
 LIST=$(call list_skills)
 STATS=$(call skill_server_stats)
 
-start_server() { # fixture refresh -> sets SRV, PORT
+start_server() { # fixture refresh [log-level] -> sets SRV, PORT, LOGAT (srv.log line it starts at)
+    : >>"$tmp/srv.log"
+    LOGAT=$(($(wc -l <"$tmp/srv.log") + 1))
     $SRV_CPU "$BIN" --skills "$1" --port 0 --threads 1 --refresh-interval "$2" \
-        --log-level warn 2>>"$tmp/srv.log" &
+        --log-level "${3:-warn}" 2>>"$tmp/srv.log" &
     SRV=$!; pids+=($SRV)
     # A large library takes a while to index before the server listens.
     PORT=""
@@ -84,6 +90,29 @@ start_server() { # fixture refresh -> sets SRV, PORT
         sleep 0.1
     done
     echo "skill-mcp did not start on $1"; cat "$tmp/srv.log"; exit 1
+}
+# Returns once the server started last has logged its body index (start it
+# at log level info) and its VmRSS has held still for a second: the rescan
+# that publishes the index, and the trim after it, are done.
+bodies_logged() {
+    awk -v from="$LOGAT" 'NR >= from && /indexed the bodies/ {f = 1} END {exit !f}' "$tmp/srv.log"
+}
+wait_bodies() {
+    local _ prev="" same=0 cur
+    for _ in $(seq 1200); do
+        bodies_logged && break
+        kill -0 "$SRV" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    bodies_logged || return 1
+    for _ in $(seq 100); do
+        cur=$(rss_kb "$SRV")
+        if [ "$cur" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+        [ $same -ge 5 ] && return 0
+        prev=$cur
+        sleep 0.2
+    done
+    return 0
 }
 stop_server() { kill "$SRV"; wait "$SRV" 2>/dev/null || true; pids=("${pids[@]/$SRV}"); }
 rss_kb() { awk '/VmRSS/ {print $2}' /proc/$1/status; }
@@ -126,8 +155,10 @@ for N in $SIZES; do
     watched=$(kv watched <<<"$line"); unch=$(kv unchanged <<<"$line")
     [ -n "$tick" ] && [ "${unch%%/*}" = "${unch##*/}" ] && took || miss "tick at $N ($line)"
 
-    # (e) list_skills(query) latency, then (b) RSS after 1,000 more calls
-    start_server "$FIX" 0
+    # (e) list_skills(query) latency, then (b) RSS after 1,000 more calls,
+    # both once the body index is in
+    start_server "$FIX" 0 info
+    wait_bodies && took || miss "body index at $N"
     qp50=()
     for q in "${QUERIES[@]}"; do
         res=$(BENCH_BODY="$(call list_skills "$(qarg "$q")")" $GEN_CPU wrk -t1 -c1 -d"$DUR" \

@@ -59,8 +59,7 @@
  * folder name and follows the Agent Skills naming rules. */
 static int listed(const struct skill *k)
 {
-    json_t *n = json_object_get(k->fm, "name");
-    return json_is_string(n) && !strcmp(json_string_value(n), k->name) &&
+    return k->fm_name && !strcmp(k->fm_name, k->name) &&
            !skills_name_problem(k->name) && k->description;
 }
 

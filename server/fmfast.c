@@ -10,7 +10,7 @@
  * target tests/fuzz/fuzz_fmfast.c.
  */
 #include "fmfast.h"
-#include "frontmatter.h"
+#include "util.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,13 +18,6 @@
 
 #define FAST_KEY_MAX 256        /* libyaml refuses simple keys over 1024 */
 #define FAST_MAX_DEPTH 8        /* deeper is left to libyaml (FM_MAX_DEPTH) */
-
-static int fast_off;            /* fm_set_fast(0): tests compare both paths */
-
-void fm_set_fast(int on)
-{
-    fast_off = !on;
-}
 
 /*
  * Every byte is one libyaml reads without complaint and without meaning
@@ -405,7 +398,7 @@ json_t *fm_fast_parse(const char *s, size_t len)
     struct fast f;
     json_t *obj;
 
-    if (fast_off || !fast_text_ok((const unsigned char *)s, len))
+    if (!fast_text_ok((const unsigned char *)s, len))
         return NULL;
     f.s = s;
     f.len = len;

@@ -115,7 +115,7 @@ static int digest_valid(const char *s, size_t n)
 
 static void exec_digest(const struct skill *k, char out[MANIFEST_DIGEST_LEN + 1])
 {
-    json_t *ex = k->fm ? json_object_get(k->fm, "execution") : NULL;
+    json_t *ex = k->execution;
     if (!ex) {
         snprintf(out, MANIFEST_DIGEST_LEN + 1, "none");
         return;

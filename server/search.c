@@ -597,16 +597,6 @@ struct builder {
     int field;
 };
 
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
 static void rehash(struct builder *b)
 {
     size_t cap = (b->tmask + 1) * 2;
@@ -628,7 +618,7 @@ static void rehash(struct builder *b)
 
 static uint32_t intern(struct builder *b, const char *tok, size_t len)
 {
-    uint32_t h = hash_bytes(tok, len);
+    uint32_t h = hash_fnv1a32(tok, len);
     size_t i = h & b->tmask;
 
     for (; b->table[i].tid1; i = (i + 1) & b->tmask) {

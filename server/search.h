@@ -54,7 +54,7 @@ void search_free(struct search_index *idx);
  * the names (exact-name bonus) and the names and tags (closest cards).
  * xterms (may be NULL, and so may its elements) adds a second set of terms
  * per document, merged with the first: the body and references, tokenized
- * later than the card (see skills.c).
+ * later than the card (see bodies.c).
  */
 struct search_terms;
 struct search_terms *search_terms_new(const struct search_doc *doc);

@@ -1,13 +1,13 @@
 /*
- * skills.c - discovery, the immutable snapshot, and its safe reclamation.
+ * skills.c - the immutable snapshot: building it from a scan (scan.c), its
+ * lookup tables and search index, publishing it, rescans and its safe
+ * reclamation.
  *
- * Discovery reads only the frontmatter of each SKILL.md (16 KiB, or up to
- * 256 KiB when the fence is not closed by then) and lists the skill's files;
- * bodies are read on first load_skill. A rescan first stats everything the
- * current snapshot watched; when nothing moved it stops there, allocating
- * nothing. Otherwise it builds a new snapshot, reusing the entries of skills
- * whose SKILL.md and folders did not change, and publishes it with one
- * atomic store.
+ * A rescan first stats everything the current snapshot watched (or reads
+ * inotify events); when nothing moved it stops there, allocating nothing.
+ * Otherwise it builds a new snapshot, reusing the entries of skills whose
+ * SKILL.md and folders did not change, and publishes it with one atomic
+ * store.
  *
  * Reclamation: a reader publishes the snapshot it is about to take in its
  * thread's hazard slot, checks that it is still current, takes a reference
@@ -15,84 +15,27 @@
  * thread, once no hazard slot names it and its count is zero (checked in
  * that order; see docs/internals.md for why the order matters).
  *
- * Called by: main (new/free), the HTTP threads (acquire/find/body), the
+ * Called by: main (new/free), the HTTP threads (acquire/find), the
  * refresher and reload_skills (rescan).
  */
-#include "skills.h"
+#include "skills_int.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pthread.h>
 #include <malloc.h>
-#include <sched.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "frontmatter.h"
-#include "jail.h"
 #include "search.h"
 #include "util.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-
-#define FM_FIRST_READ (16u << 10)
-#define FM_MAX_READ (256u << 10)
-#define SKILL_MD_MAX (4u << 20)
-#define WALK_MAX_DEPTH 8
-#define WALK_MAX_ENTRIES 10000
 #define HP_SLOTS 256
-
-struct skills {
-    const char *roots[64];
-    size_t nroots;
-    const char *hooks_dir;
-    _Atomic(struct snapshot *) cur;
-    snapshot_ext_build_fn ext_build;
-    snapshot_ext_free_fn ext_free;
-    void *ext_arg;
-    skills_gate_fn gate;
-    void (*gate_release)(void *ref);
-    void *gate_arg;
-
-    /* rescans: one at a time; late arrivals share the next one */
-    pthread_mutex_t scan_mu;
-    pthread_cond_t scan_cv;
-    int scanning;
-    uint64_t scans_started, scans_finished;
-    struct skills_report last;      /* of scan number scans_finished */
-    uint64_t next_gen;
-
-    struct snapshot *retired;       /* guarded by scan_mu */
-
-    /* inotify on every watched folder: an unchanged tick reads nothing and
-     * stats nothing. Owned by the scanner (one rescan at a time). */
-    int ino_fd;                     /* -1: no inotify, every tick stats */
-    int ino_dirty;                  /* a change may have slipped in before the watches */
-    int ino_pending;                /* watches not set up yet (done on the first tick) */
-    uint64_t last_full_ns;          /* the last stat pass */
-
-    /* the body indexer (skills_index_bodies) */
-    int ix_on;
-    pthread_t ix_thread;
-    pthread_mutex_t ix_mu;
-    pthread_cond_t ix_cv;
-    int ix_want;
-    atomic_int ix_stop;
-};
-
-/* A rebuild reads the bodies of at most this many new or changed skills
- * itself; past that (a library swapped wholesale) the indexer does. */
-#define INLINE_BODIES 64
 
 /* Even with inotify, a full stat pass now and then (network filesystems do
  * not always send events). */
@@ -176,66 +119,7 @@ static int hp_protects(const struct snapshot *s)
     return 0;
 }
 
-/* ---- entries ------------------------------------------------------------- */
-
-static void skill_body_free_(struct skill_body *b)
-{
-    if (!b)
-        return;
-    free(b->text);
-    free(b->sec);
-    free(atomic_load(&b->rendered[0]));
-    free(atomic_load(&b->rendered[1]));
-    if (b->sec_rendered)
-        for (size_t i = 0; i < 2 * b->nsec; i++)
-            free(atomic_load(&b->sec_rendered[i]));
-    free(b->sec_rendered);
-    free(b);
-}
-
-void skills_body_free(struct skill_body *b)
-{
-    skill_body_free_(b);
-}
-
-/* k->xterms once an index published in S->cur holds them: each later build
- * takes them from the index it replaces (search_new_carry), so the list is
- * freed. Never dereferenced; any non-NULL value means "read". */
-static char xterms_merged_mark;
-#define XTERMS_MERGED ((struct search_terms *)(void *)&xterms_merged_mark)
-
-static void skill_unref(struct skill *k)
-{
-    if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
-        return;
-    free(k->name);
-    free(k->qname);
-    free(k->team);
-    free(k->dir);
-    free(k->md_path);
-    json_decref(k->fm);
-    json_decref(k->warnings);
-    search_terms_free(k->terms);
-    struct search_terms *xt = atomic_load(&k->xterms);
-    if (xt != XTERMS_MERGED)
-        search_terms_free(xt);
-    for (size_t i = 0; i < SKILL_CARD_TIERS; i++)
-        free(atomic_load(&k->card[i]));
-    free(k->hook_pre);
-    free(k->hook_post);
-    for (size_t i = 0; i < k->ntags; i++)
-        free(k->tags[i]);
-    free(k->tags);
-    for (size_t i = 0; i < k->nfiles; i++)
-        free(k->files[i].path);
-    free(k->files);
-    for (size_t i = 0; i < k->ndirs; i++)
-        free(k->dir_paths[i]);
-    free(k->dir_paths);
-    free(k->dir_keys);
-    skill_body_free_(atomic_load(&k->body));
-    free(k);
-}
+/* ---- snapshots ----------------------------------------------------------- */
 
 static void snapshot_free(struct skills *S, struct snapshot *s)
 {
@@ -246,14 +130,14 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
     if (s->gate) {
         for (size_t i = 0; i < s->n; i++) {
             free(s->gate[i].reason);
-            skill_unref(s->gate[i].serve);
+            skills_entry_release(s->gate[i].serve);
         }
         free(s->gate);
     }
     if (s->gate_ref && S->gate_release)
         S->gate_release(s->gate_ref);
     for (size_t i = 0; i < s->n; i++)
-        skill_unref(s->v[i]);
+        skills_entry_release(s->v[i]);
     free(s->v);
     free(s->by_qname);
     free(s->by_name);
@@ -263,972 +147,18 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
     free(s->hook_pre);
     free(s->hook_post);
     for (size_t i = 0; i < s->nw; i++)
-        free(s->w[i].path);
+        if (s->w[i].owned)
+            free(s->w[i].path);
     free(s->w);
     free(s);
 }
 
-/* ---- stat keys ----------------------------------------------------------- */
-
-static void key_of(const struct stat *st, struct fkey *k)
-{
-    k->dev = st->st_dev;
-    k->ino = st->st_ino;
-    k->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-    k->size = S_ISDIR(st->st_mode) ? 0 : (int64_t)st->st_size;
-}
-
-static int key_eq(const struct fkey *a, const struct fkey *b)
-{
-    return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns &&
-           a->size == b->size;
-}
-
-/* ---- building ------------------------------------------------------------ */
-
-struct build {
-    struct skills *S;
-    struct snapshot *old;
-    struct skill **v;
-    size_t n, cap;
-    struct watch *w;
-    size_t nw, wcap;
-    json_t *errors;
-    uint32_t *seen;         /* open-addressing set of v[] indexes + 1, by qname */
-    size_t seen_cap;        /* power of two, at least twice n */
-    struct cand *c;         /* skill folders found by the scan, in order */
-    size_t nc, ccap;
-};
-
-static uint32_t hash_str(const char *s, size_t n);
-
-static void report(struct build *b, const char *level, const char *skill, const char *path,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void report(struct build *b, const char *level, const char *skill, const char *path,
-                   const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    json_array_append_new(b->errors, json_pack("{s:s?, s:s, s:s, s:s}", "skill", skill,
-                                               "path", path, "message", msg, "level", level));
-    /* Logged when found; a reused entry's warnings are carried, not re-logged. */
-    log_msg(strcmp(level, "error") ? LOG_WARN : LOG_ERROR, "skill %s: %s (%s)",
-            skill ? skill : "-", msg, path);
-}
-
-static void watch_add(struct build *b, const char *path, const struct stat *st)
-{
-    if (b->nw == b->wcap) {
-        b->wcap = b->wcap ? b->wcap * 2 : 64;
-        b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
-    }
-    struct watch *w = &b->w[b->nw++];
-    w->path = xstrdup(path);
-    w->missing = st == NULL;
-    if (st)
-        key_of(st, &w->key);
-    else
-        memset(&w->key, 0, sizeof w->key);
-}
-
-/* Names that are never part of a skill: VCS folders, caches, dotfiles. */
-int skills_ignored_name(const char *n)
-{
-    return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
-}
-
-struct dent {
-    char *name;
-    unsigned char type;     /* DT_*, DT_UNKNOWN when the filesystem does not say */
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
-}
-
-/*
- * The entries of the open directory fd, sorted by name, ignored names left
- * out. getdents64 directly rather than opendir: no fstat, no 32 KiB DIR
- * buffer per folder. A build lists every folder of the library, and on
- * these machines system calls are most of its time.
- */
-static struct dent *list_fd(int fd, size_t *count)
-{
-    char buf[8192] __attribute__((aligned(8)));
-    struct dent *v = NULL;
-    size_t n = 0, cap = 0;
-    ssize_t r;
-    while ((r = getdents64(fd, buf, sizeof buf)) > 0) {
-        for (ssize_t off = 0; off < r;) {
-            const struct dirent64 *d = (const struct dirent64 *)(void *)(buf + off);
-            off += d->d_reclen;
-            if (skills_ignored_name(d->d_name))
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 16;
-                v = xrealloc(v, cap * sizeof *v);
-            }
-            v[n].name = xstrdup(d->d_name);
-            v[n].type = d->d_type;
-            n++;
-        }
-    }
-    if (n > 1)
-        qsort(v, n, sizeof *v, dent_cmp);
-    *count = n;
-    return v;
-}
-
-static void dents_free(struct dent *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i].name);
-    free(v);
-}
-
-char **skills_list_dir(const char *path, size_t *count)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    size_t n;
-    *count = 0;
-    if (fd < 0)
-        return NULL;
-    struct dent *d = list_fd(fd, &n);
-    close(fd);
-    char **v = n ? xmalloc(n * sizeof *v) : NULL;
-    for (size_t i = 0; i < n; i++)
-        v[i] = d[i].name;
-    free(d);
-    *count = n;
-    return v;
-}
-
-void skills_free_names(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-const char *skills_name_problem(const char *n)
-{
-    size_t len = strlen(n);
-    if (len == 0 || len > 64)
-        return "must be 1-64 characters";
-    for (size_t i = 0; i < len; i++)
-        if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '-'))
-            return "may use only lowercase letters, digits and '-'";
-    if (n[0] == '-' || n[len - 1] == '-')
-        return "must not start or end with '-'";
-    if (strstr(n, "--"))
-        return "must not contain '--'";
-    return NULL;
-}
-
-struct walk {
-    struct skill_file *files;
-    size_t nfiles, fcap;
-    char **dirs;
-    struct fkey *dkeys;
-    size_t ndirs, dcap;
-    size_t entries;
-    int truncated;
-    int escaped;            /* a symlink left the skill */
-    char first_escape[256];
-};
-
-static void walk_add_dir(struct walk *w, const char *path, const struct stat *st)
-{
-    if (w->ndirs == w->dcap) {
-        w->dcap = w->dcap ? w->dcap * 2 : 8;
-        w->dirs = xrealloc(w->dirs, w->dcap * sizeof *w->dirs);
-        w->dkeys = xrealloc(w->dkeys, w->dcap * sizeof *w->dkeys);
-    }
-    w->dirs[w->ndirs] = xstrdup(path);
-    key_of(st, &w->dkeys[w->ndirs]);
-    w->ndirs++;
-}
-
-/* Is real (a resolved path) inside dir (resolved, no trailing slash)? */
-static int path_within(const char *real, const char *dir)
-{
-    size_t n = strlen(dir);
-    return !strncmp(real, dir, n) && (real[n] == '/' || real[n] == '\0');
-}
-
-/* Walks the open folder dfd (abs names it; rel is its path in the skill).
- * Entries are stat'ed relative to dfd: a one-component lookup. */
-static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *abs,
-                     const char *rel, int depth)
-{
-    size_t n;
-    struct dent *names = list_fd(dfd, &n);
-    for (size_t i = 0; i < n; i++) {
-        const char *nm = names[i].name;
-        char childabs[PATH_MAX], childrel[PATH_MAX];
-        struct stat lst, st;
-        if (++w->entries > WALK_MAX_ENTRIES) {
-            w->truncated = 1;
-            break;
-        }
-        if (!*rel && !strcmp(nm, "SKILL.md"))
-            continue;
-        if ((size_t)snprintf(childrel, sizeof childrel, "%s%s%s", rel, *rel ? "/" : "", nm) >=
-            sizeof childrel)
-            continue;
-        if (fstatat(dfd, nm, &lst, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        int regular = S_ISREG(lst.st_mode);
-        /* Folders and links need the absolute path (kept as a watch, or
-         * resolved); a plain file needs only its relative one. */
-        if (!regular && (size_t)snprintf(childabs, sizeof childabs, "%s/%s", abs, nm) >=
-                            sizeof childabs)
-            continue;
-        if (S_ISLNK(lst.st_mode)) {
-            char real[PATH_MAX];
-            if (!realpath(childabs, real) || !path_within(real, skilldir)) {
-                if (!w->escaped)
-                    snprintf(w->first_escape, sizeof w->first_escape, "%s", childrel);
-                w->escaped++;
-                continue;
-            }
-        }
-        if (!S_ISLNK(lst.st_mode))
-            st = lst;           /* no link: lstat already said everything */
-        else if (stat(childabs, &st) < 0)
-            continue;
-        if (S_ISDIR(st.st_mode)) {
-            if (S_ISLNK(lst.st_mode))
-                continue;   /* an inner link to a folder would list files twice */
-            if (depth + 1 >= WALK_MAX_DEPTH) {
-                w->truncated = 1;
-                continue;
-            }
-            int cfd = openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (cfd < 0)
-                continue;
-            walk_add_dir(w, childabs, &st);
-            walk_dir(w, skilldir, cfd, childabs, childrel, depth + 1);
-            close(cfd);
-        } else if (S_ISREG(st.st_mode)) {
-            if (w->nfiles == w->fcap) {
-                w->fcap = w->fcap ? w->fcap * 2 : 16;
-                w->files = xrealloc(w->files, w->fcap * sizeof *w->files);
-            }
-            w->files[w->nfiles].path = xstrdup(childrel);
-            w->files[w->nfiles].size = (int64_t)st.st_size;
-            w->nfiles++;
-        }
-    }
-    dents_free(names, n);
-}
-
-static int file_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct skill_file *)a)->path, ((const struct skill_file *)b)->path);
-}
-
-/* Reads up to max bytes of fd from offset 0, stopping early once it has the
- * size that stat reported (one read for a small file, not two). */
-static ssize_t read_prefix(int fd, char *buf, size_t max, off_t size)
-{
-    size_t got = 0;
-    while (got < max && (size <= 0 || got < (size_t)size)) {
-        ssize_t r = pread(fd, buf + got, max - got, (off_t)got);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (ssize_t)got;
-}
-
-/*
- * Parses the frontmatter of SKILL.md at path (whose stat is st). Returns 0
- * and fills *f, or -1 with *err set.
- */
-static int parse_skill_md(int dfd, const char *path, const struct stat *st, struct fm *f,
-                          struct err *err)
-{
-    int fd, rc = -1;
-    char *buf = NULL;
-    if (st->st_size > (off_t)SKILL_MD_MAX) {
-        err_set(err, 0, 0, "SKILL.md is %lld bytes, over the 4 MiB limit",
-                (long long)st->st_size);
-        return -1;
-    }
-    struct stat now;
-    fd = x_open_regular(dfd, path, &now);
-    if (fd < 0) {
-        err_set(err, 0, 0, "cannot open SKILL.md: %s",
-                fd == -EINVAL ? "not a regular file" : strerror(-fd));
-        return -1;
-    }
-    size_t want = FM_FIRST_READ;
-    for (;;) {
-        buf = xrealloc(buf, want);
-        ssize_t got = read_prefix(fd, buf, want, st->st_size);
-        if (got < 0) {
-            err_set(err, 0, 0, "cannot read SKILL.md: %s", strerror(errno));
-            break;
-        }
-        int complete = (size_t)got < want;
-        if (got == 0) {
-            err_set(err, 0, 0, "SKILL.md is empty");
-            break;
-        }
-        rc = fm_parse(buf, (size_t)got, complete, f, err);
-        if (rc == -EAGAIN) {
-            if (want >= FM_MAX_READ) {
-                err_set(err, 0, 0,
-                        "frontmatter is not closed within the first 256 KiB of SKILL.md");
-                rc = -1;
-                break;
-            }
-            want = FM_MAX_READ;
-            continue;
-        }
-        rc = rc == 0 ? 0 : -1;
-        break;
-    }
-    free(buf);
-    close(fd);
-    return rc;
-}
-
-/* Tags from a YAML list of scalars or a comma/space separated string. */
-static void take_tags(struct skill *k, json_t *t)
-{
-    size_t cap = 0;
-    if (json_is_array(t)) {
-        size_t i;
-        json_t *x;
-        json_array_foreach(t, i, x) {
-            char num[64];
-            const char *s = json_is_string(x) ? json_string_value(x) : NULL;
-            if (!s && json_is_number(x)) {
-                snprintf(num, sizeof num, "%g", json_number_value(x));
-                s = num;
-            }
-            if (!s || !*s)
-                continue;
-            if (k->ntags == cap) {
-                cap = cap ? cap * 2 : 4;
-                k->tags = xrealloc(k->tags, cap * sizeof *k->tags);
-            }
-            k->tags[k->ntags++] = xstrdup(s);
-        }
-    } else if (json_is_string(t)) {
-        const char *s = json_string_value(t);
-        while (*s) {
-            size_t skip = strspn(s, ", \t");
-            s += skip;
-            size_t len = strcspn(s, ", \t");
-            if (!len)
-                break;
-            if (k->ntags == cap) {
-                cap = cap ? cap * 2 : 4;
-                k->tags = xrealloc(k->tags, cap * sizeof *k->tags);
-            }
-            k->tags[k->ntags++] = xstrndup(s, len);
-            s += len;
-        }
-    }
-}
-
-static struct skill *find_in(const struct snapshot *s, const char *qname)
-{
-    if (!s)
-        return NULL;
-    int amb;
-    struct skill *k = skills_find(s, qname, strlen(qname), &amb);
-    return k && !strcmp(k->qname, qname) ? k : NULL;
-}
-
-/* Could the old entry serve unchanged? Its SKILL.md and folders all match. */
-static int entry_unchanged(const struct skill *k, const struct stat *md)
-{
-    struct fkey now;
-    struct stat st;
-    key_of(md, &now);
-    if (!key_eq(&now, &k->md_key))
-        return 0;
-    for (size_t i = 0; i < k->ndirs; i++) {
-        if (stat(k->dir_paths[i], &st) < 0)
-            return 0;
-        key_of(&st, &now);
-        if (!key_eq(&now, &k->dir_keys[i]))
-            return 0;
-    }
-    return 1;
-}
-
-static void seen_put(struct build *b, size_t idx)
-{
-    const char *q = b->v[idx]->qname;
-    size_t mask = b->seen_cap - 1, i = hash_str(q, strlen(q)) & mask;
-    while (b->seen[i])
-        i = (i + 1) & mask;
-    b->seen[i] = (uint32_t)idx + 1;
-}
-
-/* Every entry goes into the qname set, so a shadowed duplicate is found in
- * O(1) rather than by a scan (quadratic at library scale). */
-static void push_skill(struct build *b, struct skill *k)
-{
-    if (b->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 64;
-        b->v = xrealloc(b->v, b->cap * sizeof *b->v);
-    }
-    b->v[b->n++] = k;
-    if (b->n * 2 > b->seen_cap) {
-        free(b->seen);
-        b->seen_cap = b->seen_cap ? b->seen_cap * 2 : 256;
-        while (b->seen_cap < b->n * 2)
-            b->seen_cap *= 2;
-        b->seen = xcalloc(b->seen_cap, sizeof *b->seen);
-        for (size_t i = 0; i < b->n; i++)
-            seen_put(b, i);
-    } else {
-        seen_put(b, b->n - 1);
-    }
-}
-
-static int have_qname(const struct build *b, const char *qname)
-{
-    if (!b->seen_cap)
-        return 0;
-    size_t mask = b->seen_cap - 1, i = hash_str(qname, strlen(qname)) & mask;
-    for (; b->seen[i]; i = (i + 1) & mask)
-        if (!strcmp(b->v[b->seen[i] - 1]->qname, qname))
-            return 1;
-    return 0;
-}
-
-static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
-{
-    watch_add(b, k->md_path, md);
-    for (size_t i = 0; i < k->ndirs; i++) {
-        if (b->nw == b->wcap) {
-            b->wcap = b->wcap ? b->wcap * 2 : 64;
-            b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
-        }
-        struct watch *w = &b->w[b->nw++];
-        w->path = xstrdup(k->dir_paths[i]);
-        w->key = k->dir_keys[i];
-        w->missing = 0;
-    }
-    if (!b->S->gate)
-        return;
-    /* A lock judges file contents: an edit in place must lead to a rebuild. */
-    for (size_t i = 0; i < k->nfiles; i++) {
-        char abs[PATH_MAX];
-        struct stat st;
-        snprintf(abs, sizeof abs, "%s/%s", k->dir, k->files[i].path);
-        watch_add(b, abs, stat(abs, &st) == 0 ? &st : NULL);
-    }
-}
-
-/* "hooks/pre.py" is a pre hook; one per kind (the first in name order). */
-static int hook_kind(const char *file, const char *kind)
-{
-    size_t n = strlen(kind);
-    return !strncmp(file, kind, n) && file[n] == '.' && file[n + 1] && !strchr(file + n + 1, '/');
-}
-
-static void find_skill_hooks(struct build *b, struct skill *k)
-{
-    for (size_t i = 0; i < k->nfiles; i++) {
-        const char *p = k->files[i].path;
-        if (strncmp(p, "hooks/", 6))
-            continue;
-        char abs[PATH_MAX];
-        snprintf(abs, sizeof abs, "%s/%s", k->dir, p);
-        for (int kind = 0; kind < 2; kind++) {
-            char **slot = kind ? &k->hook_post : &k->hook_pre;
-            if (!hook_kind(p + 6, kind ? "post" : "pre"))
-                continue;
-            if (*slot)
-                report(b, "warning", k->qname, abs,
-                       "more than one %s hook; only %s runs", kind ? "post" : "pre", *slot);
-            else
-                *slot = xstrdup(abs);
-        }
-    }
-}
-
-/*
- * A build is three passes. The scan (serial, cheap: readdir and stat) lists
- * candidate skill folders in order. Preparing a candidate (stat checks for
- * reuse, walking its folder, parsing its frontmatter) is where a build's
- * time goes and touches nothing shared, so it runs on several threads.
- * Applying the results is serial again and in scan order, so shadowing,
- * reports and the resulting snapshot do not depend on thread timing.
- */
-struct cand {
-    unsigned root;
-    char *team;             /* NULL for top-level skills */
-    char *name;
-    char *qname;
-    char *dir;              /* as found under the root */
-    char *real;             /* canonical path when known without realpath */
-    struct stat mdst;
-    struct stat dirst;      /* of the folder itself, when real is known */
-    int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
-    int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
-    struct cand *kids;      /* a team: its skill folders, prepared with it */
-    size_t nkids;
-    /* set by prepare */
-    struct skill *old;      /* the previous entry of that qualified name */
-    int reuse;              /* old serves unchanged */
-    int real_errno;         /* realpath failed: no k */
-    struct skill *k;        /* the new entry, when not reused */
-    const char *problem;    /* why k cannot serve (into err.msg, or static) */
-    struct err err;
-    int truncated, escaped;
-    char first_escape[256];
-};
-
-enum { CAND_SKILL, CAND_TEAM, CAND_NONE };
-
-static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
-                      const char *dir, const char *real, const struct stat *dirst,
-                      const struct stat *mdst);
-static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link);
-static int has_skill_md(int dfd, const char *name, struct stat *mst);
-static void prepare(const struct snapshot *old, struct cand *c);
-
-/* A team folder: its skill folders (one level down) become its kids,
- * prepared here, on the thread that found the team. */
-static void prepare_team(const struct snapshot *old, struct cand *c)
-{
-    int tfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (tfd < 0)
-        return;
-    size_t n;
-    struct dent *names = list_fd(tfd, &n);
-    c->kids = xcalloc(n ? n : 1, sizeof *c->kids);
-    for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], real[PATH_MAX];
-        struct stat st, mst;
-        int link;
-        if (!child_dir(tfd, &names[i], &st, &link))
-            continue;
-        snprintf(dir, sizeof dir, "%s/%s", c->dir, names[i].name);
-        /* No symlink on the way: the canonical path is known without realpath. */
-        if (c->real && !link)
-            snprintf(real, sizeof real, "%s/%s", c->real, names[i].name);
-        /* A folder without SKILL.md at this depth is not a skill: folders
-         * nest one level only (team/skill). */
-        if (has_skill_md(tfd, names[i].name, &mst))
-            cand_init(&c->kids[c->nkids++], c->root, c->name, names[i].name, dir,
-                      c->real && !link ? real : NULL, &st, &mst);
-    }
-    dents_free(names, n);
-    close(tfd);
-    for (size_t i = 0; i < c->nkids; i++)
-        prepare(old, &c->kids[i]);
-}
-
-static void prepare(const struct snapshot *old, struct cand *c)
-{
-    char real[PATH_MAX], md[PATH_MAX + 16];
-    struct fm f = {0};
-
-    if (c->pending) {
-        /* The scan only listed this folder; whether it is a skill (it holds
-         * a SKILL.md) or a team folder is found here, off the serial path. */
-        snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
-        if (stat(c->dir, &c->dirst) < 0 || !S_ISDIR(c->dirst.st_mode)) {
-            c->kind = CAND_NONE;
-            return;
-        }
-        if (stat(md, &c->mdst) < 0 || !S_ISREG(c->mdst.st_mode)) {
-            c->kind = CAND_TEAM;
-            prepare_team(old, c);
-            return;
-        }
-    }
-    c->old = find_in(old, c->qname);
-    if (c->old && c->old->root == c->root && entry_unchanged(c->old, &c->mdst)) {
-        c->reuse = 1;
-        return;
-    }
-    if (c->real)
-        snprintf(real, sizeof real, "%s", c->real);
-    else if (!realpath(c->dir, real)) {
-        c->real_errno = errno ? errno : ENOENT;
-        return;
-    }
-
-    struct walk w = {0};
-    struct stat dst;
-    int dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (c->real)
-        dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
-    if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
-        walk_add_dir(&w, real, &dst);
-        walk_dir(&w, real, dfd, real, "", 0);
-    }
-    c->truncated = w.truncated;
-    c->escaped = w.escaped;
-    memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
-
-    struct skill *k = xcalloc(1, sizeof *k);
-    atomic_init(&k->refs, 1);
-    k->name = xstrdup(c->name);
-    k->qname = xstrdup(c->qname);
-    k->team = c->team ? xstrdup(c->team) : NULL;
-    k->dir = xstrdup(real);
-    snprintf(md, sizeof md, "%s/SKILL.md", real);
-    k->md_path = xstrdup(md);
-    k->root = c->root;
-    key_of(&c->mdst, &k->md_key);
-    k->files = w.files;
-    k->nfiles = w.nfiles;
-    if (k->nfiles)
-        qsort(k->files, k->nfiles, sizeof *k->files, file_cmp);
-    k->dir_paths = w.dirs;
-    k->dir_keys = w.dkeys;
-    k->ndirs = w.ndirs;
-    c->k = k;
-
-    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
-                            &f, &c->err);
-    if (dfd >= 0)
-        close(dfd);
-    if (rc < 0) {
-        c->problem = c->err.msg;
-        json_decref(f.fields);
-        return;
-    }
-    json_t *desc = json_object_get(f.fields, "description");
-    if (!json_is_string(desc) || !*json_string_value(desc)) {
-        c->problem = "frontmatter has no 'description' (a non-empty string is required)";
-        json_decref(f.fields);
-        return;
-    }
-    k->fm = f.fields;
-    k->body_off = f.body_off;
-    k->description = json_string_value(desc);
-    json_t *ver = json_object_get(k->fm, "version");
-    if (json_is_string(ver))
-        k->version = json_string_value(ver);
-    take_tags(k, json_object_get(k->fm, "tags"));
-    k->terms = search_terms_new(&(struct search_doc){
-        .name = k->qname, .description = k->description,
-        .tags = (const char *const *)k->tags, .ntags = k->ntags});
-}
-
-static void cand_free(struct cand *c)
-{
-    for (size_t i = 0; i < c->nkids; i++)
-        cand_free(&c->kids[i]);
-    free(c->kids);
-    skill_unref(c->k);
-    free(c->team);
-    free(c->name);
-    free(c->qname);
-    free(c->dir);
-    free(c->real);
-}
-
-/* The candidate's outcome: reuse, serve the new entry, or report why not. */
-static void apply(struct build *b, struct cand *c)
-{
-    char md[PATH_MAX + 16];
-    struct skill *k = c->k;
-
-    snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
-    if (have_qname(b, c->qname)) {
-        report(b, "warning", c->qname, md,
-               "shadowed: a skill with the same qualified name in an earlier --skills root "
-               "wins");
-        return;
-    }
-    if (c->reuse) {
-        struct skill *old = c->old;
-        atomic_fetch_add(&old->refs, 1);
-        push_skill(b, old);
-        add_watches_of(b, old, &c->mdst);
-        size_t i;
-        json_t *w;
-        json_array_foreach(old->warnings, i, w)
-            json_array_append_new(b->errors, json_deep_copy(w));
-        return;
-    }
-    if (!k) {
-        report(b, "error", c->qname, md, "cannot resolve the skill folder: %s",
-               strerror(c->real_errno));
-        return;
-    }
-    snprintf(md, sizeof md, "%s", k->md_path);
-    if (c->problem) {
-        char where[32] = "";
-        if (c->err.line && c->problem == c->err.msg)
-            snprintf(where, sizeof where, " (line %d)", c->err.line);
-        if (c->old) {
-            report(b, "error", c->qname, md, "%s%s; serving the previous version", c->problem,
-                   where);
-            atomic_fetch_add(&c->old->refs, 1);
-            push_skill(b, c->old);
-        } else {
-            report(b, "error", c->qname, md, "%s%s; skill not served", c->problem, where);
-        }
-        /* Watch what is on disk now, so a broken file does not rebuild every tick. */
-        watch_add(b, md, &c->mdst);
-        for (size_t i = 0; i < k->ndirs; i++) {
-            struct stat st;
-            if (stat(k->dir_paths[i], &st) == 0)
-                watch_add(b, k->dir_paths[i], &st);
-        }
-        return;
-    }
-
-    const char *name = c->name;
-    size_t mark = json_array_size(b->errors);
-    json_t *fmname = json_object_get(k->fm, "name");
-    if (!json_is_string(fmname))
-        report(b, "warning", c->qname, md,
-               "frontmatter has no 'name'; the folder name '%s' is used", name);
-    else if (strcmp(json_string_value(fmname), name))
-        report(b, "warning", c->qname, md,
-               "frontmatter name '%s' differs from the folder name '%s'; the skill is served "
-               "as '%s'",
-               json_string_value(fmname), name, c->qname);
-    if (skills_name_problem(name))
-        report(b, "warning", c->qname, md, "skill name '%s' %s", name, skills_name_problem(name));
-    if (strlen(k->description) > 1024)
-        report(b, "warning", c->qname, md, "description is over 1024 characters");
-    if (c->truncated)
-        report(b, "warning", c->qname, k->dir,
-               "more than %d entries or deeper than %d folders; the file list is cut",
-               WALK_MAX_ENTRIES, WALK_MAX_DEPTH);
-    if (c->escaped)
-        report(b, "warning", c->qname, k->dir,
-               "%d symlink(s) point outside the skill (first: %s); they are not served",
-               c->escaped, c->first_escape);
-    find_skill_hooks(b, k);
-    k->warnings = json_array();
-    for (size_t i = mark; i < json_array_size(b->errors); i++)
-        json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
-    push_skill(b, k);
-    c->k = NULL;            /* the snapshot owns it now */
-    add_watches_of(b, k, &c->mdst);
-}
-
-static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
-                      const char *dir, const char *real, const struct stat *dirst,
-                      const struct stat *mdst)
-{
-    char qname[PATH_MAX];
-    memset(c, 0, sizeof *c);
-    snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
-    c->root = root;
-    c->team = team ? xstrdup(team) : NULL;
-    c->name = xstrdup(name);
-    c->qname = xstrdup(qname);
-    c->dir = xstrdup(dir);
-    c->real = real ? xstrdup(real) : NULL;
-    if (mdst)
-        c->mdst = *mdst;
-    if (dirst)
-        c->dirst = *dirst;
-}
-
-static struct cand *cand_add(struct build *b, unsigned root, const char *team,
-                             const char *name, const char *dir, const char *real,
-                             const struct stat *dirst, const struct stat *mdst)
-{
-    if (b->nc == b->ccap) {
-        b->ccap = b->ccap ? b->ccap * 2 : 64;
-        b->c = xrealloc(b->c, b->ccap * sizeof *b->c);
-    }
-    struct cand *c = &b->c[b->nc++];
-    cand_init(c, root, team, name, dir, real, dirst, mdst);
-    return c;
-}
-
-struct prep_pool {
-    struct cand *c;
-    size_t n;
-    const struct snapshot *old;
-    atomic_size_t next;
-};
-
-#define PREP_CHUNK 16
-
-static void *prep_worker(void *arg)
-{
-    struct prep_pool *p = arg;
-    for (;;) {
-        size_t i = atomic_fetch_add(&p->next, PREP_CHUNK);
-        if (i >= p->n)
-            return NULL;
-        size_t end = i + PREP_CHUNK < p->n ? i + PREP_CHUNK : p->n;
-        for (; i < end; i++)
-            prepare(p->old, &p->c[i]);
-    }
-}
-
-/* Threads for preparing: the CPUs this process may use, at most 4 (past
- * that the build is bound by the filesystem and by the serial passes), and
- * none for a small library where starting threads costs more than it saves. */
-static size_t prep_threads(size_t n)
-{
-    cpu_set_t set;
-    size_t cpus = 1;
-    if (n < 256)
-        return 1;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        cpus = (size_t)CPU_COUNT(&set);
-    return cpus < 1 ? 1 : cpus > 4 ? 4 : cpus;
-}
-
-static void prepare_all(struct build *b, size_t lo, size_t hi)
-{
-    if (hi <= lo)
-        return;
-    struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old};
-    pthread_t t[3];
-    size_t want = prep_threads(hi - lo), started = 0;
-    atomic_init(&p.next, 0);
-    while (started + 1 < want && pthread_create(&t[started], NULL, prep_worker, &p) == 0)
-        started++;
-    prep_worker(&p);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-}
-
-/* The global hooks folder: watched like a skill folder, so hooks change on reload. */
-static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
-{
-    struct stat st;
-    size_t n;
-    char real[PATH_MAX];
-    if (!dir)
-        return;
-    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(dir, real)) {
-        report(b, "error", NULL, dir, "--hooks-dir is not a readable directory; no global hooks");
-        watch_add(b, dir, NULL);
-        return;
-    }
-    watch_add(b, dir, &st);
-    char **names = skills_list_dir(real, &n);
-    for (size_t i = 0; i < n; i++) {
-        char abs[PATH_MAX];
-        struct stat fst;
-        snprintf(abs, sizeof abs, "%s/%s", real, names[i]);
-        if (stat(abs, &fst) < 0 || !S_ISREG(fst.st_mode))
-            continue;
-        for (int kind = 0; kind < 2; kind++) {
-            char **slot = kind ? &s->hook_post : &s->hook_pre;
-            if (!hook_kind(names[i], kind ? "post" : "pre"))
-                continue;
-            watch_add(b, abs, &fst);
-            if (*slot)
-                report(b, "warning", NULL, abs, "more than one global %s hook; only %s runs",
-                       kind ? "post" : "pre", *slot);
-            else
-                *slot = xstrdup(abs);
-        }
-    }
-    skills_free_names(names, n);
-}
-
-/* Is name (in the folder dfd) a folder, following a link? Fills *st. */
-static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link)
-{
-    if (fstatat(dfd, d->name, st, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0;
-    *link = S_ISLNK(st->st_mode);
-    if (*link && fstatat(dfd, d->name, st, 0) < 0)
-        return 0;
-    return S_ISDIR(st->st_mode);
-}
-
-/* Does the folder name (in dfd) hold a SKILL.md file? Fills *mst. */
-static int has_skill_md(int dfd, const char *name, struct stat *mst)
-{
-    char md[PATH_MAX];
-    if ((size_t)snprintf(md, sizeof md, "%s/SKILL.md", name) >= sizeof md)
-        return 0;
-    return fstatat(dfd, md, mst, 0) == 0 && S_ISREG(mst->st_mode);
-}
-
-static void scan_root(struct build *b, unsigned root, const char *rootpath)
-{
-    struct stat rst;
-    size_t n;
-    int rfd = open(rootpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (rfd < 0 || fstat(rfd, &rst) < 0) {
-        report(b, "error", NULL, rootpath, "skills root is not a readable directory");
-        watch_add(b, rootpath, NULL);
-        if (rfd >= 0)
-            close(rfd);
-        return;
-    }
-    watch_add(b, rootpath, &rst);
-    char rootreal[PATH_MAX];
-    int have_real = realpath(rootpath, rootreal) != NULL;
-    struct dent *names = list_fd(rfd, &n);
-    for (size_t i = 0; i < n; i++) {
-        char dir[PATH_MAX], real[PATH_MAX];
-        struct stat st, mst;
-        int link;
-        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i].name);
-        if (names[i].type == DT_DIR && have_real) {
-            /* A plain folder: prepare finds whether it is a skill or a team. */
-            snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
-            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, real, NULL, NULL);
-            c->pending = 1;
-            continue;
-        }
-        if (names[i].type != DT_DIR && names[i].type != DT_LNK && names[i].type != DT_UNKNOWN)
-            continue;
-        if (!child_dir(rfd, &names[i], &st, &link))
-            continue;
-        if (link && !(b->old))
-            log_info("skills: %s is a symlinked folder; following it", dir);
-        if (have_real && !link)
-            snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
-        const char *known = have_real && !link ? real : NULL;
-        if (has_skill_md(rfd, names[i].name, &mst)) {
-            cand_add(b, root, NULL, names[i].name, dir, known, &st, &mst);
-        } else {
-            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, known, &st, NULL);
-            c->pending = 1;     /* no SKILL.md: prepare will call it a team */
-        }
-    }
-    dents_free(names, n);
-    close(rfd);
-}
-
 /* ---- lookup tables ------------------------------------------------------- */
-
-static uint32_t hash_str(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
 
 static void table_put(uint32_t *t, size_t cap, const char *key, uint32_t val)
 {
     size_t mask = cap - 1;
-    size_t i = hash_str(key, strlen(key)) & mask;
+    size_t i = hash_fnv1a32(key, strlen(key)) & mask;
     while (t[i])
         i = (i + 1) & mask;
     t[i] = val;
@@ -1239,7 +169,7 @@ static uint32_t table_get(const uint32_t *t, size_t cap, const char *key, size_t
                           struct skill *const *v, int bare)
 {
     size_t mask = cap - 1;
-    size_t i = hash_str(key, len) & mask;
+    size_t i = hash_fnv1a32(key, len) & mask;
     for (size_t probes = 0; probes < cap; probes++) {
         uint32_t x = t[i];
         if (!x)
@@ -1250,11 +180,6 @@ static uint32_t table_get(const uint32_t *t, size_t cap, const char *key, size_t
         i = (i + 1) & mask;
     }
     return 0;
-}
-
-static int skill_cmp(const void *a, const void *b)
-{
-    return strcmp((*(struct skill *const *)a)->qname, (*(struct skill *const *)b)->qname);
 }
 
 /*
@@ -1375,82 +300,6 @@ size_t skills_suggest(const struct snapshot *s, const char *name, const char **o
     return n;
 }
 
-/* ---- bodies -------------------------------------------------------------- */
-
-int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tmp,
-                const char **why)
-{
-    struct skill_body *b = atomic_load(&k->body);
-    *tmp = NULL;
-    if (b) {
-        *out = b;
-        return 0;
-    }
-    struct stat st;
-    int fd = x_open_regular(AT_FDCWD, k->md_path, &st);
-    if (fd < 0) {
-        *why = fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
-                                              : "SKILL.md cannot be opened";
-        return fd;
-    }
-    if (st.st_size > (off_t)SKILL_MD_MAX) {
-        close(fd);
-        *why = "SKILL.md is over the 4 MiB limit";
-        return -EFBIG;
-    }
-    size_t len = (size_t)st.st_size;
-    char *raw = xmalloc(len + 1);
-    ssize_t got = read_prefix(fd, raw, len, st.st_size);
-    close(fd);
-    if (got < 0) {
-        free(raw);
-        *why = "SKILL.md cannot be read";
-        return -EIO;
-    }
-    len = (size_t)got;
-    raw[len] = '\0';
-
-    struct fkey key;
-    key_of(&st, &key);
-    size_t off = k->body_off;
-    int same = key_eq(&key, &k->md_key);
-    if (!same) {
-        /* Edited since the snapshot: find the body in what is there now. */
-        struct fm f = {0};
-        struct err e;
-        if (fm_parse(raw, len, 1, &f, &e) == 0) {
-            off = f.body_off;
-            fm_cleanup(&f);
-        } else {
-            off = 0;
-        }
-    }
-    if (off > len)
-        off = len;
-    b = xcalloc(1, sizeof *b);
-    b->len = len - off;
-    b->text = xmalloc(b->len + 1);
-    memcpy(b->text, raw + off, b->len);
-    b->text[b->len] = '\0';
-    free(raw);
-    b->key = key;
-    b->nsec = md_sections(b->text, b->len, &b->sec);
-    if (b->nsec)
-        b->sec_rendered = xcalloc(2 * b->nsec, sizeof *b->sec_rendered);
-    if (!same) {
-        *tmp = b;
-        *out = b;
-        return 0;
-    }
-    struct skill_body *expect = NULL;
-    if (!atomic_compare_exchange_strong(&k->body, &expect, b)) {
-        skill_body_free_(b);    /* another thread won the race; use its copy */
-        b = expect;
-    }
-    *out = b;
-    return 0;
-}
-
 /* ---- rescans ------------------------------------------------------------- */
 
 /* Did anything the snapshot watched move? Stats only; allocates nothing. */
@@ -1550,106 +399,15 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
     return 0;
 }
 
-/*
- * The search terms of k's body (its first SEARCH_BODY_MAX bytes) and of its
- * references/ Markdown files (SEARCH_REFS_MAX bytes in all, in path order),
- * read through the jail like read_skill_file. What cannot be read adds
- * nothing: the entry still gets terms, so it is not read again.
- */
-static struct search_terms *body_terms(const struct skill *k)
-{
-    struct jail_file f = {0};
-    const char *why;
-    struct search_doc d = {0};
-    struct buf refs;
-
-    if (jail_read(k->dir, "SKILL.md", k->body_off + SEARCH_BODY_MAX, &f, &why) == 0 &&
-        f.len > k->body_off) {
-        d.body = f.data + k->body_off;
-        d.body_len = f.len - k->body_off;
-    }
-    buf_init(&refs, 0);
-    for (size_t i = 0; i < k->nfiles && refs.len < SEARCH_REFS_MAX; i++) {
-        const char *p = k->files[i].path;
-        size_t pl = strlen(p);
-        if (strncmp(p, "references/", 11) || pl < 14 || strcasecmp(p + pl - 3, ".md"))
-            continue;
-        struct jail_file r = {0};
-        if (jail_read(k->dir, p, SEARCH_REFS_MAX - refs.len, &r, &why) == 0) {
-            buf_append(&refs, r.data, r.len);
-            buf_puts(&refs, "\n");
-        }
-        jail_file_cleanup(&r);
-    }
-    if (refs.len) {
-        d.refs = refs.p;
-        d.refs_len = refs.len;
-    }
-    struct search_terms *t = search_terms_new(&d);
-    jail_file_cleanup(&f);
-    buf_cleanup(&refs);
-    return t;
-}
-
-/* Gives k its body terms unless it has them (another thread may race: one
- * copy wins). Returns 1 when this call read them. */
-static int index_body(struct skill *k)
-{
-    if (atomic_load(&k->xterms))
-        return 0;
-    struct search_terms *t = body_terms(k), *none = NULL;
-    if (!atomic_compare_exchange_strong(&k->xterms, &none, t)) {
-        search_terms_free(t);
-        return 0;
-    }
-    return 1;
-}
-
 static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, uint64_t gen)
 {
-    struct build b = {.S = S, .old = old, .errors = json_array()};
     double t0 = now_ms();
-    for (size_t i = 0; i < S->nroots; i++)
-        scan_root(&b, (unsigned)i, S->roots[i]);
-    prepare_all(&b, 0, b.nc);
-    for (size_t i = 0; i < b.nc; i++) {
-        struct cand *c = &b.c[i];
-        if (c->pending && c->kind == CAND_TEAM) {
-            watch_add(&b, c->dir, &c->dirst);
-            for (size_t j = 0; j < c->nkids; j++)
-                apply(&b, &c->kids[j]);
-        } else if (!c->pending || c->kind == CAND_SKILL) {
-            apply(&b, c);
-        }
-    }
-    for (size_t i = 0; i < b.nc; i++)
-        cand_free(&b.c[i]);
-    free(b.c);
-
-    struct snapshot *s = xcalloc(1, sizeof *s);
-    scan_hooks_dir(&b, s, S->hooks_dir);
-    atomic_init(&s->refs, 0);
+    struct snapshot *s = scan_tree(S, old);
     s->generation = gen;
-    s->v = b.v;
-    s->n = b.n;
-    if (s->n)
-        qsort(s->v, s->n, sizeof *s->v, skill_cmp);
-    s->w = b.w;
-    s->nw = b.nw;
-    s->errors = b.errors;
-    free(b.seen);
     build_tables(s);
 
-    if (S->ix_on && old) {
-        /* After start-up, an edited or new skill is searchable by its body
-         * as soon as it is served at all. */
-        size_t missing = 0;
-        for (size_t i = 0; i < s->n; i++)
-            missing += !atomic_load(&s->v[i]->xterms);
-        if (missing <= INLINE_BODIES)
-            for (size_t i = 0; i < s->n; i++)
-                index_body(s->v[i]);
-    }
+    if (S->ix && old)
+        bodies_inline(s);
     struct search_doc *docs = xcalloc(s->n ? s->n : 1, sizeof *docs);
     const struct search_terms **terms = xcalloc(s->n ? s->n : 1, sizeof *terms);
     const struct search_terms **xterms = xcalloc(s->n ? s->n : 1, sizeof *xterms);
@@ -1745,36 +503,6 @@ static void diff(const struct snapshot *a, const struct snapshot *b, struct skil
     }
 }
 
-/* Wakes the body indexer when s has entries without body terms. */
-static void indexer_kick(struct skills *S, const struct snapshot *s)
-{
-    if (!S->ix_on)
-        return;
-    for (size_t i = 0; i < s->n; i++) {
-        if (!atomic_load(&s->v[i]->xterms)) {
-            pthread_mutex_lock(&S->ix_mu);
-            S->ix_want = 1;
-            pthread_cond_signal(&S->ix_cv);
-            pthread_mutex_unlock(&S->ix_mu);
-            return;
-        }
-    }
-}
-
-/* s is current: the body terms its index holds need no list any more (the
- * next build takes them from s's index). Scanner role: no build reads the
- * lists meanwhile, and the indexer only ever sets a NULL one. */
-static void release_xterms(struct snapshot *s)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        if (!search_has_body(s->search, i))
-            continue;
-        struct search_terms *xt = atomic_exchange(&s->v[i]->xterms, XTERMS_MERGED);
-        if (xt != XTERMS_MERGED)
-            search_terms_free(xt);
-    }
-}
-
 /* The rescan proper; the caller holds the scanner role (not the mutex). */
 static void do_scan(struct skills *S, int force, struct skills_report *r)
 {
@@ -1804,8 +532,8 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
      * jansson's reference counts are not meant to be shared across threads. */
     r->errors = json_deep_copy(s->errors);
     atomic_store(&S->cur, s);
-    release_xterms(s);
-    indexer_kick(S, s);
+    bodies_release_xterms(s);
+    bodies_kick(S, s);
     watches_setup(S, s);
     pthread_mutex_lock(&S->scan_mu);
     old->retired_next = S->retired;
@@ -1875,6 +603,13 @@ void skills_rescan(struct skills *S, int force, struct skills_report *out)
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
+static void set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref), void *arg)
+{
+    S->gate = gate;
+    S->gate_release = release;
+    S->gate_arg = arg;
+}
+
 struct skills *skills_new(const char *const *roots, size_t nroots, const char *hooks_dir,
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg)
@@ -1909,7 +644,7 @@ struct skills *skills_new_gated(const char *const *roots, size_t nroots, const c
     S->ext_build = ext_build;
     S->ext_free = ext_free;
     S->ext_arg = ext_arg;
-    skills_set_gate(S, gate, release, gate_arg);
+    set_gate(S, gate, release, gate_arg);
     pthread_mutex_init(&S->scan_mu, NULL);
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1);
@@ -1923,80 +658,11 @@ struct skills *skills_new_gated(const char *const *roots, size_t nroots, const c
     return S;
 }
 
-/*
- * The body indexer: reads the bodies the current snapshot's entries lack,
- * then has a rescan publish them (every entry is reused, so the rescan
- * costs a stat pass and an index merge, and keeps the generation). It runs
- * at the lowest CPU priority: serving, and the cold start, come first.
- */
-static void *indexer_main(void *arg)
-{
-    struct skills *S = arg;
-    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
-    pthread_mutex_lock(&S->ix_mu);
-    for (;;) {
-        while (!S->ix_want && !S->ix_stop)
-            pthread_cond_wait(&S->ix_cv, &S->ix_mu);
-        if (S->ix_stop)
-            break;
-        S->ix_want = 0;
-        pthread_mutex_unlock(&S->ix_mu);
-        struct snapshot *s = skills_acquire(S);
-        size_t read = 0;
-        double t0 = now_ms();
-        for (size_t i = 0; i < s->n && !atomic_load(&S->ix_stop); i++)
-            read += (size_t)index_body(s->v[i]);
-        skills_release(s);
-        if (read && !atomic_load(&S->ix_stop)) {
-            log_info("skills: indexed the bodies of %zu skills (%.1f ms)", read, now_ms() - t0);
-            skills_rescan(S, 1, NULL);
-            /* The snapshot the rescan retired held the frontmatter-only
-             * index, and reading left buffers free in this thread's arena. */
-            malloc_trim(0);
-        }
-        pthread_mutex_lock(&S->ix_mu);
-    }
-    pthread_mutex_unlock(&S->ix_mu);
-    return NULL;
-}
-
-void skills_index_bodies(struct skills *S)
-{
-    if (S->ix_on)
-        return;
-    pthread_mutex_init(&S->ix_mu, NULL);
-    pthread_cond_init(&S->ix_cv, NULL);
-    S->ix_on = 1;
-    if (pthread_create(&S->ix_thread, NULL, indexer_main, S) != 0) {
-        log_warn("skills: no body indexer thread; only names, tags and descriptions are "
-                 "searched");
-        S->ix_on = 0;
-        return;
-    }
-    indexer_kick(S, atomic_load(&S->cur));
-}
-
-void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n)
-{
-    struct snapshot *s = skills_acquire(S);
-    *indexed = s->bodies_indexed;
-    *n = s->n;
-    skills_release(s);
-}
-
 void skills_free(struct skills *S)
 {
     if (!S)
         return;
-    if (S->ix_on) {
-        pthread_mutex_lock(&S->ix_mu);
-        S->ix_stop = 1;
-        pthread_cond_signal(&S->ix_cv);
-        pthread_mutex_unlock(&S->ix_mu);
-        pthread_join(S->ix_thread, NULL);
-        pthread_mutex_destroy(&S->ix_mu);
-        pthread_cond_destroy(&S->ix_cv);
-    }
+    bodies_stop(S);
     reclaim(S);
     while (S->retired) {
         struct snapshot *r = S->retired;
@@ -2012,54 +678,12 @@ void skills_free(struct skills *S)
     free(S);
 }
 
-void skills_set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref),
-                     void *arg)
-{
-    S->gate = gate;
-    S->gate_release = release;
-    S->gate_arg = arg;
-}
-
 const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct skill *k)
 {
     if (!s->gate)
         return NULL;
     uint32_t x = table_get(s->by_qname, s->tcap, k->qname, strlen(k->qname), s->v, 0);
     return x && s->v[x - 1] == k ? &s->gate[x - 1] : NULL;
-}
-
-struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root)
-{
-    struct skills S0 = {0};
-    struct build b = {.S = &S0, .errors = json_array()};
-    struct stat md, dst;
-    char mdp[PATH_MAX + 16], team[PATH_MAX];
-    const char *slash = strrchr(qname, '/');
-    snprintf(mdp, sizeof mdp, "%s/SKILL.md", dir);
-    struct skill *k = NULL;
-    if (stat(mdp, &md) == 0 && stat(dir, &dst) == 0) {
-        if (slash)
-            snprintf(team, sizeof team, "%.*s", (int)(slash - qname), qname);
-        cand_add(&b, root, slash ? team : NULL, slash ? slash + 1 : qname, dir, NULL, &dst, &md);
-        prepare(NULL, &b.c[0]);
-        apply(&b, &b.c[0]);
-        cand_free(&b.c[0]);
-        free(b.c);
-        if (b.n == 1)
-            k = b.v[0];
-    }
-    free(b.v);
-    free(b.seen);
-    for (size_t i = 0; i < b.nw; i++)
-        free(b.w[i].path);
-    free(b.w);
-    json_decref(b.errors);
-    return k;
-}
-
-void skills_entry_release(struct skill *k)
-{
-    skill_unref(k);
 }
 
 uint64_t skills_scans(struct skills *S)

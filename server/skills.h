@@ -1,6 +1,8 @@
 /*
  * skills.h - the skill index: scan the roots, build an immutable snapshot,
  * publish it through one atomic pointer, refresh it in the background.
+ * Implemented by skills.c (the snapshot), scan.c (the tree scan) and
+ * bodies.c (the body cache and indexer), which share skills_int.h.
  *
  * Readers (HTTP threads) call skills_acquire() once per request and use only
  * that snapshot; it never changes while held. No lock is taken on that path.
@@ -58,6 +60,13 @@ struct skill_body {
 /* How many shapes of a list_skills card an entry keeps (tools.c). */
 #define SKILL_CARD_TIERS 7
 
+/*
+ * An entry's strings (names, paths, description, tags, the frontmatter
+ * text) live in one block it owns, so none of them is freed on its own.
+ * The frontmatter is not kept as a tree (a jansson object costs ~2 KB a
+ * skill, most of a large library's memory): what the serving paths read
+ * is kept as fields, the rest as text that skills_frontmatter() parses.
+ */
 struct skill {
     atomic_long refs;
     char *name;             /* folder name */
@@ -66,9 +75,13 @@ struct skill {
     char *dir;              /* absolute, symlinks resolved */
     char *md_path;          /* dir + "/SKILL.md" */
     unsigned root;          /* index of its --skills root */
-    json_t *fm;             /* the frontmatter object */
-    const char *description;/* borrowed from fm */
-    const char *version;    /* borrowed from fm, or NULL */
+    const char *description;/* frontmatter 'description' (always a non-empty string) */
+    const char *version;    /* frontmatter 'version' when a string, or NULL */
+    const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
+    const char *title;      /* frontmatter 'title' when a string, or NULL */
+    json_t *execution;      /* frontmatter 'execution' (any JSON value), or NULL */
+    const char *fm_rest;    /* the frontmatter as compact JSON, 'description' set to ""
+                               (it is kept once, above); see skills_frontmatter() */
     char **tags;            /* normalised tags */
     size_t ntags;
     struct skill_file *files;   /* every file but SKILL.md, sorted */
@@ -79,7 +92,7 @@ struct skill {
     char **dir_paths;
     size_t ndirs;
     _Atomic(struct skill_body *) body;
-    json_t *warnings;       /* what discovery reported about this entry */
+    json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
     struct search_terms *terms; /* name, tags and description tokenized for search */
     /* body and references tokenized for search: set once, after discovery
      * (skills_index_bodies), NULL until then; freed (replaced by a mark)
@@ -110,11 +123,7 @@ struct snapshot_ext;
 typedef struct snapshot_ext *(*snapshot_ext_build_fn)(const struct snapshot *s, void *arg);
 typedef void (*snapshot_ext_free_fn)(struct snapshot_ext *);
 
-struct watch {
-    char *path;
-    struct fkey key;
-    int missing;            /* path did not exist when the snapshot was built */
-};
+struct watch;               /* a path the refresher stats (private to the index) */
 
 struct snapshot {
     atomic_long refs;
@@ -168,13 +177,10 @@ void skills_free(struct skills *S);
  * per-snapshot data (ext) is rendered: it fills s->gate and s->gate_ref;
  * release(s->gate_ref) runs when the snapshot is freed. With a gate, every
  * file of every skill is watched too, so a file edited in place leads to a
- * rebuild (and a fresh judgement). Give it to skills_new_gated, or set it
- * later and call skills_rescan(S, 1, NULL) to judge the current snapshot.
+ * rebuild (and a fresh judgement).
  */
 typedef void (*skills_gate_fn)(struct snapshot *s, void *arg);
-void skills_set_gate(struct skills *S, skills_gate_fn gate, void (*release)(void *ref),
-                     void *arg);
-/* skills_new with the gate set before the first snapshot is built (one build, not two). */
+/* skills_new with the gate set before the first snapshot is built. */
 struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
                                 snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                                 void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
@@ -191,6 +197,13 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
  */
 struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root);
 void skills_entry_release(struct skill *k);
+
+/*
+ * k's whole frontmatter as a JSON object, equal to what the parser gave
+ * (keys in file order): a new reference, parsed from the entry's text on
+ * each call, so not for list_skills / load_skill. Any thread.
+ */
+json_t *skills_frontmatter(const struct skill *k);
 
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);
@@ -250,9 +263,8 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
                 const char **why);
 void skills_body_free(struct skill_body *b);
 
-/* Names that are never part of a skill: dotfiles and VCS folders, caches. */
-int skills_ignored_name(const char *name);
-/* A folder's entries, sorted, without ignored names (NULL when it cannot be
+/* A folder's entries, sorted, without the names that are never part of a
+ * skill (dotfiles and VCS folders, caches) (NULL when it cannot be
  * read); free with skills_free_names. */
 char **skills_list_dir(const char *path, size_t *count);
 void skills_free_names(char **v, size_t n);

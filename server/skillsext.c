@@ -65,17 +65,16 @@ static char *skill_uri(const struct skill *k, const char *rel)
 /* Why k cannot appear in skills/list, or NULL. */
 static const char *unlisted_reason(const struct skill *k, char *tmp, size_t cap)
 {
-    json_t *n = json_object_get(k->fm, "name");
-    const char *p;
-    if (!json_is_string(n)) {
+    const char *n = k->fm_name, *p;
+    if (!n) {
         snprintf(tmp, cap, "frontmatter has no 'name'; the extension's URI rule needs it to "
                            "equal the folder name '%s'", k->name);
         return tmp;
     }
-    if (strcmp(json_string_value(n), k->name)) {
+    if (strcmp(n, k->name)) {
         snprintf(tmp, cap, "frontmatter name '%.100s' differs from the folder name '%s'; the "
                            "extension's URI rule needs them equal",
-                 json_string_value(n), k->name);
+                 n, k->name);
         return tmp;
     }
     if ((p = skills_name_problem(k->name))) {
@@ -155,7 +154,7 @@ static json_t *entry_of(const struct skill *k, const char *extra, const char **w
     if (list_was_cut(k))
         warn(&warnings, "the skill folder is too large or too deep to list completely; this "
                         "manifest is cut");
-    json_t *e = json_pack("{s:s, s:o, s:o}", "uri", uri, "frontmatter", json_deep_copy(k->fm),
+    json_t *e = json_pack("{s:s, s:o, s:o}", "uri", uri, "frontmatter", skills_frontmatter(k),
                           "resources", res);
     if (warnings)
         json_object_set_new(e, "_meta", json_pack("{s:o}", META_WARNINGS, warnings));
@@ -422,10 +421,9 @@ int skillsext_prompts_list(struct call *c)
     struct list_window w = list_window(s->n, off, PROMPTS_PAGE);
     for (size_t i = w.start; i < w.end; i++) {
         const struct skill *k = s->v[i];
-        json_t *title = json_object_get(k->fm, "title");
         json_array_append_new(
             a, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b}]}", "name", k->qname, "title",
-                         json_is_string(title) ? json_string_value(title) : k->qname,
+                         k->title ? k->title : k->qname,
                          "description", k->description, "arguments", "name", "task",
                          "description",
                          "What to do with this skill; appended to the instructions", "required",

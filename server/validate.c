@@ -837,10 +837,9 @@ json_t *validate_list(const char *const *roots, size_t n)
         char path[PATH_MAX * 2];
         snprintf(path, sizeof path, "%s/%s", roots[k->root], k->qname);
         json_t *r = row(roots, (int)k->root, k->qname, path);
-        json_t *fmname = json_object_get(k->fm, "name");
-        if (json_is_string(fmname))
-            json_object_set(r, "frontmatter_name", fmname);
-        if (!json_is_string(fmname) || strcmp(json_string_value(fmname), k->name))
+        if (k->fm_name)
+            json_object_set_new(r, "frontmatter_name", json_string(k->fm_name));
+        if (!k->fm_name || strcmp(k->fm_name, k->name))
             json_array_append_new(json_object_get(r, "flags"), json_string("name-differs"));
         json_array_append_new(rows, r);
         served++;

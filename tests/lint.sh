@@ -3,7 +3,8 @@
 #  1. banned calls (shell, unbounded string functions) in server/
 #  2. every non-static symbol of a module carries that module's prefix
 #  3. no cycle in "server module X includes server module Y's header"
-#     (server/X.c and server/X.h are module X; a header-only module is a leaf
+#     (server/X.c and server/X.h are module X, and so is X_int.h, the private
+#     header the files of one module share; a header-only module is a leaf
 #     unless it includes others)
 set -uo pipefail
 build=${1:-build}
@@ -15,7 +16,7 @@ else
     echo "ok   no banned calls"; pass=$((pass + 1))
 fi
 declare -A prefix=(
-    [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [skills]='skills_'
+    [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [skills]='skills_' [scan]='(scan_|skills_)' [bodies]='(bodies_|skills_)'
     [jail]='jail_' [http]='http_' [rpc]='rpc_' [mcp]='mcp_' [resources]='res_' [tools]='tools_'
     [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_' [envelope]='env_' [call]='call_'
     [fmfast]='fm_' [lockfile]='lock_' [lockstore]='lock_' [tstore]='(tstore_|trec_)' [tstore_mem]='tstore_mem_' [tstore_redis]='tstore_redis_'
@@ -34,9 +35,11 @@ done
 if [ $bad = 0 ]; then echo "ok   exported symbols carry their module prefix"; pass=$((pass + 1)); else fail=$((fail + 1)); fi
 # Edges "X Y": server/X.{c,h} includes "Y.h" of another server module.
 edges=$(for f in server/*.c server/*.h; do
-    m=$(basename "$f"); m=${m%.*}
+    m=$(basename "$f"); m=${m%.*}; m=${m%_int}
     sed -nE 's/^#include "([A-Za-z0-9_]+)\.h".*/\1/p' "$f" | while read -r d; do
-        [ "$d" != "$m" ] && [ -e "server/$d.h" ] && echo "$m $d"
+        [ -e "server/$d.h" ] || continue
+        d=${d%_int}
+        [ "$d" != "$m" ] && echo "$m $d"
     done
 done | sort -u)
 # Depth-first search; prints the first cycle as "a -> b -> ... -> a".

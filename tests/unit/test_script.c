@@ -56,17 +56,19 @@ static struct skill *skill_of(const char *fm)
     k->name = "s";
     k->dir = dir;
     json_error_t e;
-    k->fm = json_loads(fm, 0, &e);
-    if (!k->fm) {
+    json_t *o = json_loads(fm, 0, &e);
+    if (!o) {
         printf("# bad frontmatter %s: %s\n", fm, e.text);
         exit(2);
     }
+    k->execution = json_incref(json_object_get(o, "execution"));
+    json_decref(o);
     return k;
 }
 
 static void skill_free(struct skill *k)
 {
-    json_decref(k->fm);
+    json_decref(k->execution);
     free(k);
 }
 

@@ -772,7 +772,7 @@ TEST(reference_only_ranks_below_card_and_body)
     search_free(idx);
 }
 
-/* Card terms and body terms made apart, as skills.c makes them. */
+/* Card terms and body terms made apart, as scan.c and bodies.c make them. */
 static void split_terms(const struct xdoc *x, struct search_doc *d, struct search_terms **t,
                         struct search_terms **xt)
 {

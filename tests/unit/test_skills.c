@@ -15,9 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frontmatter.h"
 #include "harness.h"
 #include "search.h"
 #include "skills.h"
+#include "skills_int.h"
 #include "util.h"
 
 static char root[256];
@@ -167,6 +169,17 @@ TEST(broken_skill_reported_and_previous_version_kept)
     CHECK(strstr(errs, "previous version") != NULL);
     free(errs);
     skills_report_cleanup(&r);
+    /* Most watches borrow their path from an entry of the snapshot; the
+     * broken files' entries are not in it, so theirs are copies (read here:
+     * a borrowed one would be freed memory, which ASan reports). */
+    char want[2][600];
+    int seen[2] = {0, 0};
+    snprintf(want[0], sizeof want[0], "%s/alpha/SKILL.md", root);
+    snprintf(want[1], sizeof want[1], "%s/broken/SKILL.md", root);
+    for (size_t i = 0; i < s->nw; i++)
+        for (int j = 0; j < 2; j++)
+            seen[j] |= strstr(s->w[i].path, want[j] + strlen(root)) != NULL;
+    CHECK(seen[0] && seen[1]);
     skills_release(s);
 
     /* an unchanged tick after that does not rebuild again */
@@ -403,6 +416,90 @@ TEST(large_library_builds_deterministically_on_threads)
     }
 }
 
+/* The frontmatter as the parser gave it, from the entry's compact form:
+ * every type, nesting and key order, the description kept once outside the
+ * text. */
+static const char *const rich_fm[] = {
+    "---\n"
+    "title: \"Rich \\\"quoted\\\" title\"\n"
+    "name: rich\n"
+    "description: >-\n"
+    "  A long, folded description \xc3\xa9t\xc3\xa9 with \"quotes\"\n"
+    "  and a backslash \\ in it.\n"
+    "version: 1.0\n"
+    "tags: \"alpha, beta gamma\"\n"
+    "license: MIT\n"
+    "metadata: {count: 3, ratio: 0.25, on: true, none: null, list: [1, two, {x: y}]}\n"
+    "execution:\n"
+    "  network: true\n"
+    "  default: {timeout: 30, stall_timeout: 20}\n"
+    "  scripts/run.sh: {timeout: 5, description: Runs}\n"
+    "---\n# Rich\n",
+    "---\nname: esc\ndescription: \"tab\\there \\u00e9 \\\\ end\"\nversion: \"2.1.0\"\n"
+    "tags: [x, 7]\n---\nbody\n",
+};
+
+TEST(frontmatter_kept_compact_and_given_back_whole)
+{
+    fresh_root();
+    writef("rich/SKILL.md", "%s", rich_fm[0]);
+    writef("esc/SKILL.md", "%s", rich_fm[1]);
+    skill("plain", "plain", "Plain skill");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 3);
+    for (size_t i = 0; i < 2; i++) {
+        const char *name = i ? "esc" : "rich";
+        int amb;
+        struct skill *k = skills_find(s, name, strlen(name), &amb);
+        CHECK(k != NULL);
+        struct fm f = {0};
+        struct err e;
+        CHECK_EQ(fm_parse(rich_fm[i], strlen(rich_fm[i]), 1, &f, &e), 0);
+        json_t *got = skills_frontmatter(k);
+        char *want_s = json_dumps(f.fields, JSON_COMPACT);
+        char *got_s = json_dumps(got, JSON_COMPACT);
+        CHECK_STR(got_s, want_s);   /* values and key order */
+        CHECK(json_equal(got, f.fields));
+        free(want_s);
+        free(got_s);
+        json_decref(got);
+        /* what the serving paths read without parsing */
+        CHECK_STR(k->fm_name, name);
+        CHECK_STR(k->description,
+                  json_string_value(json_object_get(f.fields, "description")));
+        CHECK(json_equal(k->execution, json_object_get(f.fields, "execution")) ||
+              (!k->execution && !json_object_get(f.fields, "execution")));
+        if (i == 0) {
+            CHECK_STR(k->title, "Rich \"quoted\" title");
+            CHECK(k->version == NULL); /* a real, not a string */
+            CHECK_EQ(k->ntags, 3);
+            CHECK_STR(k->tags[0], "alpha");
+            CHECK_STR(k->tags[2], "gamma");
+            CHECK(k->execution != NULL);
+            /* the description is not stored twice */
+            CHECK(strstr(k->fm_rest, "folded") == NULL);
+        } else {
+            CHECK(k->title == NULL);
+            CHECK_STR(k->version, "2.1.0");
+            CHECK_EQ(k->ntags, 2);
+            CHECK_STR(k->tags[1], "7");
+            CHECK_STR(k->description, "tab\there \xc3\xa9 \\ end");
+            CHECK(k->execution == NULL);
+        }
+        CHECK(k->warnings == NULL); /* nothing reported */
+        fm_cleanup(&f);
+    }
+    int amb;
+    struct skill *k = skills_find(s, "plain", 5, &amb);
+    json_t *got = skills_frontmatter(k);
+    CHECK_STR(json_string_value(json_object_get(got, "description")), "Plain skill");
+    CHECK_EQ(json_object_size(got), 3);
+    json_decref(got);
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(body_is_read_once_and_sections_found)
 {
     fresh_root();
@@ -585,6 +682,7 @@ int main(void)
     RUN(body_terms_survive_rescans);
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(large_library_builds_deterministically_on_threads);
+    RUN(frontmatter_kept_compact_and_given_back_whole);
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(name_rules);

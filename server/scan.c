@@ -1,0 +1,1155 @@
+/*
+ * scan.c - the tree scan: finds the skill folders under every root, reuses
+ * the entries of skills whose SKILL.md and folders did not change, and
+ * builds the others (walks the folder, parses the frontmatter, tokenizes
+ * the card for search), and lists every path the refresher must watch.
+ *
+ * Discovery reads only the frontmatter of each SKILL.md (16 KiB, or up to
+ * 256 KiB when the fence is not closed by then) and lists the skill's files;
+ * bodies are read later (bodies.c).
+ *
+ * Called by: skills.c (scan_tree, in the scanner role), lock.c
+ * (skills_entry_load), and anyone naming or listing skill folders.
+ */
+#include "skills_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontmatter.h"
+#include "search.h"
+#include "util.h"
+
+#define FM_FIRST_READ (16u << 10)
+#define FM_MAX_READ (256u << 10)
+#define WALK_MAX_DEPTH 8
+#define WALK_MAX_ENTRIES 10000
+
+/* ---- entries ------------------------------------------------------------- */
+
+static void skill_unref(struct skill *k)
+{
+    if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
+        return;
+    json_decref(k->execution);
+    json_decref(k->warnings);
+    search_terms_free(k->terms);
+    struct search_terms *xt = atomic_load(&k->xterms);
+    if (xt != XTERMS_MERGED)
+        search_terms_free(xt);
+    for (size_t i = 0; i < SKILL_CARD_TIERS; i++)
+        free(atomic_load(&k->card[i]));
+    free(k->hook_pre);
+    free(k->hook_post);
+    for (size_t i = 0; i < k->nfiles; i++)
+        free(k->files[i].path);
+    free(k->files);
+    for (size_t i = 0; i < k->ndirs; i++)
+        free(k->dir_paths[i]);
+    free(k->dir_paths);
+    free(k->dir_keys);
+    skills_body_free(atomic_load(&k->body));
+    free(k);
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+struct build {
+    struct skills *S;
+    struct snapshot *old;
+    struct skill **v;
+    size_t n, cap;
+    struct watch *w;
+    size_t nw, wcap;
+    json_t *errors;
+    uint32_t *seen;         /* open-addressing set of v[] indexes + 1, by qname */
+    size_t seen_cap;        /* power of two, at least twice n */
+    struct cand *c;         /* skill folders found by the scan, in order */
+    size_t nc, ccap;
+};
+
+static void report(struct build *b, const char *level, const char *skill, const char *path,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void report(struct build *b, const char *level, const char *skill, const char *path,
+                   const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_array_append_new(b->errors, json_pack("{s:s?, s:s, s:s, s:s}", "skill", skill,
+                                               "path", path, "message", msg, "level", level));
+    /* Logged when found; a reused entry's warnings are carried, not re-logged. */
+    log_msg(strcmp(level, "error") ? LOG_WARN : LOG_ERROR, "skill %s: %s (%s)",
+            skill ? skill : "-", msg, path);
+}
+
+/* !owned: path lives in an entry the snapshot holds (most watches are a
+ * skill's SKILL.md and folders: no second copy of ~13,000 paths at 5,000
+ * skills). */
+static void watch_put(struct build *b, char *path, const struct stat *st, int owned)
+{
+    if (b->nw == b->wcap) {
+        b->wcap = b->wcap ? b->wcap * 2 : 64;
+        b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
+    }
+    struct watch *w = &b->w[b->nw++];
+    w->path = path;
+    w->owned = (unsigned char)owned;
+    w->missing = st == NULL;
+    if (st)
+        key_of(st, &w->key);
+    else
+        memset(&w->key, 0, sizeof w->key);
+}
+
+static void watch_add(struct build *b, const char *path, const struct stat *st)
+{
+    watch_put(b, xstrdup(path), st, 1);
+}
+
+/* Names that are never part of a skill: VCS folders, caches, dotfiles. */
+static int ignored_name(const char *n)
+{
+    return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
+}
+
+struct dent {
+    char *name;
+    unsigned char type;     /* DT_*, DT_UNKNOWN when the filesystem does not say */
+};
+
+static int dent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
+}
+
+/*
+ * The entries of the open directory fd, sorted by name, ignored names left
+ * out. getdents64 directly rather than opendir: no fstat, no 32 KiB DIR
+ * buffer per folder. A build lists every folder of the library, and on
+ * these machines system calls are most of its time.
+ */
+static struct dent *list_fd(int fd, size_t *count)
+{
+    char buf[8192] __attribute__((aligned(8)));
+    struct dent *v = NULL;
+    size_t n = 0, cap = 0;
+    ssize_t r;
+    while ((r = getdents64(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; off < r;) {
+            const struct dirent64 *d = (const struct dirent64 *)(void *)(buf + off);
+            off += d->d_reclen;
+            if (ignored_name(d->d_name))
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 16;
+                v = xrealloc(v, cap * sizeof *v);
+            }
+            v[n].name = xstrdup(d->d_name);
+            v[n].type = d->d_type;
+            n++;
+        }
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, dent_cmp);
+    *count = n;
+    return v;
+}
+
+static void dents_free(struct dent *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].name);
+    free(v);
+}
+
+char **skills_list_dir(const char *path, size_t *count)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t n;
+    *count = 0;
+    if (fd < 0)
+        return NULL;
+    struct dent *d = list_fd(fd, &n);
+    close(fd);
+    char **v = n ? xmalloc(n * sizeof *v) : NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = d[i].name;
+    free(d);
+    *count = n;
+    return v;
+}
+
+void skills_free_names(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+const char *skills_name_problem(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > 64)
+        return "must be 1-64 characters";
+    for (size_t i = 0; i < len; i++)
+        if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') || n[i] == '-'))
+            return "may use only lowercase letters, digits and '-'";
+    if (n[0] == '-' || n[len - 1] == '-')
+        return "must not start or end with '-'";
+    if (strstr(n, "--"))
+        return "must not contain '--'";
+    return NULL;
+}
+
+struct walk {
+    struct skill_file *files;
+    size_t nfiles, fcap;
+    char **dirs;
+    struct fkey *dkeys;
+    size_t ndirs, dcap;
+    size_t entries;
+    int truncated;
+    int escaped;            /* a symlink left the skill */
+    char first_escape[256];
+};
+
+static void walk_add_dir(struct walk *w, const char *path, const struct stat *st)
+{
+    if (w->ndirs == w->dcap) {
+        w->dcap = w->dcap ? w->dcap * 2 : 8;
+        w->dirs = xrealloc(w->dirs, w->dcap * sizeof *w->dirs);
+        w->dkeys = xrealloc(w->dkeys, w->dcap * sizeof *w->dkeys);
+    }
+    w->dirs[w->ndirs] = xstrdup(path);
+    key_of(st, &w->dkeys[w->ndirs]);
+    w->ndirs++;
+}
+
+/* Is real (a resolved path) inside dir (resolved, no trailing slash)? */
+static int path_within(const char *real, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(real, dir, n) && (real[n] == '/' || real[n] == '\0');
+}
+
+/* Walks the open folder dfd (abs names it; rel is its path in the skill).
+ * Entries are stat'ed relative to dfd: a one-component lookup. */
+static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *abs,
+                     const char *rel, int depth)
+{
+    size_t n;
+    struct dent *names = list_fd(dfd, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = names[i].name;
+        char childabs[PATH_MAX], childrel[PATH_MAX];
+        struct stat lst, st;
+        if (++w->entries > WALK_MAX_ENTRIES) {
+            w->truncated = 1;
+            break;
+        }
+        if (!*rel && !strcmp(nm, "SKILL.md"))
+            continue;
+        if ((size_t)snprintf(childrel, sizeof childrel, "%s%s%s", rel, *rel ? "/" : "", nm) >=
+            sizeof childrel)
+            continue;
+        if (fstatat(dfd, nm, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        int regular = S_ISREG(lst.st_mode);
+        /* Folders and links need the absolute path (kept as a watch, or
+         * resolved); a plain file needs only its relative one. */
+        if (!regular && (size_t)snprintf(childabs, sizeof childabs, "%s/%s", abs, nm) >=
+                            sizeof childabs)
+            continue;
+        if (S_ISLNK(lst.st_mode)) {
+            char real[PATH_MAX];
+            if (!realpath(childabs, real) || !path_within(real, skilldir)) {
+                if (!w->escaped)
+                    snprintf(w->first_escape, sizeof w->first_escape, "%s", childrel);
+                w->escaped++;
+                continue;
+            }
+        }
+        if (!S_ISLNK(lst.st_mode))
+            st = lst;           /* no link: lstat already said everything */
+        else if (stat(childabs, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (S_ISLNK(lst.st_mode))
+                continue;   /* an inner link to a folder would list files twice */
+            if (depth + 1 >= WALK_MAX_DEPTH) {
+                w->truncated = 1;
+                continue;
+            }
+            int cfd = openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (cfd < 0)
+                continue;
+            walk_add_dir(w, childabs, &st);
+            walk_dir(w, skilldir, cfd, childabs, childrel, depth + 1);
+            close(cfd);
+        } else if (S_ISREG(st.st_mode)) {
+            if (w->nfiles == w->fcap) {
+                w->fcap = w->fcap ? w->fcap * 2 : 16;
+                w->files = xrealloc(w->files, w->fcap * sizeof *w->files);
+            }
+            w->files[w->nfiles].path = xstrdup(childrel);
+            w->files[w->nfiles].size = (int64_t)st.st_size;
+            w->nfiles++;
+        }
+    }
+    dents_free(names, n);
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct skill_file *)a)->path, ((const struct skill_file *)b)->path);
+}
+
+ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size)
+{
+    size_t got = 0;
+    while (got < max && (size <= 0 || got < (size_t)size)) {
+        ssize_t r = pread(fd, buf + got, max - got, (off_t)got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+/*
+ * Parses the frontmatter of SKILL.md at path (whose stat is st). Returns 0
+ * and fills *f, or -1 with *err set.
+ */
+static int parse_skill_md(int dfd, const char *path, const struct stat *st, struct fm *f,
+                          struct err *err)
+{
+    int fd, rc = -1;
+    char *buf = NULL;
+    if (st->st_size > (off_t)SKILL_MD_MAX) {
+        err_set(err, 0, 0, "SKILL.md is %lld bytes, over the 4 MiB limit",
+                (long long)st->st_size);
+        return -1;
+    }
+    struct stat now;
+    fd = x_open_regular(dfd, path, &now);
+    if (fd < 0) {
+        err_set(err, 0, 0, "cannot open SKILL.md: %s",
+                fd == -EINVAL ? "not a regular file" : strerror(-fd));
+        return -1;
+    }
+    size_t want = FM_FIRST_READ;
+    for (;;) {
+        buf = xrealloc(buf, want);
+        ssize_t got = scan_read_prefix(fd, buf, want, st->st_size);
+        if (got < 0) {
+            err_set(err, 0, 0, "cannot read SKILL.md: %s", strerror(errno));
+            break;
+        }
+        int complete = (size_t)got < want;
+        if (got == 0) {
+            err_set(err, 0, 0, "SKILL.md is empty");
+            break;
+        }
+        rc = fm_parse(buf, (size_t)got, complete, f, err);
+        if (rc == -EAGAIN) {
+            if (want >= FM_MAX_READ) {
+                err_set(err, 0, 0,
+                        "frontmatter is not closed within the first 256 KiB of SKILL.md");
+                rc = -1;
+                break;
+            }
+            want = FM_MAX_READ;
+            continue;
+        }
+        rc = rc == 0 ? 0 : -1;
+        break;
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* Tags from a YAML list of scalars or a comma/space separated string, into
+ * *out (each xstrdup'ed; free with skills_free_names). */
+static size_t take_tags(json_t *t, char ***out)
+{
+    size_t cap = 0, n = 0;
+    char **v = NULL;
+    if (json_is_array(t)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(t, i, x) {
+            char num[64];
+            const char *s = json_is_string(x) ? json_string_value(x) : NULL;
+            if (!s && json_is_number(x)) {
+                snprintf(num, sizeof num, "%g", json_number_value(x));
+                s = num;
+            }
+            if (!s || !*s)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 4;
+                v = xrealloc(v, cap * sizeof *v);
+            }
+            v[n++] = xstrdup(s);
+        }
+    } else if (json_is_string(t)) {
+        const char *s = json_string_value(t);
+        while (*s) {
+            size_t skip = strspn(s, ", \t");
+            s += skip;
+            size_t len = strcspn(s, ", \t");
+            if (!len)
+                break;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 4;
+                v = xrealloc(v, cap * sizeof *v);
+            }
+            v[n++] = xstrndup(s, len);
+            s += len;
+        }
+    }
+    *out = v;
+    return n;
+}
+
+/* A string copied into an entry's block at *at (NULL stays NULL). */
+static char *pack_str(char **at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *r = memcpy(*at, s, n);
+    *at += n;
+    return r;
+}
+
+static size_t pack_len(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/*
+ * A new entry with every string in one block after the struct: names and
+ * paths, and when fields (the parsed frontmatter, which must have a
+ * non-empty string 'description') is given, what is kept of it. fields is
+ * left as it was, but for its 'description', which may be emptied.
+ */
+static struct skill *entry_new(const char *name, const char *qname, const char *team,
+                               const char *real, const char *md, json_t *fields)
+{
+    const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
+    char *rest = NULL, **tags = NULL;
+    size_t ntags = 0;
+    json_t *dj = NULL;
+    if (fields) {
+        dj = json_incref(json_object_get(fields, "description"));
+        desc = json_string_value(dj);
+        json_t *x = json_object_get(fields, "version");
+        version = json_is_string(x) ? json_string_value(x) : NULL;
+        x = json_object_get(fields, "name");
+        fm_name = json_is_string(x) ? json_string_value(x) : NULL;
+        x = json_object_get(fields, "title");
+        title = json_is_string(x) ? json_string_value(x) : NULL;
+        ntags = take_tags(json_object_get(fields, "tags"), &tags);
+        /* The description is kept once, as a field (the parser refuses NUL
+         * in values, so the C string is all of it). */
+        json_object_set_new(fields, "description", json_string(""));
+        rest = json_dumps(fields, JSON_COMPACT);
+    }
+    size_t len = ntags * sizeof(char *) + pack_len(name) + pack_len(qname) +
+                 pack_len(team) + pack_len(real) + pack_len(md) + pack_len(desc) +
+                 pack_len(version) + pack_len(fm_name) + pack_len(title) + pack_len(rest);
+    for (size_t i = 0; i < ntags; i++)
+        len += pack_len(tags[i]);
+    /* sizeof *k keeps the pointer array that opens the block aligned */
+    struct skill *k = xcalloc(1, sizeof *k + len);
+    char *at = (char *)(k + 1) + ntags * sizeof(char *);
+    atomic_init(&k->refs, 1);
+    if (ntags) {
+        k->tags = (char **)(void *)(k + 1);
+        for (size_t i = 0; i < ntags; i++)
+            k->tags[i] = pack_str(&at, tags[i]);
+        k->ntags = ntags;
+    }
+    k->name = pack_str(&at, name);
+    k->qname = pack_str(&at, qname);
+    k->team = pack_str(&at, team);
+    k->dir = pack_str(&at, real);
+    k->md_path = pack_str(&at, md);
+    k->description = pack_str(&at, desc);
+    k->version = pack_str(&at, version);
+    k->fm_name = pack_str(&at, fm_name);
+    k->title = pack_str(&at, title);
+    k->fm_rest = pack_str(&at, rest);
+    if (fields)
+        k->execution = json_incref(json_object_get(fields, "execution"));
+    skills_free_names(tags, ntags);
+    free(rest);
+    json_decref(dj);
+    return k;
+}
+
+json_t *skills_frontmatter(const struct skill *k)
+{
+    json_t *o = k->fm_rest ? json_loads(k->fm_rest, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        o = json_object();
+    }
+    /* Set in place: the key keeps its position. */
+    json_t *d = json_object_get(o, "description");
+    if (k->description && (!json_is_string(d) || !json_string_length(d)))
+        json_object_set_new(o, "description", json_string(k->description));
+    return o;
+}
+
+static struct skill *find_in(const struct snapshot *s, const char *qname)
+{
+    if (!s)
+        return NULL;
+    int amb;
+    struct skill *k = skills_find(s, qname, strlen(qname), &amb);
+    return k && !strcmp(k->qname, qname) ? k : NULL;
+}
+
+/* Could the old entry serve unchanged? Its SKILL.md and folders all match. */
+static int entry_unchanged(const struct skill *k, const struct stat *md)
+{
+    struct fkey now;
+    struct stat st;
+    key_of(md, &now);
+    if (!key_eq(&now, &k->md_key))
+        return 0;
+    for (size_t i = 0; i < k->ndirs; i++) {
+        if (stat(k->dir_paths[i], &st) < 0)
+            return 0;
+        key_of(&st, &now);
+        if (!key_eq(&now, &k->dir_keys[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static void seen_put(struct build *b, size_t idx)
+{
+    const char *q = b->v[idx]->qname;
+    size_t mask = b->seen_cap - 1, i = hash_fnv1a32(q, strlen(q)) & mask;
+    while (b->seen[i])
+        i = (i + 1) & mask;
+    b->seen[i] = (uint32_t)idx + 1;
+}
+
+/* Every entry goes into the qname set, so a shadowed duplicate is found in
+ * O(1) rather than by a scan (quadratic at library scale). */
+static void push_skill(struct build *b, struct skill *k)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 64;
+        b->v = xrealloc(b->v, b->cap * sizeof *b->v);
+    }
+    b->v[b->n++] = k;
+    if (b->n * 2 > b->seen_cap) {
+        free(b->seen);
+        b->seen_cap = b->seen_cap ? b->seen_cap * 2 : 256;
+        while (b->seen_cap < b->n * 2)
+            b->seen_cap *= 2;
+        b->seen = xcalloc(b->seen_cap, sizeof *b->seen);
+        for (size_t i = 0; i < b->n; i++)
+            seen_put(b, i);
+    } else {
+        seen_put(b, b->n - 1);
+    }
+}
+
+static int have_qname(const struct build *b, const char *qname)
+{
+    if (!b->seen_cap)
+        return 0;
+    size_t mask = b->seen_cap - 1, i = hash_fnv1a32(qname, strlen(qname)) & mask;
+    for (; b->seen[i]; i = (i + 1) & mask)
+        if (!strcmp(b->v[b->seen[i] - 1]->qname, qname))
+            return 1;
+    return 0;
+}
+
+static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
+{
+    watch_put(b, k->md_path, md, 0);
+    for (size_t i = 0; i < k->ndirs; i++) {
+        if (b->nw == b->wcap) {
+            b->wcap = b->wcap ? b->wcap * 2 : 64;
+            b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
+        }
+        struct watch *w = &b->w[b->nw++];
+        w->path = k->dir_paths[i];
+        w->owned = 0;
+        w->key = k->dir_keys[i];
+        w->missing = 0;
+    }
+    if (!b->S->gate)
+        return;
+    /* A lock judges file contents: an edit in place must lead to a rebuild. */
+    for (size_t i = 0; i < k->nfiles; i++) {
+        char abs[PATH_MAX];
+        struct stat st;
+        snprintf(abs, sizeof abs, "%s/%s", k->dir, k->files[i].path);
+        watch_add(b, abs, stat(abs, &st) == 0 ? &st : NULL);
+    }
+}
+
+/* "hooks/pre.py" is a pre hook; one per kind (the first in name order). */
+static int hook_kind(const char *file, const char *kind)
+{
+    size_t n = strlen(kind);
+    return !strncmp(file, kind, n) && file[n] == '.' && file[n + 1] && !strchr(file + n + 1, '/');
+}
+
+static void find_skill_hooks(struct build *b, struct skill *k)
+{
+    for (size_t i = 0; i < k->nfiles; i++) {
+        const char *p = k->files[i].path;
+        if (strncmp(p, "hooks/", 6))
+            continue;
+        char abs[PATH_MAX];
+        snprintf(abs, sizeof abs, "%s/%s", k->dir, p);
+        for (int kind = 0; kind < 2; kind++) {
+            char **slot = kind ? &k->hook_post : &k->hook_pre;
+            if (!hook_kind(p + 6, kind ? "post" : "pre"))
+                continue;
+            if (*slot)
+                report(b, "warning", k->qname, abs,
+                       "more than one %s hook; only %s runs", kind ? "post" : "pre", *slot);
+            else
+                *slot = xstrdup(abs);
+        }
+    }
+}
+
+/*
+ * A build is three passes. The scan (serial, cheap: readdir and stat) lists
+ * candidate skill folders in order. Preparing a candidate (stat checks for
+ * reuse, walking its folder, parsing its frontmatter) is where a build's
+ * time goes and touches nothing shared, so it runs on several threads.
+ * Applying the results is serial again and in scan order, so shadowing,
+ * reports and the resulting snapshot do not depend on thread timing.
+ */
+struct cand {
+    unsigned root;
+    char *team;             /* NULL for top-level skills */
+    char *name;
+    char *qname;
+    char *dir;              /* as found under the root */
+    char *real;             /* canonical path when known without realpath */
+    struct stat mdst;
+    struct stat dirst;      /* of the folder itself, when real is known */
+    int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
+    int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
+    struct cand *kids;      /* a team: its skill folders, prepared with it */
+    size_t nkids;
+    /* set by prepare */
+    struct skill *old;      /* the previous entry of that qualified name */
+    int reuse;              /* old serves unchanged */
+    int real_errno;         /* realpath failed: no k */
+    struct skill *k;        /* the new entry, when not reused */
+    const char *problem;    /* why k cannot serve (into err.msg, or static) */
+    struct err err;
+    int truncated, escaped;
+    char first_escape[256];
+};
+
+enum { CAND_SKILL, CAND_TEAM, CAND_NONE };
+
+static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
+                      const char *dir, const char *real, const struct stat *dirst,
+                      const struct stat *mdst);
+static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link);
+static int has_skill_md(int dfd, const char *name, struct stat *mst);
+static void prepare(const struct snapshot *old, struct cand *c);
+
+/* A team folder: its skill folders (one level down) become its kids,
+ * prepared here, on the thread that found the team. */
+static void prepare_team(const struct snapshot *old, struct cand *c)
+{
+    int tfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (tfd < 0)
+        return;
+    size_t n;
+    struct dent *names = list_fd(tfd, &n);
+    c->kids = xcalloc(n ? n : 1, sizeof *c->kids);
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX], real[PATH_MAX];
+        struct stat st, mst;
+        int link;
+        if (!child_dir(tfd, &names[i], &st, &link))
+            continue;
+        snprintf(dir, sizeof dir, "%s/%s", c->dir, names[i].name);
+        /* No symlink on the way: the canonical path is known without realpath. */
+        if (c->real && !link)
+            snprintf(real, sizeof real, "%s/%s", c->real, names[i].name);
+        /* A folder without SKILL.md at this depth is not a skill: folders
+         * nest one level only (team/skill). */
+        if (has_skill_md(tfd, names[i].name, &mst))
+            cand_init(&c->kids[c->nkids++], c->root, c->name, names[i].name, dir,
+                      c->real && !link ? real : NULL, &st, &mst);
+    }
+    dents_free(names, n);
+    close(tfd);
+    for (size_t i = 0; i < c->nkids; i++)
+        prepare(old, &c->kids[i]);
+}
+
+static void prepare(const struct snapshot *old, struct cand *c)
+{
+    char real[PATH_MAX], md[PATH_MAX + 16];
+    struct fm f = {0};
+
+    if (c->pending) {
+        /* The scan only listed this folder; whether it is a skill (it holds
+         * a SKILL.md) or a team folder is found here, off the serial path. */
+        snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
+        if (stat(c->dir, &c->dirst) < 0 || !S_ISDIR(c->dirst.st_mode)) {
+            c->kind = CAND_NONE;
+            return;
+        }
+        if (stat(md, &c->mdst) < 0 || !S_ISREG(c->mdst.st_mode)) {
+            c->kind = CAND_TEAM;
+            prepare_team(old, c);
+            return;
+        }
+    }
+    c->old = find_in(old, c->qname);
+    if (c->old && c->old->root == c->root && entry_unchanged(c->old, &c->mdst)) {
+        c->reuse = 1;
+        return;
+    }
+    if (c->real)
+        snprintf(real, sizeof real, "%s", c->real);
+    else if (!realpath(c->dir, real)) {
+        c->real_errno = errno ? errno : ENOENT;
+        return;
+    }
+
+    struct walk w = {0};
+    struct stat dst;
+    int dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->real)
+        dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
+    if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
+        walk_add_dir(&w, real, &dst);
+        walk_dir(&w, real, dfd, real, "", 0);
+    }
+    c->truncated = w.truncated;
+    c->escaped = w.escaped;
+    memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
+
+    snprintf(md, sizeof md, "%s/SKILL.md", real);
+    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
+                            &f, &c->err);
+    if (dfd >= 0)
+        close(dfd);
+    json_t *desc = rc < 0 ? NULL : json_object_get(f.fields, "description");
+    if (rc < 0)
+        c->problem = c->err.msg;
+    else if (!json_is_string(desc) || !*json_string_value(desc))
+        c->problem = "frontmatter has no 'description' (a non-empty string is required)";
+    struct skill *k = entry_new(c->name, c->qname, c->team, real, md,
+                                c->problem ? NULL : f.fields);
+    json_decref(f.fields);
+    k->root = c->root;
+    key_of(&c->mdst, &k->md_key);
+    k->files = w.files;
+    k->nfiles = w.nfiles;
+    if (k->nfiles)
+        qsort(k->files, k->nfiles, sizeof *k->files, file_cmp);
+    k->dir_paths = w.dirs;
+    k->dir_keys = w.dkeys;
+    k->ndirs = w.ndirs;
+    c->k = k;
+    if (c->problem)
+        return;
+    k->body_off = f.body_off;
+    k->terms = search_terms_new(&(struct search_doc){
+        .name = k->qname, .description = k->description,
+        .tags = (const char *const *)k->tags, .ntags = k->ntags});
+}
+
+static void cand_free(struct cand *c)
+{
+    for (size_t i = 0; i < c->nkids; i++)
+        cand_free(&c->kids[i]);
+    free(c->kids);
+    skill_unref(c->k);
+    free(c->team);
+    free(c->name);
+    free(c->qname);
+    free(c->dir);
+    free(c->real);
+}
+
+/* The candidate's outcome: reuse, serve the new entry, or report why not. */
+static void apply(struct build *b, struct cand *c)
+{
+    char md[PATH_MAX + 16];
+    struct skill *k = c->k;
+
+    snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
+    if (have_qname(b, c->qname)) {
+        report(b, "warning", c->qname, md,
+               "shadowed: a skill with the same qualified name in an earlier --skills root "
+               "wins");
+        return;
+    }
+    if (c->reuse) {
+        struct skill *old = c->old;
+        atomic_fetch_add(&old->refs, 1);
+        push_skill(b, old);
+        add_watches_of(b, old, &c->mdst);
+        size_t i;
+        json_t *w;
+        json_array_foreach(old->warnings, i, w)
+            json_array_append_new(b->errors, json_deep_copy(w));
+        return;
+    }
+    if (!k) {
+        report(b, "error", c->qname, md, "cannot resolve the skill folder: %s",
+               strerror(c->real_errno));
+        return;
+    }
+    snprintf(md, sizeof md, "%s", k->md_path);
+    if (c->problem) {
+        char where[32] = "";
+        if (c->err.line && c->problem == c->err.msg)
+            snprintf(where, sizeof where, " (line %d)", c->err.line);
+        if (c->old) {
+            report(b, "error", c->qname, md, "%s%s; serving the previous version", c->problem,
+                   where);
+            atomic_fetch_add(&c->old->refs, 1);
+            push_skill(b, c->old);
+        } else {
+            report(b, "error", c->qname, md, "%s%s; skill not served", c->problem, where);
+        }
+        /* Watch what is on disk now, so a broken file does not rebuild every tick. */
+        watch_add(b, md, &c->mdst);
+        for (size_t i = 0; i < k->ndirs; i++) {
+            struct stat st;
+            if (stat(k->dir_paths[i], &st) == 0)
+                watch_add(b, k->dir_paths[i], &st);
+        }
+        return;
+    }
+
+    const char *name = c->name;
+    size_t mark = json_array_size(b->errors);
+    if (!k->fm_name)
+        report(b, "warning", c->qname, md,
+               "frontmatter has no 'name'; the folder name '%s' is used", name);
+    else if (strcmp(k->fm_name, name))
+        report(b, "warning", c->qname, md,
+               "frontmatter name '%s' differs from the folder name '%s'; the skill is served "
+               "as '%s'",
+               k->fm_name, name, c->qname);
+    if (skills_name_problem(name))
+        report(b, "warning", c->qname, md, "skill name '%s' %s", name, skills_name_problem(name));
+    if (strlen(k->description) > 1024)
+        report(b, "warning", c->qname, md, "description is over 1024 characters");
+    if (c->truncated)
+        report(b, "warning", c->qname, k->dir,
+               "more than %d entries or deeper than %d folders; the file list is cut",
+               WALK_MAX_ENTRIES, WALK_MAX_DEPTH);
+    if (c->escaped)
+        report(b, "warning", c->qname, k->dir,
+               "%d symlink(s) point outside the skill (first: %s); they are not served",
+               c->escaped, c->first_escape);
+    find_skill_hooks(b, k);
+    /* Most entries have nothing to say: no array for them (a jansson array
+     * is two blocks, ~130 bytes a skill). */
+    if (json_array_size(b->errors) > mark)
+        k->warnings = json_array();
+    for (size_t i = mark; i < json_array_size(b->errors); i++)
+        json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
+    push_skill(b, k);
+    c->k = NULL;            /* the snapshot owns it now */
+    add_watches_of(b, k, &c->mdst);
+}
+
+static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
+                      const char *dir, const char *real, const struct stat *dirst,
+                      const struct stat *mdst)
+{
+    char qname[PATH_MAX];
+    memset(c, 0, sizeof *c);
+    snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
+    c->root = root;
+    c->team = team ? xstrdup(team) : NULL;
+    c->name = xstrdup(name);
+    c->qname = xstrdup(qname);
+    c->dir = xstrdup(dir);
+    c->real = real ? xstrdup(real) : NULL;
+    if (mdst)
+        c->mdst = *mdst;
+    if (dirst)
+        c->dirst = *dirst;
+}
+
+static struct cand *cand_add(struct build *b, unsigned root, const char *team,
+                             const char *name, const char *dir, const char *real,
+                             const struct stat *dirst, const struct stat *mdst)
+{
+    if (b->nc == b->ccap) {
+        b->ccap = b->ccap ? b->ccap * 2 : 64;
+        b->c = xrealloc(b->c, b->ccap * sizeof *b->c);
+    }
+    struct cand *c = &b->c[b->nc++];
+    cand_init(c, root, team, name, dir, real, dirst, mdst);
+    return c;
+}
+
+struct prep_pool {
+    struct cand *c;
+    size_t n;
+    const struct snapshot *old;
+    atomic_size_t next;
+};
+
+#define PREP_CHUNK 16
+
+static void *prep_worker(void *arg)
+{
+    struct prep_pool *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, PREP_CHUNK);
+        if (i >= p->n)
+            return NULL;
+        size_t end = i + PREP_CHUNK < p->n ? i + PREP_CHUNK : p->n;
+        for (; i < end; i++)
+            prepare(p->old, &p->c[i]);
+    }
+}
+
+/* Threads for preparing: the CPUs this process may use, at most 4 (past
+ * that the build is bound by the filesystem and by the serial passes), and
+ * none for a small library where starting threads costs more than it saves. */
+static size_t prep_threads(size_t n)
+{
+    cpu_set_t set;
+    size_t cpus = 1;
+    if (n < 256)
+        return 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = (size_t)CPU_COUNT(&set);
+    return cpus < 1 ? 1 : cpus > 4 ? 4 : cpus;
+}
+
+static void prepare_all(struct build *b, size_t lo, size_t hi)
+{
+    if (hi <= lo)
+        return;
+    struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old};
+    pthread_t t[3];
+    size_t want = prep_threads(hi - lo), started = 0;
+    atomic_init(&p.next, 0);
+    while (started + 1 < want && pthread_create(&t[started], NULL, prep_worker, &p) == 0)
+        started++;
+    prep_worker(&p);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* The global hooks folder: watched like a skill folder, so hooks change on reload. */
+static void scan_hooks_dir(struct build *b, struct snapshot *s, const char *dir)
+{
+    struct stat st;
+    size_t n;
+    char real[PATH_MAX];
+    if (!dir)
+        return;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !realpath(dir, real)) {
+        report(b, "error", NULL, dir, "--hooks-dir is not a readable directory; no global hooks");
+        watch_add(b, dir, NULL);
+        return;
+    }
+    watch_add(b, dir, &st);
+    char **names = skills_list_dir(real, &n);
+    for (size_t i = 0; i < n; i++) {
+        char abs[PATH_MAX];
+        struct stat fst;
+        snprintf(abs, sizeof abs, "%s/%s", real, names[i]);
+        if (stat(abs, &fst) < 0 || !S_ISREG(fst.st_mode))
+            continue;
+        for (int kind = 0; kind < 2; kind++) {
+            char **slot = kind ? &s->hook_post : &s->hook_pre;
+            if (!hook_kind(names[i], kind ? "post" : "pre"))
+                continue;
+            watch_add(b, abs, &fst);
+            if (*slot)
+                report(b, "warning", NULL, abs, "more than one global %s hook; only %s runs",
+                       kind ? "post" : "pre", *slot);
+            else
+                *slot = xstrdup(abs);
+        }
+    }
+    skills_free_names(names, n);
+}
+
+/* Is name (in the folder dfd) a folder, following a link? Fills *st. */
+static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link)
+{
+    if (fstatat(dfd, d->name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    *link = S_ISLNK(st->st_mode);
+    if (*link && fstatat(dfd, d->name, st, 0) < 0)
+        return 0;
+    return S_ISDIR(st->st_mode);
+}
+
+/* Does the folder name (in dfd) hold a SKILL.md file? Fills *mst. */
+static int has_skill_md(int dfd, const char *name, struct stat *mst)
+{
+    char md[PATH_MAX];
+    if ((size_t)snprintf(md, sizeof md, "%s/SKILL.md", name) >= sizeof md)
+        return 0;
+    return fstatat(dfd, md, mst, 0) == 0 && S_ISREG(mst->st_mode);
+}
+
+static void scan_root(struct build *b, unsigned root, const char *rootpath)
+{
+    struct stat rst;
+    size_t n;
+    int rfd = open(rootpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0 || fstat(rfd, &rst) < 0) {
+        report(b, "error", NULL, rootpath, "skills root is not a readable directory");
+        watch_add(b, rootpath, NULL);
+        if (rfd >= 0)
+            close(rfd);
+        return;
+    }
+    watch_add(b, rootpath, &rst);
+    char rootreal[PATH_MAX];
+    int have_real = realpath(rootpath, rootreal) != NULL;
+    struct dent *names = list_fd(rfd, &n);
+    for (size_t i = 0; i < n; i++) {
+        char dir[PATH_MAX], real[PATH_MAX];
+        struct stat st, mst;
+        int link;
+        snprintf(dir, sizeof dir, "%s/%s", rootpath, names[i].name);
+        if (names[i].type == DT_DIR && have_real) {
+            /* A plain folder: prepare finds whether it is a skill or a team. */
+            snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
+            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, real, NULL, NULL);
+            c->pending = 1;
+            continue;
+        }
+        if (names[i].type != DT_DIR && names[i].type != DT_LNK && names[i].type != DT_UNKNOWN)
+            continue;
+        if (!child_dir(rfd, &names[i], &st, &link))
+            continue;
+        if (link && !(b->old))
+            log_info("skills: %s is a symlinked folder; following it", dir);
+        if (have_real && !link)
+            snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
+        const char *known = have_real && !link ? real : NULL;
+        if (has_skill_md(rfd, names[i].name, &mst)) {
+            cand_add(b, root, NULL, names[i].name, dir, known, &st, &mst);
+        } else {
+            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, known, &st, NULL);
+            c->pending = 1;     /* no SKILL.md: prepare will call it a team */
+        }
+    }
+    dents_free(names, n);
+    close(rfd);
+}
+
+static int skill_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct skill *const *)a)->qname, (*(struct skill *const *)b)->qname);
+}
+
+struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
+{
+    struct build b = {.S = S, .old = old, .errors = json_array()};
+    for (size_t i = 0; i < S->nroots; i++)
+        scan_root(&b, (unsigned)i, S->roots[i]);
+    prepare_all(&b, 0, b.nc);
+    for (size_t i = 0; i < b.nc; i++) {
+        struct cand *c = &b.c[i];
+        if (c->pending && c->kind == CAND_TEAM) {
+            watch_add(&b, c->dir, &c->dirst);
+            for (size_t j = 0; j < c->nkids; j++)
+                apply(&b, &c->kids[j]);
+        } else if (!c->pending || c->kind == CAND_SKILL) {
+            apply(&b, c);
+        }
+    }
+    for (size_t i = 0; i < b.nc; i++)
+        cand_free(&b.c[i]);
+    free(b.c);
+
+    struct snapshot *s = xcalloc(1, sizeof *s);
+    scan_hooks_dir(&b, s, S->hooks_dir);
+    atomic_init(&s->refs, 0);
+    s->v = b.v;
+    s->n = b.n;
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, skill_cmp);
+    s->w = b.w;
+    s->nw = b.nw;
+    s->errors = b.errors;
+    free(b.seen);
+    return s;
+}
+
+struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root)
+{
+    struct skills S0 = {0};
+    struct build b = {.S = &S0, .errors = json_array()};
+    struct stat md, dst;
+    char mdp[PATH_MAX + 16], team[PATH_MAX];
+    const char *slash = strrchr(qname, '/');
+    snprintf(mdp, sizeof mdp, "%s/SKILL.md", dir);
+    struct skill *k = NULL;
+    if (stat(mdp, &md) == 0 && stat(dir, &dst) == 0) {
+        if (slash)
+            snprintf(team, sizeof team, "%.*s", (int)(slash - qname), qname);
+        cand_add(&b, root, slash ? team : NULL, slash ? slash + 1 : qname, dir, NULL, &dst, &md);
+        prepare(NULL, &b.c[0]);
+        apply(&b, &b.c[0]);
+        cand_free(&b.c[0]);
+        free(b.c);
+        if (b.n == 1)
+            k = b.v[0];
+    }
+    free(b.v);
+    free(b.seen);
+    for (size_t i = 0; i < b.nw; i++)
+        if (b.w[i].owned)
+            free(b.w[i].path);
+    free(b.w);
+    json_decref(b.errors);
+    return k;
+}
+
+void skills_entry_release(struct skill *k)
+{
+    skill_unref(k);
+}
+

@@ -1,0 +1,112 @@
+/*
+ * skills_int.h - what the three parts of the skill index share, and no
+ * other module: skills.c (the snapshot: publication, lookup tables, rescans,
+ * reclamation), scan.c (the tree scan that builds entries and the watch
+ * list) and bodies.c (the body cache and the body indexer). Everything else
+ * uses skills.h.
+ */
+#ifndef SKILL_SKILLS_INT_H
+#define SKILL_SKILLS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "skills.h"
+
+#define SKILL_MD_MAX (4u << 20)
+
+/* A path the refresher stats (and watches with inotify, for folders). */
+struct watch {
+    char *path;             /* owned, or borrowed from an entry of the snapshot */
+    struct fkey key;
+    unsigned char missing;  /* path did not exist when the snapshot was built */
+    unsigned char owned;    /* path is the watch's own copy */
+};
+
+struct bodies_indexer;
+
+struct skills {
+    const char *roots[64];
+    size_t nroots;
+    const char *hooks_dir;
+    _Atomic(struct snapshot *) cur;
+    snapshot_ext_build_fn ext_build;
+    snapshot_ext_free_fn ext_free;
+    void *ext_arg;
+    skills_gate_fn gate;
+    void (*gate_release)(void *ref);
+    void *gate_arg;
+
+    /* rescans: one at a time; late arrivals share the next one */
+    pthread_mutex_t scan_mu;
+    pthread_cond_t scan_cv;
+    int scanning;
+    uint64_t scans_started, scans_finished;
+    struct skills_report last;      /* of scan number scans_finished */
+    uint64_t next_gen;
+
+    struct snapshot *retired;       /* guarded by scan_mu */
+
+    /* inotify on every watched folder: an unchanged tick reads nothing and
+     * stats nothing. Owned by the scanner (one rescan at a time). */
+    int ino_fd;                     /* -1: no inotify, every tick stats */
+    int ino_dirty;                  /* a change may have slipped in before the watches */
+    int ino_pending;                /* watches not set up yet (done on the first tick) */
+    uint64_t last_full_ns;          /* the last stat pass */
+
+    /* the body indexer (bodies.c), NULL until skills_index_bodies */
+    struct bodies_indexer *ix;
+};
+
+/* ---- stat keys ----------------------------------------------------------- */
+
+static inline void key_of(const struct stat *st, struct fkey *k)
+{
+    k->dev = st->st_dev;
+    k->ino = st->st_ino;
+    k->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    k->size = S_ISDIR(st->st_mode) ? 0 : (int64_t)st->st_size;
+}
+
+static inline int key_eq(const struct fkey *a, const struct fkey *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns &&
+           a->size == b->size;
+}
+
+/* ---- scan.c ---------------------------------------------------------------- */
+
+/*
+ * Scans every root and the hooks folder: a new snapshot (refs 0) with its
+ * entries sorted by qualified name (v, n; reused ones taken from old), its
+ * watch list, its problems and its global hooks. The rest (generation,
+ * lookup tables, search index, gate) is the caller's. Scanner role.
+ */
+struct snapshot *scan_tree(struct skills *S, struct snapshot *old);
+
+/* Reads up to max bytes of fd from offset 0, stopping early once it has the
+ * size that stat reported (one read for a small file, not two). */
+ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size);
+
+/* ---- bodies.c -------------------------------------------------------------- */
+
+/* k->xterms once an index published in S->cur holds them: each later build
+ * takes them from the index it replaces (search_new_carry), so the list is
+ * freed. Never dereferenced; any non-NULL value means "read". */
+extern char bodies_merged_mark;
+#define XTERMS_MERGED ((struct search_terms *)(void *)&bodies_merged_mark)
+
+/* A rebuild after start-up: gives the new and changed entries of s their
+ * body terms before s is published, unless there are too many of them. */
+void bodies_inline(struct snapshot *s);
+/* Wakes the body indexer when s has entries without body terms. */
+void bodies_kick(struct skills *S, const struct snapshot *s);
+/* s is current: frees the body-term lists its index holds. Scanner role. */
+void bodies_release_xterms(struct snapshot *s);
+/* Stops the indexer thread, if any (skills_free). */
+void bodies_stop(struct skills *S);
+
+#endif
