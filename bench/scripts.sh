@@ -5,6 +5,7 @@
 # latency while 24 long scripts are in flight. Prints a markdown table.
 #
 #   bench/scripts.sh [--smoke]
+#   BENCH_BIN=/path/to/skill-mcp bench/scripts.sh   (another build, e.g. main's)
 set -eu
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -12,7 +13,8 @@ SMOKE=0; [ "${1:-}" = --smoke ] && SMOKE=1
 [ $SMOKE = 1 ] && STRICT_SUMMARY=bench-scripts
 DUR=${BENCH_DURATION:-5s}; N=${BENCH_SPAWNS:-300}
 [ $SMOKE = 1 ] && { DUR=1s; N=30; }
-make -s all
+BIN=${BENCH_BIN:-build/skill-mcp}
+[ -n "${BENCH_BIN:-}" ] || make -s all
 mkdir -p build/bench
 cc -O2 -o build/bench/spawn bench/spawn.c
 
@@ -31,7 +33,7 @@ mkdir -p "$tmp/lib/hooked/hooks"
 printf 'read -r -d "" _ || true\n' >"$tmp/lib/hooked/hooks/pre.sh"
 printf 'read -r -d "" _ || true\n' >"$tmp/lib/hooked/hooks/post.sh"
 
-build/skill-mcp --skills "$tmp/lib" --port 0 --refresh-interval 0 --max-script-concurrency 8 \
+"$BIN" --skills "$tmp/lib" --port 0 --refresh-interval 0 --max-script-concurrency 8 \
     2>"$tmp/srv.log" &
 SRV=$!; pids+=($SRV)
 PORT=$(bench_port $SRV) && bench_wait_up "$PORT" $SRV || { echo "skill-mcp did not start"; cat "$tmp/srv.log"; exit 1; }

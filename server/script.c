@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -61,12 +60,9 @@ struct scripts {
     size_t nbase;
     char **hook_env;        /* the server's HOOK_* variables: configuration for hooks */
     size_t nhook;
-    /* --script-user: scripts and hooks run through setpriv as this user */
-    char *setpriv;          /* absolute path, or NULL */
-    char uid_arg[32], gid_arg[32];
+    /* --script-user: the runner's child becomes this user before exec */
     int uid, gid;           /* -1 when not switching */
-    /* rlimits, set by prlimit (util-linux) in front of everything else */
-    char *prlimit;
+    /* rlimits, set by the runner's child before exec */
     double cpu_s;           /* 0: each job's ceiling + 1 s */
     long as_mib, fsize_mib; /* 0 = none */
     int nproc;              /* 0 = none */
@@ -83,61 +79,26 @@ struct scripts {
 
 static void env_push(char ***v, size_t *n, size_t *cap, char *kv);
 
-static void push_fmt(char ***v, size_t *n, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void push_fmt(char ***v, size_t *n, size_t *cap, const char *fmt, ...)
-{
-    char b[4200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    env_push(v, n, cap, xstrdup(b));
-}
-
 /*
- * The argv entries in front of the interpreter: the rlimits (prlimit), the
- * switch to the script user (setpriv), then the sandbox (bwrap). setpriv
- * comes before bwrap so that bwrap never holds root: it builds its
- * namespaces as the script user, in an unprivileged user namespace, and the
- * uid inside is that user's. ro lists the folders the sandbox shows
- * read-only (the skill, a hook's folder); cwd is where the script starts.
+ * The job's limits and user, which the runner's child sets on itself before
+ * exec, and the argv entries in front of the interpreter: the sandbox
+ * (bwrap), when there is one. The child switches to the script user before
+ * it execs bwrap, so bubblewrap never holds root: it builds its namespaces
+ * as the script user, in an unprivileged user namespace, and the uid inside
+ * is that user's. ro lists the folders the sandbox shows read-only (the
+ * skill, a hook's folder); cwd is where the script starts.
  */
 static void wrap_prefix(const struct scripts *sc, struct run_job *j, const char *const *ro,
                         size_t nro, const char *cwd, int network, char ***v, size_t *n,
                         size_t *cap)
 {
-    if (sc->prlimit) {
-        env_push(v, n, cap, xstrdup(sc->prlimit));
-        /* No core files: cwd is the skill folder. */
-        env_push(v, n, cap, xstrdup("--core=0"));
-        double cpu = sc->cpu_s > 0 ? sc->cpu_s : j->timeout_s + 1;
-        j->lim_cpu_s = (int)ceil(cpu);
-        /* soft < hard: SIGXCPU first, which names the limit, SIGKILL a second later */
-        push_fmt(v, n, cap, "--cpu=%d:%d", j->lim_cpu_s, j->lim_cpu_s + 1);
-        if (sc->as_mib) {
-            j->lim_as_mib = sc->as_mib;
-            push_fmt(v, n, cap, "--as=%lld", (long long)sc->as_mib << 20);
-        }
-        if (sc->fsize_mib) {
-            j->lim_fsize_mib = sc->fsize_mib;
-            push_fmt(v, n, cap, "--fsize=%lld", (long long)sc->fsize_mib << 20);
-        }
-        if (sc->nproc) {
-            j->lim_nproc = sc->nproc;
-            push_fmt(v, n, cap, "--nproc=%d", sc->nproc);
-        }
-        env_push(v, n, cap, xstrdup("--"));
-    }
-    if (sc->setpriv) {
-        env_push(v, n, cap, xstrdup(sc->setpriv));
-        env_push(v, n, cap, xstrdup(sc->uid_arg));
-        env_push(v, n, cap, xstrdup(sc->gid_arg));
-        env_push(v, n, cap, xstrdup("--clear-groups"));
-        env_push(v, n, cap, xstrdup("--no-new-privs"));
-        env_push(v, n, cap, xstrdup("--"));
-    }
+    double cpu = sc->cpu_s > 0 ? sc->cpu_s : j->timeout_s + 1;
+    j->lim_cpu_s = (int)ceil(cpu);
+    j->lim_as_mib = sc->as_mib;
+    j->lim_fsize_mib = sc->fsize_mib;
+    j->lim_nproc = sc->nproc;
+    j->run_uid = sc->uid;
+    j->run_gid = sc->gid;
     if (sc->bwrap) {
         static const char *const net_files[] = {
             "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/ssl",
@@ -298,7 +259,7 @@ static char *kv(const char *k, const char *v)
     return s;
 }
 
-/* 1 when uid/gid (no supplementary groups: setpriv clears them) has all of
+/* 1 when uid/gid (no supplementary groups: the child drops them) has all of
  * bits (4 read, 1 search) on st. */
 static int may(const struct stat *st, int uid, int gid, unsigned bits)
 {
@@ -336,29 +297,24 @@ static int reachable(const char *dir, int uid, int gid, char *why, size_t wl)
     return 0;
 }
 
-/* Runs argv (a sandbox with /bin/true inside) once and waits; 0 when it
- * exits 0, else -1 with what it printed. */
-static int try_run(char **argv, char *why, size_t wl)
+/* Runs argv (a sandbox with /bin/true inside) once as a job like probe
+ * runs (its limits and user) and waits; 0 when it exits 0, else -1 with
+ * what it printed. */
+static int try_run(const struct run_job *probe, char **argv, char *why, size_t wl)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
         snprintf(why, wl, "pipe: %s", strerror(errno));
         return -1;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawn_file_actions_addchdir_np(&fa, "/");
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
-    pid_t pid;
-    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
+    pid_t pid = run_spawn_as(probe, argv, envp, "/", devnull, p[1], p[1], why, wl);
     close(p[1]);
-    if (e) {
+    if (devnull >= 0)
+        close(devnull);
+    if (pid < 0) {
         close(p[0]);
-        snprintf(why, wl, "cannot start %s: %s", argv[0], strerror(e));
         return -1;
     }
     char out[400], sink[4096];
@@ -485,7 +441,7 @@ static int sandbox_setup(struct scripts *sc, const struct cfg *c)
     }
     env_push(&v, &n, &cap, tru);
     char why[600];
-    int rc = try_run(v, why, sizeof why);
+    int rc = try_run(&probe, v, why, sizeof why);
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
@@ -525,16 +481,8 @@ struct scripts *script_setup(const struct cfg *c)
             script_free(sc);
             return NULL;
         } else {
-            sc->setpriv = resolve("setpriv");
-            if (!sc->setpriv) {
-                log_error("--script-user needs setpriv (util-linux), which is not on PATH");
-                script_free(sc);
-                return NULL;
-            }
             sc->uid = (int)pw->pw_uid;
             sc->gid = (int)pw->pw_gid;
-            snprintf(sc->uid_arg, sizeof sc->uid_arg, "--reuid=%d", sc->uid);
-            snprintf(sc->gid_arg, sizeof sc->gid_arg, "--regid=%d", sc->gid);
             /* A root the script user cannot read would fail every script
              * with a confusing error. With --script-user given, refuse to
              * start. With the default user, serve anyway (reading skills
@@ -561,8 +509,8 @@ struct scripts *script_setup(const struct cfg *c)
                 else if (i < sizeof sc->closed / sizeof *sc->closed)
                     sc->closed[i] = xstrdup(msg);
             }
-            log_info("scripts and hooks run as %s (uid %d) through %s", user, sc->uid,
-                     sc->setpriv);
+            log_info("scripts and hooks run as %s (uid %d, gid %d, no supplementary groups, "
+                     "no_new_privs)", user, sc->uid, sc->gid);
         }
     }
     sc->cpu_s = c->script_cpu_limit;
@@ -571,14 +519,7 @@ struct scripts *script_setup(const struct cfg *c)
     /* RLIMIT_NPROC counts every process and thread of the user: on the
      * server's own user (a desktop session, say) a default would starve
      * scripts of forks, so it is only a default for a separate user. */
-    sc->nproc = c->script_nproc >= 0 ? c->script_nproc : sc->setpriv ? 256 : 0;
-    sc->prlimit = resolve("prlimit");
-    if (!sc->prlimit) {
-        log_error("scripts need prlimit (util-linux) for their resource limits, and it is not "
-                  "on PATH");
-        script_free(sc);
-        return NULL;
-    }
+    sc->nproc = c->script_nproc >= 0 ? c->script_nproc : sc->uid >= 0 ? 256 : 0;
     add_interp(sc, ".py", "python3", NULL);
     add_interp(sc, ".sh", "bash", NULL);
     add_interp(sc, ".js", "node", NULL);
@@ -627,8 +568,6 @@ void script_free(struct scripts *sc)
     for (size_t i = 0; i < sc->nhook; i++)
         free(sc->hook_env[i]);
     free(sc->hook_env);
-    free(sc->setpriv);
-    free(sc->prlimit);
     free(sc->bwrap);
     for (size_t i = 0; i < sc->nsb_base; i++)
         free(sc->sb_base[i]);
