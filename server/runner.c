@@ -116,48 +116,109 @@ static int is_job_pgid(const struct runner *r, int pid, int pgid)
     return 0;
 }
 
+/* Looks at one process: kills it when it is an orphan of a run. 1 when it
+ * was killed (to be reaped by a later sweep). */
+static int sweep_one(struct runner *r, int self, int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* pid (comm) state ppid pgrp ...; comm may hold spaces and ')' */
+    char *rp = strrchr(buf, ')');
+    char state;
+    int ppid, pgid;
+    if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3 || ppid != self)
+        return 0;
+    if (is_job_pgid(r, pid, pgid))
+        return 0;
+    if (state == 'Z') {
+        waitpid(pid, NULL, WNOHANG);
+        return 0;
+    }
+    log_info("runner: killing pid %d, which left its script's process group and outlived "
+             "its parent", pid);
+    if (pgid == pid)
+        kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    return 1;
+}
+
+/*
+ * The children of this process, from each thread's /proc children list (an
+ * orphan is reparented to one of the subreaper's threads): a handful of
+ * reads, where walking /proc costs three system calls for every process on
+ * the machine, at every script's exit. -1 when the kernel has no such lists
+ * (CONFIG_PROC_CHILDREN), or when there are more than max.
+ */
+static int list_children(int *pids, int max)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n >= 0) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[80], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            snprintf(path, sizeof path, "/proc/self/task/%s", e->d_name);
+            if (access(path, F_OK) < 0)
+                continue;   /* the thread ended meanwhile */
+            n = -1;         /* no children lists in this kernel */
+            break;
+        }
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got < 0 || got == (ssize_t)sizeof buf - 1) {
+            n = -1;         /* unreadable, or too many to be sure of the rest */
+            break;
+        }
+        buf[got] = '\0';
+        for (char *p = buf, *end; *p; p = end) {
+            long pid = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (n == max) {
+                n = -1;
+                break;
+            }
+            pids[n++] = (int)pid;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 static void sweep_orphans(struct runner *r)
 {
     if (!r->subreaper)
         return;
     int self = (int)getpid(), left = 0;
+    int kids[256];
+    int nk = list_children(kids, (int)(sizeof kids / sizeof *kids));
+    if (nk >= 0) {
+        for (int i = 0; i < nk; i++)
+            left |= sweep_one(r, self, kids[i]);
+        r->orphans = left;
+        return;
+    }
     DIR *d = opendir("/proc");
     if (!d)
         return;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        /* pid (comm) state ppid pgrp ...; comm may hold spaces and ')' */
-        char *rp = strrchr(buf, ')');
-        char state;
-        int ppid, pgid;
-        if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3 || ppid != self)
-            continue;
-        int pid = (int)strtol(e->d_name, NULL, 10);
-        if (is_job_pgid(r, pid, pgid))
-            continue;
-        if (state == 'Z') {
-            waitpid(pid, NULL, WNOHANG);
-            continue;
-        }
-        log_info("runner: killing pid %d, which left its script's process group and outlived "
-                 "its parent", pid);
-        if (pgid == pid)
-            kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        left = 1;
-    }
+    while ((e = readdir(d)))
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
+            left |= sweep_one(r, self, (int)strtol(e->d_name, NULL, 10));
     closedir(d);
     r->orphans = left;
 }
