@@ -40,12 +40,13 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
     return remove(p);
 }
 
-/* Every hook logs its kind to $HOOK_LOG_DIR/order, keeps its stdin as
+/* Every hook logs its kind and its folder to $HOOK_LOG_DIR/order, keeps its stdin as
  * "<kind>.json", and denies or fails when a flag file named after it is
  * there. */
 #define HOOK_SH                                                                                \
     "in=$(cat)\n"                                                                              \
-    "printf '%s\\n' \"$SKILL_HOOK\" >>\"$HOOK_LOG_DIR/order\"\n"                               \
+    "d=${0%/*}\n"                                                                              \
+    "printf '%s\\n' \"$SKILL_HOOK:${d##*/}\" >>\"$HOOK_LOG_DIR/order\"\n"                       \
     "printf '%s' \"$in\" >\"$HOOK_LOG_DIR/$SKILL_HOOK.json\"\n"                                \
     "f=\"$HOOK_LOG_DIR/deny $SKILL_HOOK\"\n"                                                   \
     "if [ -e \"$f\" ]; then printf '{\"reason\": \"%s\"}' \"$(cat \"$f\")\"; exit 3; fi\n"      \
@@ -145,7 +146,7 @@ TEST(order_of_the_chain)
     CHECK_STR(str(r, "status"), "ok");
     CHECK_STR(str(r, "stdout"), "script a\n");
     char *order = slurp("order");
-    CHECK_STR(order, "global pre\nskill pre\nskill post\nglobal post\n");
+    CHECK_STR(order, "global pre:global\nskill pre:hooks\nskill post:hooks\nglobal post:global\n");
     free(order);
     /* the script ran between the pre and the post hooks */
     char *pre = slurp("skill pre.json"), *post = slurp("skill post.json");
@@ -165,7 +166,7 @@ TEST(which_hooks_run)
     json_t *r = run_chain(&Snap, &Bare, "{\"script\":\"echo.sh\"}", NULL, &ok);
     CHECK(r && ok);
     char *order = slurp("order");
-    CHECK_STR(order, "global pre\nglobal post\n");
+    CHECK_STR(order, "global pre:global\nglobal post:global\n");
     free(order);
     json_decref(r);
     /* no global hooks: only the skill's */
@@ -173,7 +174,7 @@ TEST(which_hooks_run)
     r = run_chain(&NoGlobal, &K, "{\"script\":\"echo.sh\"}", NULL, &ok);
     CHECK(r && ok);
     order = slurp("order");
-    CHECK_STR(order, "skill pre\nskill post\n");
+    CHECK_STR(order, "skill pre:hooks\nskill post:hooks\n");
     free(order);
     json_decref(r);
     /* neither: the script alone */
@@ -243,7 +244,7 @@ TEST(a_pre_hook_denies)
     CHECK(strstr(str(r, "hint"), "not on fridays"));
     CHECK_STR(str(r, "stdout"), "");
     char *order = slurp("order");
-    CHECK_STR(order, "global pre\n");
+    CHECK_STR(order, "global pre:global\n");
     free(order);
     CHECK(!slurp("script"));
     json_decref(r);
@@ -256,7 +257,7 @@ TEST(a_pre_hook_denies)
     CHECK(strstr(str(r, "hint"), "Denied by the skill pre hook"));
     CHECK(strstr(str(r, "hint"), "missing ticket"));
     order = slurp("order");
-    CHECK_STR(order, "global pre\nskill pre\n");
+    CHECK_STR(order, "global pre:global\nskill pre:hooks\n");
     free(order);
     CHECK(!slurp("script"));
     json_decref(r);
@@ -280,7 +281,7 @@ TEST(a_failing_post_hook_withholds_output)
     CHECK(script);          /* the script did run */
     free(script);
     char *order = slurp("order");
-    CHECK_STR(order, "global pre\nskill pre\nskill post\n");
+    CHECK_STR(order, "global pre:global\nskill pre:hooks\nskill post:hooks\n");
     free(order);
     json_decref(r);
 }
