@@ -15,6 +15,9 @@
 #include "util.h"
 
 #include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -129,6 +132,7 @@ static json_t *run_chain(const struct snapshot *snap, const struct skill *k, con
 }
 
 static struct skill K, Bare;
+static int run_uid, run_gid;    /* the script user a root run expects */
 static struct snapshot Snap, NoGlobal;
 
 static const char *str(json_t *o, const char *key)
@@ -312,6 +316,45 @@ TEST(a_pre_hook_changes_args_and_env)
     json_decref(r);
 }
 
+/* The runner's child sets everything itself between clone and exec: the
+ * rlimits, a new session, default signals, and on a root server the script
+ * user with no supplementary groups, no capabilities and no_new_privs. */
+TEST(the_child_sets_user_and_limits)
+{
+    int ok;
+    json_t *r = run_chain(&NoGlobal, &Bare, "{\"script\":\"status.sh\"}", NULL, &ok);
+    CHECK(r && ok);
+    const char *out = str(r, "stdout");
+    CHECK(out);
+    printf("# %s", out);
+    char line[200];
+    if (geteuid() == 0) {
+        snprintf(line, sizeof line, "Uid:\t%d\t%d\t%d\t%d\n", run_uid, run_uid, run_uid,
+                 run_uid);
+        CHECK(strstr(out, line));
+        snprintf(line, sizeof line, "Gid:\t%d\t%d\t%d\t%d\n", run_gid, run_gid, run_gid, run_gid);
+        CHECK(strstr(out, line));
+        const char *g = strstr(out, "Groups:");
+        CHECK(g);
+        size_t gl = strcspn(g, "\n");
+        CHECK(strcspn(g, "0123456789") > gl);   /* no supplementary group left */
+        CHECK(strstr(out, "NoNewPrivs:\t1\n"));
+        CHECK(strstr(out, "CapEff:\t0000000000000000\n"));
+        CHECK(strstr(out, "Max processes             256"));
+    } else {
+        snprintf(line, sizeof line, "Uid:\t%d\t", (int)getuid());
+        CHECK(strstr(out, line));
+    }
+    CHECK(strstr(out, "SigIgn:\t0000000000000000\n"));    /* SIGPIPE is the script's again */
+    CHECK(strstr(out, "SigBlk:\t0000000000000000\n"));
+    /* RLIMIT_CPU: the default ceiling (30 s) + 1 s, hard a second above */
+    CHECK(strstr(out, "Max cpu time              31                   32"));
+    CHECK(strstr(out, "Max core file size        0                    0"));
+    /* a session (and process group) of its own */
+    CHECK(strstr(out, "session leader: yes"));
+    json_decref(r);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -343,6 +386,11 @@ int main(void)
              "echo script >\"%s/script\"\necho script \"$@\" ${REGION:+\"$REGION\"}\n", logdir);
     snprintf(p, sizeof p, "%s/scripts/echo.sh", dir);
     put(p, script);
+    snprintf(p, sizeof p, "%s/scripts/status.sh", dir);
+    put(p, "grep -E '^(Uid|Gid|Groups|NoNewPrivs|CapEff|SigIgn|SigBlk):' /proc/self/status\n"
+           "grep -E '^Max (cpu time|core file size|processes) ' /proc/self/limits\n"
+           "s=$(cut -d' ' -f6 /proc/self/stat)\n"
+           "[ \"$s\" = \"$$\" ] && echo 'session leader: yes' || echo \"session $s, pid $$\"\n");
     char hooks[4][4400];
     snprintf(hooks[0], sizeof hooks[0], "%s/pre.sh", gdir);
     snprintf(hooks[1], sizeof hooks[1], "%s/hooks/pre.sh", dir);
@@ -351,6 +399,17 @@ int main(void)
     for (int i = 0; i < 4; i++)
         put(hooks[i], HOOK_SH);
     setenv("HOOK_LOG_DIR", logdir, 1);
+    /* as the server: SIGPIPE ignored, and (as root) a supplementary group,
+     * neither of which a script may inherit */
+    signal(SIGPIPE, SIG_IGN);
+    if (geteuid() == 0) {
+        gid_t extra = 4;
+        if (setgroups(1, &extra) < 0)
+            perror("setgroups");
+    }
+    struct passwd *pw = getpwnam("nobody");
+    run_uid = pw ? (int)pw->pw_uid : -1;
+    run_gid = pw ? (int)pw->pw_gid : -1;
 
     char *argv[] = {"skill-mcp", "--skills", base, NULL};
     if (cfg_parse(&C, 3, argv) != 0) {
@@ -383,6 +442,7 @@ int main(void)
     RUN(a_pre_hook_denies);
     RUN(a_failing_post_hook_withholds_output);
     RUN(a_pre_hook_changes_args_and_env);
+    RUN(the_child_sets_user_and_limits);
 
     run_shutdown(S.runner);
     while (uv_run(&loop, UV_RUN_NOWAIT))
