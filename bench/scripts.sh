@@ -69,11 +69,27 @@ wrk_result() { # url body conns -> RESULT line; wrk's own output when it has non
 p50_ms() { wrk_result "$1" "$2" "${3:-1}" | sed -nE 's/.*p50_us=([0-9]+).*/\1/p' | awk '{printf "%.2f", $1 / 1000}'; }
 median() { tr ' ' '\n' <<<"$*" | grep . | sort -g | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)]}'; }
 
+# the exact command the server runs for a .py: its flags, the launcher, the
+# script on fd 3
+python3 - >"$tmp/launcher.py" <<'PYEOF'
+import re
+s = open('server/script.c').read()
+body = re.search(r'#define PY_LAUNCH\s*\\\n(.*?)\n\n', s, re.S).group(1)
+print(''.join(p.encode().decode('unicode_escape') for p in re.findall(r'"((?:[^"\\]|\\.)*)"', body)), end='')
+PYEOF
+PYPATH=$tmp/lib/plain/scripts/pass.py
+# what the hooks read: the pre hook's input, and the post hook's (with the result)
+printf '{"skill":"hooked","script":"scripts/true.sh","args":[],"mode":"sync","caller":null,"request_id":"r-0123456789abcdef","env_keys":[]}' >"$tmp/pre.json"
+printf '{"skill":"hooked","script":"scripts/true.sh","args":[],"mode":"sync","caller":null,"request_id":"r-0123456789abcdef","env_keys":[],"result":{"status":"ok","stdout":"","stderr":"","duration_ms":1.0,"timeout":30.0,"stall_timeout":20.0,"truncated":false,"stdout_bytes":0,"stderr_bytes":0,"hint":"The script succeeded; stdout is its answer.","request_id":"r-0123456789abcdef","exit_code":0}}' >"$tmp/post.json"
+
 declare -A M
 add() { M[$1]="${M[$1]:-} $2"; }
 for r in $(seq "$ROUNDS"); do
     add direct_sh "$("${AS[@]}" build/bench/spawn "$N" "$SH" "$tmp/lib/plain/scripts/true.sh")"
     add direct_py "$("${AS[@]}" build/bench/spawn "$N" "$PY" -E -s -B "$tmp/lib/plain/scripts/pass.py")"
+    add direct_pyx "$(SPAWN_FD3=$PYPATH "${AS[@]}" build/bench/spawn "$N" "$PY" -E -s -B -X pycache_prefix=/dev/null/skill-mcp -c "$(cat "$tmp/launcher.py")" "$PYPATH")"
+    add direct_pre "$(SPAWN_STDIN=$tmp/pre.json "${AS[@]}" build/bench/spawn "$N" "$SH" "$tmp/lib/hooked/hooks/pre.sh")"
+    add direct_post "$(SPAWN_STDIN=$tmp/post.json "${AS[@]}" build/bench/spawn "$N" "$SH" "$tmp/lib/hooked/hooks/post.sh")"
     for who in new base; do
         u=$URL; [ $who = base ] && { [ -n "$BASE" ] || continue; u=$BURL; }
         add ${who}_sh "$(p50_ms "$u" "$(body plain scripts/true.sh)")"
@@ -82,7 +98,8 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 for k in "${!M[@]}"; do M[$k]=$(median ${M[$k]}); done
-direct_sh=${M[direct_sh]}; direct_py=${M[direct_py]}
+direct_sh=${M[direct_sh]}; direct_py=${M[direct_py]}; direct_pyx=${M[direct_pyx]}
+two_hooks=$(awk -v a="${M[direct_pre]}" -v b="${M[direct_post]}" 'BEGIN {printf "%.2f", a + b}')
 
 # list_skills while 24 scripts (0.5 s each) are in flight against a cap of 8
 BENCH_BODY="$(body plain scripts/wait.py)" wrk -t1 -c24 -d"$DUR" -s bench/post.lua "$URL" >"$tmp/load.txt" 2>&1 &
@@ -117,9 +134,11 @@ blank=""; [ -z "$BASE" ] || blank=" |"
 echo "| spawn bash true.sh directly | $direct_sh |$blank"
 row "run_skill_script true.sh" sh "$direct_sh"
 echo "| spawn python3 -E -s -B pass.py directly | $direct_py |$blank"
-row "run_skill_script pass.py" py "$direct_py"
+echo "| spawn python3 as the server does (-X pycache_prefix, -c launcher, script on fd 3) directly | $direct_pyx |$blank"
+row "run_skill_script pass.py (overhead over the server's python command)" py "$direct_pyx"
 hrow
-echo "| two bash starts (what the hook pair's processes cost) | $two_sh |$blank"
+echo "| the hook pair's two processes directly (bash pre.sh and post.sh, their input on a pipe) | $two_hooks |$blank"
+echo "| two bash true.sh starts | $two_sh |$blank"
 echo
 echo "list_skills while 24 x 0.5 s scripts run (cap 8): $(sed -E 's/RESULT //' <<<"$busy")"
 echo "the scripts themselves: $(sed -E 's/RESULT //' <<<"$loadline") (cap 8 / 0.5 s = 16 req/s ceiling)"
