@@ -544,10 +544,17 @@ static int child_main(void *arg)
             sigaction(sig, &dfl, NULL);
     if (setsid() < 0)
         child_fail(c, "setsid");
-    if (dup2(c->fd_in, 0) < 0 || dup2(c->fd_out, 1) < 0 || dup2(c->fd_err, 2) < 0)
-        child_fail(c, "dup2");
-    if (c->fd_script >= 0 && dup2(c->fd_script, 3) < 0)
-        child_fail(c, "dup2");
+    /* Lifted above 3 first: a server started with 0-2 closed gets its pipes
+     * there, and a dup2 in place could overwrite a source still to be
+     * moved (or, onto itself, keep O_CLOEXEC). */
+    int src[4] = {c->fd_in, c->fd_out, c->fd_err, c->fd_script};
+    int nsrc = c->fd_script >= 0 ? 4 : 3;
+    for (int i = 0; i < nsrc; i++)
+        if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 4)) < 0)
+            child_fail(c, "dup");
+    for (int i = 0; i < nsrc; i++)
+        if (dup2(src[i], i) < 0)
+            child_fail(c, "dup2");
     unsigned first = c->fd_script >= 0 ? 4 : 3;
     if (syscall(SYS_close_range, first, ~0U, 0) < 0) {
         struct rlimit nofile;
