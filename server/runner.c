@@ -4,7 +4,8 @@
  * Life of a job: run_submit() (any thread) puts it on the incoming list and
  * wakes the loop; the loop queues it in order and starts it when a slot is
  * free (or ends it as `busy` when it waited too long). Starting = a scratch
- * folder, pipes, posix_spawn (new session, so a new process group; default
+ * folder, pipes, a clone whose child sets the rlimits and becomes the script
+ * user itself before it execs (new session, so a new process group; default
  * signal dispositions and an empty mask; every other fd closed), a pidfd
  * watched for the exit, and the ceiling and stall timers. Output is read as
  * it comes, retained up to a cap and counted past it, so a chatty script
@@ -26,12 +27,14 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -64,6 +67,7 @@ struct runner {
     uv_timer_t sweep;           /* looks for orphans reparented to this process */
     int subreaper;              /* PR_SET_CHILD_SUBREAPER is in effect */
     int orphans;                /* the last sweep left some to reap */
+    void *stack;                /* the children's stack between clone and exec */
 };
 
 const char *run_status_name(enum run_status s)
@@ -112,48 +116,109 @@ static int is_job_pgid(const struct runner *r, int pid, int pgid)
     return 0;
 }
 
+/* Looks at one process: kills it when it is an orphan of a run. 1 when it
+ * was killed (to be reaped by a later sweep). */
+static int sweep_one(struct runner *r, int self, int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* pid (comm) state ppid pgrp ...; comm may hold spaces and ')' */
+    char *rp = strrchr(buf, ')');
+    char state;
+    int ppid, pgid;
+    if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3 || ppid != self)
+        return 0;
+    if (is_job_pgid(r, pid, pgid))
+        return 0;
+    if (state == 'Z') {
+        waitpid(pid, NULL, WNOHANG);
+        return 0;
+    }
+    log_info("runner: killing pid %d, which left its script's process group and outlived "
+             "its parent", pid);
+    if (pgid == pid)
+        kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    return 1;
+}
+
+/*
+ * The children of this process, from each thread's /proc children list (an
+ * orphan is reparented to one of the subreaper's threads): a handful of
+ * reads, where walking /proc costs three system calls for every process on
+ * the machine, at every script's exit. -1 when the kernel has no such lists
+ * (CONFIG_PROC_CHILDREN), or when there are more than max.
+ */
+static int list_children(int *pids, int max)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n >= 0) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        char path[80], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            snprintf(path, sizeof path, "/proc/self/task/%s", e->d_name);
+            if (access(path, F_OK) < 0)
+                continue;   /* the thread ended meanwhile */
+            n = -1;         /* no children lists in this kernel */
+            break;
+        }
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got < 0 || got == (ssize_t)sizeof buf - 1) {
+            n = -1;         /* unreadable, or too many to be sure of the rest */
+            break;
+        }
+        buf[got] = '\0';
+        for (char *p = buf, *end; *p; p = end) {
+            long pid = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (n == max) {
+                n = -1;
+                break;
+            }
+            pids[n++] = (int)pid;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 static void sweep_orphans(struct runner *r)
 {
     if (!r->subreaper)
         return;
     int self = (int)getpid(), left = 0;
+    int kids[256];
+    int nk = list_children(kids, (int)(sizeof kids / sizeof *kids));
+    if (nk >= 0) {
+        for (int i = 0; i < nk; i++)
+            left |= sweep_one(r, self, kids[i]);
+        r->orphans = left;
+        return;
+    }
     DIR *d = opendir("/proc");
     if (!d)
         return;
     struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        /* pid (comm) state ppid pgrp ...; comm may hold spaces and ')' */
-        char *rp = strrchr(buf, ')');
-        char state;
-        int ppid, pgid;
-        if (!rp || sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgid) != 3 || ppid != self)
-            continue;
-        int pid = (int)strtol(e->d_name, NULL, 10);
-        if (is_job_pgid(r, pid, pgid))
-            continue;
-        if (state == 'Z') {
-            waitpid(pid, NULL, WNOHANG);
-            continue;
-        }
-        log_info("runner: killing pid %d, which left its script's process group and outlived "
-                 "its parent", pid);
-        if (pgid == pid)
-            kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        left = 1;
-    }
+    while ((e = readdir(d)))
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
+            left |= sweep_one(r, self, (int)strtol(e->d_name, NULL, 10));
     closedir(d);
     r->orphans = left;
 }
@@ -432,15 +497,187 @@ static char **env_with_scratch(struct run_job *j, char *home, char *tmp)
     return e;
 }
 
+/*
+ * What the child does between clone and exec, all prepared by the parent:
+ * the child shares the parent's memory (CLONE_VM) until it execs, so it
+ * allocates nothing, takes no lock and touches no stdio; it only makes
+ * system calls on these fields and reports a failure in err/step.
+ */
+struct child {
+    char **argv, **envp;
+    const char *cwd;
+    int fd_in, fd_out, fd_err;
+    int fd_script;              /* dup'ed to 3, or -1 */
+    int nlim;
+    int res[5];
+    struct rlimit lim[5];
+    int uid, gid;               /* -1: no switch */
+    volatile int err;           /* errno of the failed step, 0 when exec happened */
+    const char *volatile step;
+};
+
+/*
+ * Order matters: the rlimits before the user switch (RLIMIT_NPROC is then
+ * checked against the script user's processes at exec), the groups before
+ * the gid before the uid (each needs the privilege the next one drops), and
+ * no_new_privs last, so that a setuid file the script runs gains nothing.
+ * The set*id calls are raw system calls: glibc's wrappers would signal
+ * every thread of the parent (which shares this memory) to change its
+ * credentials too.
+ */
+__attribute__((noreturn)) static void child_fail(struct child *c, const char *step)
+{
+    c->err = errno ? errno : EINVAL;
+    c->step = step;
+    _exit(127);
+}
+
+static int child_main(void *arg)
+{
+    struct child *c = arg;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    /* the server ignores SIGPIPE: a script must die of it as usual */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    if (setsid() < 0)
+        child_fail(c, "setsid");
+    /* Lifted above 3 first: a server started with 0-2 closed gets its pipes
+     * there, and a dup2 in place could overwrite a source still to be
+     * moved (or, onto itself, keep O_CLOEXEC). */
+    int src[4] = {c->fd_in, c->fd_out, c->fd_err, c->fd_script};
+    int nsrc = c->fd_script >= 0 ? 4 : 3;
+    for (int i = 0; i < nsrc; i++)
+        if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 4)) < 0)
+            child_fail(c, "dup");
+    for (int i = 0; i < nsrc; i++)
+        if (dup2(src[i], i) < 0)
+            child_fail(c, "dup2");
+    unsigned first = c->fd_script >= 0 ? 4 : 3;
+    if (syscall(SYS_close_range, first, ~0U, 0) < 0) {
+        struct rlimit nofile;
+        rlim_t top = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536
+                         ? nofile.rlim_cur : 65536;
+        for (unsigned fd = first; fd < top; fd++)
+            close((int)fd);
+    }
+    if (chdir(c->cwd) < 0)
+        child_fail(c, "chdir to the skill folder");
+    for (int i = 0; i < c->nlim; i++)
+        if (setrlimit(c->res[i], &c->lim[i]) < 0)
+            child_fail(c, "setrlimit");
+    if (c->uid >= 0) {
+        if (syscall(SYS_setgroups, 0, NULL) < 0)
+            child_fail(c, "setgroups");
+        if (syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0)
+            child_fail(c, "setresgid");
+        if (syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0)
+            child_fail(c, "setresuid");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            child_fail(c, "no_new_privs");
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(c->argv[0], c->argv, c->envp);
+    child_fail(c, "exec");
+}
+
+static void child_limits(const struct run_job *j, struct child *c)
+{
+    c->nlim = 0;
+    /* no core files: cwd is the skill folder */
+    c->res[c->nlim] = RLIMIT_CORE;
+    c->lim[c->nlim++] = (struct rlimit){0, 0};
+    if (j->lim_cpu_s > 0) {
+        c->res[c->nlim] = RLIMIT_CPU;
+        c->lim[c->nlim++] = (struct rlimit){(rlim_t)j->lim_cpu_s, (rlim_t)j->lim_cpu_s + 1};
+    }
+    if (j->lim_as_mib > 0) {
+        rlim_t b = (rlim_t)j->lim_as_mib << 20;
+        c->res[c->nlim] = RLIMIT_AS;
+        c->lim[c->nlim++] = (struct rlimit){b, b};
+    }
+    if (j->lim_fsize_mib > 0) {
+        rlim_t b = (rlim_t)j->lim_fsize_mib << 20;
+        c->res[c->nlim] = RLIMIT_FSIZE;
+        c->lim[c->nlim++] = (struct rlimit){b, b};
+    }
+    if (j->lim_nproc > 0) {
+        c->res[c->nlim] = RLIMIT_NPROC;
+        c->lim[c->nlim++] = (struct rlimit){(rlim_t)j->lim_nproc, (rlim_t)j->lim_nproc};
+    }
+}
+
+#define CHILD_STACK (256u << 10)
+
+static void *stack_new(void)
+{
+    void *st = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    return st == MAP_FAILED ? NULL : st;
+}
+
+/*
+ * clone(CLONE_VM | CLONE_VFORK) on a stack of its own, as posix_spawn does:
+ * no page tables are copied, and this thread waits only until the child has
+ * exec'ed (or failed). Every signal is blocked around it, so that no handler
+ * of the server runs in the child on shared memory before it resets them.
+ * A pid with c->err set is a child that failed before exec, to be reaped.
+ */
+static pid_t spawn_child(void *stack, struct child *c)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    c->err = 0;
+    c->step = NULL;
+    pid_t pid = clone(child_main, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return pid;
+}
+
+/* The pid, or -1 with why[]; a child that failed before exec is reaped. */
+static pid_t spawn_checked(void *stack, struct child *c, char *why, size_t wl)
+{
+    pid_t pid = stack ? spawn_child(stack, c) : -1;
+    if (pid < 0) {
+        snprintf(why, wl, "cannot start %s: %s", c->argv[0], strerror(stack ? errno : ENOMEM));
+        return -1;
+    }
+    if (c->err) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        snprintf(why, wl, "cannot start %s: %s failed: %s", c->argv[0], c->step ? c->step : "?",
+                 strerror(c->err));
+        return -1;
+    }
+    return pid;
+}
+
+pid_t run_spawn_as(const struct run_job *j, char **argv, char **envp, const char *cwd,
+                   int fd_in, int fd_out, int fd_err, char *why, size_t wl)
+{
+    struct child c = {.argv = argv, .envp = envp, .cwd = cwd, .fd_in = fd_in, .fd_out = fd_out,
+                      .fd_err = fd_err, .fd_script = -1, .uid = j->run_uid, .gid = j->run_gid};
+    child_limits(j, &c);
+    void *stack = stack_new();
+    pid_t pid = spawn_checked(stack, &c, why, wl);
+    if (stack)
+        munmap(stack, CHILD_STACK);
+    return pid;
+}
+
 static int spawn_job(struct run_job *j)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
     int rc = -1;
     char tmpl[] = "/tmp/skill-mcp-run-XXXXXX";
     char home[64], tmpv[64];
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none, all;
 
     if (!mkdtemp(tmpl)) {
         snprintf(j->error, sizeof j->error, "cannot create a scratch folder: %s", strerror(errno));
@@ -461,11 +698,8 @@ static int spawn_job(struct run_job *j)
         snprintf(j->error, sizeof j->error, "cannot create pipes: %s", strerror(errno));
         goto out;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    posix_spawn_file_actions_addchdir_np(&fa, j->cwd);
+    struct child c = {.argv = j->argv, .cwd = j->cwd, .fd_in = in[0], .fd_out = out[1],
+                      .fd_err = err[1], .fd_script = -1, .uid = j->run_uid, .gid = j->run_gid};
     if (j->script_path && j->script_on_fd3) {
         /* dup2 onto itself would keep O_CLOEXEC: move it off 3 first */
         if (j->script_fd == 3) {
@@ -475,28 +709,17 @@ static int spawn_job(struct run_job *j)
                 j->script_fd = moved;
             }
         }
-        posix_spawn_file_actions_adddup2(&fa, j->script_fd, 3);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-    } else {
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+        c.fd_script = j->script_fd;
     }
-    posix_spawnattr_init(&attr);
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
+    child_limits(j, &c);
     char **envp = env_with_scratch(j, home, tmpv);
-    pid_t pid;
-    int e = posix_spawn(&pid, j->argv[0], &fa, &attr, j->argv, envp);
+    c.envp = envp;
+    if (!j->_r->stack)
+        j->_r->stack = stack_new();
+    pid_t pid = spawn_checked(j->_r->stack, &c, j->error, sizeof j->error);
     free(envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (e) {
-        snprintf(j->error, sizeof j->error, "cannot start %s: %s", j->argv[0], strerror(e));
+    if (pid < 0)
         goto out;
-    }
     j->_pid = pid;
     if (j->_slot >= 0)
         atomic_store(&j->_r->sh->slots[j->_slot].pgid, pid);
@@ -902,6 +1125,8 @@ void run_free(struct runner *r)
     if (!r)
         return;
     pthread_mutex_destroy(&r->mu);
+    if (r->stack)
+        munmap(r->stack, CHILD_STACK);
     free(r);
 }
 

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 enum run_status { RUN_OK, RUN_FAILED, RUN_STALLED, RUN_TIMEOUT, RUN_DENIED, RUN_BUSY };
@@ -54,11 +55,14 @@ struct run_job {
     int script_fd;          /* with script_path: the file the jail checked, kept open */
     int script_on_fd3;      /* the interpreter reads the script from script_fd as fd 3 */
     size_t retain_max;      /* per stream */
-    int run_uid, run_gid;   /* the scratch folder's owner (--script-user), or -1 */
+    int run_uid, run_gid;   /* the user the child becomes before exec (a root server's
+                             * --script-user) and the scratch folder's owner, or -1 */
     int hook;               /* a hook, not a script: left out of the scripts counters */
     size_t scratch_args[4]; /* argv entries replaced by the scratch folder's path at start */
     int nscratch_args;
-    /* the rlimits in effect (0 = none), so that the result can name the one that fired */
+    /* the rlimits the child sets before exec (0 = none; RLIMIT_CORE is always 0), so that
+     * the result can name the one that fired. RLIMIT_CPU's hard limit is a second above the
+     * soft one: SIGXCPU first, which names the limit, then SIGKILL. */
     int lim_cpu_s, lim_nproc;
     long lim_as_mib, lim_fsize_mib;
     int sandboxed;          /* under bwrap: a signal death comes back as exit code 128 + sig */
@@ -158,6 +162,15 @@ void run_job_free(struct run_job *job);
  * thread.
  */
 int run_job_verify(const struct run_job *job, char *why, size_t whylen);
+
+/*
+ * Starts argv as job j's children start (its rlimits, its user, a new
+ * session, default signals, no fd but the three given), in cwd, and returns
+ * its pid for the caller to wait for, or -1 with why[] naming the step that
+ * failed. For probes at start-up; the runner's jobs go through run_submit.
+ */
+pid_t run_spawn_as(const struct run_job *j, char **argv, char **envp, const char *cwd,
+                   int fd_in, int fd_out, int fd_err, char *why, size_t wl);
 
 /*
  * Stops the running or queued job whose request_id matches, as soon as the

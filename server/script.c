@@ -1,20 +1,25 @@
 /*
- * script.c - the policy side of run_skill_script.
+ * script.c - the per-call policy of run_skill_script: what one call may run
+ * and how (script_prepare, script_hook_job), and the result a model reads.
+ * What is decided once for the process (interpreters, the base environment,
+ * the script user, the sandbox) is script_env.c's.
  *
- * Interpreters: by file suffix, resolved to absolute paths once at start-up.
- * A version-manager shim (a "#!" script earlier on PATH, like pyenv's) is
- * passed over for the real binary behind it on PATH, since a shim costs
- * tens of milliseconds per start. --interpreter EXT=PATH overrides.
+ * Interpreter: by file suffix only (a shebang or the executable bit grants
+ * nothing).
  *
  * Environment: the server's own environment is never inherited. A script
- * sees a fixed allowlist, proxy/TLS variables (unless --no-network-env), the
- * SKILL_* variables, and the caller's `env`, whose names may not be ones
- * that change how the loader, a shell or an interpreter starts.
+ * sees the base allowlist, the SKILL_* variables, and the caller's `env`,
+ * whose names may not be ones that change how the loader, a shell or an
+ * interpreter starts.
+ *
+ * Timeouts: the skill's execution: entry (or its default, or the server's),
+ * clamped to --max-script-timeout; the caller may only lower them.
  *
  * Jail: the script must resolve, symlinks included, to a regular file inside
  * that skill's own scripts/ folder (openat2 RESOLVE_BENEATH from scripts/).
  */
 #include "script.h"
+#include "script_env.h"
 
 #include <ctype.h>
 #include <pwd.h>
@@ -28,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -47,596 +51,58 @@ extern char **environ;
 #define MAX_ENV_TOTAL (256u << 10)
 #define SHORT_CEILING_S 15.0
 
-struct interp {
-    char ext[16];
-    char *path;             /* NULL when missing */
-    const char *args[5];    /* extra interpreter arguments before the script */
-    char why[160];          /* when missing */
-};
-
-struct scripts {
-    struct interp in[24];
-    size_t n;
-    char **base_env;        /* "NAME=value", NULL-terminated */
-    size_t nbase;
-    char **hook_env;        /* the server's HOOK_* variables: configuration for hooks */
-    size_t nhook;
-    /* --script-user: scripts and hooks run through setpriv as this user */
-    char *setpriv;          /* absolute path, or NULL */
-    char uid_arg[32], gid_arg[32];
-    int uid, gid;           /* -1 when not switching */
-    /* rlimits, set by prlimit (util-linux) in front of everything else */
-    char *prlimit;
-    double cpu_s;           /* 0: each job's ceiling + 1 s */
-    long as_mib, fsize_mib; /* 0 = none */
-    int nproc;              /* 0 = none */
-    /* --sandbox bwrap: the binds every sandbox gets, built once */
-    char *bwrap;
-    char **sb_base;
-    size_t nsb_base;
-    /* the default script user (nobody) cannot reach this skills root (by
-     * root index) or the hooks folder: why, and runs there are refused */
-    char *closed[64];
-    char *closed_hooks;
-    size_t budget_bytes;    /* what one result's stdout may carry; 0: unlimited */
-};
-
-static void env_push(char ***v, size_t *n, size_t *cap, char *kv);
-
-static void push_fmt(char ***v, size_t *n, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void push_fmt(char ***v, size_t *n, size_t *cap, const char *fmt, ...)
-{
-    char b[4200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    env_push(v, n, cap, xstrdup(b));
-}
-
 /*
- * The argv entries in front of the interpreter: the rlimits (prlimit), the
- * switch to the script user (setpriv), then the sandbox (bwrap). setpriv
- * comes before bwrap so that bwrap never holds root: it builds its
- * namespaces as the script user, in an unprivileged user namespace, and the
- * uid inside is that user's. ro lists the folders the sandbox shows
- * read-only (the skill, a hook's folder); cwd is where the script starts.
+ * The job's limits and user, which the runner's child sets on itself before
+ * exec, and the argv entries in front of the interpreter: the sandbox
+ * (bwrap), when there is one. The child switches to the script user before
+ * it execs bwrap, so bubblewrap never holds root: it builds its namespaces
+ * as the script user, in an unprivileged user namespace, and the uid inside
+ * is that user's. ro lists the folders the sandbox shows read-only (the
+ * skill, a hook's folder); cwd is where the script starts.
  */
-static void wrap_prefix(const struct scripts *sc, struct run_job *j, const char *const *ro,
+void script_wrap(const struct scripts *sc, struct run_job *j, const char *const *ro,
                         size_t nro, const char *cwd, int network, char ***v, size_t *n,
                         size_t *cap)
 {
-    if (sc->prlimit) {
-        env_push(v, n, cap, xstrdup(sc->prlimit));
-        /* No core files: cwd is the skill folder. */
-        env_push(v, n, cap, xstrdup("--core=0"));
-        double cpu = sc->cpu_s > 0 ? sc->cpu_s : j->timeout_s + 1;
-        j->lim_cpu_s = (int)ceil(cpu);
-        /* soft < hard: SIGXCPU first, which names the limit, SIGKILL a second later */
-        push_fmt(v, n, cap, "--cpu=%d:%d", j->lim_cpu_s, j->lim_cpu_s + 1);
-        if (sc->as_mib) {
-            j->lim_as_mib = sc->as_mib;
-            push_fmt(v, n, cap, "--as=%lld", (long long)sc->as_mib << 20);
-        }
-        if (sc->fsize_mib) {
-            j->lim_fsize_mib = sc->fsize_mib;
-            push_fmt(v, n, cap, "--fsize=%lld", (long long)sc->fsize_mib << 20);
-        }
-        if (sc->nproc) {
-            j->lim_nproc = sc->nproc;
-            push_fmt(v, n, cap, "--nproc=%d", sc->nproc);
-        }
-        env_push(v, n, cap, xstrdup("--"));
-    }
-    if (sc->setpriv) {
-        env_push(v, n, cap, xstrdup(sc->setpriv));
-        env_push(v, n, cap, xstrdup(sc->uid_arg));
-        env_push(v, n, cap, xstrdup(sc->gid_arg));
-        env_push(v, n, cap, xstrdup("--clear-groups"));
-        env_push(v, n, cap, xstrdup("--no-new-privs"));
-        env_push(v, n, cap, xstrdup("--"));
-    }
+    double cpu = sc->cpu_s > 0 ? sc->cpu_s : j->timeout_s + 1;
+    j->lim_cpu_s = (int)ceil(cpu);
+    j->lim_as_mib = sc->as_mib;
+    j->lim_fsize_mib = sc->fsize_mib;
+    j->lim_nproc = sc->nproc;
+    j->run_uid = sc->uid;
+    j->run_gid = sc->gid;
     if (sc->bwrap) {
         static const char *const net_files[] = {
             "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/ssl",
             "/etc/ca-certificates", "/etc/pki", NULL,
         };
         j->sandboxed = 1;
-        env_push(v, n, cap, xstrdup(sc->bwrap));
+        script_push(v, n, cap, xstrdup(sc->bwrap));
         for (size_t i = 0; i < sc->nsb_base; i++)
-            env_push(v, n, cap, xstrdup(sc->sb_base[i]));
+            script_push(v, n, cap, xstrdup(sc->sb_base[i]));
         if (network) {
-            env_push(v, n, cap, xstrdup("--share-net"));
+            script_push(v, n, cap, xstrdup("--share-net"));
             for (const char *const *f = net_files; *f; f++) {
-                env_push(v, n, cap, xstrdup("--ro-bind-try"));
-                env_push(v, n, cap, xstrdup(*f));
-                env_push(v, n, cap, xstrdup(*f));
+                script_push(v, n, cap, xstrdup("--ro-bind-try"));
+                script_push(v, n, cap, xstrdup(*f));
+                script_push(v, n, cap, xstrdup(*f));
             }
         }
         for (size_t i = 0; i < nro; i++) {
-            env_push(v, n, cap, xstrdup("--ro-bind"));
-            env_push(v, n, cap, xstrdup(ro[i]));
-            env_push(v, n, cap, xstrdup(ro[i]));
+            script_push(v, n, cap, xstrdup("--ro-bind"));
+            script_push(v, n, cap, xstrdup(ro[i]));
+            script_push(v, n, cap, xstrdup(ro[i]));
         }
         /* The scratch HOME is made when the job starts: its path goes in then. */
-        env_push(v, n, cap, xstrdup("--bind"));
+        script_push(v, n, cap, xstrdup("--bind"));
         j->scratch_args[j->nscratch_args++] = *n;
-        env_push(v, n, cap, xstrdup("SCRATCH"));
+        script_push(v, n, cap, xstrdup("SCRATCH"));
         j->scratch_args[j->nscratch_args++] = *n;
-        env_push(v, n, cap, xstrdup("SCRATCH"));
-        env_push(v, n, cap, xstrdup("--chdir"));
-        env_push(v, n, cap, xstrdup(cwd));
-        env_push(v, n, cap, xstrdup("--"));
+        script_push(v, n, cap, xstrdup("SCRATCH"));
+        script_push(v, n, cap, xstrdup("--chdir"));
+        script_push(v, n, cap, xstrdup(cwd));
+        script_push(v, n, cap, xstrdup("--"));
     }
-}
-
-/* ---- interpreters ------------------------------------------------------- */
-
-static int is_shim(const char *path)
-{
-    char head[2] = {0};
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, head, 2);
-    close(fd);
-    return n == 2 && head[0] == '#' && head[1] == '!';
-}
-
-/* The first real binary called name on PATH (shims passed over). */
-static char *resolve(const char *name)
-{
-    const char *path = getenv("PATH");
-    char *copy = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-    char *found = NULL, *shim = NULL, *save = NULL;
-    for (char *dir = strtok_r(copy, ":", &save); dir && !found;
-         dir = strtok_r(NULL, ":", &save)) {
-        char cand[4096], real[4096];
-        struct stat st;
-        snprintf(cand, sizeof cand, "%s/%s", *dir ? dir : ".", name);
-        if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode) || access(cand, X_OK) < 0)
-            continue;
-        if (!realpath(cand, real))
-            continue;
-        if (is_shim(real)) {
-            if (!shim)
-                shim = xstrdup(real);
-            continue;
-        }
-        found = xstrdup(real);
-    }
-    free(copy);
-    if (!found && shim) {
-        log_warn("interpreter %s: only a launcher script (%s) was found on PATH; using it", name,
-                 shim);
-        return shim;
-    }
-    free(shim);
-    return found;
-}
-
-static void add_interp(struct scripts *sc, const char *ext, const char *name, const char *path)
-{
-    struct interp *it = NULL;
-    for (size_t i = 0; i < sc->n; i++)
-        if (!strcmp(sc->in[i].ext, ext))
-            it = &sc->in[i];
-    if (!it) {
-        if (sc->n == sizeof sc->in / sizeof *sc->in)
-            return;
-        it = &sc->in[sc->n++];
-        snprintf(it->ext, sizeof it->ext, "%s", ext);
-    }
-    free(it->path);
-    it->path = NULL;
-    it->why[0] = '\0';
-    memset(it->args, 0, sizeof it->args);
-    if (!strcmp(ext, ".py")) {
-        /* -E: ignore PYTHON* variables; -s: no user site; -B: write no
-         * __pycache__ into the skill library. Not -I, which would also drop
-         * the script's own folder from sys.path (sibling imports).
-         * pycache_prefix: look for bytecode beneath /dev/null, where no one
-         * can create a file, instead of in the skill's __pycache__/ (which the
-         * lock does not hash): a planted .pyc whose header matches the
-         * source would otherwise run instead of the approved source. */
-        it->args[0] = "-E";
-        it->args[1] = "-s";
-        it->args[2] = "-B";
-        it->args[3] = "-X";
-        it->args[4] = "pycache_prefix=/dev/null/skill-mcp";
-    }
-    if (path) {
-        /* Taken as given, not resolved: a virtual environment's python is a
-         * symlink to the system one, and resolving it would lose the venv. */
-        struct stat st;
-        if (path[0] == '/' && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-            access(path, X_OK) == 0)
-            it->path = xstrdup(path);
-        else
-            snprintf(it->why, sizeof it->why, "interpreter %s for %s is not executable", path,
-                     ext);
-    } else {
-        it->path = resolve(name);
-        if (!it->path)
-            snprintf(it->why, sizeof it->why, "no %s interpreter (%s) is installed on this server",
-                     ext, name);
-    }
-    if (it->path)
-        log_info("scripts: %s runs with %s%s%s", ext, it->path, it->args[0] ? " " : "",
-                 it->args[0] ? "-E -s -B -X pycache_prefix=/dev/null/skill-mcp" : "");
-    else
-        log_warn("scripts: %s; %s scripts will be refused", it->why, ext);
-}
-
-/* ---- environment ----------------------------------------------------------- */
-
-static const char *const network_vars[] = {
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-    "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", NULL,
-};
-
-static void env_push(char ***v, size_t *n, size_t *cap, char *kv)
-{
-    if (*n + 1 >= *cap) {
-        *cap = *cap ? *cap * 2 : 32;
-        *v = xrealloc(*v, *cap * sizeof **v);
-    }
-    (*v)[(*n)++] = kv;
-    (*v)[*n] = NULL;
-}
-
-static char *kv(const char *k, const char *v)
-{
-    size_t a = strlen(k), b = strlen(v);
-    char *s = xmalloc(a + b + 2);
-    memcpy(s, k, a);
-    s[a] = '=';
-    memcpy(s + a + 1, v, b + 1);
-    return s;
-}
-
-/* 1 when uid/gid (no supplementary groups: setpriv clears them) has all of
- * bits (4 read, 1 search) on st. */
-static int may(const struct stat *st, int uid, int gid, unsigned bits)
-{
-    unsigned m = (unsigned)st->st_mode;
-    if ((int)st->st_uid == uid)
-        return ((m >> 6) & bits) == bits;
-    if ((int)st->st_gid == gid)
-        return ((m >> 3) & bits) == bits;
-    return (m & bits) == bits;
-}
-
-/* Walks dir from / as uid/gid would: search on every folder on the way,
- * read and search on dir. 0, or -1 with the folder that shuts it out. */
-static int reachable(const char *dir, int uid, int gid, char *why, size_t wl)
-{
-    char real[4096], part[4096];
-    if (!realpath(dir, real))
-        return 0;           /* a missing root is discovery's to report */
-    size_t len = strlen(real);
-    for (size_t i = 1; i <= len; i++) {
-        if (real[i] != '/' && real[i] != '\0')
-            continue;
-        memcpy(part, real, i);
-        part[i] = '\0';
-        struct stat st;
-        if (stat(part, &st) < 0)
-            return 0;
-        unsigned bits = i == len ? 5 : 1;
-        if (!may(&st, uid, gid, bits)) {
-            snprintf(why, wl, "%s (mode %04o, owner uid %d) is closed to it", part,
-                     (unsigned)st.st_mode & 07777, (int)st.st_uid);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Runs argv (a sandbox with /bin/true inside) once and waits; 0 when it
- * exits 0, else -1 with what it printed. */
-static int try_run(char **argv, char *why, size_t wl)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) {
-        snprintf(why, wl, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawn_file_actions_addchdir_np(&fa, "/");
-    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
-    pid_t pid;
-    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    if (e) {
-        close(p[0]);
-        snprintf(why, wl, "cannot start %s: %s", argv[0], strerror(e));
-        return -1;
-    }
-    char out[400], sink[4096];
-    size_t got = 0;
-    ssize_t r;
-    /* keep the first bytes, drain the rest so that the child never blocks */
-    while ((r = got < sizeof out - 1 ? read(p[0], out + got, sizeof out - 1 - got)
-                                     : read(p[0], sink, sizeof sink)) > 0 ||
-           (r < 0 && errno == EINTR))
-        if (r > 0 && got < sizeof out - 1)
-            got += (size_t)r;
-    out[got] = '\0';
-    close(p[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return 0;
-    /* bwrap says what went wrong in its first line */
-    char *nl = strchr(out, '\n');
-    if (nl)
-        *nl = '\0';
-    snprintf(why, wl, "%s", out[0] ? out : "it exited with an error and printed nothing");
-    return -1;
-}
-
-/* The binds every sandbox gets: the system folders interpreters need,
- * read-only, and nothing else. */
-static void sandbox_base(struct scripts *sc)
-{
-    size_t cap = 0;
-    char ***v = &sc->sb_base;
-    size_t *n = &sc->nsb_base;
-    static const char *const tops[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                                       NULL};
-    static const char *const etc[] = {
-        "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-        "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", NULL,
-    };
-    env_push(v, n, &cap, xstrdup("--die-with-parent"));
-    env_push(v, n, &cap, xstrdup("--new-session"));
-    env_push(v, n, &cap, xstrdup("--unshare-all"));
-    env_push(v, n, &cap, xstrdup("--ro-bind"));
-    env_push(v, n, &cap, xstrdup("/usr"));
-    env_push(v, n, &cap, xstrdup("/usr"));
-    for (const char *const *t = tops; *t; t++) {
-        struct stat st;
-        char target[4096];
-        if (lstat(*t, &st) < 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            ssize_t k = readlink(*t, target, sizeof target - 1);
-            if (k <= 0)
-                continue;
-            target[k] = '\0';
-            env_push(v, n, &cap, xstrdup("--symlink"));
-            env_push(v, n, &cap, xstrdup(target));
-        } else if (S_ISDIR(st.st_mode)) {
-            env_push(v, n, &cap, xstrdup("--ro-bind"));
-            env_push(v, n, &cap, xstrdup(*t));
-        } else {
-            continue;
-        }
-        env_push(v, n, &cap, xstrdup(*t));
-    }
-    for (const char *const *f = etc; *f; f++) {
-        env_push(v, n, &cap, xstrdup("--ro-bind-try"));
-        env_push(v, n, &cap, xstrdup(*f));
-        env_push(v, n, &cap, xstrdup(*f));
-    }
-    /* An interpreter outside /usr (a pyenv or venv python, /opt/node) needs
-     * its installation: the folder above its bin/. */
-    for (size_t i = 0; i < sc->n; i++) {
-        char copy[4096];
-        if (!sc->in[i].path || !strncmp(sc->in[i].path, "/usr/", 5))
-            continue;
-        snprintf(copy, sizeof copy, "%s", sc->in[i].path);
-        char *top = dirname(dirname(copy));
-        if (!strcmp(top, "/"))
-            continue;
-        env_push(v, n, &cap, xstrdup("--ro-bind"));
-        env_push(v, n, &cap, xstrdup(top));
-        env_push(v, n, &cap, xstrdup(top));
-    }
-    env_push(v, n, &cap, xstrdup("--proc"));
-    env_push(v, n, &cap, xstrdup("/proc"));
-    env_push(v, n, &cap, xstrdup("--dev"));
-    env_push(v, n, &cap, xstrdup("/dev"));
-    env_push(v, n, &cap, xstrdup("--tmpfs"));
-    env_push(v, n, &cap, xstrdup("/tmp"));
-}
-
-/* --sandbox bwrap: find bwrap and run it once as scripts will run. */
-static int sandbox_setup(struct scripts *sc, const struct cfg *c)
-{
-    if (c->bwrap_path) {
-        struct stat st;
-        if (c->bwrap_path[0] != '/' || stat(c->bwrap_path, &st) < 0 || !S_ISREG(st.st_mode) ||
-            access(c->bwrap_path, X_OK) < 0) {
-            log_error("--sandbox bwrap: --bwrap-path %s is not an executable file; install "
-                      "bubblewrap (apt-get install bubblewrap) or fix the path", c->bwrap_path);
-            return -1;
-        }
-        sc->bwrap = xstrdup(c->bwrap_path);
-    } else if (!(sc->bwrap = resolve("bwrap"))) {
-        log_error("--sandbox bwrap: bwrap is not on PATH; install bubblewrap (apt-get install "
-                  "bubblewrap) or give --bwrap-path");
-        return -1;
-    }
-    sandbox_base(sc);
-    char *tru = resolve("true");
-    if (!tru) {
-        log_error("--sandbox bwrap: no 'true' binary on PATH to check the sandbox with");
-        return -1;
-    }
-    struct run_job probe = {0};
-    probe.timeout_s = 10;
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    wrap_prefix(sc, &probe, NULL, 0, "/", 0, &v, &n, &cap);
-    for (int i = 0; i < probe.nscratch_args; i++) {
-        free(v[probe.scratch_args[i]]);
-        v[probe.scratch_args[i]] = xstrdup("/tmp");
-    }
-    env_push(&v, &n, &cap, tru);
-    char why[600];
-    int rc = try_run(v, why, sizeof why);
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-    if (rc < 0) {
-        log_error("--sandbox bwrap: %s does not work here: %s (bwrap needs unprivileged user "
-                  "namespaces: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu an "
-                  "AppArmor profile for bwrap)", sc->bwrap, why);
-        return -1;
-    }
-    log_info("scripts and hooks run sandboxed by %s", sc->bwrap);
-    return 0;
-}
-
-struct scripts *script_setup(const struct cfg *c)
-{
-    struct scripts *sc = xcalloc(1, sizeof *sc);
-    size_t cap = 0;
-    sc->uid = sc->gid = -1;
-    /* Scripts never run as root unless the operator says so by name. */
-    const char *user = c->script_user;
-    if (!user && geteuid() == 0)
-        user = "nobody";
-    if (user) {
-        struct passwd *pw = getpwnam(user);
-        if (!pw) {
-            log_error("--script-user %s: no such user%s", user,
-                      c->script_user ? "" : " (the default for a root server; give "
-                                            "--script-user with an unprivileged user)");
-            script_free(sc);
-            return NULL;
-        }
-        if (pw->pw_uid == 0) {
-            log_warn("--script-user %s: SCRIPTS AND HOOKS RUN AS ROOT, with every privilege; "
-                     "RLIMIT_NPROC does not bind them. Use an unprivileged user.", user);
-        } else if (geteuid() != 0) {
-            log_error("--script-user needs the server to run as root");
-            script_free(sc);
-            return NULL;
-        } else {
-            sc->setpriv = resolve("setpriv");
-            if (!sc->setpriv) {
-                log_error("--script-user needs setpriv (util-linux), which is not on PATH");
-                script_free(sc);
-                return NULL;
-            }
-            sc->uid = (int)pw->pw_uid;
-            sc->gid = (int)pw->pw_gid;
-            snprintf(sc->uid_arg, sizeof sc->uid_arg, "--reuid=%d", sc->uid);
-            snprintf(sc->gid_arg, sizeof sc->gid_arg, "--regid=%d", sc->gid);
-            /* A root the script user cannot read would fail every script
-             * with a confusing error. With --script-user given, refuse to
-             * start. With the default user, serve anyway (reading skills
-             * does not need it) and refuse those scripts with this reason. */
-            for (size_t i = 0; i <= c->nroots; i++) {
-                const char *dir = i < c->nroots ? c->roots[i] : c->hooks_dir;
-                char why[4300], msg[4800];
-                if (!dir || reachable(dir, sc->uid, sc->gid, why, sizeof why) == 0)
-                    continue;
-                snprintf(msg, sizeof msg,
-                         "scripts and hooks run as %s (uid %d), who cannot read %s %s: %s. "
-                         "Make it readable by that user (e.g. chmod o+rx on each folder on "
-                         "the way) or give --script-user", user, sc->uid,
-                         i < c->nroots ? "the skills root" : "the hooks folder", dir, why);
-                if (c->script_user) {
-                    log_error("%s", msg);
-                    script_free(sc);
-                    return NULL;
-                }
-                log_error("%s; until then, run_skill_script refuses %s", msg,
-                          i < c->nroots ? "the skills under it" : "every script");
-                if (i == c->nroots)
-                    sc->closed_hooks = xstrdup(msg);
-                else if (i < sizeof sc->closed / sizeof *sc->closed)
-                    sc->closed[i] = xstrdup(msg);
-            }
-            log_info("scripts and hooks run as %s (uid %d) through %s", user, sc->uid,
-                     sc->setpriv);
-        }
-    }
-    sc->cpu_s = c->script_cpu_limit;
-    sc->as_mib = c->script_memory_mib;
-    sc->fsize_mib = c->script_fsize_mib;
-    /* RLIMIT_NPROC counts every process and thread of the user: on the
-     * server's own user (a desktop session, say) a default would starve
-     * scripts of forks, so it is only a default for a separate user. */
-    sc->nproc = c->script_nproc >= 0 ? c->script_nproc : sc->setpriv ? 256 : 0;
-    sc->prlimit = resolve("prlimit");
-    if (!sc->prlimit) {
-        log_error("scripts need prlimit (util-linux) for their resource limits, and it is not "
-                  "on PATH");
-        script_free(sc);
-        return NULL;
-    }
-    add_interp(sc, ".py", "python3", NULL);
-    add_interp(sc, ".sh", "bash", NULL);
-    add_interp(sc, ".js", "node", NULL);
-    for (size_t i = 0; i < c->ninterpreters; i++) {
-        const char *spec = c->interpreters[i], *eq = strchr(spec, '=');
-        char ext[16];
-        snprintf(ext, sizeof ext, "%.*s", (int)(eq - spec), spec);
-        add_interp(sc, ext, NULL, eq + 1);
-    }
-
-    env_push(&sc->base_env, &sc->nbase, &cap, xstrdup("PATH=/usr/local/bin:/usr/bin:/bin"));
-    const char *lang = getenv("LANG");
-    env_push(&sc->base_env, &sc->nbase, &cap, kv("LANG", lang && *lang ? lang : "C.UTF-8"));
-    const char *tz = getenv("TZ");
-    if (tz)
-        env_push(&sc->base_env, &sc->nbase, &cap, kv("TZ", tz));
-    for (char **e = environ; *e; e++)
-        if (!strncmp(*e, "LC_", 3))
-            env_push(&sc->base_env, &sc->nbase, &cap, xstrdup(*e));
-    size_t hcap = 0;
-    for (char **e = environ; *e; e++)
-        if (!strncmp(*e, "HOOK_", 5))
-            env_push(&sc->hook_env, &sc->nhook, &hcap, xstrdup(*e));
-    if (!c->no_network_env)
-        for (const char *const *n = network_vars; *n; n++) {
-            const char *v = getenv(*n);
-            if (v)
-                env_push(&sc->base_env, &sc->nbase, &cap, kv(*n, v));
-        }
-    if (c->sandbox && sandbox_setup(sc, c) < 0) {
-        script_free(sc);
-        return NULL;
-    }
-    return sc;
-}
-
-void script_free(struct scripts *sc)
-{
-    if (!sc)
-        return;
-    for (size_t i = 0; i < sc->n; i++)
-        free(sc->in[i].path);
-    for (size_t i = 0; i < sc->nbase; i++)
-        free(sc->base_env[i]);
-    free(sc->base_env);
-    for (size_t i = 0; i < sc->nhook; i++)
-        free(sc->hook_env[i]);
-    free(sc->hook_env);
-    free(sc->setpriv);
-    free(sc->prlimit);
-    free(sc->bwrap);
-    for (size_t i = 0; i < sc->nsb_base; i++)
-        free(sc->sb_base[i]);
-    free(sc->sb_base);
-    for (size_t i = 0; i < sizeof sc->closed / sizeof *sc->closed; i++)
-        free(sc->closed[i]);
-    free(sc->closed_hooks);
-    free(sc);
 }
 
 /* Names a caller may not set: they change how a loader, shell or interpreter
@@ -673,7 +139,7 @@ const char *script_env_problem(const char *name)
         if (!strcasecmp(name, *p))
             return "it could change how the interpreter or loader starts, or it is set by the "
                    "server";
-    for (const char *const *p = network_vars; *p; p++)
+    for (const char *const *p = script_network_vars; *p; p++)
         if (!strcasecmp(name, *p))
             return "proxy and TLS variables come from the server's configuration";
     return NULL;
@@ -996,46 +462,46 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     size_t na = 0, acap = 0;
     j->timeout_s = to;
     const char *ro[] = {k->dir};
-    wrap_prefix(sc, j, ro, 1, k->dir, script_wants_network(k), &j->argv, &na, &acap);
-    env_push(&j->argv, &na, &acap, xstrdup(it->path));
+    script_wrap(sc, j, ro, 1, k->dir, script_wants_network(k), &j->argv, &na, &acap);
+    script_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 5 && it->args[i]; i++)
-        env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
+        script_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
     if (!strcmp(it->ext, ".py")) {
         /* Python reads the very file the jail checked, from fd 3, so that
          * swapping the path between the check and the interpreter's open
          * changes nothing; argv[0], __file__ and sys.path[0] are the real
          * path as when Python opens a script itself. */
-        env_push(&j->argv, &na, &acap, xstrdup("-c"));
-        env_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
+        script_push(&j->argv, &na, &acap, xstrdup("-c"));
+        script_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
         j->script_on_fd3 = 1;
     }
-    env_push(&j->argv, &na, &acap, real);
+    script_push(&j->argv, &na, &acap, real);
     j->argv_fixed = na;
     j->run_uid = sc->uid;
     j->run_gid = sc->gid;
     for (size_t i = 0; i < nargs; i++)
-        env_push(&j->argv, &na, &acap, xstrdup(json_string_value(json_array_get(jargs, i))));
+        script_push(&j->argv, &na, &acap, xstrdup(json_string_value(json_array_get(jargs, i))));
 
     request_id(j->request_id, sizeof j->request_id);
     size_t n = 0, cap = 0;
     char **env = NULL;
     for (size_t i = 0; i < sc->nbase; i++)
-        env_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
+        script_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
     char budget[32];
     /* what the model will see, not what is retained: a script that can
      * print less (a limit, fewer fields) should aim at this */
     snprintf(budget, sizeof budget, "%zu",
              sc->budget_bytes && sc->budget_bytes < c->max_output_bytes ? sc->budget_bytes
                                                                         : c->max_output_bytes);
-    env_push(&env, &n, &cap, kv("SKILL_NAME", k->qname));
-    env_push(&env, &n, &cap, kv("SKILL_DIR", k->dir));
-    env_push(&env, &n, &cap, kv("SKILL_REQUEST_ID", j->request_id));
-    env_push(&env, &n, &cap, kv("SKILL_OUTPUT_BUDGET_BYTES", budget));
+    script_push(&env, &n, &cap, script_kv("SKILL_NAME", k->qname));
+    script_push(&env, &n, &cap, script_kv("SKILL_DIR", k->dir));
+    script_push(&env, &n, &cap, script_kv("SKILL_REQUEST_ID", j->request_id));
+    script_push(&env, &n, &cap, script_kv("SKILL_OUTPUT_BUDGET_BYTES", budget));
     if (json_is_object(jenv)) {
         const char *name;
         json_t *v;
         json_object_foreach(jenv, name, v)
-            env_push(&env, &n, &cap, kv(name, json_string_value(v)));
+            script_push(&env, &n, &cap, script_kv(name, json_string_value(v)));
     }
     j->envp = env;
     j->cwd = xstrdup(k->dir);
@@ -1056,12 +522,6 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     j->script_path = xstrdup(real);
     return j;
 }
-
-void script_set_output_budget(struct scripts *sc, size_t bytes)
-{
-    sc->budget_bytes = bytes;
-}
-
 /*
  * A skill's hook is skill content, checked and used like a script: opened
  * beneath the skill folder (a link out of it is refused), kept open so the
@@ -1149,16 +609,16 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     size_t nro = 1 + (skill_dir && *skill_dir) + (cwd && *cwd);
     if (!(skill_dir && *skill_dir))
         ro[1] = cwd;
-    wrap_prefix(sc, j, ro, nro, cwd, 0, &j->argv, &na, &acap);
-    env_push(&j->argv, &na, &acap, xstrdup(it->path));
+    script_wrap(sc, j, ro, nro, cwd, 0, &j->argv, &na, &acap);
+    script_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 5 && it->args[i]; i++)
-        env_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
+        script_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
     if (hreal && !strcmp(it->ext, ".py")) {
-        env_push(&j->argv, &na, &acap, xstrdup("-c"));
-        env_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
+        script_push(&j->argv, &na, &acap, xstrdup("-c"));
+        script_push(&j->argv, &na, &acap, xstrdup(PY_LAUNCH));
         j->script_on_fd3 = 1;
     }
-    env_push(&j->argv, &na, &acap, xstrdup(hreal ? hreal : path));
+    script_push(&j->argv, &na, &acap, xstrdup(hreal ? hreal : path));
     if (hreal) {
         j->script_fd = hfd;
         j->script_path = hreal;
@@ -1168,15 +628,15 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     size_t n = 0, cap = 0;
     char **env = NULL;
     for (size_t i = 0; i < sc->nbase; i++)
-        env_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
-    env_push(&env, &n, &cap, kv("SKILL_NAME", skill));
-    env_push(&env, &n, &cap, kv("SKILL_DIR", skill_dir));
-    env_push(&env, &n, &cap, kv("SKILL_REQUEST_ID", request_id));
-    env_push(&env, &n, &cap, kv("SKILL_HOOK", kind));
+        script_push(&env, &n, &cap, xstrdup(sc->base_env[i]));
+    script_push(&env, &n, &cap, script_kv("SKILL_NAME", skill));
+    script_push(&env, &n, &cap, script_kv("SKILL_DIR", skill_dir));
+    script_push(&env, &n, &cap, script_kv("SKILL_REQUEST_ID", request_id));
+    script_push(&env, &n, &cap, script_kv("SKILL_HOOK", kind));
     /* Hooks are the operator's code: they also get the server's HOOK_*
      * variables (an audit log path, a policy file); scripts never do. */
     for (size_t i = 0; i < sc->nhook; i++)
-        env_push(&env, &n, &cap, xstrdup(sc->hook_env[i]));
+        script_push(&env, &n, &cap, xstrdup(sc->hook_env[i]));
     j->envp = env;
     j->cwd = xstrdup(cwd);
     j->stdin_len = input_len;
@@ -1202,11 +662,11 @@ void script_job_setenv(struct run_job *j, const char *name, const char *value)
     for (size_t i = 0; i < n; i++)
         if (!strncmp(j->envp[i], name, nl) && j->envp[i][nl] == '=') {
             free(j->envp[i]);
-            j->envp[i] = kv(name, value);
+            j->envp[i] = script_kv(name, value);
             return;
         }
     j->envp = xrealloc(j->envp, (n + 2) * sizeof *j->envp);
-    j->envp[n] = kv(name, value);
+    j->envp[n] = script_kv(name, value);
     j->envp[n + 1] = NULL;
 }
 

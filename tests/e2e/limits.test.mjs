@@ -1,5 +1,5 @@
 // Resource limits on every script and hook (RLIMIT_CPU, RLIMIT_AS,
-// RLIMIT_FSIZE, RLIMIT_NPROC through prlimit), and the result naming the
+// RLIMIT_FSIZE, RLIMIT_NPROC, set by the child before exec), and the result naming the
 // limit that ended a run (`limit` and a hint that names the flag).
 
 import { after, before, test } from 'node:test';

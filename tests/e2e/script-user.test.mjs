@@ -1,5 +1,5 @@
 // --script-user: when the server runs as root, scripts and hooks run as an
-// unprivileged user (through setpriv; nobody unless the flag names another),
+// unprivileged user (switched in the child before exec; nobody unless the flag names another),
 // with a scratch HOME of their own. A skills root that user cannot read has
 // its scripts refused with the reason (with an explicit --script-user, the
 // server does not start); --script-user root is allowed with a loud warning.

@@ -352,6 +352,152 @@ TEST(verify_at_spawn)
     skill_free(k);
 }
 
+/* The caller's timeout is bounded by the server's ceiling even where the
+ * skill asks for more than the ceiling: it can only lower what the policy
+ * gives. */
+TEST(caller_timeout_clamped_to_max)
+{
+    struct skill *k = skill_of(EXEC_FM);
+    struct run_job *j;
+    double ceiling = C.max_script_timeout;
+    C.max_script_timeout = 35;
+    /* the skill's default (40) is above the ceiling */
+    CHECK((j = prep(k, "{\"script\":\"top.sh\"}")));
+    CHECK(j->timeout_s == 35 && j->stall_s == 15);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"timeout\":1e300,\"stall_timeout\":1e300}")));
+    CHECK(j->timeout_s == 35 && j->stall_s == 15);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"huge.sh\",\"timeout\":99999}")));
+    CHECK(j->timeout_s == 35 && j->stall_s == 35);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"huge.sh\",\"timeout\":12.5}")));
+    CHECK(j->timeout_s == 12.5);
+    run_job_free(j);
+    C.max_script_timeout = ceiling;
+    skill_free(k);
+}
+
+/* The limits the runner's child sets come from the policy: RLIMIT_CPU is
+ * the run's own ceiling + 1 s unless --script-cpu-limit says otherwise, and
+ * the others are the server's. A hook gets --hook-timeout and the same
+ * limits. */
+TEST(limits_follow_policy)
+{
+    struct skill *k = skill_of(EXEC_FM);
+    struct run_job *j;
+    CHECK((j = prep(k, "{\"script\":\"scripts/sub/danger.sh\"}")));
+    CHECK_EQ(j->lim_cpu_s, 3);
+    CHECK_EQ(j->lim_as_mib, C.script_memory_mib);
+    CHECK_EQ(j->lim_fsize_mib, C.script_fsize_mib);
+    CHECK(j->lim_as_mib > 0 && j->lim_fsize_mib > 0);
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"timeout\":7.2}")));
+    CHECK_EQ(j->lim_cpu_s, 9);
+    /* a root server runs scripts as the script user, and only then is
+     * RLIMIT_NPROC set by default */
+    if (geteuid() == 0) {
+        CHECK(j->run_uid > 0 && j->run_gid > 0);
+        CHECK_EQ(j->lim_nproc, 256);
+    } else {
+        CHECK_EQ(j->run_uid, -1);
+        CHECK_EQ(j->lim_nproc, 0);
+    }
+    run_job_free(j);
+
+    char hook[4200];
+    snprintf(hook, sizeof hook, "%s/hooks/pre.sh", dir);
+    double hto = C.hook_timeout, stall = C.script_stall_timeout;
+    j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", why,
+                        sizeof why);
+    CHECK(j);
+    CHECK(j->timeout_s == 10 && j->stall_s == 0);
+    CHECK_EQ(j->lim_cpu_s, 11);
+    CHECK(j->hook);
+    run_job_free(j);
+    C.hook_timeout = 3;
+    C.script_stall_timeout = 2;
+    j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", why,
+                        sizeof why);
+    CHECK(j);
+    CHECK(j->timeout_s == 3 && j->stall_s == 2);
+    CHECK_EQ(j->lim_cpu_s, 4);
+    run_job_free(j);
+    C.hook_timeout = hto;
+    C.script_stall_timeout = stall;
+    skill_free(k);
+}
+
+/* Names a script may see: the base allowlist, the SKILL_* variables and
+ * the caller's; with proxy/TLS variables from the server's environment. */
+static int allowed_name(const char *kv, const char *caller)
+{
+    static const char *const names[] = {"PATH", "LANG", "TZ", "SKILL_NAME", "SKILL_DIR",
+                                        "SKILL_REQUEST_ID", "SKILL_OUTPUT_BUDGET_BYTES", NULL};
+    static const char *const net[] = {
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+        "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", NULL,
+    };
+    size_t n = strcspn(kv, "=");
+    if (!strncmp(kv, "LC_", 3))
+        return 1;
+    if (caller && strlen(caller) == n && !strncmp(kv, caller, n))
+        return 1;
+    for (const char *const *p = names; *p; p++)
+        if (strlen(*p) == n && !strncmp(kv, *p, n))
+            return 1;
+    for (const char *const *p = net; *p; p++)
+        if (strlen(*p) == n && !strncmp(kv, *p, n))
+            return 1;
+    return 0;
+}
+
+/* The server's own environment (its secrets, HOOK_* configuration, loader
+ * variables) never reaches a script: main() set some before script_setup. */
+TEST(server_secrets_never_passed)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct run_job *j;
+    CHECK((j = prep(k, "{\"script\":\"top.sh\",\"env\":{\"REGION\":\"eu\"}}")));
+    for (char **e = j->envp; *e; e++) {
+        if (!allowed_name(*e, "REGION"))
+            H_FAIL("a script's environment holds %s", *e);
+        CHECK(!strstr(*e, "sekrit"));
+    }
+    CHECK(!env_of(j, "SKILL_MCP_TEST_SECRET") && !env_of(j, "HOOK_AUDIT_TEST"));
+    CHECK(!env_of(j, "PYTHONSTARTUP"));
+    run_job_free(j);
+    /* hooks get the HOOK_* variables (the operator's configuration), and
+     * still no other secret */
+    char hook[4200];
+    snprintf(hook, sizeof hook, "%s/hooks/pre.sh", dir);
+    CHECK((j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", why,
+                               sizeof why)));
+    CHECK_STR(env_of(j, "HOOK_AUDIT_TEST"), "/var/log/audit");
+    CHECK_STR(env_of(j, "SKILL_HOOK"), "skill pre");
+    CHECK(!env_of(j, "SKILL_MCP_TEST_SECRET") && !env_of(j, "PYTHONSTARTUP"));
+    run_job_free(j);
+    skill_free(k);
+}
+
+/* The suffix alone picks the interpreter: a shebang neither changes it nor
+ * makes a file without a known suffix runnable. */
+TEST(interpreter_not_by_shebang)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    struct run_job *j;
+    CHECK((j = prep(k, "{\"script\":\"shebang.sh\"}")));
+    CHECK(argv_sub(j, "bash") && !argv_sub(j, "python"));
+    run_job_free(j);
+    CHECK((j = prep(k, "{\"script\":\"shebang.py\"}")));
+    CHECK(argv_sub(j, "python") && !argv_sub(j, "bash"));
+    run_job_free(j);
+    CHECK(!prep(k, "{\"script\":\"tool\"}"));
+    CHECK(strstr(why, "no interpreter"));
+    skill_free(k);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -377,6 +523,16 @@ int main(void)
     put("scripts/notes.txt", "notes\n");
     put("scripts/sub/danger.sh", "echo danger\n");
     put("references/r.md", "# r\n");
+    mk("hooks");
+    put("hooks/pre.sh", "cat >/dev/null\n");
+    put("scripts/shebang.sh", "#!/usr/bin/env python3\nprint('x')\n");
+    put("scripts/shebang.py", "#!/bin/bash\necho x\n");
+    put("scripts/tool", "#!/bin/bash\necho x\n");
+    chmod(dir, 0755);
+    /* what the server's environment holds must not leak into scripts */
+    setenv("SKILL_MCP_TEST_SECRET", "sekrit", 1);
+    setenv("HOOK_AUDIT_TEST", "/var/log/audit", 1);
+    setenv("PYTHONSTARTUP", "/tmp/sekrit.py", 1);
     char link[4200];
     snprintf(link, sizeof link, "%s/scripts/alias.sh", dir);
     if (symlink("sub/danger.sh", link) < 0) {
@@ -402,6 +558,10 @@ int main(void)
     RUN(python_cache_outside_skill);
     RUN(canonical_identity);
     RUN(verify_at_spawn);
+    RUN(caller_timeout_clamped_to_max);
+    RUN(limits_follow_policy);
+    RUN(server_secrets_never_passed);
+    RUN(interpreter_not_by_shebang);
 
     script_free(SC);
     nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
