@@ -19,7 +19,7 @@
  * that skill's own scripts/ folder (openat2 RESOLVE_BENEATH from scripts/).
  */
 #include "script.h"
-#include "script_env.h"
+#include "script_int.h"
 
 #include <ctype.h>
 #include <pwd.h>

@@ -15,7 +15,7 @@
  * HOOK_* variables. Nothing else of the server's environment.
  */
 #include "script.h"
-#include "script_env.h"
+#include "script_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -428,7 +428,7 @@ int main(void)
 
     K.qname = K.name = "hk";
     K.dir = dir;
-    K.fm = json_pack("{s:s, s:s}", "name", "hk", "description", "d");
+    K.description = "d";
     K.hook_pre = hooks[1];
     K.hook_post = hooks[2];
     Bare = K;
@@ -450,7 +450,6 @@ int main(void)
     run_free(S.runner);
     uv_loop_close(&loop);
     script_free(S.scripts);
-    json_decref(K.fm);
     nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     DONE();
 }

@@ -1,10 +1,10 @@
 /*
- * script_env.h - shared by script_env.c (the process-wide set-up) and
+ * script_int.h - shared by script_env.c (the process-wide set-up) and
  * script.c (the per-call policy): the set-up's result and the few helpers
  * both use. Not for other modules: they see struct scripts only by pointer.
  */
-#ifndef SKILL_SCRIPT_ENV_H
-#define SKILL_SCRIPT_ENV_H
+#ifndef SKILL_SCRIPT_INT_H
+#define SKILL_SCRIPT_INT_H
 
 #include <stddef.h>
 
