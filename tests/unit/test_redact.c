@@ -347,6 +347,14 @@ TEST(json_match_outside_strings_left)
     CHECK_EQ(count_of(c, "digits"), 1);
     /* the same bytes as text are redacted everywhere */
     CHECK_STR(red(s, NULL, "n: 1234567", NULL), "n: [REDACTED:digits]");
+    redact_set_free(s);
+    /* a match that ends, or starts, inside an escape takes the whole escape */
+    file = "end\tabc\\\\u00\nstart\t00e9z\n";
+    s = redact_set_parse(file, strlen(file), "f", 0, err, sizeof err);
+    CHECK(s);
+    CHECK_STR(red(s, NULL, "{\"a\": \"abc\\u00e9!\"}", NULL), "{\"a\": \"[REDACTED:end]!\"}");
+    CHECK_STR(red(s, NULL, "{\"a\": \"x\\u00e9z!\"}", NULL), "{\"a\": \"x[REDACTED:start]!\"}");
+    CHECK_STR(red(s, NULL, "[\"x\\\\u00e9z\"]", NULL), "[\"x\\\\u[REDACTED:start]\"]");
     json_decref(c);
     redact_set_free(s);
 }
