@@ -68,7 +68,11 @@ function writeSkill(skills) {
   // the pre hook adds a token to the script's environment, and a note that
   // carries a GitHub token (hook output reaches the model too)
   fs.writeFileSync(path.join(d, 'hooks', 'pre.sh'),
-    `case "$(cat)" in *env.sh*) printf '%s' '{"env": {"HOOK_TOKEN": "${HOOK_TOKEN}"}, "note": "hook saw ${GHP}"}';; esac\n`);
+    `case "$(cat)" in\n` +
+    `*env.sh*) printf '%s' '{"env": {"HOOK_TOKEN": "${HOOK_TOKEN}"}, "note": "hook saw ${GHP}"}';;\n` +
+    `*deny.sh*) printf '%s' '{"reason": "the token ${GHP} is revoked"}'; exit 1;;\n` +
+    'esac\n');
+  fs.writeFileSync(path.join(d, 'scripts', 'deny.sh'), 'echo never runs\n');
   fs.writeFileSync(path.join(d, 'references', 'deploy.pem'), `${PEM}\n`);
   fs.writeFileSync(path.join(d, 'references', 'notes.md'), `# Notes\n\nslack: ${SLACK}\n`);
 }
@@ -131,6 +135,15 @@ test('env values from the caller and from a pre hook are redacted; short ones ar
   assert.equal(s.note, 'hook saw [REDACTED:github-token]');
   assert.deepEqual(r._meta?.['skill-mcp/redacted'],
     { 'env:API_TOKEN': 1, 'env:HOOK_TOKEN': 1, 'github-token': 1 });
+});
+
+test('a hook\'s denial reason is redacted in hint', opts, async () => {
+  const r = await client.callTool({ name: 'run_skill_script', arguments: { name: 'leaky', script: 'scripts/deny.sh' } });
+  const s = r.structuredContent ?? JSON.parse(r.content[0].text);
+  assert.equal(s.status, 'denied', JSON.stringify(r));
+  assert.match(s.hint, /: the token \[REDACTED:github-token\] is revoked$/);
+  noSecret(JSON.stringify(r), 'the denied result');
+  assert.deepEqual(r._meta?.['skill-mcp/redacted'], { 'github-token': 1 });
 });
 
 test('JSON stdout still parses after redaction and stays json', opts, async () => {
