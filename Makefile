@@ -131,11 +131,13 @@ bench:
 	@bench/run.sh
 	@bench/scripts.sh
 	@bench/scale.sh
+	@bench/redact.sh
 
 bench-smoke:
 	@bench/run.sh --smoke
 	@bench/scripts.sh --smoke
 	@bench/scale.sh --smoke
+	@bench/redact.sh --smoke
 
 lint:
 	@tests/lint.sh $(BUILD)

@@ -108,6 +108,11 @@ static const struct opt opts[] = {
      "none|bwrap: run scripts and hooks under bubblewrap (default none)"},
     {"--bwrap-path", OPT_STR, O(bwrap_path), 0, 0, "FILE",
      "the bwrap binary for --sandbox bwrap (default: bwrap on PATH)"},
+    {"--redact", OPT_STR, O(redact_file), 0, 0, "FILE",
+     "more secret patterns to redact from script output, hook output and read_skill_file "
+     "(NAME PCRE2-PATTERN per line; reloaded on SIGHUP)"},
+    {"--no-redact-builtins", OPT_FLAG, O(no_redact_builtins), 0, 0, "",
+     "do not redact the built-in credential patterns (environment values still are)"},
     {"--synonyms", OPT_STR, O(synonyms), 0, 0, "FILE",
      "more synonym groups for list_skills(query), one per line, comma-separated (default: "
      "the built-in groups only)"},

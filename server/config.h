@@ -81,6 +81,10 @@ struct cfg {
     long context_tokens;                /* --context-tokens, default 128000 */
     double context_share;               /* --context-share, default 0.25 */
     size_t max_result_chars;            /* --max-result-chars, default 48000 */
+
+    /* redaction (redact.c) */
+    const char *redact_file;            /* --redact FILE: more secret patterns */
+    int no_redact_builtins;             /* --no-redact-builtins: only the file's patterns */
 };
 
 /*

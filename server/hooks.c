@@ -26,6 +26,7 @@
 #include "auth.h"
 #include "script.h"
 #include "lock.h"
+#include "redact.h"
 #include "util.h"
 
 enum { ST_GLOBAL_PRE, ST_SKILL_PRE, ST_SCRIPT, ST_SKILL_POST, ST_GLOBAL_POST, ST_DONE };
@@ -48,6 +49,7 @@ struct hook_plan {
     void *arg;
     int audit;                  /* write the audit line when the call ends */
     char digest[MANIFEST_DIGEST_LEN + 1], approved_at[LOCK_TIME_LEN + 1];
+    struct redact_env *renv;    /* the env values given to the script, redacted from its output */
 };
 
 static const char *const stage_name[] = {"global pre", "skill pre", "script", "skill post",
@@ -121,6 +123,7 @@ void hook_plan_free(struct hook_plan *p)
     }
     json_decref(p->input);
     json_decref(p->result);
+    redact_env_free(p->renv);
     free(p);
 }
 
@@ -156,6 +159,9 @@ static void finish(struct hook_plan *p)
     }
     if (p->note[0] && json_is_object(p->result))
         json_object_set_new(p->result, "note", json_string(p->note));
+    if (!p->renv && p->script)
+        p->renv = redact_env_new(p->script->envp, json_object_get(p->input, "env_keys"));
+    redact_run_result(p->S->redact, p->renv, p->result, &p->S->stats);
     json_t *r = p->result;
     p->result = NULL;
     hook_done_fn done = p->done;
@@ -399,6 +405,7 @@ static void on_script_done(struct run_job *j, void *arg)
     struct hook_plan *p = arg;
     p->result = script_result(j, p->S->cfg.max_script_concurrency, p->S->cfg.script_queue_timeout);
     p->ok = j->status == RUN_OK;
+    p->renv = redact_env_new(j->envp, json_object_get(p->input, "env_keys"));
     run_job_free(j);
     p->script = NULL;
     p->stage++;

@@ -24,6 +24,7 @@
 #include "http.h"
 #include "lock.h"
 #include "loop.h"
+#include "redact.h"
 #include "runner.h"
 #include "script.h"
 #include "shape.h"
@@ -146,6 +147,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
             skills_rescan(S->skills, 1, NULL);
             if (S->auth)
                 auth_reload(S->auth, 1);
+            redact_reload(S->redact);
             continue;
         }
         break;
@@ -402,6 +404,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    {
+        /* Fail closed: a redaction file that does not compile stops the start. */
+        char err[600];
+        S.redact = redact_open(S.cfg.redact_file, !S.cfg.no_redact_builtins, err, sizeof err);
+        if (!S.redact) {
+            fprintf(stderr, "skill-mcp: --redact %s\n", err);
+            return 2;
+        }
+    }
     if (S.cfg.auth_tokens) {
         /* Fail closed: a token file that does not load stops the start. */
         struct err e = {0};
@@ -449,6 +460,7 @@ int main(int argc, char **argv)
     stats_cleanup(&S.stats);
     x_shared_free(S.run_shared, S.run_shared_size);
     auth_free(S.auth);
+    redact_close(S.redact);
     lock_free(S.lock);
     return rc;
 }

@@ -20,6 +20,7 @@ struct scripts;
 struct tasks;
 struct lock;
 struct session_table;
+struct redact;
 
 struct srv {
     struct cfg cfg;
@@ -40,6 +41,7 @@ struct srv {
     struct tasks *tasks;        /* --enable-tasks, or NULL */
     struct lock *lock;          /* --lock / --audit-log, or NULL */
     struct session_table *sessions; /* --stateful: legacy sessions, else NULL */
+    struct redact *redact;      /* secret patterns (redact.c); NULL: nothing redacted */
 };
 
 #endif

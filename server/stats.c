@@ -26,12 +26,14 @@ static unsigned status_slot(unsigned s)
            : s >= 500 ? 5 : 4;
 }
 
-/* The skill's slot, claimed on first use (lock-free, across processes). */
-static struct stats_skill *skill_slot(struct stats *st, const char *name)
+/* The slot named name in a table of n slots (stride bytes apart, each
+ * starting with its stats_name), claimed on first use (lock-free, across
+ * processes); past 16 probes, the slot after the table ("other"). */
+static struct stats_name *named_slot(void *table, size_t stride, unsigned n, const char *name)
 {
     uint32_t h = hash_fnv1a32(name, strlen(name));
     for (unsigned probe = 0; probe < 16; probe++) {
-        struct stats_skill *k = &st->skills[(h + probe) % STATS_SKILLS];
+        struct stats_name *k = (struct stats_name *)((char *)table + ((h + probe) % n) * stride);
         int state = atomic_load(&k->state);
         if (state == 0) {
             int expect = 0;
@@ -47,7 +49,23 @@ static struct stats_skill *skill_slot(struct stats *st, const char *name)
         if (!strncmp(k->name, name, sizeof k->name - 1))
             return k;
     }
-    return &st->skills[STATS_SKILLS];
+    return (struct stats_name *)((char *)table + n * stride);
+}
+
+static struct stats_skill *skill_slot(struct stats *st, const char *name)
+{
+    return (struct stats_skill *)named_slot(st->skills, sizeof *st->skills, STATS_SKILLS, name);
+}
+
+void stats_redacted(struct stats *st, const char *name, uint64_t n)
+{
+    if (!st->redact || !name || !n)
+        return;
+    if (!strncmp(name, "env:", 4))
+        name = "env";
+    struct stats_redact *r =
+        (struct stats_redact *)named_slot(st->redact, sizeof *st->redact, STATS_REDACT, name);
+    atomic_fetch_add_explicit(&r->n, n, memory_order_relaxed);
 }
 
 void stats_skill(struct stats *st, const char *skill, enum stats_use use, int is_error)
@@ -68,9 +86,9 @@ json_t *stats_skills_json(const struct stats *st)
         const struct stats_skill *k = &st->skills[i];
         uint64_t c = atomic_load(&k->calls), e = atomic_load(&k->errors),
                  sc = atomic_load(&k->scripts);
-        if (atomic_load(&k->state) != 2 || (!c && !sc && !e))
+        if (atomic_load(&k->id.state) != 2 || (!c && !sc && !e))
             continue;
-        json_object_set_new(o, k->name,
+        json_object_set_new(o, k->id.name,
                             json_pack("{s:I, s:I, s:I}", "calls", (json_int_t)c, "errors",
                                       (json_int_t)e, "scripts", (json_int_t)sc));
     }
@@ -107,7 +125,7 @@ void stats_prometheus(const struct stats *st, struct buf *b)
                 "# TYPE skill_mcp_skill_uses_total counter\n");
     for (unsigned i = 0; i <= STATS_SKILLS; i++) {
         const struct stats_skill *k = &st->skills[i];
-        if (atomic_load(&k->state) != 2)
+        if (atomic_load(&k->id.state) != 2)
             continue;
         uint64_t v[3] = {atomic_load(&k->calls), atomic_load(&k->scripts),
                          atomic_load(&k->errors)};
@@ -115,7 +133,17 @@ void stats_prometheus(const struct stats *st, struct buf *b)
         for (int j = 0; j < 3; j++)
             if (v[j])
                 buf_printf(b, "skill_mcp_skill_uses_total{skill=\"%s\",kind=\"%s\"} %llu\n",
-                           k->name, kind[j], (unsigned long long)v[j]);
+                           k->id.name, kind[j], (unsigned long long)v[j]);
+    }
+    buf_puts(b, "# HELP skill_mcp_redactions_total Secrets replaced in what reaches the model, "
+                "by pattern (env: values the server passed to the script).\n"
+                "# TYPE skill_mcp_redactions_total counter\n");
+    for (unsigned i = 0; i <= STATS_REDACT; i++) {
+        const struct stats_redact *r = &st->redact[i];
+        uint64_t v = atomic_load(&r->n);
+        if (atomic_load(&r->id.state) == 2 && v)
+            buf_printf(b, "skill_mcp_redactions_total{pattern=\"%s\"} %llu\n", r->id.name,
+                       (unsigned long long)v);
     }
     buf_puts(b, "# HELP skill_mcp_tool_calls_total Tool calls, by tool and outcome.\n"
                 "# TYPE skill_mcp_tool_calls_total counter\n");
@@ -154,13 +182,17 @@ void stats_init(struct stats *st, const char *const *names, size_t n)
 {
     size_t tools = n * sizeof *st->tools;
     size_t reqs = sizeof(atomic_uint_fast64_t[STATS_METHODS][STATS_STATUS]);
-    st->shared_size = tools + reqs + (STATS_SKILLS + 1) * sizeof(struct stats_skill);
+    size_t skills = (STATS_SKILLS + 1) * sizeof(struct stats_skill);
+    st->shared_size = tools + reqs + skills + (STATS_REDACT + 1) * sizeof(struct stats_redact);
     char *mem = x_shared_alloc(st->shared_size);
     st->tools = (struct stats_hist *)mem;
     st->requests = (atomic_uint_fast64_t(*)[STATS_STATUS])(mem + tools);
     st->skills = (struct stats_skill *)(mem + tools + reqs);
-    snprintf(st->skills[STATS_SKILLS].name, sizeof st->skills[STATS_SKILLS].name, "other");
-    atomic_store(&st->skills[STATS_SKILLS].state, 2);
+    st->redact = (struct stats_redact *)(mem + tools + reqs + skills);
+    snprintf(st->skills[STATS_SKILLS].id.name, sizeof st->skills[STATS_SKILLS].id.name, "other");
+    atomic_store(&st->skills[STATS_SKILLS].id.state, 2);
+    snprintf(st->redact[STATS_REDACT].id.name, sizeof st->redact[STATS_REDACT].id.name, "other");
+    atomic_store(&st->redact[STATS_REDACT].id.state, 2);
     st->names = names;
     st->ntools = n;
     st->started_ns = now_ns();

@@ -28,13 +28,27 @@ struct stats_hist {
  * past it are counted as "other". */
 #define STATS_SKILLS 256
 
-struct stats_skill {
+/* A slot of a table keyed by name, claimed on first use. */
+struct stats_name {
     atomic_int state;           /* 0 free, 1 being claimed, 2 named */
     char name[96];
+};
+
+struct stats_skill {
+    struct stats_name id;
     atomic_uint_fast64_t calls, errors, scripts;
 };
 
 enum stats_use { STATS_USE_CALL, STATS_USE_SCRIPT };
+
+/* Redactions by pattern name: a bounded table like the skills' (a redaction
+ * file may name up to 200 patterns; past the table they count as "other"). */
+#define STATS_REDACT 64
+
+struct stats_redact {
+    struct stats_name id;
+    atomic_uint_fast64_t n;
+};
 
 /*
  * The counters live in one shared mapping made before workers are forked,
@@ -44,6 +58,7 @@ struct stats {
     struct stats_hist *tools;   /* one per tool, indexed as the tool table */
     atomic_uint_fast64_t (*requests)[STATS_STATUS];     /* [STATS_METHODS] */
     struct stats_skill *skills;                         /* [STATS_SKILLS + 1], last = other */
+    struct stats_redact *redact;                        /* [STATS_REDACT + 1], last = other */
     size_t shared_size;
     const char *const *names;
     size_t ntools;
@@ -64,6 +79,10 @@ json_t *stats_tools_json(const struct stats *st);
 void stats_skill(struct stats *st, const char *skill, enum stats_use use, int is_error);
 /* New reference: {skill: {calls, errors, scripts}} for the skills used. */
 json_t *stats_skills_json(const struct stats *st);
+
+/* Any thread or worker: n replacements by the redaction pattern name
+ * ("env:NAME" counts as "env": names chosen by callers are not labels). */
+void stats_redacted(struct stats *st, const char *name, uint64_t n);
 
 /* Any thread: one HTTP request answered (method may be NULL). */
 void stats_request(struct stats *st, const char *method, unsigned http_status);

@@ -29,6 +29,7 @@
 #include "json.h"
 #include "lock.h"
 #include "markdown.h"
+#include "redact.h"
 #include "script.h"
 #include "search.h"
 #include "shape.h"
@@ -58,6 +59,7 @@ struct tool_out {
     struct hook_plan *plan; /* or a script to run: the answer comes later */
     int is_error;           /* a structured result that is still an error (busy) */
     const char *skill;      /* the skill a load/read call resolved to, for per-skill stats */
+    json_t *meta;           /* the result's _meta (owned), or NULL */
     char msg[1024];
 };
 
@@ -1201,6 +1203,12 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
         o->ntexts = 1;
     }
     jail_file_cleanup(&f);
+    if (!strcmp(json_string_value(json_object_get(r, "encoding")), "utf-8")) {
+        static const char *const content[] = {"content", NULL};
+        json_t *hits = redact_members(c->S->redact, NULL, r, content, &c->S->stats);
+        if (hits)
+            o->meta = json_pack("{s:o}", REDACT_META, hits);
+    }
     o->structured = r;
     return 0;
 }
@@ -1547,6 +1555,8 @@ static char *render(struct tool_out *o, int rc, int modern, size_t *len)
         return render_ex(o, !o->is_error, modern, len);
     struct buf b;
     buf_init(&b, 0);
+    json_decref(o->meta);
+    o->meta = NULL;
     if (rc < 0) {
         json_decref(o->structured);
         o->structured = NULL;
@@ -1620,7 +1630,18 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
     free(s1);
     if (!ok)
         buf_puts(&b, ",\"isError\":true");
-    if (modern)
+    if (o->meta) {
+        /* its members join the modern tail's _meta object */
+        size_t ml;
+        char *m = jf_dumps(o->meta, &ml);
+        json_decref(o->meta);
+        o->meta = NULL;
+        if (modern)
+            buf_append(&b, ENV_MODERN_TAIL, sizeof ENV_MODERN_TAIL - 2);
+        buf_puts(&b, modern ? "," : ",\"_meta\":{");
+        buf_append(&b, m + 1, ml - 1);
+        free(m);
+    } else if (modern)
         buf_puts(&b, ENV_MODERN_TAIL);
     buf_puts(&b, "}");
     return buf_steal(&b, len);
@@ -1636,6 +1657,10 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
                          .hint = "the script printed more than fits: call it with arguments "
                                  "that make it print less (a filter, a limit, a smaller input)",
                          .texts = run_texts, .ntexts = NRUN_TEXTS};
+    if ((o.meta = json_object_get(result, "_meta"))) {    /* redact_run_result's */
+        json_incref(o.meta);
+        json_object_del(result, "_meta");
+    }
     char *bytes = render_ex(&o, ok, modern, len);
     stats_record(&S->stats, t, (uint64_t)(ms * 1e6), !ok);
     return bytes;

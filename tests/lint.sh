@@ -23,6 +23,7 @@ declare -A prefix=(
     [cli_export]='cli_' [cli_fetch]='cli_' [cli_lock]='cli_' [cli_token]='cli_' [cli_validate]='cli_'
     [util]='(x|x_|err_|buf_|log_|now_|utf8_|hash_|hex_|pct_|iso_|list_)'
     [script_env]='script_'
+    [redact]='redact_'
 )
 bad=0
 for o in "$build"/obj/*.o; do

@@ -48,6 +48,7 @@ run tsan make -s tsan
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
 run bench-scale-smoke bench/scale.sh --smoke
+run bench-redact-smoke bench/redact.sh --smoke
 run soak-smoke bench/soak.sh --smoke
 
 echo

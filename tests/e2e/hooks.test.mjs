@@ -134,7 +134,10 @@ test('allow: pre and post hooks that print nothing leave the result as the scrip
 test('env: a pre hook adds a variable and overrides the caller\'s; the others are kept', opts, async () => {
   const r = await run(client, 'h-env', 'scripts/env.sh', { env: { CALLER_VAR: 'from the caller', OTHER: 'kept' } });
   assert.equal(r.status, 'ok', r.hint);
-  assert.equal(r.stdout, 'GREETING=hello from the pre hook\nCALLER_VAR=set by the hook\nOTHER=kept\n');
+  // the values given to the script come back redacted (docs/security.md,
+  // "Redaction"): a marker where the script printed the value it was given
+  // (the caller's 'from the caller' would show as is); 'kept' is too short
+  assert.equal(r.stdout, 'GREETING=[REDACTED:env:GREETING]\nCALLER_VAR=[REDACTED:env:CALLER_VAR]\nOTHER=kept\n');
 });
 
 test('args: a pre hook replaces the arguments (it saw the caller\'s)', opts, async () => {
@@ -273,8 +276,9 @@ test('environment: HOOK_* reach hooks, never scripts; SKILL_* set; the server\'s
   const senv = JSON.parse(r.stdout);
   assert.deepEqual(Object.keys(senv).filter((k) => k.startsWith('HOOK_')), [], 'no HOOK_* variable reaches a script');
   assert.equal(senv.SERVER_SECRET, undefined);
-  assert.equal(senv.CALLER_TOKEN, 'caller-value');
-  assert.equal(senv.ORG_INJECTED, 'by-global-pre', 'env from the global pre hook reaches the script');
+  // printed back, the values are redacted: the marker is where they were
+  assert.equal(senv.CALLER_TOKEN, '[REDACTED:env:CALLER_TOKEN]');
+  assert.equal(senv.ORG_INJECTED, '[REDACTED:env:ORG_INJECTED]', 'env from the global pre hook reaches the script');
 });
 
 test('env_keys seen by the skill pre hook include the names the global pre hook added', {

@@ -422,7 +422,8 @@ test('env: refused names and values (injection variables, server-set names, bad 
   t = await callErr(client, 'run_skill_script', { name: BASICS, script: 'scripts/echo_args.py', args: [3] });
   assert.match(t, /args/);
   const r = await run(client, BASICS, 'scripts/env.py', { env: { MY_TOKEN: 'still-works' } });
-  assert.equal(JSON.parse(r.stdout).env.MY_TOKEN, 'still-works', 'the server keeps serving');
+  // printed back, the value is redacted (docs/security.md, "Redaction")
+  assert.equal(JSON.parse(r.stdout).env.MY_TOKEN, '[REDACTED:env:MY_TOKEN]', 'the server keeps serving');
 });
 
 test('stdin is data: python and bash do not run code given on stdin', opts, async () => {

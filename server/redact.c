@@ -1,0 +1,769 @@
+/*
+ * redact.c - see redact.h.
+ *
+ * One pass, leftmost first: each pattern is compiled and JIT compiled on its
+ * own, and the scan keeps, for every pattern, its next match at or after
+ * the current position. The match that starts first is replaced (of two
+ * that start at one place, the earlier pattern's: built-ins first, then the
+ * file's order), the position moves past it, and only the patterns whose
+ * next match started before the new position search again, from there. So
+ * each pattern reads the text once, from left to right, and no two
+ * replacements overlap.
+ *
+ * Why not one alternation "(p0)|(p1)|..." of all patterns: it reads the text
+ * once, but each position that starts any pattern enters the matcher, and
+ * PCRE2's JIT loses what makes a single pattern fast, the vectorised search
+ * for its first characters ("ghp_", "AKIA", "-----BEGIN"). Measured on 10
+ * MB of mixed text (bench/redact.c), the built-ins took about 3 times longer
+ * joined than one after the other. Separate patterns also keep their own
+ * meaning: back references, \Q, (*CRLF) or an extended-mode comment could
+ * not leak into a neighbour.
+ *
+ * Environment values are found with memmem (exact bytes; there are few and
+ * they are not patterns), then merged with the pattern matches before the
+ * text is rewritten once.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "redact.h"
+
+#include <errno.h>
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shape.h"
+#include "stats.h"
+#include "util.h"
+
+#define REDACT_FILE_MAX (1 << 20)
+
+struct pat {
+    char name[REDACT_NAME_MAX + 1];
+    pcre2_code *re;
+};
+
+struct redact_set {
+    struct pat *pat;
+    size_t npat;
+    uint32_t max_caps;          /* the most capture groups of one pattern */
+    struct redact_set *retired; /* the set this one replaced (freed at close) */
+};
+
+struct env_val {
+    char name[REDACT_NAME_MAX + 8];     /* "env:NAME" */
+    char *val;
+    size_t len;
+};
+
+struct redact_env {
+    struct env_val *v;
+    size_t n;
+};
+
+/*
+ * The built-in credentials. \K keeps a key or header name out of the match,
+ * so only the value is replaced. Lengths are bounded where a real
+ * credential is, so that a match never runs on through a large output.
+ */
+/* After a password's key: the value alone (\K), quoted or bare. */
+#define PW_VALUE                                                                          \
+    "[\"']?[ \\t]*[:=][ \\t]*"                                                          \
+    "(?:\"\\K[^\"\\r\\n]{1,512}|'\\K[^'\\r\\n]{1,512}|\\K[^\\s\"',;&<>]{1,512})"
+
+static const struct {
+    const char *name, *re;
+} builtin[] = {
+    /* RFC 6750 token68 after "Authorization: Bearer", as a header or a
+     * JSON/YAML member ("Authorization": "Bearer ...") */
+    {"bearer-token",
+     "(?i)(?<![A-Za-z0-9_-])authorization[\"']?[ \\t]*[:=][ \\t]*[\"']?bearer[ \\t]+\\K"
+     "[A-Za-z0-9._~+/-]+=*"},
+    {"aws-access-key", "(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"},
+    {"aws-secret-key",
+     "(?i)(?<![A-Za-z0-9])aws_secret_access_key[\"']?[ \\t]*[:=][ \\t]*[\"']?\\K"
+     "(?-i)[A-Za-z0-9/+]{30,}={0,2}"},
+    /* the whole block; one whose END is missing (output cut short) up to
+     * the end of its base64 body */
+    {"private-key",
+     "-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY-----(?:[\\s\\S]{0,32768}?-----END[A-Z0-9 ]{0,40} "
+     "PRIVATE KEY-----|[A-Za-z0-9+/=\\s:,\\\\-]*)"},
+    {"github-token",
+     "(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"
+     "(?![A-Za-z0-9_])"},
+    {"slack-token", "(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,250}"},
+    /* the value of password=, passwd:, secret= (also db_password,
+     * client_secret); two patterns of one name, each with a first letter in
+     * two cases, which the JIT searches for vectorised (one pattern would
+     * start with any of p P s S and enter the matcher far more often) */
+    {"password",
+     "(?i)(?<![A-Za-z0-9])passw(?:or)?d" PW_VALUE},
+    {"password",
+     "(?i)(?<![A-Za-z0-9])secret" PW_VALUE},
+};
+#define NBUILTIN (sizeof builtin / sizeof *builtin)
+
+static const uint32_t COMPILE_OPTS = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE;
+
+/* ---- parsing and compiling ------------------------------------------------- */
+
+static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line)
+        snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
+    else
+        snprintf(err, errlen, "%s: %s", file, msg);
+    utf8_sanitize(err);
+}
+
+struct src {
+    char name[REDACT_NAME_MAX + 1];
+    char *re;
+    size_t relen;
+    size_t line;            /* 0: built-in */
+    pcre2_code *code;
+};
+
+static int name_ok(const char *s, size_t n)
+{
+    if (!n || n > REDACT_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Compiles one pattern, JIT included. */
+static int compile_one(struct src *p, const char *file, char *err, size_t errlen)
+{
+    int ec;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)p->re, p->relen, COMPILE_OPTS, &ec, &off, NULL);
+    if (!re) {
+        PCRE2_UCHAR m[256];
+        pcre2_get_error_message(ec, m, sizeof m);
+        perr(err, errlen, p->line ? file : "built-in pattern", p->line,
+             "pattern '%s' does not compile at offset %zu: %s", p->name, (size_t)off,
+             (char *)m);
+        return -1;
+    }
+    size_t minlen = 0;
+    pcre2_pattern_info(re, PCRE2_INFO_MINLENGTH, &minlen);
+    if (!minlen) {
+        pcre2_code_free(re);
+        perr(err, errlen, file, p->line,
+             "pattern '%s' can match the empty string; it must match at least one character",
+             p->name);
+        return -1;
+    }
+    int jr = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    if (jr)
+        log_warn("redact: no JIT for pattern '%s' (PCRE2 error %d); it is matched interpreted",
+                 p->name, jr);
+    p->code = re;
+    return 0;
+}
+
+struct redact_set *redact_set_parse(const char *text, size_t n, const char *file, int builtins,
+                                    char *err, size_t errlen)
+{
+    struct src *p = xcalloc(NBUILTIN + REDACT_MAX_PATTERNS, sizeof *p);
+    size_t np = 0, line = 0;
+    struct redact_set *set = NULL;
+    if (!file)
+        file = "(redact)";
+    if (builtins)
+        for (size_t i = 0; i < NBUILTIN; i++, np++) {
+            snprintf(p[np].name, sizeof p[np].name, "%s", builtin[i].name);
+            p[np].re = xstrdup(builtin[i].re);
+            p[np].relen = strlen(builtin[i].re);
+        }
+    size_t nb = np;
+    const char *s = text ? text : "", *end = s + (text ? n : 0);
+    while (s < end) {
+        const char *eol = memchr(s, '\n', (size_t)(end - s));
+        const char *e = eol ? eol : end;
+        line++;
+        const char *q = s;
+        s = eol ? eol + 1 : end;
+        while (e > q && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        while (q < e && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q == e || *q == '#')
+            continue;
+        if (memchr(q, '\0', (size_t)(e - q))) {
+            perr(err, errlen, file, line, "a NUL byte in the line");
+            goto out;
+        }
+        const char *ne = q;
+        while (ne < e && *ne != ' ' && *ne != '\t')
+            ne++;
+        const char *r = ne;
+        while (r < e && (*r == ' ' || *r == '\t'))
+            r++;
+        if (!name_ok(q, (size_t)(ne - q))) {
+            perr(err, errlen, file, line,
+                 "'%.*s' is not a pattern name (1-%d of A-Z a-z 0-9 _ . -), then tabs or "
+                 "spaces and the pattern",
+                 (int)(ne - q > 80 ? 80 : ne - q), q, REDACT_NAME_MAX);
+            goto out;
+        }
+        if (r == e) {
+            perr(err, errlen, file, line, "'%.*s' has no pattern: write NAME, then tabs or "
+                                          "spaces, then a PCRE2 pattern",
+                 (int)(ne - q), q);
+            goto out;
+        }
+        if (np - nb >= REDACT_MAX_PATTERNS) {
+            perr(err, errlen, file, line, "more than %d patterns", REDACT_MAX_PATTERNS);
+            goto out;
+        }
+        struct src *cur = &p[np];
+        memcpy(cur->name, q, (size_t)(ne - q));
+        for (size_t i = 0; i < np; i++)
+            if (!strcmp(p[i].name, cur->name)) {
+                if (p[i].line)
+                    perr(err, errlen, file, line, "the name '%s' is already used on line %zu",
+                         cur->name, p[i].line);
+                else
+                    perr(err, errlen, file, line, "the name '%s' is a built-in pattern's",
+                         cur->name);
+                goto out;
+            }
+        cur->re = xstrndup(r, (size_t)(e - r));
+        cur->relen = (size_t)(e - r);
+        cur->line = line;
+        np++;
+    }
+    for (size_t i = 0; i < np; i++)
+        if (compile_one(&p[i], file, err, errlen) < 0)
+            goto out;
+    set = xcalloc(1, sizeof *set);
+    set->npat = np;
+    set->pat = xcalloc(np ? np : 1, sizeof *set->pat);
+    for (size_t i = 0; i < np; i++) {
+        memcpy(set->pat[i].name, p[i].name, sizeof set->pat[i].name);
+        set->pat[i].re = p[i].code;
+        p[i].code = NULL;
+        uint32_t caps = 0;
+        pcre2_pattern_info(set->pat[i].re, PCRE2_INFO_CAPTURECOUNT, &caps);
+        if (caps > set->max_caps)
+            set->max_caps = caps;
+    }
+out:
+    for (size_t i = 0; i < np; i++) {
+        free(p[i].re);
+        pcre2_code_free(p[i].code);
+    }
+    free(p);
+    return set;
+}
+
+void redact_set_free(struct redact_set *s)
+{
+    while (s) {
+        struct redact_set *next = s->retired;
+        for (size_t i = 0; i < s->npat; i++)
+            pcre2_code_free(s->pat[i].re);
+        free(s->pat);
+        free(s);
+        s = next;
+    }
+}
+
+const char *redact_builtin(size_t i, const char **name)
+{
+    if (i >= NBUILTIN)
+        return NULL;
+    *name = builtin[i].name;
+    return builtin[i].re;
+}
+
+size_t redact_set_count(const struct redact_set *s)
+{
+    return s ? s->npat : 0;
+}
+
+const char *redact_set_name(const struct redact_set *s, size_t i)
+{
+    return s && i < s->npat ? s->pat[i].name : NULL;
+}
+
+/* ---- environment values ------------------------------------------------------ */
+
+struct redact_env *redact_env_new(char *const *envp, json_t *names)
+{
+    struct redact_env *e = xcalloc(1, sizeof *e);
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v) {
+        const char *name = json_string_value(v);
+        size_t nl = name ? strlen(name) : 0;
+        if (!nl || nl > REDACT_NAME_MAX)
+            continue;
+        for (char *const *p = envp; p && *p; p++) {
+            if (strncmp(*p, name, nl) || (*p)[nl] != '=')
+                continue;
+            const char *val = *p + nl + 1;
+            size_t len = strlen(val);
+            /* A short value ("1", "true", "eu-west-1"'s "eu") occurs all over
+             * ordinary output: replacing it would wreck the output and, by
+             * where the markers fall, tell the value anyway. Credentials are
+             * longer than this. */
+            if (len < REDACT_ENV_MIN)
+                break;
+            e->v = xrealloc(e->v, (e->n + 1) * sizeof *e->v);
+            snprintf(e->v[e->n].name, sizeof e->v[e->n].name, "env:%s", name);
+            e->v[e->n].val = xstrndup(val, len);
+            e->v[e->n].len = len;
+            e->n++;
+            break;
+        }
+    }
+    if (!e->n) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void redact_env_free(struct redact_env *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->n; i++)
+        free(e->v[i].val);
+    free(e->v);
+    free(e);
+}
+
+/* ---- matching ------------------------------------------------------------------ */
+
+struct hit {
+    size_t s, e;
+    const char *name;
+    int order;              /* env values first, then patterns in order */
+};
+
+struct hits {
+    struct hit *h;
+    size_t n, cap;
+};
+
+static void hit_add(struct hits *H, size_t s, size_t e, const char *name, int order)
+{
+    if (H->n == H->cap) {
+        H->cap = H->cap ? H->cap * 2 : 16;
+        H->h = xrealloc(H->h, H->cap * sizeof *H->h);
+    }
+    H->h[H->n++] = (struct hit){s, e, name, order};
+}
+
+static int hit_cmp(const void *a, const void *b)
+{
+    const struct hit *x = a, *y = b;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return x->order - y->order;
+}
+
+/* The next match of re at or after from that is not empty (an empty one,
+ * possible only through \K, steps one character). 1 found, 0 none, <0 the
+ * matcher's error. */
+static int next_match(const pcre2_code *re, const char *t, size_t n, size_t from,
+                      pcre2_match_data *md, size_t *s, size_t *e)
+{
+    while (from < n) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)t, n, from, 0, md, NULL);
+        if (rc == PCRE2_ERROR_NOMATCH)
+            return 0;
+        if (rc < 0)
+            return rc;
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (ov[1] > ov[0]) {
+            *s = ov[0];
+            *e = ov[1];
+            return 1;
+        }
+        from = ov[1] > from ? ov[1] : from + 1;
+        while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
+            from++;
+    }
+    return 0;
+}
+
+/* Pattern matches, leftmost first (see the top). -1 when the matcher failed. */
+static int find_patterns(const struct redact_set *set, const char *t, size_t n, struct hits *H)
+{
+    if (!set || !set->npat || !n)
+        return 0;
+    pcre2_match_data *md = pcre2_match_data_create(set->max_caps + 1, NULL);
+    if (!md)
+        return -1;
+    struct next {
+        size_t s, e;
+        int state;          /* 0 to search, 1 found, 2 no more */
+    } *nx = xcalloc(set->npat, sizeof *nx);
+    size_t pos = 0;
+    int r = 0;
+    for (;;) {
+        size_t best = set->npat;
+        for (size_t i = 0; i < set->npat; i++) {
+            if (nx[i].state == 2)
+                continue;
+            if (nx[i].state == 0 || nx[i].s < pos) {
+                int rc = next_match(set->pat[i].re, t, n, pos, md, &nx[i].s, &nx[i].e);
+                if (rc < 0) {
+                    PCRE2_UCHAR m[256];
+                    pcre2_get_error_message(rc, m, sizeof m);
+                    log_error("redact: matching '%s' failed (%s); the text is withheld",
+                              set->pat[i].name, (char *)m);
+                    r = -1;
+                    goto done;
+                }
+                nx[i].state = rc ? 1 : 2;
+                if (!rc)
+                    continue;
+            }
+            if (best == set->npat || nx[i].s < nx[best].s)
+                best = i;
+        }
+        if (best == set->npat)
+            break;
+        hit_add(H, nx[best].s, nx[best].e, set->pat[best].name, 1 + (int)best);
+        pos = nx[best].e;
+    }
+done:
+    free(nx);
+    pcre2_match_data_free(md);
+    return r;
+}
+
+static void find_env(const struct redact_env *E, const char *t, size_t n, struct hits *H)
+{
+    for (size_t i = 0; E && i < E->n; i++) {
+        const char *p = t, *end = t + n;
+        while ((size_t)(end - p) >= E->v[i].len) {
+            const char *m = memmem(p, (size_t)(end - p), E->v[i].val, E->v[i].len);
+            if (!m)
+                break;
+            hit_add(H, (size_t)(m - t), (size_t)(m - t) + E->v[i].len, E->v[i].name, 0);
+            p = m + E->v[i].len;
+        }
+    }
+}
+
+/* Overlapping hits become one, named by the first (sorted) of them. */
+static void merge(struct hits *H)
+{
+    if (H->n < 2)
+        return;
+    qsort(H->h, H->n, sizeof *H->h, hit_cmp);
+    size_t w = 0;
+    for (size_t i = 1; i < H->n; i++) {
+        if (H->h[i].s < H->h[w].e) {
+            if (H->h[i].e > H->h[w].e)
+                H->h[w].e = H->h[i].e;
+        } else
+            H->h[++w] = H->h[i];
+    }
+    H->n = w + 1;
+}
+
+/* ---- JSON text: string spans ------------------------------------------------ */
+
+struct span {
+    size_t s, e;            /* the content between the quotes */
+    int key;
+};
+
+/* The strings of valid JSON (or JSON Lines) text, in order. */
+static struct span *json_spans(const char *t, size_t n, size_t *count)
+{
+    struct span *sp = NULL;
+    size_t ns = 0, cap = 0;
+    size_t i = 0;
+    while (i < n) {
+        const char *q = memchr(t + i, '"', n - i);
+        if (!q)
+            break;
+        size_t s = (size_t)(q - t) + 1, j = s;
+        while (j < n && t[j] != '"')
+            j += t[j] == '\\' ? 2 : 1;
+        if (j > n)
+            j = n;
+        size_t k = j + 1;
+        while (k < n && (t[k] == ' ' || t[k] == '\t' || t[k] == '\r' || t[k] == '\n'))
+            k++;
+        if (ns == cap) {
+            cap = cap ? cap * 2 : 64;
+            sp = xrealloc(sp, cap * sizeof *sp);
+        }
+        sp[ns++] = (struct span){s, j, k < n && t[k] == ':'};
+        i = j + 1;
+    }
+    *count = ns;
+    return sp;
+}
+
+/*
+ * Keeps each hit inside the string it starts in and off the middle of an
+ * escape; drops hits that start outside every string.
+ */
+static void clip_json(const char *t, size_t n, struct hits *H, int *key)
+{
+    size_t ns;
+    struct span *sp = json_spans(t, n, &ns);
+    size_t k = 0, w = 0, p = 0, p_span = (size_t)-1;
+    for (size_t i = 0; i < H->n; i++) {
+        struct hit h = H->h[i];
+        while (k < ns && sp[k].e <= h.s)
+            k++;
+        if (k == ns || h.s < sp[k].s)
+            continue;
+        if (h.e > sp[k].e)
+            h.e = sp[k].e;
+        if (p_span != k) {
+            p_span = k;
+            p = sp[k].s;
+        }
+        /* walk the escapes up to the hit; p never goes back */
+        size_t rs = h.s, re = h.e;
+        while (p < re) {
+            size_t len = 1;
+            if (t[p] == '\\')
+                len = p + 1 < n && t[p + 1] == 'u' ? 6 : 2;
+            if (p < rs && p + len > rs)
+                rs = p;
+            if (p < re && p + len > re)
+                re = p + len;
+            p += len;
+        }
+        if (re > sp[k].e)
+            re = sp[k].e;
+        if (w && rs < H->h[w - 1].e)
+            rs = H->h[w - 1].e;     /* widened into the previous one */
+        if (rs >= re)
+            continue;
+        key[w] = sp[k].key;
+        H->h[w++] = (struct hit){rs, re, h.name, h.order};
+    }
+    H->n = w;
+    free(sp);
+}
+
+/*
+ * shape_format_of, without its parse of the whole text when the ends already
+ * say "text": JSON (and each line of JSON Lines) ends with } ] " a digit or
+ * the e or l of true, false, null; a value over several lines begins with {
+ * or [, and otherwise the first line alone must be one.
+ */
+static enum shape_format format_of(const char *t, size_t n)
+{
+    size_t i = 0, z = n;
+    while (i < n && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || t[i] == '\n'))
+        i++;
+    while (z > i && (t[z - 1] == ' ' || t[z - 1] == '\t' || t[z - 1] == '\r' || t[z - 1] == '\n'))
+        z--;
+    if (i == n || !t[z - 1] || !strchr("}]\"0123456789el", t[z - 1]))
+        return SHAPE_TEXT;
+    char c = t[i];
+    if (c == '{' || c == '[' || c == '"')
+        return shape_format_of(t, n);
+    if (!c || !strchr("-0123456789tfn", c))
+        return SHAPE_TEXT;
+    const char *nl = memchr(t + i, '\n', n - i);
+    if (shape_format_of(t + i, nl ? (size_t)(nl - t) - i : n - i) == SHAPE_TEXT)
+        return SHAPE_TEXT;
+    return shape_format_of(t, n);
+}
+
+char *redact_text(const struct redact_set *set, const struct redact_env *E, const char *t,
+                  size_t n, size_t *outlen, json_t *counts)
+{
+    struct hits H = {0};
+    if (find_patterns(set, t, n, &H) < 0) {
+        /* fail closed: a text that could not be checked is not passed on */
+        free(H.h);
+        if (counts)
+            json_object_set_new(counts, "error",
+                                json_integer(json_integer_value(json_object_get(counts, "error")) + 1));
+        static const char withheld[] = "[REDACTED:error]";
+        *outlen = sizeof withheld - 1;
+        return xstrdup(withheld);
+    }
+    find_env(E, t, n, &H);
+    if (!H.n) {
+        free(H.h);
+        return NULL;
+    }
+    merge(&H);
+    int *key = NULL;
+    enum shape_format f = format_of(t, n);
+    if (f != SHAPE_TEXT) {
+        key = xcalloc(H.n, sizeof *key);
+        clip_json(t, n, &H, key);
+        if (!H.n) {
+            free(key);
+            free(H.h);
+            return NULL;
+        }
+    }
+    struct buf b;
+    buf_init(&b, 0);
+    buf_reserve(&b, n + H.n * 32);
+    size_t at = 0;
+    unsigned nkey = 0;
+    for (size_t i = 0; i < H.n; i++) {
+        buf_append(&b, t + at, H.h[i].s - at);
+        if (key && key[i])
+            buf_printf(&b, "[REDACTED:%s#%u]", H.h[i].name, ++nkey);
+        else
+            buf_printf(&b, "[REDACTED:%s]", H.h[i].name);
+        at = H.h[i].e;
+        if (counts)
+            json_object_set_new(counts, H.h[i].name,
+                                json_integer(json_integer_value(json_object_get(counts, H.h[i].name)) + 1));
+    }
+    buf_append(&b, t + at, n - at);
+    free(key);
+    free(H.h);
+    return buf_steal(&b, outlen);
+}
+
+/* ---- the server's instance ------------------------------------------------- */
+
+struct redact {
+    char *file;
+    int builtins;
+    _Atomic(struct redact_set *) cur;
+    pthread_mutex_t mu;     /* one reload at a time */
+};
+
+static struct redact_set *load(const char *file, int builtins, char *err, size_t errlen)
+{
+    if (!file)
+        return redact_set_parse(NULL, 0, NULL, builtins, err, errlen);
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        perr(err, errlen, file, 0, "cannot read the redaction file: %s", strerror(errno));
+        return NULL;
+    }
+    char *text = xmalloc(REDACT_FILE_MAX + 1);
+    size_t n = fread(text, 1, REDACT_FILE_MAX + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    struct redact_set *s = NULL;
+    if (bad)
+        perr(err, errlen, file, 0, "cannot read the redaction file");
+    else if (n > REDACT_FILE_MAX)
+        perr(err, errlen, file, 0, "the redaction file is over %d bytes", REDACT_FILE_MAX);
+    else
+        s = redact_set_parse(text, n, file, builtins, err, errlen);
+    free(text);
+    return s;
+}
+
+struct redact *redact_open(const char *file, int builtins, char *err, size_t errlen)
+{
+    struct redact_set *s = load(file, builtins, err, errlen);
+    if (!s)
+        return NULL;
+    struct redact *r = xcalloc(1, sizeof *r);
+    r->file = file ? xstrdup(file) : NULL;
+    r->builtins = builtins;
+    atomic_store(&r->cur, s);
+    pthread_mutex_init(&r->mu, NULL);
+    return r;
+}
+
+int redact_reload(struct redact *r)
+{
+    if (!r || !r->file)
+        return 0;
+    char err[512];
+    pthread_mutex_lock(&r->mu);
+    struct redact_set *s = load(r->file, r->builtins, err, sizeof err);
+    int rc = -1;
+    if (!s) {
+        log_error("redaction patterns not reloaded, keeping the %zu loaded: %s",
+                  atomic_load(&r->cur)->npat, err);
+    } else {
+        /* a request may still be matching with the old set: it is kept */
+        s->retired = atomic_load(&r->cur);
+        atomic_store_explicit(&r->cur, s, memory_order_release);
+        log_info("%s: %zu redaction patterns loaded", r->file, s->npat);
+        rc = 1;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+void redact_close(struct redact *r)
+{
+    if (!r)
+        return;
+    redact_set_free(atomic_load(&r->cur));
+    pthread_mutex_destroy(&r->mu);
+    free(r->file);
+    free(r);
+}
+
+json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj,
+                       const char *const *fields, struct stats *st)
+{
+    if (!r || !json_is_object(obj))
+        return NULL;
+    const struct redact_set *set = atomic_load_explicit(&r->cur, memory_order_acquire);
+    json_t *counts = json_object();
+    for (const char *const *f = fields; *f; f++) {
+        json_t *v = json_object_get(obj, *f);
+        if (!json_is_string(v))
+            continue;
+        size_t len;
+        char *out = redact_text(set, e, json_string_value(v), json_string_length(v), &len,
+                                counts);
+        /* valid UTF-8 in, replacements of ASCII on character boundaries
+         * (or whole escapes) out: still valid, no need to check it again */
+        if (out)
+            json_object_set_new(obj, *f, json_stringn_nocheck(out, len));
+        free(out);
+    }
+    if (!json_object_size(counts)) {
+        json_decref(counts);
+        return NULL;
+    }
+    const char *name;
+    json_t *c;
+    json_object_foreach(counts, name, c)
+        if (st)
+            stats_redacted(st, name, (uint64_t)json_integer_value(c));
+    return counts;
+}
+
+void redact_run_result(struct redact *r, const struct redact_env *e, json_t *result,
+                       struct stats *st)
+{
+    static const char *const fields[] = {"stdout", "stderr", "hint", "note", NULL};
+    if (!json_is_object(result))
+        return;
+    json_object_del(result, "_meta");
+    json_t *counts = redact_members(r, e, result, fields, st);
+    if (counts)
+        json_object_set_new(result, "_meta", json_pack("{s:o}", REDACT_META, counts));
+}

@@ -1,0 +1,91 @@
+/*
+ * redact.h - secrets taken out of what reaches the model.
+ *
+ * Script stdout and stderr, what hooks put in a result, and the text of
+ * read_skill_file pass through here before they are shaped: every match of
+ * a pattern (built-in credentials, and those of --redact FILE) and every
+ * value the server itself put in the script's environment is replaced by
+ * [REDACTED:<name>]. The rules are in docs/security.md, "Redaction".
+ *
+ * A set of patterns is compiled once (JIT) and a text is scanned once, left
+ * to right, all patterns together: the leftmost match is replaced first.
+ * Sets are immutable; redact_reload swaps in a new one (readers never lock).
+ */
+#ifndef SKILL_REDACT_H
+#define SKILL_REDACT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define REDACT_NAME_MAX 64          /* a pattern name: [A-Za-z0-9_.-]{1,64} */
+#define REDACT_MAX_PATTERNS 200
+#define REDACT_ENV_MIN 8            /* shorter environment values are not redacted */
+#define REDACT_META "skill-mcp/redacted"    /* result _meta key: {name: count} */
+
+struct redact_set;
+struct redact;
+struct redact_env;
+struct stats;
+
+/*
+ * Parses a redaction file's text (name, then tabs or spaces, then a PCRE2
+ * pattern, per line; blank lines and '#' comments skipped) and compiles it,
+ * after the built-in patterns when builtins is set. file names the text in
+ * messages. NULL on error, with "file:line: what" in err. text may be NULL
+ * (no file).
+ */
+struct redact_set *redact_set_parse(const char *text, size_t n, const char *file, int builtins,
+                                    char *err, size_t errlen);
+void redact_set_free(struct redact_set *s);
+/* The i-th built-in pattern's source and name, or NULL past the last. */
+const char *redact_builtin(size_t i, const char **name);
+size_t redact_set_count(const struct redact_set *s);
+const char *redact_set_name(const struct redact_set *s, size_t i);
+
+/*
+ * The environment values a run was given on purpose: those of names (an
+ * array of strings: the caller's env argument and what pre hooks added),
+ * looked up in envp ("NAME=value" strings, NULL-terminated). Values shorter
+ * than REDACT_ENV_MIN are left out. NULL when none is left.
+ */
+struct redact_env *redact_env_new(char *const *envp, json_t *names);
+void redact_env_free(struct redact_env *e);
+
+/*
+ * Redacts s[0..n): returns a new buffer (NUL-terminated, *outlen set) when
+ * anything was replaced, NULL when the text is unchanged. Each replacement
+ * adds 1 to counts[name] (counts may be NULL). Text that is JSON or JSON
+ * Lines (shape_format_of) stays JSON: a replacement is kept inside the
+ * string it starts in, never splits an escape, and a key gets a number
+ * (`[REDACTED:name#1]`) so that two keys do not become one; a match that
+ * starts outside a string is left alone. s or e may be NULL.
+ */
+char *redact_text(const struct redact_set *s, const struct redact_env *e, const char *text,
+                  size_t n, size_t *outlen, json_t *counts);
+
+/* ---- the server's instance ------------------------------------------------- */
+
+/* Loads file (NULL: built-ins only); NULL with "file:line: what" in err. */
+struct redact *redact_open(const char *file, int builtins, char *err, size_t errlen);
+/* SIGHUP: reads the file again; 1 swapped in, -1 kept the loaded set (logged). */
+int redact_reload(struct redact *r);
+void redact_close(struct redact *r);
+
+/*
+ * Redacts the string members of obj named in fields (NULL-terminated),
+ * records the counts in st (may be NULL) and returns them, a new reference
+ * ({name: count}), or NULL when nothing was replaced. r NULL: nothing done.
+ */
+json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj,
+                       const char *const *fields, struct stats *st);
+
+/*
+ * A run_skill_script result (stdout, stderr, hint, note): redacted, and the
+ * counts put in its "_meta" member as {REDACT_META: counts}, which the
+ * renderer moves to the CallToolResult's _meta. Any other "_meta" is
+ * dropped.
+ */
+void redact_run_result(struct redact *r, const struct redact_env *e, json_t *result,
+                       struct stats *st);
+
+#endif
