@@ -14,7 +14,7 @@ fi
 declare -A prefix=(
     [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [skills]='skills_'
     [jail]='jail_' [http]='http_' [rpc]='rpc_' [mcp]='mcp_' [resources]='res_' [tools]='tools_'
-    [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_'
+    [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_' [oauth]='oauth_' [jwt]='jwt_'
     [util]='(x|x_|err_|buf_|log_|now_|utf8_)'
 )
 bad=0
