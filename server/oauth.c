@@ -743,22 +743,25 @@ static int sig_ok(const struct key *k, const char *token, const struct jwt *j, s
     return ok;
 }
 
-/* 1 verified, 0 bad signature, -1 no key of the set may verify it. */
+/* 1 verified, 0 bad signature, -2 the key named does not take the token's
+ * algorithm, -1 no key of the set is named (by kid, or by family when the
+ * token names none): only then may a refetch find it. */
 static int verify_with(const struct keyset *ks, const char *token, size_t n,
                        const struct jwt *j)
 {
-    int tried = 0;
+    int tried = 0, named = 0;
     for (size_t i = 0; ks && i < ks->n; i++) {
         const struct key *k = &ks->k[i];
         if (j->kid && (!k->kid || strcmp(k->kid, j->kid)))
             continue;
+        named = 1;
         if (!key_takes(k, j->alg))
             continue;
         tried = 1;
         if (sig_ok(k, token, j, n))
             return 1;
     }
-    return tried ? 0 : -1;
+    return tried ? 0 : named && j->kid ? -2 : -1;
 }
 
 enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
@@ -782,7 +785,7 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
     struct keyset *ks = acquire(o);
     int ok = verify_with(ks, tok, n, &j);
     release(o, ks);
-    if (ok < 0 && demand_refetch(o)) {
+    if (ok == -1 && demand_refetch(o)) {
         ks = acquire(o);
         ok = verify_with(ks, tok, n, &j);
         release(o, ks);
@@ -794,6 +797,11 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
             ensure_thread(o);
             pthread_mutex_unlock(&o->mu);
         }
+    }
+    if (ok == -2) {
+        snprintf(r->why, sizeof r->why, "the token's algorithm \"%.32s\" is not its key's",
+                 j.alg);
+        goto out;
     }
     if (ok < 0) {
         snprintf(r->why, sizeof r->why, "the token is signed with a key the authorization "

@@ -233,6 +233,21 @@ test('HS256 signed with the public key is refused', { timeout: TEST_TIMEOUT }, a
   }
 });
 
+test("the algorithm must be the key's: PS256 under an RS256 key is refused", { timeout: TEST_TIMEOUT }, async () => {
+  const k = await rsKey();
+  const { kid, alg, use, ...bare } = k;
+  const key = crypto.createPrivateKey({ key: bare, format: 'jwk' });
+  const input = `${b64u(JSON.stringify({ alg: 'PS256', kid }))}.${b64u(JSON.stringify(claims()))}`;
+  const sig = crypto.sign('sha256', Buffer.from(input), {
+    key, padding: crypto.constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 });
+  // the same key signs a valid RS256 token, so only the algorithm decides
+  const good = await post(srv.url, ping, bearer(signWith(k, { alg: 'RS256', kid }, claims())));
+  assert.equal(good.status, 200, good.text);
+  const r = await post(srv.url, ping, bearer(`${input}.${b64u(sig)}`));
+  assert.equal(r.status, 401);
+  assert.match(r.json.error.message, /algorithm "PS256" is not its key's/);
+});
+
 test('a token without every required scope gets 403 naming all of them', { timeout: TEST_TIMEOUT }, async () => {
   const t = await token('team-agent', { scope: 'skills:read' });
   const r = await post(srv.url, ping, bearer(t));
