@@ -725,8 +725,8 @@ static int sig_ok(const struct key *k, const char *token, const struct jwt *j, s
         EVP_MD_CTX_free(ctx);
         return ok;
     }
-    /* libjose checks the header's alg against the JWK's own when it has one;
-     * key_takes has already held the alg to the key's family. */
+    /* libjose verifies with the header's alg and does not hold it to the
+     * JWK's: key_takes has done that (the key's alg, else its family). */
     size_t hl = (size_t)(strchr(token, '.') - token);
     json_t *jws = json_pack("{s:s%, s:s%, s:s%}", "protected", token, hl, "payload",
                             token + hl + 1, j->signing_len - hl - 1, "signature",

@@ -318,6 +318,12 @@ test('a plain-http issuer off loopback is refused at start', { timeout: TEST_TIM
     assert.equal(r.status, 2, `${flag}: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`${flag}.*https://`));
   }
+  // metadata naming another issuer (RFC 8414 3.3) stops the start
+  const alias = issuer.replace('127.0.0.1', 'localhost');
+  const m = spawnSync(BIN, ['--skills', os.tmpdir(), '--port', '0', '--oauth-issuer', alias],
+    { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(m.status, 2, m.stderr);
+  assert.match(m.stderr, /its metadata names the issuer "http:\/\/127\.0\.0\.1:\d+"; they must be equal/);
   // an issuer whose metadata cannot be had stops the start too
   const r = spawnSync(BIN, ['--skills', os.tmpdir(), '--port', '0', '--oauth-issuer', 'http://127.0.0.1:1'],
     { encoding: 'utf8', timeout: 10_000 });

@@ -43,13 +43,14 @@ function makeProvider(issuer, keys) {
       response_types: [],
       scope: 'skills:read skills:run',
     })),
-    scopes: ['skills:read', 'skills:run'],
+    scopes: ['openid', 'offline_access', 'skills:read', 'skills:run'],
     jwks: { keys },
     enabledJWA: {
       clientCredentials: undefined,
     },
     features: {
       devInteractions: { enabled: false },
+      registration: { enabled: true },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
