@@ -12,7 +12,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 PORT    ?= 8000
 CC      ?= cc
-PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl
+PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl jose
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla \

@@ -33,6 +33,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "oauth.h"
 #include "util.h"
 
 #define DIGEST_LEN 32
@@ -43,6 +44,7 @@
 struct auth_slot {
     pthread_mutex_t mu;             /* guards the bucket and script counts */
     atomic_int used;                /* 1 once name is written (release) */
+    atomic_int oauth;               /* 1 once an OAuth token named this client */
     char name[AUTH_MAX_ID + 1];
     int bucket_init;
     double tokens;
@@ -104,6 +106,7 @@ static int slot_get(struct auth_shared *sh, const char *name)
 
 struct auth_entry {
     char *id;
+    char *groups;                   /* "groups=" field: comma-separated, or NULL */
     unsigned char digest[DIGEST_LEN];
     int rpm;
     int slot;
@@ -129,14 +132,17 @@ struct auth {
     dev_t dev;
     struct auth_shared *sh;
     int worker;
+    struct oauth *oauth;            /* --oauth-issuer, or NULL */
 };
 
 static void table_free(struct auth_table *t)
 {
     while (t) {
         struct auth_table *next = t->retired;
-        for (int i = 0; i < t->n; i++)
+        for (int i = 0; i < t->n; i++) {
             free(t->e[i].id);
+            free(t->e[i].groups);
+        }
         free(t->e);
         free(t->index);
         free(t);
@@ -200,13 +206,32 @@ static int parse_line(char *line, int lineno, const char *file, struct auth_entr
     if (n == 0)
         return 1;   /* blank or comment */
     if (n < 2) {
-        err_set(err, lineno, 0, "%s:%d: missing field: expected \"client_id sha256hex [rpm]\"",
-                file, lineno);
+        err_set(err, lineno, 0, "%s:%d: missing field: expected \"client_id sha256hex [rpm] "
+                "[groups=LIST]\"", file, lineno);
         return -1;
     }
+    /* The last field may be groups=a,b (any position after the hash). */
+    const char *groups = NULL;
+    size_t glen = 0;
+    if (n >= 3 && n <= 4 && fl[n - 1] >= 7 && !strncmp(f[n - 1], "groups=", 7)) {
+        groups = f[n - 1] + 7;
+        glen = fl[n - 1] - 7;
+        n--;
+        for (size_t i = 0, start = 0; i <= glen; i++) {
+            if (i < glen && groups[i] != ',')
+                continue;
+            if (i == start || !id_valid(groups + start, i - start)) {
+                err_set(err, lineno, 0, "%s:%d: groups \"%.*s\": a comma-separated list of "
+                        "names of 1-%d characters of A-Z a-z 0-9 . _ - @", file, lineno,
+                        (int)(glen > 64 ? 64 : glen), groups, AUTH_MAX_ID);
+                return -1;
+            }
+            start = i + 1;
+        }
+    }
     if (n > 3) {
-        err_set(err, lineno, 0, "%s:%d: too many fields: expected \"client_id sha256hex [rpm]\"",
-                file, lineno);
+        err_set(err, lineno, 0, "%s:%d: too many fields: expected \"client_id sha256hex [rpm] "
+                "[groups=LIST]\"", file, lineno);
         return -1;
     }
     if (!id_valid(f[0], fl[0])) {
@@ -242,6 +267,7 @@ static int parse_line(char *line, int lineno, const char *file, struct auth_entr
         e->rpm = (int)v;
     }
     e->id = xstrndup(f[0], fl[0]);
+    e->groups = groups ? xstrndup(groups, glen) : NULL;
     e->line = lineno;
     return 0;
 }
@@ -278,6 +304,7 @@ static struct auth_table *table_read(FILE *fp, const char *file, struct err *err
                 err_set(err, lineno, 0, "%s:%d: %s \"%s\" (line %d)", file, lineno, why,
                         t->e[i].id, t->e[i].line);
                 free(e.id);
+                free(e.groups);
                 goto fail;
             }
         }
@@ -285,6 +312,7 @@ static struct auth_table *table_read(FILE *fp, const char *file, struct err *err
             err_set(err, lineno, 0, "%s:%d: more than %d clients", file, lineno,
                     AUTH_MAX_CLIENTS);
             free(e.id);
+            free(e.groups);
             goto fail;
         }
         if (t->n == cap) {
@@ -365,11 +393,13 @@ static void remember(struct auth *a, const struct stat *st)
 struct auth *auth_load(const char *file, struct err *err)
 {
     struct stat st;
-    struct auth_table *t = table_load(file, &st, err);
+    memset(&st, 0, sizeof st);
+    /* No file: OAuth alone; the table stays empty. */
+    struct auth_table *t = file ? table_load(file, &st, err) : xcalloc(1, sizeof *t);
     if (!t)
         return NULL;
     struct auth *a = xcalloc(1, sizeof *a);
-    a->file = xstrdup(file);
+    a->file = file ? xstrdup(file) : NULL;
     a->sh = x_shared_alloc(sizeof *a->sh);
     robust_init(&a->sh->mu);
     for (int i = 0; i < AUTH_MAX_CLIENTS; i++)
@@ -382,7 +412,7 @@ struct auth *auth_load(const char *file, struct err *err)
     }
     remember(a, &st);
     atomic_store_explicit(&a->cur, t, memory_order_release);
-    if (t->n == 0)
+    if (file && t->n == 0)
         log_warn("%s: no client in the token file: every request will be refused", file);
     return a;
 }
@@ -391,6 +421,7 @@ void auth_free(struct auth *a)
 {
     if (!a)
         return;
+    oauth_free(a->oauth);
     table_free(atomic_load(&a->cur));
     pthread_mutex_destroy(&a->reload_mu);
     x_shared_free(a->sh, sizeof *a->sh);
@@ -400,7 +431,7 @@ void auth_free(struct auth *a)
 
 int auth_reload(struct auth *a, int force)
 {
-    if (!a)
+    if (!a || !a->file)
         return 0;
     pthread_mutex_lock(&a->reload_mu);
     struct stat st;
@@ -460,10 +491,9 @@ static int token68_char(unsigned char c)
     return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
 }
 
-const char *auth_check(struct auth *a, const char *authorization)
+/* The token of "Bearer <token>" (RFC 6750 token68), or NULL. */
+static const char *bearer(const char *authorization, size_t max, size_t *len)
 {
-    if (!a || !authorization)
-        return NULL;
     const char *p = authorization;
     while (*p == ' ' || *p == '\t')
         p++;
@@ -480,7 +510,15 @@ const char *auth_check(struct auth *a, const char *authorization)
     size_t end = n;
     while (p[end] == ' ' || p[end] == '\t')
         end++;
-    if (n == 0 || n > AUTH_MAX_TOKEN || p[end] != '\0')
+    if (n == 0 || n > max || p[end] != '\0')
+        return NULL;
+    *len = n;
+    return p;
+}
+
+static const struct auth_entry *static_match(struct auth *a, const char *p, size_t n)
+{
+    if (n > AUTH_MAX_TOKEN)
         return NULL;
     unsigned char d[DIGEST_LEN];
     if (sha256(p, n, d))
@@ -494,7 +532,88 @@ const char *auth_check(struct auth *a, const char *authorization)
         found = (found & ~mask) | (((size_t)i + 1) & mask);
     }
     OPENSSL_cleanse(d, sizeof d);
-    return found ? t->e[found - 1].id : NULL;
+    return found ? &t->e[found - 1] : NULL;
+}
+
+const char *auth_check(struct auth *a, const char *authorization)
+{
+    size_t n;
+    const char *p = a && authorization ? bearer(authorization, AUTH_MAX_TOKEN, &n) : NULL;
+    const struct auth_entry *e = p ? static_match(a, p, n) : NULL;
+    return e ? e->id : NULL;
+}
+
+int auth_oauth_init(struct auth *a, const struct cfg *c, int port, struct err *err)
+{
+    a->oauth = oauth_new(c, port, err);
+    return a->oauth ? 0 : -1;
+}
+
+/* An OAuth client's id, kept for the server's life in its shared slot (the
+ * pointer returned stays valid like a token-file id), marked as OAuth so its
+ * scripts are counted. NULL when AUTH_MAX_CLIENTS ids are taken. */
+static const char *oauth_intern(struct auth *a, const char *id)
+{
+    int i = slot_get(a->sh, id);
+    if (i < 0)
+        return NULL;
+    atomic_store_explicit(&a->sh->slots[i].oauth, 1, memory_order_release);
+    return a->sh->slots[i].name;
+}
+
+int auth_verify(struct auth *a, const char *authorization, struct auth_who *w)
+{
+    memset(w, 0, sizeof *w);
+    if (!authorization) {
+        snprintf(w->why, sizeof w->why, "Unauthorized: send Authorization: Bearer <token>");
+        return AUTH_NO_TOKEN;
+    }
+    size_t n = 0;
+    const char *p = bearer(authorization, a->oauth ? JWT_MAX_LEN : AUTH_MAX_TOKEN, &n);
+    const struct auth_entry *e = p ? static_match(a, p, n) : NULL;
+    if (e) {
+        w->client = e->id;
+        if (e->groups)
+            snprintf(w->groups, sizeof w->groups, "%s", e->groups);
+        return AUTH_OK;
+    }
+    if (!p || !a->oauth) {
+        snprintf(w->why, sizeof w->why, "Unauthorized: the bearer token is not valid");
+        return AUTH_INVALID;
+    }
+    struct oauth_result r;
+    enum oauth_verdict v = oauth_verify(a->oauth, p, n, &r);
+    if (v == OAUTH_OK || v == OAUTH_SCOPE) {
+        w->client = oauth_intern(a, r.client);
+        if (!w->client) {
+            log_error("oauth: more than %d client ids seen; client \"%s\" refused",
+                      AUTH_MAX_CLIENTS, r.client);
+            snprintf(w->why, sizeof w->why, "Unauthorized: this server cannot take another "
+                     "client id");
+            return AUTH_INVALID;
+        }
+        snprintf(w->groups, sizeof w->groups, "%s", r.groups);
+    }
+    if (v == OAUTH_OK)
+        return AUTH_OK;
+    snprintf(w->why, sizeof w->why, "%s: %s", v == OAUTH_SCOPE ? "Forbidden" : "Unauthorized",
+             r.why);
+    log_debug("oauth: token refused: %s", r.why);
+    return v == OAUTH_SCOPE ? AUTH_SCOPE : AUTH_INVALID;
+}
+
+const char *auth_challenge(struct auth *a, int verdict)
+{
+    if (a && a->oauth)
+        return oauth_challenge(a->oauth, (enum oauth_verdict)verdict);
+    /* error= only when a token was sent (RFC 6750 3.1) */
+    return verdict == AUTH_NO_TOKEN ? "Bearer realm=\"skill-mcp\""
+                                    : "Bearer realm=\"skill-mcp\", error=\"invalid_token\"";
+}
+
+int auth_metadata(struct auth *a, const char *url, char **body, size_t *len)
+{
+    return a && a->oauth ? oauth_metadata(a->oauth, url, body, len) : -1;
 }
 
 /* ---- rate limits ----------------------------------------------------------- */
@@ -558,19 +677,28 @@ int auth_rate(struct auth *a, const char *client, int *limit, int *remaining, in
 
 /* ---- script slots ---------------------------------------------------------- */
 
+static struct auth_slot *slot_by_name(struct auth *a, const char *client);
+
 static struct auth_slot *slot_of(struct auth *a, const char *client)
 {
     const struct auth_entry *e =
         a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
-    return e ? &a->sh->slots[e->slot] : NULL;
+    if (e)
+        return &a->sh->slots[e->slot];
+    /* An OAuth client is in no table: its slot is found by name. */
+    struct auth_slot *s = a && a->oauth && client ? slot_by_name(a, client) : NULL;
+    return s && atomic_load_explicit(&s->oauth, memory_order_acquire) ? s : NULL;
 }
 
 /* A revoked client's scripts are still given back: find the slot by name. */
 static struct auth_slot *slot_by_name(struct auth *a, const char *client)
 {
-    struct auth_slot *s = slot_of(a, client);
-    if (s || !a || !client)
-        return s;
+    const struct auth_entry *e =
+        a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+    if (e)
+        return &a->sh->slots[e->slot];
+    if (!a || !client)
+        return NULL;
     uint32_t i = hash_fnv1a32(client, strlen(client)) % AUTH_MAX_CLIENTS;
     for (int n = 0; n < AUTH_MAX_CLIENTS; n++, i = (i + 1) % AUTH_MAX_CLIENTS) {
         struct auth_slot *t = &a->sh->slots[i];

@@ -4,12 +4,13 @@
  * The token file (--auth-tokens FILE) names one client per line:
  *
  *     # comment
- *     client_id  sha256hex  [rpm]
+ *     client_id  sha256hex  [rpm]  [groups=LIST]
  *
  * client_id is 1-64 characters of [A-Za-z0-9._@-]; sha256hex is the 64 hex
  * digits of SHA-256 of the whole token as presented ("smcp_..."); rpm is the
- * client's requests per minute (0 or absent = unlimited). Tokens are never
- * held in clear: only their digests are read and compared.
+ * client's requests per minute (0 or absent = unlimited); LIST is the
+ * client's groups, comma-separated names of the same characters. Tokens are
+ * never held in clear: only their digests are read and compared.
  *
  * Ownership and threads:
  *   - auth_load() builds a struct auth owned by the caller (auth_free()). It
@@ -25,10 +26,13 @@
  *     reloads its own copy of the table (SIGHUP is forwarded to every worker).
  *   - auth_set_script_cap, auth_set_worker: at start-up, before threads.
  *
- * OAuth 2.1 resource-server mode (later): auth_check is the one verifier
- * entry point the HTTP layer calls; it can become a dispatch over a verifier
- * interface (static tokens, JWT/introspection) that all return a client id.
- * Limits are keyed by that id only, so they stay as they are.
+ * OAuth 2.1 resource-server mode (--oauth-issuer, oauth.h): auth_verify is
+ * the one entry point the HTTP layer calls; a token of the file wins, else a
+ * JWT access token is checked by oauth.c. Both name a client id and groups;
+ * an OAuth client's id is kept in its shared slot (so it stays valid like a
+ * file's, and its scripts are counted by --max-scripts-per-client). The ids
+ * share one namespace: an OAuth client whose id is a token-file client's IS
+ * that client (tasks, caps). OAuth clients have no rpm.
  */
 #ifndef SKILL_AUTH_H
 #define SKILL_AUTH_H
@@ -45,9 +49,10 @@ struct err;
 #define AUTH_MAX_RPM 1000000
 
 struct auth;
+struct cfg;
 
 /*
- * Loads FILE. Any malformed line fails closed: returns NULL with a message
+ * Loads FILE (NULL: no token file, OAuth only). Any malformed line fails closed: returns NULL with a message
  * naming the file and line in *err (err->line set too). A file with no
  * client is valid (every request is then refused). Call before forking.
  */
@@ -61,6 +66,39 @@ void auth_free(struct auth *a);
  * installed, 0 when nothing changed, -1 on error. Any thread.
  */
 int auth_reload(struct auth *a, int force);
+
+/*
+ * With --oauth-issuer: sets up the OAuth verifier (oauth_new: discovery and
+ * the first JWKS fetch, blocking). port is the port listened on. Before
+ * forking. Returns 0, or -1 with *err set.
+ */
+int auth_oauth_init(struct auth *a, const struct cfg *c, int port, struct err *err);
+
+/* What auth_verify decided (the values of enum oauth_verdict). */
+enum { AUTH_OK = 0, AUTH_NO_TOKEN, AUTH_INVALID, AUTH_SCOPE };
+
+struct auth_who {
+    const char *client;         /* valid until auth_free; NULL when refused for no token */
+    char groups[256];           /* comma-separated, or "" */
+    char why[256];              /* the refusal, for the client */
+};
+
+/*
+ * Checks an Authorization header value (NULL: none was sent). Returns
+ * AUTH_OK (w->client set), AUTH_NO_TOKEN / AUTH_INVALID (answer 401) or
+ * AUTH_SCOPE (403; w->client set). Any thread; may wait up to 5 s when a
+ * token names a signing key not yet fetched (oauth.h).
+ */
+int auth_verify(struct auth *a, const char *authorization, struct auth_who *w);
+
+/* The WWW-Authenticate value for a refusal (static storage or a's). */
+const char *auth_challenge(struct auth *a, int verdict);
+
+/*
+ * The RFC 9728 protected-resource metadata served at url: 0 with a malloc'd
+ * JSON body, -1 when there is none (no --oauth-issuer, or another path).
+ */
+int auth_metadata(struct auth *a, const char *url, char **body, size_t *len);
 
 /* Number of clients in the current table. Any thread. */
 int auth_count(struct auth *a);

@@ -86,6 +86,16 @@ static const struct opt opts[] = {
      "stdout and stderr retained per script, each (default 1048576)"},
     {"--auth-tokens", OPT_STR, O(auth_tokens), 0, 0, "FILE",
      "require a bearer token from this file (client_id sha256 [rpm] per line)"},
+    {"--oauth-issuer", OPT_STR, O(oauth_issuer), 0, 0, "URL",
+     "accept OAuth 2.1 JWT access tokens from this authorization server (https://, or "
+     "http:// on loopback)"},
+    {"--oauth-audience", OPT_STR, O(oauth_audience), 0, 0, "URI",
+     "this server's resource URI that tokens must name in aud (default "
+     "http[s]://HOST:PORT/PATH; set it behind a proxy)"},
+    {"--oauth-jwks", OPT_STR, O(oauth_jwks), 0, 0, "URL",
+     "the issuer's JWKS, instead of the jwks_uri of its metadata"},
+    {"--oauth-scopes", OPT_STR, O(oauth_scopes), 0, 0, "LIST",
+     "scopes every OAuth token must hold, comma-separated (default: none)"},
     {"--public-index", OPT_FLAG, O(public_index), 0, 0, "",
      "with --auth-tokens, serve the discovery index and its archives without a token"},
     {"--metrics-public", OPT_FLAG, O(metrics_public), 0, 0, "",
@@ -377,6 +387,15 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
         fprintf(stderr, "skill-mcp: --lock-serve approved needs --lock-store DIR\n");
         return -1;
     }
+    if ((c->oauth_audience || c->oauth_jwks || c->oauth_scopes) && !c->oauth_issuer) {
+        fprintf(stderr, "skill-mcp: --oauth-audience, --oauth-jwks and --oauth-scopes need "
+                        "--oauth-issuer URL\n");
+        return -1;
+    }
+    if (c->oauth_issuer && cfg_url_refused(c->oauth_issuer))
+        return bad("--oauth-issuer", c->oauth_issuer, cfg_url_refused(c->oauth_issuer));
+    if (c->oauth_jwks && cfg_url_refused(c->oauth_jwks))
+        return bad("--oauth-jwks", c->oauth_jwks, cfg_url_refused(c->oauth_jwks));
     if (c->stateful && c->workers > 1) {
         /* Workers share one listening socket and the kernel picks which one
          * accepts, so no load balancer can route a session back to the
@@ -429,4 +448,29 @@ int cfg_is_loopback(const char *h)
         return IN6_IS_ADDR_LOOPBACK(&a6) ||
                (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
     return 0;
+}
+
+const char *cfg_url_refused(const char *url)
+{
+    if (!url || !*url)
+        return "it is empty";
+    if (!strncasecmp(url, "https://", 8))
+        return url[8] ? NULL : "it names no host";
+    if (strncasecmp(url, "http://", 7))
+        return "it must be an https:// URL";
+    const char *h = url + 7, *end = h;
+    if (*h == '[')
+        end = strchr(h, ']') ? strchr(h, ']') + 1 : h + strlen(h);
+    else
+        end = h + strcspn(h, ":/?#");
+    char host[256];
+    size_t n = (size_t)(end - h);
+    const char *at = strchr(h, '@');
+    if (n == 0 || n >= sizeof host || (at && at < h + strcspn(h, "/?#")))
+        return "it must be an https:// URL";
+    memcpy(host, h, n);
+    host[n] = '\0';
+    return cfg_is_loopback(host) ? NULL
+                                 : "it must be https:// (plain http is allowed to a loopback "
+                                   "address only)";
 }

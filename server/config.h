@@ -47,6 +47,10 @@ struct cfg {
     const char *synonyms;               /* --synonyms FILE: more search synonym groups */
     const char *script_user;            /* --script-user: run scripts and hooks as this user */
     const char *auth_tokens;            /* --auth-tokens FILE: bearer tokens, per-client rpm */
+    const char *oauth_issuer;           /* --oauth-issuer URL: JWT access tokens (oauth.h) */
+    const char *oauth_audience;         /* --oauth-audience URI, default http[s]://HOST:PORT/PATH */
+    const char *oauth_jwks;             /* --oauth-jwks URL: skip the issuer's metadata */
+    const char *oauth_scopes;           /* --oauth-scopes LIST: every token must hold these */
     int public_index;                   /* --public-index: discovery needs no token */
     int metrics_public;                 /* --metrics-public: /metrics needs no token */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */
@@ -100,5 +104,11 @@ void cfg_set_usage_commands(void (*fn)(FILE *f));
 
 /* 1 when host names a loopback address (127.0.0.0/8, ::1, localhost). */
 int cfg_is_loopback(const char *host);
+
+/*
+ * NULL when url may name an issuer or a JWKS: https://, or http:// to a
+ * loopback address (tests, local set-ups). Else the reason, static.
+ */
+const char *cfg_url_refused(const char *url);
 
 #endif

@@ -28,6 +28,7 @@
 #include "call.h"
 #include "discovery.h"
 #include "envelope.h"
+#include "oauth.h"
 #include "rpc.h"
 #include "runner.h"
 #include "session.h"
@@ -50,6 +51,7 @@ struct req {
     unsigned status;            /* what was answered, for the log and metrics */
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
     const char *client;         /* authenticated client id (borrowed from auth), or NULL */
+    const char *challenge;      /* WWW-Authenticate of a 401/403 refusal (borrowed), or NULL */
     int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
     struct call *call;          /* the MCP request, once its body is read */
     /* the answer; for a pending call the connection is parked until it comes */
@@ -127,12 +129,8 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
         snprintf(v, sizeof v, "%d", rq->rl_reset > 0 ? rq->rl_reset : 1);
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
     }
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                /* error= only when a token was sent (RFC 6750 §3.1);
-                                 * the caller passes rq for a missing token */
-                                rq ? "Bearer realm=\"skill-mcp\""
-                                   : "Bearer realm=\"skill-mcp\", error=\"invalid_token\"");
+    if (rq && rq->challenge)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, rq->challenge);
     enum MHD_Result ret = MHD_queue_response(con, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -472,7 +470,8 @@ static void metrics_text(struct http *h, struct buf *b)
 static int is_ops_path(const char *url)
 {
     return !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics") ||
-           !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX));
+           !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX)) ||
+           !strncmp(url, OAUTH_PRM_PATH, strlen(OAUTH_PRM_PATH));
 }
 
 /*
@@ -485,12 +484,13 @@ static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
 {
     const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
                                                     MHD_HTTP_HEADER_AUTHORIZATION);
-    rq->client = auth_check(S->auth, authz);
-    if (!rq->client) {
-        rq->status = MHD_HTTP_UNAUTHORIZED;
-        *ret = reply_error(con, authz ? NULL : rq, MHD_HTTP_UNAUTHORIZED,
-                           authz ? "Unauthorized: the bearer token is not valid"
-                                 : "Unauthorized: send Authorization: Bearer <token>");
+    struct auth_who who;
+    int v = auth_verify(S->auth, authz, &who);
+    rq->client = who.client;
+    if (v != AUTH_OK) {
+        rq->status = v == AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED;
+        rq->challenge = auth_challenge(S->auth, v);
+        *ret = reply_error(con, rq, rq->status, who.why);
         return -1;
     }
     int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining, &rq->rl_reset);
@@ -565,6 +565,19 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
                               RPC_INVALID_REQUEST,
                               rc == -ENOENT ? "Not Found: no such skill artifact"
                                             : "the artifact cannot be built; see the server log");
+        return 1;
+    }
+    if (!strncmp(url, OAUTH_PRM_PATH, strlen(OAUTH_PRM_PATH))) {
+        /* RFC 9728 metadata: public by design (it is how a client without a
+         * token learns where to get one). */
+        char *body = NULL;
+        size_t len = 0;
+        buf_cleanup(&b);
+        rq->status = 1;
+        *ret = auth_metadata(h->S->auth, url, &body, &len) == 0
+                   ? send_bytes(con, MHD_HTTP_OK, body, len, "application/json")
+                   : send_error(con, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
+                                "Not Found: no protected-resource metadata here");
         return 1;
     }
     if (!strcmp(url, "/metrics")) {

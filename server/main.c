@@ -413,7 +413,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (S.cfg.auth_tokens) {
+    if (S.cfg.auth_tokens || S.cfg.oauth_issuer) {
         /* Fail closed: a token file that does not load stops the start. */
         struct err e = {0};
         S.auth = auth_load(S.cfg.auth_tokens, &e);
@@ -422,7 +422,8 @@ int main(int argc, char **argv)
             return 2;
         }
         auth_set_script_cap(S.auth, S.cfg.max_scripts_per_client);
-        log_info("auth: %d client(s) from %s", auth_count(S.auth), S.cfg.auth_tokens);
+        if (S.cfg.auth_tokens)
+            log_info("auth: %d client(s) from %s", auth_count(S.auth), S.cfg.auth_tokens);
     }
     if (S.cfg.lock_file || S.cfg.audit_log) {
         /* Fail closed: a lock that does not parse stops the start. */
@@ -444,6 +445,16 @@ int main(int argc, char **argv)
         rc = 2;                 /* the reason is logged */
     else
         listen_fd = http_listen(&S.cfg, &port);
+    if (listen_fd >= 0 && S.cfg.oauth_issuer) {
+        /* Fail closed: an issuer whose keys cannot be had stops the start. */
+        struct err e = {0};
+        if (auth_oauth_init(S.auth, &S.cfg, port, &e) < 0) {
+            fprintf(stderr, "skill-mcp: %s\n", e.msg);
+            close(listen_fd);
+            listen_fd = -1;
+            rc = 2;
+        }
+    }
     if (S.scripts)
         script_set_output_budget(S.scripts, shape_budget_bytes(&S.budget));
 

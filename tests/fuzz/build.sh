@@ -26,7 +26,7 @@ CFLAGS="$CFLAGS $(pkg-config --cflags $PKGS)"
 # Every source is compiled once (instrumented, not linked as a fuzzer) and
 # each target links what it needs: four targets link the whole server, and
 # compiling it four times was most of this script's time.
-ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl"
+ALL="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl jose"
 OBJ="$OUT/obj"
 rm -rf "$OBJ"
 mkdir -p "$OBJ"
@@ -43,6 +43,8 @@ link() {    # link TARGET OBJECTS LIBS
 for t in frontmatter fmfast markdown shape shapejson json; do
     link "$t" "$SMALL" "$LIBS" &
 done
+# The JWT splitter and claims checks need jansson and libjose's base64url.
+link jwt "$OBJ/jwt.o" "$(pkg-config --libs jansson jose) -lm" &
 wait
 # The request path, the URI resolver, the lock parser, fetch's index and
 # archive reading and redaction link the whole server but main.c.
@@ -51,7 +53,7 @@ for t in rpc uri lock fetch redact; do
     [ "$t" = uri ] && wait
 done
 wait
-for t in frontmatter fmfast markdown shape shapejson json rpc uri lock fetch redact; do
+for t in frontmatter fmfast markdown shape shapejson json jwt rpc uri lock fetch redact; do
     [ -x "$OUT/fuzz_$t" ] || { echo "FAIL: fuzz_$t did not build" >&2; exit 1; }
 done
 
@@ -153,7 +155,7 @@ fuzz_one() {    # fuzz_one TARGET: 0 when it ran its time without a crash
     lock) seeds=$LSEEDS ;;
     fetch) seeds=$FSEEDS ;;
     fmfast) seeds=$MSEEDS ;;
-    shape | shapejson | uri | json | redact) seeds=tests/fuzz/seeds-$t ;;
+    shape | shapejson | uri | json | jwt | redact) seeds=tests/fuzz/seeds-$t ;;
     *) seeds=$SEEDS ;;
     esac
     [ -f "tests/fuzz/$t.dict" ] && dict="-dict=tests/fuzz/$t.dict"
@@ -167,7 +169,7 @@ fuzz_one() {    # fuzz_one TARGET: 0 when it ran its time without a crash
 
 # One target per core at a time: the smoke is time-boxed per target, so the
 # run takes half as long on two cores and each target fuzzes as long.
-TARGETS="frontmatter fmfast markdown rpc shape shapejson uri lock fetch json redact"
+TARGETS="frontmatter fmfast markdown rpc shape shapejson uri lock fetch json jwt redact"
 JOBS=$(nproc)
 set -- $TARGETS
 while [ $# -gt 0 ]; do

@@ -181,6 +181,49 @@ TEST(check_tokens)
     auth_free(a);
 }
 
+/* groups=LIST: carried to auth_verify; a bad list fails closed, naming the line. */
+TEST(token_file_groups)
+{
+    char h[65], h2[65], text[512];
+    snprintf(text, sizeof text, "ops %s 10 groups=platform,oncall\nsolo %s groups=x\n",
+             hexof("smcp_ops", h), hexof("smcp_solo", h2));
+    put(text);
+    struct err e;
+    memset(&e, 0, sizeof e);
+    struct auth *a = auth_load(path, &e);
+    CHECK(a);
+    struct auth_who w;
+    CHECK_EQ(auth_verify(a, "Bearer smcp_ops", &w), AUTH_OK);
+    CHECK_STR(w.client, "ops");
+    CHECK_STR(w.groups, "platform,oncall");
+    CHECK_EQ(auth_verify(a, "Bearer smcp_solo", &w), AUTH_OK);
+    CHECK_STR(w.groups, "x");
+    CHECK_EQ(auth_verify(a, "Bearer smcp_nope", &w), AUTH_INVALID);
+    CHECK(!w.client);
+    CHECK_EQ(auth_verify(a, NULL, &w), AUTH_NO_TOKEN);
+    CHECK_STR(auth_challenge(a, AUTH_NO_TOKEN), "Bearer realm=\"skill-mcp\"");
+    CHECK(strstr(auth_challenge(a, AUTH_INVALID), "error=\"invalid_token\""));
+    auth_free(a);
+    const char *bad[] = {"groups=", "groups=a,,b", "groups=a b", "groups=,a", "groups=a/b"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "ok %s %s\n", h, bad[i]);
+        put(text);
+        memset(&e, 0, sizeof e);
+        a = auth_load(path, &e);
+        if (a) {
+            H_FAIL("\"%s\" was accepted", bad[i]);
+            auth_free(a);
+            return;
+        }
+        CHECK_EQ(e.line, 1);
+    }
+    snprintf(text, sizeof text, "ok %s 5 groups=a extra\n", h);
+    put(text);
+    memset(&e, 0, sizeof e);
+    CHECK(!auth_load(path, &e));
+    CHECK(strstr(e.msg, "too many fields"));
+}
+
 TEST(reload_revokes)
 {
     struct auth *a = load3();
@@ -511,6 +554,7 @@ int main(void)
     RUN(load_three_clients);
     RUN(malformed_fails_closed);
     RUN(check_tokens);
+    RUN(token_file_groups);
     RUN(reload_revokes);
     RUN(bucket_rpm_60);
     RUN(bucket_refill);
