@@ -10,6 +10,16 @@
 #include "proto.h"
 #include "util.h"
 
+json_t *env_server_info(void)
+{
+    return json_pack("{s:s, s:s}", "name", SERVER_NAME, "version", SKILL_VERSION);
+}
+
+json_t *env_notification(const char *method, json_t *params)
+{
+    return json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
+}
+
 void env_decorate_modern(json_t *result, int64_t ttl_ms)
 {
     json_object_set_new(result, "resultType", json_string("complete"));
@@ -18,8 +28,7 @@ void env_decorate_modern(json_t *result, int64_t ttl_ms)
         meta = json_object();
         json_object_set_new(result, "_meta", meta);
     }
-    json_object_set_new(meta, "io.modelcontextprotocol/serverInfo",
-                        json_pack("{s:s, s:s}", "name", "skill-mcp", "version", SKILL_VERSION));
+    json_object_set_new(meta, "io.modelcontextprotocol/serverInfo", env_server_info());
     if (ttl_ms >= 0) {
         json_object_set_new(result, "ttlMs", json_integer(ttl_ms));
         json_object_set_new(result, "cacheScope", json_string("public"));

@@ -13,15 +13,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.h"
+
 /* What env_decorate_modern() adds (no ttl), as bytes to append to a result
  * object rendered by hand (before its closing brace). */
 #define ENV_MODERN_TAIL                                                            \
     ",\"resultType\":\"complete\",\"_meta\":{\"io.modelcontextprotocol/serverInfo\":" \
-    "{\"name\":\"skill-mcp\",\"version\":\"" SKILL_VERSION "\"}}"
+    "{\"name\":\"" SERVER_NAME "\",\"version\":\"" SKILL_VERSION "\"}}"
 
 /* The 2026-07-28 result members: resultType, serverInfo _meta and, when
  * ttl_ms >= 0, ttlMs/cacheScope. */
 void env_decorate_modern(json_t *result, int64_t ttl_ms);
+
+/* The 2026-07-28 serverInfo member's value: {"name", "version"}. */
+json_t *env_server_info(void);
+
+/* A JSON-RPC notification object: {"jsonrpc", "method", "params"};
+ * params is stolen. */
+json_t *env_notification(const char *method, json_t *params);
 
 /* A result object. modern: decorated first unless it already says its
  * resultType (then only a cacheable one, ttl_ms >= 0, gets its ttl). */

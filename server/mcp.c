@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "envelope.h"
 #include "hooks.h"
 #include "json.h"
 #include "proto.h"
@@ -37,7 +38,7 @@ json_t *mcp_capabilities(void)
 
 static json_t *server_info(void)
 {
-    return json_pack("{s:s, s:s, s:s}", "name", "skill-mcp", "title", "skill-mcp skill library",
+    return json_pack("{s:s, s:s, s:s}", "name", SERVER_NAME, "title", SERVER_NAME " skill library",
                      "version", SKILL_VERSION);
 }
 
@@ -236,13 +237,14 @@ static void run_line(const char *line, size_t len, void *arg)
     char *text = script_utf8_repair(line, len, &n, &changed);
     c->progress += 1;
     if (c->progress_token)
-        push_note(c, json_pack("{s:s, s:s, s:{s:O, s:f, s:s%}}", "jsonrpc", "2.0", "method",
-                               "notifications/progress", "params", "progressToken",
-                               c->progress_token, "progress", c->progress, "message", text, n));
+        push_note(c, env_notification("notifications/progress",
+                                      json_pack("{s:O, s:f, s:s%}", "progressToken",
+                                                c->progress_token, "progress", c->progress,
+                                                "message", text, n)));
     if (c->log_stream)
-        push_note(c, json_pack("{s:s, s:s, s:{s:s, s:s, s:s%}}", "jsonrpc", "2.0", "method",
-                               "notifications/message", "params", "level", "info", "logger",
-                               "run_skill_script", "data", text, n));
+        push_note(c, env_notification("notifications/message",
+                                      json_pack("{s:s, s:s, s:s%}", "level", "info", "logger",
+                                                "run_skill_script", "data", text, n)));
     free(text);
 }
 

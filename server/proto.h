@@ -56,4 +56,7 @@ static inline const char *proto_supports(const char *version, int mask)
     return NULL;
 }
 
+/* The server's name in initialize, serverInfo _meta, metadata and stats. */
+#define SERVER_NAME "skill-mcp"
+
 #endif

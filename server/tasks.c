@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "call.h"
+#include "envelope.h"
 #include "hooks.h"
 #include "proto.h"
 #include "runner.h"
@@ -775,8 +776,8 @@ int tasks_create(struct call *c)
     if (c->modern) {
         json_object_set_new(task, "resultType", json_string("task"));
         json_object_set_new(task, "_meta",
-                            json_pack("{s:{s:s, s:s}}", "io.modelcontextprotocol/serverInfo",
-                                      "name", "skill-mcp", "version", SKILL_VERSION));
+                            json_pack("{s:o}", "io.modelcontextprotocol/serverInfo",
+                                      env_server_info()));
         call_result(c, task);
     } else {
         call_result(c, json_pack("{s:o}", "task", task));

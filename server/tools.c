@@ -24,6 +24,7 @@
 #include "auth.h"
 #include "call.h"
 #include "envelope.h"
+#include "proto.h"
 #include "hooks.h"
 #include "jail.h"
 #include "json.h"
@@ -1235,7 +1236,7 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
     iso_utc(c->snap->built_at, at, sizeof at);
     o->structured = json_pack(
         "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:o}, s:o}", "server",
-        "name", "skill-mcp", "version", SKILL_VERSION, "uptime_s",
+        "name", SERVER_NAME, "version", SKILL_VERSION, "uptime_s",
         (double)(now_ns() - c->S->stats.started_ns) / 1e9, "index", "generation",
         (json_int_t)c->snap->generation, "skills", (json_int_t)c->snap->n, "errors",
         (json_int_t)errors, "warnings", (json_int_t)(json_array_size(c->snap->errors) - errors),
