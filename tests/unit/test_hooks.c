@@ -326,7 +326,11 @@ TEST(the_child_sets_user_and_limits)
     CHECK(r && ok);
     const char *out = str(r, "stdout");
     CHECK(out);
-    printf("# %s", out);
+    for (const char *l = out; *l;) {       /* all of it, for a failure's reader */
+        size_t n = strcspn(l, "\n");
+        printf("# %.*s\n", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
     char line[200];
     if (geteuid() == 0) {
         snprintf(line, sizeof line, "Uid:\t%d\t%d\t%d\t%d\n", run_uid, run_uid, run_uid,
