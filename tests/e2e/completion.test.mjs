@@ -1,0 +1,174 @@
+// Completion of pending calls under hostile clients: a client that goes
+// away mid-script (plain JSON and SSE), a cancel of a running script, a
+// batch, two calls with one id, SIGTERM mid-script, and tasks/result waits
+// that lose their client. Each script is marked, so that what survives its
+// run can be seen in /proc; under ASan the server's stop() fails the file
+// on any report.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+
+import { JSON_HEADERS, MODERN, modernMeta, poll, post, postModern, startServer } from './lib/harness.mjs';
+
+const servers = [];
+after(async () => { for (const s of servers) await s.stop(); });
+
+let seq = 0;
+const uniq = (p) => `${p}-${process.pid}-${Date.now()}-${seq++}`;
+
+async function start(args = []) {
+  const s = await startServer({
+    args,
+    setup: (skills) => {
+      const sk = path.join(skills, 'slowpoke');
+      fs.mkdirSync(path.join(sk, 'scripts'), { recursive: true });
+      fs.writeFileSync(path.join(sk, 'SKILL.md'), '---\nname: slowpoke\ndescription: Sleeps as long as it is told\n---\n# Slowpoke\n');
+      // argv: seconds marker; sleeps with the marker in its command line
+      fs.writeFileSync(path.join(sk, 'scripts', 'nap.sh'),
+        'echo "start $2" >&2\nsleep "$1" "$2" 2>/dev/null || sleep "$1" &\nexec -a "nap-$2" sleep "$1"\n');
+    },
+  });
+  servers.push(s);
+  return s;
+}
+
+/** pids whose command line holds marker */
+function markedPids(marker) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(marker)) out.push(Number(d));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+const napArgs = (secs, marker) => ({ name: 'slowpoke', script: 'nap.sh', args: [String(secs), marker] });
+
+/** A POST that the test can abort; resolves {status, text} or {aborted}. */
+function openPost(url, msg, headers = {}) {
+  const u = new URL(url);
+  let req;
+  const done = new Promise((resolve) => {
+    req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST',
+      headers: { ...JSON_HEADERS, ...headers } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+      res.on('error', () => resolve({ aborted: true }));
+      res.on('aborted', () => resolve({ aborted: true }));
+    });
+    req.on('error', () => resolve({ aborted: true }));
+    req.end(JSON.stringify(msg));
+  });
+  return { done, abort: () => req.destroy() };
+}
+
+const callMsg = (id, args, meta) => ({ jsonrpc: '2.0', id, method: 'tools/call',
+  params: { name: 'run_skill_script', arguments: args, ...(meta ? { _meta: meta } : {}) } });
+
+async function alive(s) {
+  const r = await post(s.url, { jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} });
+  assert.equal(r.status, 200, r.text);
+}
+
+async function gone(marker, ms = 6000) {
+  const left = await poll(() => markedPids(marker).length === 0, ms, 50);
+  assert.ok(left, `processes of ${marker} outlived their call: ${markedPids(marker)}`);
+}
+
+async function started(marker) {
+  assert.ok(await poll(() => markedPids(marker).length > 0, 8000, 50), `${marker} never started`);
+}
+
+test('a client that disconnects mid-script (plain JSON) ends its script; the server keeps serving', { timeout: 30_000 }, async () => {
+  const s = await start();
+  const m = uniq('json');
+  const p = openPost(s.url, callMsg(1, napArgs(30, m)));
+  await started(m);
+  p.abort();
+  await gone(m);
+  await alive(s);
+});
+
+test('a client that disconnects mid-script (SSE, progress) ends its script', { timeout: 30_000 }, async () => {
+  const s = await start();
+  const m = uniq('sse');
+  const p = openPost(s.url, callMsg(2, napArgs(30, m), { progressToken: 'tok' }));
+  await started(m);
+  p.abort();
+  await gone(m);
+  await alive(s);
+});
+
+test('the same on the 2026-07-28 era', { timeout: 30_000 }, async () => {
+  const s = await start();
+  const m = uniq('modern');
+  const p = openPost(s.url, callMsg(3, napArgs(30, m), modernMeta({ progressToken: 7 })),
+    { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'run_skill_script' });
+  await started(m);
+  p.abort();
+  await gone(m);
+  await alive(s);
+});
+
+test('notifications/cancelled stops a running script and its call still gets one answer', { timeout: 30_000 }, async () => {
+  const s = await start();
+  const m = uniq('cancel');
+  const p = openPost(s.url, callMsg('c-1', napArgs(30, m)));
+  await started(m);
+  const n = await post(s.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'c-1' } });
+  assert.equal(n.status, 202, n.text);
+  const r = await p.done;
+  assert.ok(!r.aborted, 'the call was answered');
+  await gone(m);
+  await alive(s);
+});
+
+test('two calls with the same id both get their own answer', { timeout: 30_000 }, async () => {
+  const s = await start();
+  const m1 = uniq('dup1');
+  const m2 = uniq('dup2');
+  const a = openPost(s.url, callMsg(5, napArgs(1, m1)));
+  const b = openPost(s.url, callMsg(5, napArgs(1, m2)));
+  const [ra, rb] = await Promise.all([a.done, b.done]);
+  for (const r of [ra, rb]) {
+    assert.equal(r.status, 200, r.text);
+    const j = JSON.parse(r.text);
+    assert.equal(j.id, 5);
+    assert.equal(j.result.structuredContent.status, 'ok', r.text);
+  }
+  await gone(m1);
+  await gone(m2);
+});
+
+test('a batch holding a script call is answered (or refused) and leaves nothing running', { timeout: 30_000 }, async () => {
+  const s = await start();
+  const m = uniq('batch');
+  const r = await post(s.url, [callMsg(1, napArgs(1, m)), { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }]);
+  assert.ok(r.status >= 200 && r.status < 500, `${r.status} ${r.text}`);
+  assert.ok(r.json, `a JSON answer: ${r.text}`);
+  await gone(m);
+  await alive(s);
+});
+
+test('SIGTERM mid-script: the server ends, the script dies, the call is answered or closed', { timeout: 30_000 }, async () => {
+  const s = await start(['--shutdown-timeout', '2']);
+  const m = uniq('term');
+  const p = openPost(s.url, callMsg(1, napArgs(30, m)));
+  const q = openPost(s.url, callMsg(2, napArgs(30, m + 'x'), { progressToken: 1 }));
+  await started(m);
+  await started(m + 'x');
+  process.kill(s.proc.pid, 'SIGTERM');
+  const [r1, r2] = await Promise.all([p.done, q.done]);
+  await poll(() => s.exited, 8000, 50);
+  assert.ok(s.exited, 'the server exited');
+  assert.equal(s.exited.code, 0, s.log.slice(-1500));
+  await gone(m);
+  await gone(m + 'x');
+  for (const r of [r1, r2]) if (!r.aborted) assert.ok(r.status === 200 || r.status === 503, r.text);
+});
