@@ -9,12 +9,18 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 
 import { JSON_HEADERS, MODERN, modernMeta, poll, post, postModern, startServer } from './lib/harness.mjs';
 
 const servers = [];
-after(async () => { for (const s of servers) await s.stop(); });
+const redises = [];
+after(async () => {
+  for (const s of servers) await s.stop();
+  for (const r of redises) { try { process.kill(r.pid, 'SIGKILL'); } catch { /* gone */ } }
+});
 
 let seq = 0;
 const uniq = (p) => `${p}-${process.pid}-${Date.now()}-${seq++}`;
@@ -171,4 +177,99 @@ test('SIGTERM mid-script: the server ends, the script dies, the call is answered
   await gone(m);
   await gone(m + 'x');
   for (const r of [r1, r2]) if (!r.aborted) assert.ok(r.status === 200 || r.status === 503, r.text);
+});
+
+// ---- tasks ------------------------------------------------------------------
+
+async function createTask(s, args) {
+  const r = await post(s.url, { jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'run_skill_script', arguments: args, task: { ttl: 60000 } } });
+  assert.equal(r.status, 200, r.text);
+  assert.ok(r.json.result?.task?.taskId, r.text);
+  return r.json.result.task.taskId;
+}
+
+const taskReq = (method, taskId, id = 1) => ({ jsonrpc: '2.0', id, method, params: { taskId } });
+
+async function cancelQueuedThenResult(s) {
+  const mA = uniq('taskA');
+  const mB = uniq('taskB');
+  const a = await createTask(s, napArgs(30, mA));
+  await started(mA);
+  const b = await createTask(s, napArgs(30, mB));     // queued behind a: its run never starts
+  const c = await post(s.url, taskReq('tasks/cancel', b));
+  assert.equal(c.json.result?.status, 'cancelled', c.text);
+  const t0 = Date.now();
+  const r = await post(s.url, taskReq('tasks/result', b, 2));
+  assert.ok(Date.now() - t0 < 8000, 'tasks/result of a cancelled queued task answers without waiting for the queue');
+  assert.ok(r.json.result || r.json.error, r.text);
+  if (r.json.result) assert.match(JSON.stringify(r.json.result), /cancel/, r.text);
+  assert.deepEqual(markedPids(mB), [], 'the cancelled task never ran');
+  const g = await post(s.url, taskReq('tasks/get', b, 3));
+  assert.equal(g.json.result?.status, 'cancelled', g.text);
+  await post(s.url, taskReq('tasks/cancel', a, 4));
+  await gone(mA);
+}
+
+test('tasks/result right after tasks/cancel of a task whose run never started (memory store)', { timeout: 40_000 }, async () => {
+  const s = await start(['--enable-tasks', '--max-script-concurrency', '1']);
+  await cancelQueuedThenResult(s);
+  await alive(s);
+});
+
+test('a tasks/result wait whose client hangs up, then the task ends: nothing leaks, the server keeps serving', { timeout: 40_000 }, async () => {
+  const s = await start(['--enable-tasks']);
+  const m = uniq('wait');
+  const id = await createTask(s, napArgs(2, m));
+  await started(m);
+  const w = openPost(s.url, taskReq('tasks/result', id, 7));
+  await new Promise((r) => setTimeout(r, 300));
+  w.abort();
+  // a second client asks for the same result and gets it
+  const r = await post(s.url, taskReq('tasks/result', id, 8));
+  assert.equal(r.json.result?.structuredContent?.status, 'ok', r.text);
+  await gone(m);
+  await alive(s);
+});
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+    srv.on('error', reject);
+  });
+}
+
+async function startRedis() {
+  const port = await freePort();
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  redises.push(proc);
+  let out = '';
+  proc.stdout.on('data', (c) => { out += c; });
+  assert.ok(await poll(() => /Ready to accept connections/.test(out), 5000, 50), `redis-server did not start: ${out}`);
+  return `redis://127.0.0.1:${port}/3`;
+}
+
+test('tasks/result right after tasks/cancel of a task whose run never started (Redis store)', { timeout: 40_000 }, async () => {
+  const url = await startRedis();
+  const s = await start(['--enable-tasks', '--tasks-redis', url, '--max-script-concurrency', '1']);
+  await cancelQueuedThenResult(s);
+  await alive(s);
+});
+
+test('tasks/result right after tasks/cancel of a running task (Redis store) waits for the killed run\'s result', { timeout: 40_000 }, async () => {
+  const url = await startRedis();
+  const s = await start(['--enable-tasks', '--tasks-redis', url]);
+  const m = uniq('rcancel');
+  const id = await createTask(s, napArgs(30, m));
+  await started(m);
+  const c = await post(s.url, taskReq('tasks/cancel', id));
+  assert.equal(c.json.result?.status, 'cancelled', c.text);
+  const r = await post(s.url, taskReq('tasks/result', id, 2));
+  assert.equal(r.json.result?.isError, true, r.text);
+  assert.match(r.json.result.structuredContent.hint, /cancelled/, r.text);
+  const again = await post(s.url, taskReq('tasks/result', id, 3));
+  assert.equal(again.text.replace(/"id":3/, '"id":2'), r.text, 'the same result for every caller');
+  await gone(m);
 });
