@@ -13,7 +13,7 @@ import net from 'node:net';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
-import { JSON_HEADERS, MODERN, modernMeta, poll, post, postModern, startServer } from './lib/harness.mjs';
+import { JSON_HEADERS, MODERN, modernMeta, poll, post, raw, startServer } from './lib/harness.mjs';
 
 const servers = [];
 const redises = [];
@@ -273,3 +273,41 @@ test('tasks/result right after tasks/cancel of a running task (Redis store) wait
   assert.equal(again.text.replace(/"id":3/, '"id":2'), r.text, 'the same result for every caller');
   await gone(m);
 });
+
+// ---- --stateful --------------------------------------------------------------
+
+test('--stateful: a session ended (DELETE) or evicted while its script streams: the call still ends, the script too', { timeout: 40_000 }, async () => {
+  const s = await start(['--stateful', '--max-sessions', '2']);
+  const V = { 'mcp-protocol-version': '2025-11-25' };
+  const init = async () => {
+    const r = await post(s.url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: {
+      protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    assert.equal(r.status, 200, r.text);
+    const sid = r.headers['mcp-session-id'];
+    assert.ok(sid);
+    await post(s.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...V, 'mcp-session-id': sid });
+    const l = await post(s.url, { jsonrpc: '2.0', id: 1, method: 'logging/setLevel', params: { level: 'debug' } },
+      { ...V, 'mcp-session-id': sid });
+    assert.ok(l.json.result, l.text);
+    return sid;
+  };
+  const sid = await init();
+  const m = uniq('state');
+  const p = openPost(s.url, callMsg(2, napArgs(2, m)), { ...V, 'mcp-session-id': sid });
+  await started(m);
+  const d = await raw(s.url, { method: 'DELETE', headers: { ...V, 'mcp-session-id': sid } });
+  assert.ok(d.status === 200 || d.status === 204, `${d.status} ${d.text}`);
+  // and a full table evicts whatever is left
+  await init();
+  await init();
+  const r = await p.done;
+  assert.ok(!r.aborted, 'the stream ended with its answer');
+  assert.match(r.text, /"status":"ok"/, r.text.slice(-400));
+  await gone(m);
+  await alive2(s, V, await init());
+});
+
+async function alive2(s, V, sid) {
+  const r = await post(s.url, { jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }, { ...V, 'mcp-session-id': sid });
+  assert.equal(r.status, 200, r.text);
+}
