@@ -456,13 +456,17 @@ static void *watch_main(void *arg)
             pthread_cond_wait(&h->watch_cv, &h->watch_mu);
             continue;
         }
+        /* A hung-up call is cancelled again every round until it ends: the
+         * runner takes a bounded number of cancels per wake-up. */
         for (struct req *rq = h->watch; rq; rq = rq->watch_next) {
             struct pollfd p = {.fd = rq->watch_fd, .events = POLLRDHUP};
-            if (rq->hung || poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            if (!rq->hung &&
+                (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))))
                 continue;
+            if (!rq->hung)
+                log_info("http: the client of a %s call hung up; stopping its script",
+                         rq->call->tool[0] ? rq->call->tool : "pending");
             rq->hung = 1;
-            log_info("http: the client of a %s call hung up; stopping its script",
-                     rq->call->tool[0] ? rq->call->tool : "pending");
             rpc_hangup(rq->call);
         }
         struct timespec until;

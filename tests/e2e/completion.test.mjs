@@ -311,3 +311,14 @@ async function alive2(s, V, sid) {
   const r = await post(s.url, { jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }, { ...V, 'mcp-session-id': sid });
   assert.equal(r.status, 200, r.text);
 }
+
+test('40 parked script calls whose client dies at once: every script ends', { timeout: 40_000 }, async () => {
+  const s = await start(['--max-script-concurrency', '48', '--max-connections-per-ip', '100']);
+  const m = uniq('herd');
+  const calls = [];
+  for (let i = 0; i < 40; i++) calls.push(openPost(s.url, callMsg(i, napArgs(30, `${m}-${i}-`))));
+  assert.ok(await poll(() => markedPids(m).length >= 40, 15000, 100), `started: ${markedPids(m).length}`);
+  for (const c of calls) c.abort();
+  await gone(m, 10000);
+  await alive(s);
+});
