@@ -322,3 +322,15 @@ test('40 parked script calls whose client dies at once: every script ends', { ti
   await gone(m, 10000);
   await alive(s);
 });
+
+test('24 notifications/cancelled sent at once stop all 24 scripts', { timeout: 40_000 }, async () => {
+  const s = await start(['--max-script-concurrency', '32', '--max-connections-per-ip', '100']);
+  const m = uniq('burst');
+  const calls = [];
+  for (let i = 0; i < 24; i++) calls.push(openPost(s.url, callMsg(`b-${i}`, napArgs(30, `${m}-${i}-`))));
+  assert.ok(await poll(() => markedPids(m).length >= 24, 15000, 100), `started: ${markedPids(m).length}`);
+  await Promise.all(calls.map((_, i) => post(s.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: `b-${i}` } })));
+  const answers = await Promise.all(calls.map((c) => c.done));
+  for (const a of answers) assert.ok(!a.aborted && a.status === 200, JSON.stringify(a).slice(0, 300));
+  await gone(m, 8000);
+});
