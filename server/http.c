@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,13 @@ struct http {
     int loopback;
     atomic_int draining;        /* quiesced: /readyz says 503 */
     atomic_long active;         /* requests in flight, scripts included */
+    /* parked script calls whose sockets are watched for a hang-up */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cv;
+    struct req *watch;          /* guarded by watch_mu */
+    int watch_stop;             /* guarded by watch_mu */
+    int watching;               /* the watcher runs: http_stop joins it */
+    pthread_t watcher;
 };
 
 struct req {
@@ -61,6 +69,10 @@ struct req {
     size_t resp_len;
     int ready;
     int sse;                    /* --sse and the client accepts text/event-stream */
+    /* on the hang-up watch (struct http): the connection's thread adds and
+     * removes it; the watcher reads fd and sets hung under watch_mu */
+    struct req *watch_next;
+    int watched, watch_fd, hung;
 };
 
 /* Set when the drain begins: every answer from then on closes its
@@ -392,6 +404,82 @@ static void plain_complete(char *bytes, size_t len, void *arg)
         MHD_resume_connection(rq->con);
 }
 
+/* ---- hang-ups of parked calls ------------------------------------------------
+ *
+ * libmicrohttpd does not look at a suspended connection's socket, so a
+ * client that goes away while its script runs would go unseen until the
+ * answer, and the script would run its full course for no one. A watcher
+ * thread polls the sockets of parked script calls a few times a second and,
+ * on a hang-up, stops the script (rpc_hangup). The call still completes: its
+ * answer resumes the connection, whose write fails, and libmicrohttpd ends
+ * it as usual (on_done takes it off the watch).
+ */
+#define WATCH_MS 200
+
+static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci || !rq->call->run_id[0])
+        return;     /* no script to stop (a tasks/result wait) */
+    pthread_mutex_lock(&h->watch_mu);
+    rq->watch_fd = ci->connect_fd;
+    rq->watch_next = h->watch;
+    h->watch = rq;
+    rq->watched = 1;
+    pthread_cond_signal(&h->watch_cv);
+    pthread_mutex_unlock(&h->watch_mu);
+}
+
+static void watch_remove(struct http *h, struct req *rq)
+{
+    if (!rq->watched)
+        return;
+    pthread_mutex_lock(&h->watch_mu);
+    for (struct req **pp = &h->watch; *pp; pp = &(*pp)->watch_next)
+        if (*pp == rq) {
+            *pp = rq->watch_next;
+            break;
+        }
+    rq->watched = 0;
+    pthread_mutex_unlock(&h->watch_mu);
+}
+
+static void *watch_main(void *arg)
+{
+    struct http *h = arg;
+    pthread_mutex_lock(&h->watch_mu);
+    while (!h->watch_stop) {
+        if (!h->watch) {
+            pthread_cond_wait(&h->watch_cv, &h->watch_mu);
+            continue;
+        }
+        /* A hung-up call is cancelled again every round until it ends: the
+         * runner takes a bounded number of cancels per wake-up. */
+        for (struct req *rq = h->watch; rq; rq = rq->watch_next) {
+            struct pollfd p = {.fd = rq->watch_fd, .events = POLLRDHUP};
+            if (!rq->hung &&
+                (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))))
+                continue;
+            if (!rq->hung)
+                log_info("http: the client of a %s call hung up; stopping its script",
+                         rq->call->tool[0] ? rq->call->tool : "pending");
+            rq->hung = 1;
+            rpc_hangup(rq->call);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += WATCH_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->watch_cv, &h->watch_mu, &until);
+    }
+    pthread_mutex_unlock(&h->watch_mu);
+    return NULL;
+}
+
 /* ---- operations endpoints -------------------------------------------------
  *
  * GET /healthz (alive), /readyz (index loaded, not draining) and /metrics
@@ -717,13 +805,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     case CALL_RUN:
     case CALL_WAIT:
         rq->status = MHD_HTTP_OK;
-        if (c->out.kind == CALL_RUN && call_streams(c))
-            return start_stream(con, c);
+        if (c->out.kind == CALL_RUN && call_streams(c)) {
+            enum MHD_Result ret = start_stream(con, c);
+            watch_add(h, con, rq);
+            return ret;
+        }
         /* Never block this thread on a script or a task: park the
          * connection until the answer wakes it. */
         rq->parked = 1;
         MHD_suspend_connection(con);
         rpc_start(c);
+        watch_add(h, con, rq);
         return MHD_YES;
     case CALL_ERROR:
         if (c->out.transport || c->out.u.error.code == RPC_PARSE_ERROR ||
@@ -749,6 +841,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
     struct req *rq = *ctx;
     if (rq) {
         struct http *h = cls;
+        watch_remove(h, rq);
         atomic_fetch_sub(&h->active, 1);
         if (rq->status && rq->status != 1) {
             double ms = (double)(now_ns() - rq->t0) / 1e6;
@@ -849,6 +942,8 @@ struct http *http_start(struct srv *S, int listen_fd)
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (strchr(c->host, ':'))
         flags |= MHD_USE_IPv6;
+    pthread_mutex_init(&h->watch_mu, NULL);
+    pthread_cond_init(&h->watch_cv, NULL);
     /* Limits at the edge: slow or greedy clients cannot pin threads or memory. */
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL},
@@ -886,6 +981,11 @@ struct http *http_start(struct srv *S, int listen_fd)
         free(h);
         return NULL;
     }
+    int e = pthread_create(&h->watcher, NULL, watch_main, h);
+    if (e)
+        log_warn("http: no hang-up watcher (%s): a script runs on after its client leaves",
+                 strerror(e));
+    h->watching = !e;
     return h;
 }
 
@@ -920,6 +1020,15 @@ void http_stop(struct http *h)
     if (!h)
         return;
     MHD_stop_daemon(h->d);
+    /* after the daemon: its last on_done calls take requests off the watch */
+    pthread_mutex_lock(&h->watch_mu);
+    h->watch_stop = 1;
+    pthread_cond_signal(&h->watch_cv);
+    pthread_mutex_unlock(&h->watch_mu);
+    if (h->watching)
+        pthread_join(h->watcher, NULL);
+    pthread_mutex_destroy(&h->watch_mu);
+    pthread_cond_destroy(&h->watch_cv);
     free(h->tls_cert);
     free(h->tls_key);
     free(h);

@@ -288,3 +288,9 @@ void mcp_abandon(struct call *c)
     if (!call_detach(c) && c->run_id[0] && c->S->runner)
         run_cancel(c->S->runner, c->run_id);
 }
+
+void mcp_hangup(struct call *c)
+{
+    if (c->run_id[0] && c->S->runner)
+        run_cancel(c->S->runner, c->run_id);
+}

@@ -33,6 +33,10 @@ void mcp_start(struct call *c);
 /* The transport is gone: detach it and stop the call's script, if any. */
 void mcp_abandon(struct call *c);
 
+/* The client hung up; the transport still waits for the answer to end the
+ * connection: stop the call's script, if any, without detaching. */
+void mcp_hangup(struct call *c);
+
 /* The capabilities object this server declares. New reference. */
 json_t *mcp_capabilities(void);
 

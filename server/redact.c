@@ -71,7 +71,7 @@ struct redact_env {
 /* After a password's key: the value alone (\K), quoted or bare. */
 #define PW_VALUE                                                                          \
     "[\"']?[ \\t]*[:=][ \\t]*"                                                          \
-    "(?:\"\\K[^\"\\r\\n]{1,512}|'\\K[^'\\r\\n]{1,512}|\\K[^\\s\"',;&<>]{1,512})"
+    "(?:\"\\K(?:[^\"\\\\\\r\\n]|\\\\[^\\r\\n]){1,512}|'\\K[^'\\r\\n]{1,512}|\\K[^\\s\"',;&<>]{1,512})"
 
 static const struct {
     const char *name, *re;
@@ -521,6 +521,114 @@ static struct span *json_spans(const char *t, size_t n, size_t *count)
     return sp;
 }
 
+static int hex4(const char *p, unsigned *v)
+{
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
+        if (d > 15)
+            return 0;
+        *v = *v << 4 | d;
+    }
+    return 1;
+}
+
+/* cp as UTF-8 (a lone surrogate as the 3 bytes it would be). */
+static size_t utf8_put(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12);
+        o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18);
+    o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/*
+ * An environment value that a JSON encoder printed is escaped: `"`, `\` and
+ * control characters always, `/` by some encoders, every non-ASCII
+ * character with Python's ensure_ascii, `<>&` with Go's. The search of the
+ * raw bytes misses those, so in JSON text each string that holds an escape
+ * is searched again decoded, and a hit covers the whole escapes it was
+ * decoded from.
+ */
+static void find_env_json(const struct redact_env *E, const char *t, size_t n, struct hits *H)
+{
+    size_t ns, cap = 0;
+    struct span *sp = json_spans(t, n, &ns);
+    char *dec = NULL;
+    size_t *from = NULL, *to = NULL;
+    for (size_t k = 0; k < ns; k++) {
+        size_t s = sp[k].s, e = sp[k].e, d = 0;
+        if (e <= s || !memchr(t + s, '\\', e - s))
+            continue;
+        if (e - s > cap) {      /* decoding never lengthens a string */
+            cap = e - s;
+            dec = xrealloc(dec, cap);
+            from = xrealloc(from, cap * sizeof *from);
+            to = xrealloc(to, cap * sizeof *to);
+        }
+        for (size_t p = s; p < e;) {
+            size_t p0 = p, nb = 1;
+            char b[4];
+            unsigned cp, lo;
+            if (t[p] != '\\' || p + 1 >= e) {
+                b[0] = t[p++];
+            } else if (t[p + 1] == 'u' && p + 6 <= e && hex4(t + p + 2, &cp)) {
+                p += 6;
+                if (cp >= 0xD800 && cp < 0xDC00 && p + 6 <= e && t[p] == '\\' &&
+                    t[p + 1] == 'u' && hex4(t + p + 2, &lo) && lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p += 6;
+                }
+                nb = utf8_put(b, cp);
+            } else {
+                static const char esc[] = "bfnrt", val[] = "\b\f\n\r\t";
+                const char *q = strchr(esc, t[p + 1]);
+                b[0] = q && t[p + 1] ? val[q - esc] : t[p + 1];
+                p += 2;
+            }
+            for (size_t i = 0; i < nb && d < cap; i++, d++) {
+                dec[d] = b[i];
+                from[d] = p0;
+                to[d] = p;
+            }
+        }
+        for (size_t i = 0; i < E->n; i++) {
+            size_t len = E->v[i].len;
+            for (size_t at = 0; d - at >= len;) {
+                const char *m = memmem(dec + at, d - at, E->v[i].val, len);
+                if (!m)
+                    break;
+                size_t j = (size_t)(m - dec);
+                hit_add(H, from[j], to[j + len - 1], E->v[i].name, 0);
+                at = j + len;
+            }
+        }
+    }
+    free(dec);
+    free(from);
+    free(to);
+    free(sp);
+}
+
 /*
  * Keeps each hit inside the string it starts in and off the middle of an
  * escape; drops hits that start outside every string.
@@ -608,13 +716,22 @@ char *redact_text(const struct redact_set *set, const struct redact_env *E, cons
         return xstrdup(withheld);
     }
     find_env(E, t, n, &H);
+    enum shape_format f = SHAPE_TEXT;
+    int known = 0;
+    if (E && memchr(t, '\\', n)) {
+        f = format_of(t, n);
+        known = 1;
+        if (f != SHAPE_TEXT)
+            find_env_json(E, t, n, &H);
+    }
     if (!H.n) {
         free(H.h);
         return NULL;
     }
     merge(&H);
     int *key = NULL;
-    enum shape_format f = format_of(t, n);
+    if (!known)
+        f = format_of(t, n);
     if (f != SHAPE_TEXT) {
         key = xcalloc(H.n, sizeof *key);
         clip_json(t, n, &H, key);

@@ -341,3 +341,8 @@ void rpc_abandon(struct call *c)
 {
     mcp_abandon(c);
 }
+
+void rpc_hangup(struct call *c)
+{
+    mcp_hangup(c);
+}

@@ -41,4 +41,9 @@ void rpc_start(struct call *c);
  * delivered, and a running script is stopped. */
 void rpc_abandon(struct call *c);
 
+/* The client hung up while its connection is parked: a running script is
+ * stopped, and the call still completes (its answer resumes the connection,
+ * which then ends). */
+void rpc_hangup(struct call *c);
+
 #endif

@@ -769,13 +769,27 @@ static const char *which_limit(const struct run_job *j)
     return NULL;
 }
 
+/*
+ * How much of a stream the result keeps. A stream cut by --max-output-bytes
+ * ends at its last line break: the cut line may hold the head of a secret
+ * that redaction cannot recognise by halves (a token too short for its
+ * pattern, the first bytes of an environment value), and JSON Lines stay
+ * whole lines, which shaping can still cut as JSON. Output of one line is
+ * kept to the cap.
+ */
+static size_t kept_len(const struct run_stream *rs)
+{
+    const char *nl = rs->data && rs->truncated ? memrchr(rs->data, '\n', rs->len) : NULL;
+    return nl ? (size_t)(nl - rs->data) + 1 : rs->len;
+}
+
 json_t *script_result(const struct run_job *j, int max_live, double queue_timeout_s)
 {
     char hint[700];
     size_t ol, el;
     int oc = 0, ec = 0;
-    char *out = script_utf8_repair(j->out.data ? j->out.data : "", j->out.len, &ol, &oc);
-    char *err = script_utf8_repair(j->err.data ? j->err.data : "", j->err.len, &el, &ec);
+    char *out = script_utf8_repair(j->out.data ? j->out.data : "", kept_len(&j->out), &ol, &oc);
+    char *err = script_utf8_repair(j->err.data ? j->err.data : "", kept_len(&j->err), &el, &ec);
     const char *limit = which_limit(j);
 
     switch (j->status) {

@@ -271,6 +271,39 @@ TEST(env_values)
     redact_set_free(s);
 }
 
+/* A JSON encoder escapes what it prints: `"`, `\` and control characters
+ * always, `/` in some encoders, every non-ASCII character with Python's
+ * ensure_ascii, `<>&` with Go's. The value is found through its escapes,
+ * and the whole escapes go. */
+TEST(env_values_json_escaped)
+{
+    struct redact_set *s = builtins();
+    json_t *names = json_pack("[s,s,s,s]", "Q", "U", "C", "A");
+    char *envp[] = {"Q=pa\"ss\\word1", "U=p\xc3\xa4ssw\xc3\xb6rd-123", "C=line1\nline2",
+                    "A=a&b<c>d/e" "\xf0\x9f\x98\x80", NULL};
+    struct redact_env *e = redact_env_new(envp, names);
+    CHECK(s && e);
+    json_t *c = json_object();
+    CHECK_STR(red(s, e, "{\"q\": \"pa\\\"ss\\\\word1\", \"n\": 1}", c),
+              "{\"q\": \"[REDACTED:env:Q]\", \"n\": 1}");
+    CHECK_STR(red(s, e, "{\"u\": \"x p\\u00e4ssw\\u00F6rd-123 y\"}", c),
+              "{\"u\": \"x [REDACTED:env:U] y\"}");
+    CHECK_STR(red(s, e, "[\"line1\\nline2\", \"line1\\u000aline2\"]", c),
+              "[\"[REDACTED:env:C]\", \"[REDACTED:env:C]\"]");
+    CHECK_STR(red(s, e, "{\"a\": \"a\\u0026b\\u003cc\\u003ed\\/e\\ud83d\\ude00!\"}", c),
+              "{\"a\": \"[REDACTED:env:A]!\"}");
+    /* as a key: numbered like every key */
+    CHECK_STR(red(s, e, "{\"pa\\\"ss\\\\word1\": 1}", c), "{\"[REDACTED:env:Q#1]\": 1}");
+    CHECK_EQ(count_of(c, "env:Q"), 2);
+    CHECK_EQ(count_of(c, "env:C"), 2);
+    /* not JSON: the raw bytes only (an escape in text is not an encoding) */
+    CHECK_STR(red(s, e, "pa\\\"ss\\\\word1 and line1\nline2", c), "pa\\\"ss\\\\word1 and [REDACTED:env:C]");
+    json_decref(c);
+    json_decref(names);
+    redact_env_free(e);
+    redact_set_free(s);
+}
+
 /* ---- JSON output stays JSON --------------------------------------------------- */
 
 static void check_json(const char *in, const char *want)
@@ -308,6 +341,9 @@ TEST(json_stays_json)
     /* a value that ends inside an escape: the escape goes with it */
     check_json("{\"a\": \"password=abc\\u00e9\"}", "{\"a\": \"password=[REDACTED:password]\"}");
     /* keys: numbered, so that two stay two */
+    /* a quoted password with an escaped quote inside: all of it goes */
+    check_json("{\"password\": \"ab\\\"cd\\\\ef\", \"n\": 1}",
+               "{\"password\": \"[REDACTED:password]\", \"n\": 1}");
     check_json("{\"" GHP "\": 1, \"" GHP "x\": 2}",
                "{\"[REDACTED:github-token#1]\": 1, \"[REDACTED:github-token#2]\": 2}");
     CHECK_EQ(h_failed_checks, before);
@@ -580,6 +616,7 @@ int main(void)
     RUN(utf8_preserved);
     RUN(invalid_utf8_does_not_crash);
     RUN(env_values);
+    RUN(env_values_json_escaped);
     RUN(json_stays_json);
     RUN(json_keys_stay_distinct);
     RUN(json_match_outside_strings_left);
