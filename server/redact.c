@@ -358,6 +358,7 @@ struct hit {
     size_t s, e;
     const char *name;
     int order;              /* env values first, then patterns in order */
+    int bare;               /* a number of JSON text: replaced by a string */
 };
 
 struct hits {
@@ -371,7 +372,7 @@ static void hit_add(struct hits *H, size_t s, size_t e, const char *name, int or
         H->cap = H->cap ? H->cap * 2 : 16;
         H->h = xrealloc(H->h, H->cap * sizeof *H->h);
     }
-    H->h[H->n++] = (struct hit){s, e, name, order};
+    H->h[H->n++] = (struct hit){s, e, name, order, 0};
 }
 
 static int hit_cmp(const void *a, const void *b)
@@ -629,9 +630,35 @@ static void find_env_json(const struct redact_env *E, const char *t, size_t n, s
     free(sp);
 }
 
+static int num_char(char c)
+{
+    return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* Widens [*s, *e) to the number token of JSON text it lies in; 0 when it
+ * lies in none (a literal, or the text between tokens). */
+static int number_token(const char *t, size_t n, size_t *s, size_t *e)
+{
+    size_t a = *s, z = *e;
+    for (size_t i = a; i < z; i++)
+        if (!num_char(t[i]))
+            return 0;
+    while (a > 0 && num_char(t[a - 1]))
+        a--;
+    while (z < n && num_char(t[z]))
+        z++;
+    if ((a > 0 && !strchr(" \t\r\n,:[", t[a - 1])) || (z < n && !strchr(" \t\r\n,]}", t[z])))
+        return 0;
+    *s = a;
+    *e = z;
+    return 1;
+}
+
 /*
  * Keeps each hit inside the string it starts in and off the middle of an
- * escape; drops hits that start outside every string.
+ * escape. A hit that starts outside every string is dropped, but for an
+ * environment value printed as a number (a PIN, an account number): the
+ * whole number goes, replaced by a string.
  */
 static void clip_json(const char *t, size_t n, struct hits *H, int *key)
 {
@@ -642,8 +669,15 @@ static void clip_json(const char *t, size_t n, struct hits *H, int *key)
         struct hit h = H->h[i];
         while (k < ns && sp[k].e <= h.s)
             k++;
-        if (k == ns || h.s < sp[k].s)
+        if (k == ns || h.s < sp[k].s) {
+            if (h.order == 0 && number_token(t, n, &h.s, &h.e) &&
+                !(w && h.s < H->h[w - 1].e)) {
+                h.bare = 1;
+                key[w] = 0;
+                H->h[w++] = h;
+            }
             continue;
+        }
         if (h.e > sp[k].e)
             h.e = sp[k].e;
         if (p_span != k) {
@@ -669,7 +703,7 @@ static void clip_json(const char *t, size_t n, struct hits *H, int *key)
         if (rs >= re)
             continue;
         key[w] = sp[k].key;
-        H->h[w++] = (struct hit){rs, re, h.name, h.order};
+        H->h[w++] = (struct hit){rs, re, h.name, h.order, 0};
     }
     H->n = w;
     free(sp);
@@ -748,7 +782,9 @@ char *redact_text(const struct redact_set *set, const struct redact_env *E, cons
     unsigned nkey = 0;
     for (size_t i = 0; i < H.n; i++) {
         buf_append(&b, t + at, H.h[i].s - at);
-        if (key && key[i])
+        if (H.h[i].bare)
+            buf_printf(&b, "\"[REDACTED:%s]\"", H.h[i].name);
+        else if (key && key[i])
             buf_printf(&b, "[REDACTED:%s#%u]", H.h[i].name, ++nkey);
         else
             buf_printf(&b, "[REDACTED:%s]", H.h[i].name);

@@ -296,6 +296,15 @@ TEST(env_values_json_escaped)
     CHECK_STR(red(s, e, "{\"pa\\\"ss\\\\word1\": 1}", c), "{\"[REDACTED:env:Q#1]\": 1}");
     CHECK_EQ(count_of(c, "env:Q"), 2);
     CHECK_EQ(count_of(c, "env:C"), 2);
+    /* printed as a number: the whole number becomes a string */
+    json_t *nn = json_pack("[s]", "N");
+    char *envn[] = {"N=9876543210", NULL};
+    struct redact_env *en = redact_env_new(envn, nn);
+    CHECK_STR(red(s, en, "{\"pin\": 9876543210, \"x\": [19876543210,9876543210.5], \"s\": \"9876543210\"}", NULL),
+              "{\"pin\": \"[REDACTED:env:N]\", \"x\": [\"[REDACTED:env:N]\",\"[REDACTED:env:N]\"], \"s\": \"[REDACTED:env:N]\"}");
+    CHECK_STR(red(s, en, "{\"i\": 9876543210}\n{\"i\": 1}\n", NULL), "{\"i\": \"[REDACTED:env:N]\"}\n{\"i\": 1}\n");
+    redact_env_free(en);
+    json_decref(nn);
     /* not JSON: the raw bytes only (an escape in text is not an encoding) */
     CHECK_STR(red(s, e, "pa\\\"ss\\\\word1 and line1\nline2", c), "pa\\\"ss\\\\word1 and [REDACTED:env:C]");
     json_decref(c);
