@@ -42,7 +42,7 @@ if [ $SMOKE = 1 ]; then
 fi
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 BIN=${BENCH_BIN:-build/skill-mcp}
-PKGS="libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl"
+PKGS=$(sed -n 's/^PKGS *:= *//p' Makefile)    # the server's own list: one place to add a library
 make -s all
 mkdir -p build/bench/fixtures
 cc -O2 -o build/bench/mcpc bench/mcpc.c

@@ -419,6 +419,9 @@ int main(int argc, char **argv)
         S.auth = auth_load(S.cfg.auth_tokens, &e);
         if (!S.auth) {
             fprintf(stderr, "skill-mcp: %s\n", e.msg);
+            redact_close(S.redact);
+            x_shared_free(S.run_shared, S.run_shared_size);
+            stats_cleanup(&S.stats);
             return 2;
         }
         auth_set_script_cap(S.auth, S.cfg.max_scripts_per_client);
@@ -432,6 +435,7 @@ int main(int argc, char **argv)
         if (!S.lock) {
             fprintf(stderr, "skill-mcp: %s\n", e.msg);
             auth_free(S.auth);
+            redact_close(S.redact);
             x_shared_free(S.run_shared, S.run_shared_size);
             stats_cleanup(&S.stats);
             return 2;
