@@ -535,13 +535,16 @@ __attribute__((noreturn)) static void child_fail(struct child *c, const char *st
 static int child_main(void *arg)
 {
     struct child *c = arg;
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    /* the server ignores SIGPIPE: a script must die of it as usual */
+    /* The server ignores SIGPIPE, and may have been started with other
+     * signals ignored (an ignored signal stays ignored across exec): a
+     * script gets every one at its default. The raw call, because glibc's
+     * sigaction refuses the two real-time signals it keeps for itself, and
+     * a parent that ignored those would pass them on. An all-zero kernel
+     * sigaction is SIG_DFL, no flags, an empty mask, whatever the layout. */
+    static const unsigned long dfl[8];
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
-            sigaction(sig, &dfl, NULL);
+            syscall(SYS_rt_sigaction, sig, dfl, NULL, (size_t)(NSIG - 1) / 8);
     if (setsid() < 0)
         child_fail(c, "setsid");
     /* Lifted above 3 first: a server started with 0-2 closed gets its pipes
