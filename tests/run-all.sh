@@ -26,7 +26,9 @@ run() {   # run NAME CMD...: captures the suite's SUMMARY line
     lines+=("$name: $p passed, $f failed ($((SECONDS - t0)) s)")
 }
 
-make -s all unit-build || { echo "0 passed, 1 failed"; exit 1; }
+# Builds use both cores (the suites themselves are what the 15 minutes buy).
+J=-j$(nproc)
+make -s $J all unit-build || { echo "0 passed, 1 failed"; exit 1; }
 run unit tests/run-unit.sh build
 run e2e tests/run-e2e.sh build/skill-mcp
 run conformance tests/run-conformance.sh build/skill-mcp
@@ -36,7 +38,7 @@ run skills bash tests/fakeapi/run_examples.sh
 run deploy bash tests/deploy-check.sh build/skill-mcp
 run acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
 run docs-commands node tests/docs-commands.mjs build/skill-mcp
-if make -s asan-build >/dev/null; then
+if make -s $J asan-build >/dev/null; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run unit-asan tests/run-unit.sh build-asan
     run e2e-asan tests/run-e2e.sh build-asan/skill-mcp
@@ -44,7 +46,7 @@ else
     echo "ASan build failed"; total_f=$((total_f + 1)); status=1
 fi
 run fuzz-smoke env FUZZ_TIME=6 tests/fuzz/build.sh --smoke
-run tsan make -s tsan
+run tsan make -s $J tsan
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
 run bench-scale-smoke bench/scale.sh --smoke
