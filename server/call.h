@@ -29,6 +29,7 @@
 struct hook_plan;
 struct snapshot;
 struct tasks_wait;
+struct view;
 
 enum call_kind {
     CALL_NONE,              /* nothing yet */
@@ -94,6 +95,7 @@ struct call {
     int log_stream;         /* a pending run sends its stderr as log notifications */
     json_t *client_info;    /* _meta clientInfo (borrowed while dispatching), or NULL */
     struct snapshot *snap;  /* taken on first call_snapshot(), released with the call */
+    const struct view *view;    /* the skills this caller may see (--acl), NULL: all */
     /* the answer */
     struct call_outcome out;
     char *body;             /* with no completion callback: the final bytes */
