@@ -10,6 +10,7 @@
  * target tests/fuzz/fuzz_fmfast.c.
  */
 #include "fmfast.h"
+#include "yamlcore.h"
 #include "util.h"
 
 #include <stdint.h>
@@ -115,16 +116,16 @@ static int fast_plain_ok(const char *v, size_t n, int flow)
     return 1;
 }
 
-/* A plain scalar typed as the event walk types it (fm_resolve() wants a NUL). */
+/* A plain scalar typed as the event walk types it (yc_resolve() wants a NUL). */
 static json_t *fast_plain(const char *v, size_t n)
 {
     char small[128], *s = n < sizeof(small) ? small : xmalloc(n + 1);
-    enum fm_kind k;
+    enum yc_kind k;
     json_t *j;
 
     memcpy(s, v, n);
     s[n] = '\0';
-    j = fm_resolve(s, n, &k);
+    j = yc_resolve(s, n, &k);
     if (!j)
         j = json_stringn_nocheck(s, n);     /* the text is valid UTF-8 */
     if (s != small)

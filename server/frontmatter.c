@@ -5,18 +5,20 @@
  * Walking events (not libyaml's document API) lets us refuse what we do not
  * want before it costs anything: anchors and aliases (alias bombs), custom
  * tags, complex keys, duplicate keys and nesting deeper than FM_MAX_DEPTH.
- * Plain scalars are typed by the YAML 1.2 core schema; see fm_resolve().
+ * Plain scalars are typed by the YAML 1.2 core schema; see yc_resolve() in
+ * yamlcore.c.
  *
  * Start-up parses every SKILL.md, and libyaml's per-character reader and
  * event machinery were over half of it, while nearly all frontmatter is a
  * few `key: value` lines. So a fast path (fmfast.c) reads that narrow
  * subset itself and gives up on anything else, without a word: libyaml
  * then parses the same text, and stays the reference for every error and
- * every unusual case. The fast path shares fm_resolve() for typing, and
+ * every unusual case. The fast path shares yc_resolve() for typing, and
  * tests/fuzz/fuzz_fmfast.c holds its output to libyaml's, byte for byte.
  */
 #include "frontmatter.h"
 #include "fmfast.h"
+#include "yamlcore.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -153,140 +155,6 @@ static void position(const char *buf, size_t off, int *line, int *col)
     *col = c;
 }
 
-/* ---- scalars ---------------------------------------------------------- */
-
-static int all_digits(const char *s, size_t n, const char *set)
-{
-    size_t i;
-
-    if (n == 0)
-        return 0;
-    for (i = 0; i < n; i++)
-        if (!s[i] || !strchr(set, s[i]))
-            return 0;
-    return 1;
-}
-
-#define DEC "0123456789"
-#define OCT "01234567"
-#define HEX "0123456789abcdefABCDEF"
-
-static int is_float(const char *s, size_t n)
-{
-    size_t i = 0, d = 0;
-
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        i++;
-    if (i < n && s[i] == '.') {
-        i++;
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++, d++;
-        if (d == 0)
-            return 0;
-    } else {
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++, d++;
-        if (d == 0)
-            return 0;
-        if (i < n && s[i] == '.') {
-            i++;
-            while (i < n && s[i] >= '0' && s[i] <= '9')
-                i++;
-        }
-    }
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < n && (s[i] == '-' || s[i] == '+'))
-            i++;
-        d = 0;
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++, d++;
-        if (d == 0)
-            return 0;
-    }
-    return i == n;
-}
-
-static int eq_any(const char *s, size_t n, const char *const *words)
-{
-    for (; *words; words++)
-        if (strlen(*words) == n && memcmp(s, *words, n) == 0)
-            return 1;
-    return 0;
-}
-
-static const char *const null_words[] = { "", "~", "null", "Null", "NULL", NULL };
-static const char *const true_words[] = { "true", "True", "TRUE", NULL };
-static const char *const false_words[] = { "false", "False", "FALSE", NULL };
-
-/* [-+]?(.inf|.Inf|.INF) and .nan|.NaN|.NAN */
-static int is_inf_nan(const char *s, size_t n)
-{
-    static const char *const inf[] = { ".inf", ".Inf", ".INF", NULL };
-    static const char *const nan[] = { ".nan", ".NaN", ".NAN", NULL };
-
-    if (eq_any(s, n, nan) || eq_any(s, n, inf))
-        return 1;
-    return n > 0 && (s[0] == '-' || s[0] == '+') && eq_any(s + 1, n - 1, inf);
-}
-
-/*
- * YAML 1.2 core schema. s is NUL-terminated at s[n] (libyaml guarantees
- * it). Returns a new JSON value and its kind; K_NONE means "a string".
- * Integers that do not fit json_int_t become reals when finite; hex/octal
- * that do not fit, and floats that overflow, stay strings, as do
- * .inf/.nan (JSON has no such numbers).
- */
-json_t *fm_resolve(const char *s, size_t n, enum fm_kind *kind)
-{
-    char *end;
-    double d;
-
-    *kind = K_NONE;
-    if (eq_any(s, n, null_words)) {
-        *kind = K_NULL;
-        return json_null();
-    }
-    if (eq_any(s, n, true_words) || eq_any(s, n, false_words)) {
-        *kind = K_BOOL;
-        return json_boolean(eq_any(s, n, true_words));
-    }
-    if (n > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
-        int hex = s[1] == 'x';
-        if (all_digits(s + 2, n - 2, hex ? HEX : OCT)) {
-            unsigned long long v;
-            errno = 0;
-            v = strtoull(s + 2, &end, hex ? 16 : 8);
-            *kind = K_INT;
-            if (errno == 0 && end == s + n && v <= (unsigned long long)LLONG_MAX)
-                return json_integer((json_int_t)v);
-            return NULL;
-        }
-    }
-    if (all_digits(s + (n && (s[0] == '-' || s[0] == '+')), n - (n && (s[0] == '-' || s[0] == '+')), DEC)) {
-        long long v;
-        *kind = K_INT;
-        errno = 0;
-        v = strtoll(s, &end, 10);
-        if (errno == 0 && end == s + n)
-            return json_integer((json_int_t)v);
-        errno = 0;
-        d = strtod(s, &end);
-        if (end == s + n && isfinite(d))
-            return json_real(d);
-        return NULL;
-    }
-    if (is_float(s, n)) {
-        *kind = K_FLOAT;
-        errno = 0;
-        d = strtod(s, &end);
-        if (end == s + n && isfinite(d))
-            return json_real(d);
-        return NULL;
-    }
-    return NULL;
-}
-
 static json_t *make_string(struct ctx *c, const yaml_event_t *ev)
 {
     const char *v = (const char *)ev->data.scalar.value;
@@ -311,7 +179,7 @@ static int tag_allowed(const char *tag)
         YAML_TAG_PREFIX "bool", YAML_TAG_PREFIX "null", YAML_TAG_PREFIX "map",
         YAML_TAG_PREFIX "seq", NULL
     };
-    return eq_any(tag, strlen(tag), ok);
+    return yc_word_in(tag, strlen(tag), ok);
 }
 
 static int check_tag(struct ctx *c, const yaml_event_t *ev, const char *tag)
@@ -329,7 +197,7 @@ static json_t *scalar(struct ctx *c, const yaml_event_t *ev)
     const char *v = (const char *)ev->data.scalar.value;
     size_t n = ev->data.scalar.length;
     const char *tag = (const char *)ev->data.scalar.tag;
-    enum fm_kind want, got;
+    enum yc_kind want, got;
     json_t *j;
     char sn[64], tn[64];
 
@@ -340,7 +208,7 @@ static json_t *scalar(struct ctx *c, const yaml_event_t *ev)
             return make_string(c, ev);
         if (memchr(v, '\0', n))
             return make_string(c, ev);      /* reports the NUL */
-        j = fm_resolve(v, n, &got);
+        j = yc_resolve(v, n, &got);
         return j ? j : make_string(c, ev);
     }
     if (strcmp(tag, "!") == 0 || strcmp(tag, YAML_TAG_PREFIX "str") == 0)
@@ -349,22 +217,22 @@ static json_t *scalar(struct ctx *c, const yaml_event_t *ev)
         fail_at(c, ev->start_mark, "tag '%s' cannot be used on a scalar", tag_name(tag, tn));
         return NULL;
     }
-    want = strcmp(tag, YAML_TAG_PREFIX "null") == 0 ? K_NULL
-         : strcmp(tag, YAML_TAG_PREFIX "bool") == 0 ? K_BOOL
-         : strcmp(tag, YAML_TAG_PREFIX "int") == 0 ? K_INT : K_FLOAT;
+    want = strcmp(tag, YAML_TAG_PREFIX "null") == 0 ? YC_NULL
+         : strcmp(tag, YAML_TAG_PREFIX "bool") == 0 ? YC_BOOL
+         : strcmp(tag, YAML_TAG_PREFIX "int") == 0 ? YC_INT : YC_FLOAT;
     if (memchr(v, '\0', n))
         return make_string(c, ev);          /* reports the NUL */
-    if (want == K_FLOAT && is_inf_nan(v, n))
+    if (want == YC_FLOAT && yc_is_inf_nan(v, n))
         return make_string(c, ev);          /* JSON has no such number */
-    j = fm_resolve(v, n, &got);
-    if (want == K_FLOAT && got == K_INT && j) {
+    j = yc_resolve(v, n, &got);
+    if (want == YC_FLOAT && got == YC_INT && j) {
         double d = json_is_integer(j) ? (double)json_integer_value(j) : json_real_value(j);
         json_decref(j);
         j = json_real(d);
-        got = K_FLOAT;
+        got = YC_FLOAT;
     }
-    if (want == K_INT && j && !json_is_integer(j))
-        got = K_NONE;                       /* too big for a 64-bit integer */
+    if (want == YC_INT && j && !json_is_integer(j))
+        got = YC_STR;                       /* too big for a 64-bit integer */
     if (got != want || !j) {
         json_decref(j);
         fail_at(c, ev->start_mark, "'%s' is not a valid %s value", snippet(v, n, sn), tag_name(tag, tn));

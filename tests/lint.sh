@@ -25,6 +25,7 @@ declare -A prefix=(
     [script_env]='script_'
     [redact]='redact_'
     [oauth]='oauth_' [jwt]='jwt_'
+    [yamlcore]='yc_'
 )
 bad=0
 for o in "$build"/obj/*.o; do
@@ -46,7 +47,7 @@ edges=$(for f in server/*.c server/*.h; do
     done
 done | sort -u)
 # Depth-first search; prints the first cycle as "a -> b -> ... -> a".
-cycle=$(awk '
+dfs='
     { adj[$1] = adj[$1] " " $2; nodes[$1]; nodes[$2] }
     function dfs(n,    k, i, m, c) {
         state[n] = 1; stack[++depth] = n
@@ -66,11 +67,34 @@ cycle=$(awk '
         return 0
     }
     END { for (n in nodes) if (!state[n] && dfs(n)) exit }
-' <<<"$edges")
+'
+cycle=$(awk "$dfs" <<<"$edges")
 if [ -n "$cycle" ]; then
     echo "FAIL module include cycle: $cycle"; fail=$((fail + 1))
 else
     echo "ok   no module include cycle ($(wc -l <<<"$edges") include edges)"; pass=$((pass + 1))
+fi
+# The same for definitions: "X Y" when X's object uses a symbol Y's object
+# defines, so a function declared in one module's header but defined in
+# another cannot hide a cycle. The files that share a private X_int.h are
+# one module X.
+modof() {   # modof FILE.o
+    local m; m=$(basename "$1" .o)
+    local int; int=$(sed -nE 's/^#include "([A-Za-z0-9_]+)_int\.h".*/\1/p' "server/$m.c" 2>/dev/null | head -1)
+    echo "${int:-$m}"
+}
+symedges=$(
+    for o in "$build"/obj/*.o; do
+        m=$(modof "$o")
+        nm -g --defined-only "$o" | awk -v m="$m" '$2 ~ /[TDBR]/ {print "D", $3, m}'
+        nm -u "$o" | awk -v m="$m" '{print "U", $2, m}'
+    done | sort -s -k1,1 | awk '$1 == "D" {def[$2] = $3; next}
+                ($2 in def) && def[$2] != $3 {print $3, def[$2]}' | sort -u)
+symcycle=$(awk "$dfs" <<<"$symedges")
+if [ -n "$symcycle" ]; then
+    echo "FAIL module definition cycle: $symcycle"; fail=$((fail + 1))
+else
+    echo "ok   no module definition cycle ($(wc -l <<<"$symedges") use edges)"; pass=$((pass + 1))
 fi
 echo "SUMMARY lint: $pass passed, $fail failed"
 [ $fail -eq 0 ]
