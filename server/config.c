@@ -162,6 +162,8 @@ static const struct opt opts[] = {
      "with --stateful, end a session unused this long (default 1800)"},
     {"--sse", OPT_FLAG, O(sse), 0, 0, "",
      "answer every request as a text/event-stream when the client accepts it"},
+    {"--stdio", OPT_FLAG, O(stdio), 0, 0, "",
+     "serve one client on stdin/stdout (newline-delimited JSON-RPC) instead of HTTP"},
     {"--context-tokens", OPT_LONG, O(context_tokens), 1000, 100000000L, "N",
      "the client's context window in tokens (default 128000)"},
     {"--context-share", OPT_FRACTION, O(context_share), 0, 1, "F",
@@ -404,6 +406,17 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
                         "combined with --workers %d on one port; run one instance per port "
                         "behind a load balancer that hashes Mcp-Session-Id (docs/deploy.md), "
                         "or drop --stateful\n", c->workers);
+        return -1;
+    }
+    if (c->stdio && (c->workers > 1 || c->stateful || c->auth_tokens || c->oauth_issuer ||
+                     c->tls_cert)) {
+        /* One client that started the server itself: nothing to share, route
+         * or authenticate. */
+        fprintf(stderr, "skill-mcp: --stdio serves the one client on stdin/stdout and cannot be "
+                        "combined with %s (an HTTP option)\n",
+                c->workers > 1 ? "--workers" : c->stateful ? "--stateful"
+                : c->auth_tokens ? "--auth-tokens" : c->oauth_issuer ? "--oauth-issuer"
+                : "--tls-cert");
         return -1;
     }
     if (c->sandbox && strcmp(c->sandbox, "none") && strcmp(c->sandbox, "bwrap")) {

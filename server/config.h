@@ -80,6 +80,7 @@ struct cfg {
     int max_sessions;                   /* --max-sessions, default 1024 */
     double session_idle_timeout;        /* --session-idle-timeout, default 1800 s */
     int sse;                            /* --sse: replies as text/event-stream */
+    int stdio;                          /* --stdio: serve on stdin/stdout, not HTTP */
 
     /* output shaping */
     long context_tokens;                /* --context-tokens, default 128000 */

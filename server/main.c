@@ -33,6 +33,7 @@
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
+#include "stdio_mcp.h"
 #include "tasks.h"
 #include "tools.h"
 #include "util.h"
@@ -54,6 +55,31 @@ static void log_listening(const struct srv *S, int port)
              SKILL_VERSION, S->cfg.tls_cert ? "s" : "", v6 ? "[" : "", h, v6 ? "]" : "", port,
              S->cfg.path,
              S->cfg.workers, S->cfg.threads, S->cfg.refresh_interval);
+}
+
+/* Requests in flight on the transport being served. */
+static long in_flight(struct http *http, struct stdio_mcp *io)
+{
+    return io ? stdio_active(io) : http_active(http);
+}
+
+/*
+ * sigwait(), but with --stdio the end of stdin stops the server as SIGTERM
+ * does (*sig 0): the client is done with it. 0 with *sig set, or nonzero to
+ * wait again.
+ */
+static int next_signal(const sigset_t *sigs, struct stdio_mcp *io, int *sig)
+{
+    if (!io)
+        return sigwait(sigs, sig);
+    struct timespec ts = {0, 100 * 1000000};
+    int got = sigtimedwait(sigs, NULL, &ts);
+    if (got > 0) {
+        *sig = got;
+        return 0;
+    }
+    *sig = 0;
+    return !stdio_ended(io);
 }
 
 /* How long a drain waits with no request in flight before it ends. */
@@ -124,8 +150,13 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         S->sessions = session_new((size_t)S->cfg.max_sessions, S->cfg.session_idle_timeout);
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);
     S->tasks = tasks_start(S);
-    struct http *http = loop ? http_start(S, listen_fd) : NULL;
-    if (!http) {
+    struct http *http = NULL;
+    struct stdio_mcp *io = NULL;
+    if (loop && S->cfg.stdio)
+        io = stdio_start(S);
+    else if (loop)
+        http = http_start(S, listen_fd);
+    if (!http && !io) {
         tasks_quiesce(S->tasks);
         loop_stop(loop);
         tasks_free(S->tasks);
@@ -134,12 +165,15 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         session_free(S->sessions);
         return 1;
     }
-    if (announce)
+    if (io)
+        log_info("skill-mcp %s serving MCP on stdin/stdout (refresh %gs)", SKILL_VERSION,
+                 S->cfg.refresh_interval);
+    else if (announce)
         log_listening(S, port);
 
     int sig = 0;
     for (;;) {
-        if (sigwait(sigs, &sig) || sig == SIGCHLD)
+        if (next_signal(sigs, io, &sig) || sig == SIGCHLD)
             continue;   /* scripts are watched through pidfds, not SIGCHLD */
         if (sig == SIGHUP) {
             log_info("SIGHUP: rescanning skills");
@@ -152,9 +186,13 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         }
         break;
     }
-    log_info("%s: draining (up to %gs)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+    log_info("%s: draining (up to %gs)",
+             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "stdin closed",
              S->cfg.shutdown_timeout);
-    http_quiesce(http);
+    if (io)
+        stdio_quiesce(io);
+    else
+        http_quiesce(http);
     uint64_t end = now_ns() + (uint64_t)(S->cfg.shutdown_timeout * 1e9);
     /* No request in flight is not enough: a keep-alive client's next request
      * may be in the socket, not yet read. The drain ends after a quiet spell
@@ -162,7 +200,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     uint64_t quiet_since = 0;
     for (;;) {
         uint64_t now = now_ns();
-        if (http_active(http) > 0)
+        if (in_flight(http, io) > 0)
             quiet_since = 0;
         else if (!quiet_since)
             quiet_since = now;
@@ -178,8 +216,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
             break;
         }
     }
-    if (http_active(http) > 0)
-        log_warn("%ld request(s) still in flight; stopping them", http_active(http));
+    if (in_flight(http, io) > 0)
+        log_warn("%ld request(s) still in flight; stopping them", in_flight(http, io));
     /* Scripts still running are stopped and answered before the HTTP side
      * goes: libmicrohttpd must not be stopped with suspended connections.
      * Tasks stopped here end as failed; their records are written and every
@@ -188,11 +226,14 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     loop_stop(loop);
     tasks_stop(S->tasks);
     /* The stopped scripts' answers were just handed back: let them go out. */
-    for (int i = 0; i < 40 && http_active(http) > 0; i++) {
+    for (int i = 0; i < 40 && in_flight(http, io) > 0; i++) {
         struct timespec ts = {0, 25 * 1000000};
         nanosleep(&ts, NULL);
     }
-    stop_http_or_exit(http);
+    if (io)
+        stdio_stop(io);
+    else
+        stop_http_or_exit(http);
     tasks_free(S->tasks);
     S->tasks = NULL;
     skills_free(S->skills);
@@ -375,6 +416,9 @@ int main(int argc, char **argv)
     int rc = cfg_parse(&S.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
+    /* Before anything can write: from here on stdout is the protocol's. */
+    if (S.cfg.stdio && stdio_claim() < 0)
+        return 2;
     if (tasks_take_url(&S.cfg, argc, argv) < 0 || tasks_check_config(&S.cfg) < 0)
         return 2;
 
@@ -447,7 +491,7 @@ int main(int argc, char **argv)
     int port = 0, listen_fd = -1;
     if (!S.cfg.no_scripts && !(S.scripts = script_setup(&S.cfg)))
         rc = 2;                 /* the reason is logged */
-    else
+    else if (!S.cfg.stdio)
         listen_fd = http_listen(&S.cfg, &port);
     if (listen_fd >= 0 && S.cfg.oauth_issuer) {
         /* Fail closed: an issuer whose keys cannot be had stops the start. */
@@ -463,7 +507,7 @@ int main(int argc, char **argv)
         script_set_output_budget(S.scripts, shape_budget_bytes(&S.budget));
 
     /* serve() and supervise() close listen_fd when they stop accepting. */
-    if (!rc && listen_fd < 0)
+    if (!rc && listen_fd < 0 && !S.cfg.stdio)
         rc = 1;
     else if (!rc && S.cfg.workers > 1)
         rc = supervise(&S, listen_fd, &sigs, port);

@@ -110,8 +110,9 @@ static int check_modern(const struct rpc_headers *h, const char *method, json_t 
     const char *v = json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
     /* The header must repeat _meta first; only when they agree does the
      * version itself matter (-32020 before -32022). */
-    if (!v || !h->protocol_version || header_value(h->protocol_version, val, sizeof val) < 0 ||
-        strcmp(val, v)) {
+    if (!v || (!h->headerless && (!h->protocol_version ||
+                                  header_value(h->protocol_version, val, sizeof val) < 0 ||
+                                  strcmp(val, v)))) {
         set_error(out, RPC_HEADER_MISMATCH,
                   "MCP-Protocol-Version header is missing or does not match "
                   "_meta.io.modelcontextprotocol/protocolVersion",
@@ -129,12 +130,13 @@ static int check_modern(const struct rpc_headers *h, const char *method, json_t 
         set_error(out, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version", data, 1);
         return -1;
     }
-    if (!h->method || header_value(h->method, val, sizeof val) < 0 || strcmp(val, method)) {
+    if (!h->headerless &&
+        (!h->method || header_value(h->method, val, sizeof val) < 0 || strcmp(val, method))) {
         set_error(out, RPC_HEADER_MISMATCH,
                   "Mcp-Method header is missing or does not match the request method", NULL, 1);
         return -1;
     }
-    if (needs_name(method)) {
+    if (!h->headerless && needs_name(method)) {
         const char *want = name_param(method, params);
         if (!h->name || header_value(h->name, val, sizeof val) < 0 || !want ||
             strcmp(val, want)) {

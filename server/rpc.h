@@ -23,6 +23,10 @@ struct rpc_headers {
     const char *method;             /* Mcp-Method */
     const char *name;               /* Mcp-Name */
     const char *session_id;         /* Mcp-Session-Id */
+    /* A transport without HTTP headers (stdio): a 2026-07-28 request has no
+     * MCP-Protocol-Version, Mcp-Method or Mcp-Name to repeat its body, so
+     * only the body is checked. */
+    int headerless;
 };
 
 /*

@@ -173,6 +173,7 @@ struct mreq {
     int no_id;
     /* headers */
     const char *hv, *hm, *hn;
+    int headerless;         /* a transport without headers (stdio) */
 };
 
 static json_t *modern_req(const struct mreq *q)
@@ -197,7 +198,8 @@ static json_t *modern_req(const struct mreq *q)
         json_object_set_new(req, "id", json_integer(7));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
-    struct rpc_headers h = {.protocol_version = q->hv, .method = q->hm, .name = q->hn};
+    struct rpc_headers h = {.protocol_version = q->hv, .method = q->hm, .name = q->hn,
+                            .headerless = q->headerless};
     json_t *r = rpc_h(body, strlen(body), &h);
     free(body);
     return r;
@@ -941,6 +943,34 @@ TEST(modern_header_mismatch)
     json_decref(r);
 }
 
+/* stdio has no headers: the body alone decides, and is still checked */
+TEST(modern_headerless)
+{
+    const char *params = "{\"name\":\"list_skills\",\"arguments\":{}}";
+    struct mreq q = {.method = "tools/call", .params = params, .version = MODERN,
+                     .headerless = 1};
+    json_t *r = modern_req(&q);
+    CHECK_RPC_RESULT(r);
+    CHECK_EQ(O.modern, 1);
+    CHECK_STR(sget(result(r), "resultType"), "complete");
+    json_decref(r);
+    q.version = "2099-01-01";
+    r = modern_req(&q);
+    CHECK_RPC_ERROR(r, RPC_UNSUPPORTED_VERSION, 1, "7");
+    json_decref(r);
+    q.version = MODERN;
+    q.no_caps = 1;
+    r = modern_req(&q);
+    CHECK_RPC_ERROR(r, RPC_INVALID_PARAMS, 1, "7");
+    json_decref(r);
+    /* the same request from a transport with headers still needs them */
+    q.no_caps = 0;
+    q.headerless = 0;
+    r = modern_req(&q);
+    CHECK_RPC_ERROR(r, RPC_HEADER_MISMATCH, 1, "7");
+    json_decref(r);
+}
+
 TEST(modern_mcp_name)
 {
     const char *params = "{\"name\":\"list_skills\",\"arguments\":{}}";
@@ -1237,6 +1267,7 @@ int main(void)
     RUN(modern_discover);
     RUN(modern_header_mismatch);
     RUN(modern_mcp_name);
+    RUN(modern_headerless);
     RUN(modern_unsupported_version);
     RUN(modern_client_capabilities);
     RUN(modern_legacy_only_methods);
