@@ -138,6 +138,85 @@ TEST(builtin_password_value_only)
     redact_set_free(s);
 }
 
+/* A value of any length goes whole: a bounded repeat replaced a prefix and
+ * passed the tail on. 1 MB keeps to linear time (possessive repeats). */
+TEST(long_values_replaced_whole)
+{
+    struct redact_set *s = builtins();
+    CHECK(s);
+    size_t big = 1 << 20;
+    static const char *const keys[][2] = {
+        {"password=", "\n"}, {"secret: \"", "\"\n"}, {"passwd='", "'\n"}, {NULL, NULL}};
+    for (const char *const(*k)[2] = keys; (*k)[0]; k++) {
+        size_t kl = strlen((*k)[0]);
+        char *t = xmalloc(kl + big + 4);
+        memcpy(t, (*k)[0], kl);
+        memset(t + kl, 'x', big);
+        strcpy(t + kl + big, (*k)[1]);
+        size_t n = strlen(t), len;
+        json_t *c = json_object();
+        struct timespec a, z;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        char *r = redact_text(s, NULL, t, n, &len, c);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &z);
+        double ms = (double)(z.tv_sec - a.tv_sec) * 1e3 + (double)(z.tv_nsec - a.tv_nsec) / 1e6;
+        printf("# %s + 1 MB value: %.1f ms of CPU\n", (*k)[0], ms);
+        CHECK(r);
+        CHECK(!memchr(r, 'x', len));
+        CHECK(len < kl + 40);
+        CHECK_EQ(count_of(c, "password"), 1);
+        CHECK(ms < 1000);
+        free(r);
+        free(t);
+        json_decref(c);
+    }
+    /* the other unbounded credentials: one marker, no tail */
+    char tok[400];
+    memcpy(tok, "ghp_", 4);
+    memset(tok + 4, 'a', 300);
+    tok[304] = '\0';
+    CHECK_STR(red(s, NULL, tok, NULL), "[REDACTED:github-token]");
+    memcpy(tok, "xoxb-", 5);
+    memset(tok + 5, 'b', 300);
+    tok[305] = '\0';
+    CHECK_STR(red(s, NULL, tok, NULL), "[REDACTED:slack-token]");
+    redact_set_free(s);
+}
+
+/* Built-in kinds written with JSON escapes, in JSON and in plain text: the
+ * escapes go with the secret, and JSON stays JSON. */
+TEST(json_escaped_builtins)
+{
+    struct redact_set *s = builtins();
+    CHECK(s);
+    json_t *c = json_object();
+    const char *r = red(s, NULL, "{\"token\":\"ghp_\\u00410123456789abcdefghijABCDEFGHIJ01234\"}", c);
+    CHECK_STR(r, "{\"token\":\"[REDACTED:github-token]\"}");
+    CHECK_EQ(count_of(c, "github-token"), 1);
+    CHECK_STR(red(s, NULL, "id \\u0041KIAIOSFODNN7EXAMPLE in a log line", NULL),
+              "id [REDACTED:aws-access-key] in a log line");
+    CHECK_STR(red(s, NULL, "[\"xoxb\\u002d1234567890-abcdef\", \"ok\"]", NULL),
+              "[\"[REDACTED:slack-token]\", \"ok\"]");
+    /* a key block with \n escapes, a "+" spelled \u002b, an escaped "/" */
+    r = red(s, NULL,
+            "{\"key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIB\\u002bADAN\\/Bgkq\\nhkiG9w0B"
+            "\\n-----END PRIVATE KEY-----\\n\", \"n\": 1}", NULL);
+    CHECK_STR(r, "{\"key\": \"[REDACTED:private-key]\\n\", \"n\": 1}");
+    /* cut short: no END, the escaped body goes to the string's end */
+    r = red(s, NULL, "{\"key\": \"-----BEGIN RSA PRIVATE KEY-----\\u000aMIIEvQIB\\u002bAD\"}", NULL);
+    CHECK_STR(r, "{\"key\": \"[REDACTED:private-key]\"}");
+    json_t *j = json_loads(r, 0, NULL);
+    CHECK(j);
+    json_decref(j);
+    /* a key name spelled with an escape still marks its value */
+    CHECK_STR(red(s, NULL, "{\"pass\\u0077ord\": \"hunter2\"}", NULL),
+              "{\"pass\\u0077ord\": \"[REDACTED:password]\"}");
+    /* a backslash that starts no escape is text */
+    CHECK_STR(red(s, NULL, "C:\\new\\x " GHP, NULL), "C:\\new\\x [REDACTED:github-token]");
+    json_decref(c);
+    redact_set_free(s);
+}
+
 TEST(counts_per_pattern)
 {
     struct redact_set *s = builtins();
@@ -618,6 +697,8 @@ int main(void)
     RUN(builtin_github_tokens);
     RUN(builtin_slack_token);
     RUN(builtin_password_value_only);
+    RUN(long_values_replaced_whole);
+    RUN(json_escaped_builtins);
     RUN(counts_per_pattern);
     RUN(nothing_to_redact_returns_null);
     RUN(match_at_buffer_end);
