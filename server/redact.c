@@ -1001,6 +1001,8 @@ void redact_close(struct redact *r)
     free(r);
 }
 
+static void record(json_t *counts, struct stats *st);
+
 json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj,
                        const char *const *fields, struct stats *st)
 {
@@ -1025,12 +1027,35 @@ json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj
         json_decref(counts);
         return NULL;
     }
+    record(counts, st);
+    return counts;
+}
+
+static void record(json_t *counts, struct stats *st)
+{
     const char *name;
     json_t *c;
     json_object_foreach(counts, name, c)
         if (st)
             stats_redacted(st, name, (uint64_t)json_integer_value(c));
-    return counts;
+}
+
+char *redact_file(struct redact *r, const char *data, size_t n, size_t *outlen, json_t **counts,
+                  struct stats *st)
+{
+    *counts = NULL;
+    if (!r)
+        return NULL;
+    const struct redact_set *set = atomic_load_explicit(&r->cur, memory_order_acquire);
+    json_t *c = json_object();
+    char *out = redact_text(set, NULL, data, n, outlen, c);
+    if (json_object_size(c)) {
+        record(c, st);
+        *counts = c;
+    } else {
+        json_decref(c);
+    }
+    return out;
 }
 
 void redact_run_result(struct redact *r, const struct redact_env *e, json_t *result,

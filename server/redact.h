@@ -80,6 +80,20 @@ json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj
                        const char *const *fields, struct stats *st);
 
 /*
+ * A skill file's bytes on their way to the model (read_skill_file,
+ * resources/read): redacted like script output, before they are encoded,
+ * text and binary alike (a binary file where a pattern matched is served
+ * altered). Returns a new buffer (NUL-terminated, *outlen set) or NULL when
+ * nothing changed; *counts gets the counts (a new reference) or NULL, and
+ * st records them (may be NULL). r NULL: nothing done.
+ */
+char *redact_file(struct redact *r, const char *data, size_t n, size_t *outlen, json_t **counts,
+                  struct stats *st);
+/* Bytes past a caller's cut that a file read takes in as well, so that the
+ * cut, made after redaction, never shows the start of a secret. */
+#define REDACT_FILE_LOOKAHEAD (64u << 10)
+
+/*
  * A run_skill_script result (stdout, stderr, hint, note): redacted, and the
  * counts put in its "_meta" member as {REDACT_META: counts}, which the
  * renderer moves to the CallToolResult's _meta. Any other "_meta" is
