@@ -119,7 +119,7 @@ static const struct opt opts[] = {
     {"--bwrap-path", OPT_STR, O(bwrap_path), 0, 0, "FILE",
      "the bwrap binary for --sandbox bwrap (default: bwrap on PATH)"},
     {"--redact", OPT_STR, O(redact_file), 0, 0, "FILE",
-     "more secret patterns to redact from script output, hook output and read_skill_file "
+     "more secret patterns to redact from script output, hook output and files read "
      "(NAME PCRE2-PATTERN per line; reloaded on SIGHUP)"},
     {"--no-redact-builtins", OPT_FLAG, O(no_redact_builtins), 0, 0, "",
      "do not redact the built-in credential patterns (environment values still are)"},

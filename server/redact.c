@@ -172,7 +172,8 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
              p->name);
         return -1;
     }
-    int jr = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    /* partial matching too: a stream holds back what could be a match's start */
+    int jr = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);
     if (jr)
         log_warn("redact: no JIT for pattern '%s' (PCRE2 error %d); it is matched interpreted",
                  p->name, jr);
@@ -1001,7 +1002,14 @@ void redact_close(struct redact *r)
     free(r);
 }
 
-static void record(json_t *counts, struct stats *st);
+static void record(json_t *counts, struct stats *st)
+{
+    const char *name;
+    json_t *c;
+    json_object_foreach(counts, name, c)
+        if (st)
+            stats_redacted(st, name, (uint64_t)json_integer_value(c));
+}
 
 json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj,
                        const char *const *fields, struct stats *st)
@@ -1029,15 +1037,6 @@ json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj
     }
     record(counts, st);
     return counts;
-}
-
-static void record(json_t *counts, struct stats *st)
-{
-    const char *name;
-    json_t *c;
-    json_object_foreach(counts, name, c)
-        if (st)
-            stats_redacted(st, name, (uint64_t)json_integer_value(c));
 }
 
 char *redact_file(struct redact *r, const char *data, size_t n, size_t *outlen, json_t **counts,
@@ -1068,4 +1067,179 @@ void redact_run_result(struct redact *r, const struct redact_env *e, json_t *res
     json_t *counts = redact_members(r, e, result, fields, st);
     if (counts)
         json_object_set_new(result, "_meta", json_pack("{s:o}", REDACT_META, counts));
+}
+
+/* ---- streaming ------------------------------------------------------------- */
+
+struct redact_stream {
+    const struct redact_set *set;   /* a reload retires, never frees, a set */
+    const struct redact_env *env;
+    struct stats *st;
+    redact_emit_fn emit;
+    void *arg;
+    char *b;
+    size_t len, cap;
+    size_t checked;         /* bytes of b already known to hold no '\n' */
+    json_t *counts;
+    pcre2_match_data *md;
+};
+
+struct redact_stream *redact_stream_new(struct redact *r, const struct redact_env *e,
+                                        struct stats *st, redact_emit_fn emit, void *arg)
+{
+    struct redact_stream *rs = xcalloc(1, sizeof *rs);
+    rs->set = r ? atomic_load_explicit(&r->cur, memory_order_acquire) : NULL;
+    rs->env = e;
+    rs->st = st;
+    rs->emit = emit;
+    rs->arg = arg;
+    rs->counts = json_object();
+    if (rs->set)
+        rs->md = pcre2_match_data_create(rs->set->max_caps + 1, NULL);
+    return rs;
+}
+
+void redact_stream_free(struct redact_stream *rs)
+{
+    if (!rs)
+        return;
+    free(rs->b);
+    json_decref(rs->counts);
+    pcre2_match_data_free(rs->md);
+    free(rs);
+}
+
+json_t *redact_stream_counts(const struct redact_stream *rs)
+{
+    return rs->counts;
+}
+
+static size_t line_start(const char *t, size_t at)
+{
+    while (at && t[at - 1] != '\n')
+        at--;
+    return at;
+}
+
+/*
+ * Where the text that may go out ends: n (the end of the last whole line),
+ * or the start of the line where a match could begin that n cuts short.
+ * PCRE2's hard partial matching says so of a pattern; an environment value
+ * with a line break in it could begin in any of the last few lines.
+ */
+static size_t hold_from(struct redact_stream *rs, size_t n)
+{
+    size_t cut = n;
+    const char *t = rs->b;
+    for (size_t i = 0; rs->set && rs->md && i < rs->set->npat; i++) {
+        size_t from = 0;
+        while (from < cut) {
+            int rc = pcre2_match(rs->set->pat[i].re, (PCRE2_SPTR)t, n, from,
+                                 PCRE2_PARTIAL_HARD, rs->md, NULL);
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(rs->md);
+            if (rc == PCRE2_ERROR_PARTIAL) {
+                size_t at = line_start(t, ov[0] < n ? ov[0] : n);
+                if (at < cut)
+                    cut = at;
+                break;
+            }
+            if (rc < 0)
+                break;      /* no match, or the matcher's error: redact_text meets it */
+            from = ov[1] > from ? ov[1] : from + 1;
+            while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
+                from++;
+        }
+    }
+    for (size_t i = 0; rs->env && i < rs->env->n; i++) {
+        const struct env_val *v = &rs->env->v[i];
+        if (!memchr(v->val, '\n', v->len))
+            continue;
+        /* the longest tail of the text that the value starts with */
+        for (size_t k = v->len - 1 < n ? v->len - 1 : n; k; k--)
+            if (!memcmp(t + n - k, v->val, k)) {
+                size_t at = line_start(t, n - k);
+                if (at < cut)
+                    cut = at;
+                break;
+            }
+    }
+    return cut;
+}
+
+static void emit_redacted(struct redact_stream *rs, size_t n)
+{
+    if (!n)
+        return;
+    size_t len;
+    json_t *c = json_object();
+    char *out = rs->set || rs->env ? redact_text(rs->set, rs->env, rs->b, n, &len, c) : NULL;
+    if (json_object_size(c)) {
+        record(c, rs->st);
+        const char *name;
+        json_t *v;
+        json_object_foreach(c, name, v)
+            json_object_set_new(rs->counts, name,
+                                json_integer(json_integer_value(json_object_get(rs->counts, name)) +
+                                             json_integer_value(v)));
+    }
+    json_decref(c);
+    rs->emit(out ? out : rs->b, out ? len : n, rs->arg);
+    free(out);
+    memmove(rs->b, rs->b + n, rs->len - n);
+    rs->len -= n;
+    rs->checked = 0;
+}
+
+void redact_stream_feed(struct redact_stream *rs, const char *p, size_t n)
+{
+    if (!n)
+        return;
+    if (rs->len + n + 1 > rs->cap) {
+        rs->cap = (rs->len + n + 1) * 2;
+        rs->b = xrealloc(rs->b, rs->cap);
+    }
+    memcpy(rs->b + rs->len, p, n);
+    rs->len += n;
+    rs->b[rs->len] = '\0';
+    /* the new bytes alone can end a line: no new '\n', nothing changes */
+    const char *nl = NULL;
+    for (size_t i = rs->len; i > rs->checked; i--)
+        if (rs->b[i - 1] == '\n') {
+            nl = rs->b + i - 1;
+            break;
+        }
+    rs->checked = rs->len;
+    if (nl) {
+        size_t whole = (size_t)(nl - rs->b) + 1;
+        emit_redacted(rs, hold_from(rs, whole));
+    }
+    while (rs->len >= REDACT_STREAM_HOLD)
+        emit_redacted(rs, rs->len);
+}
+
+void redact_stream_flush(struct redact_stream *rs)
+{
+    emit_redacted(rs, rs->len);
+}
+
+void redact_meta_add(json_t *result, json_t *counts)
+{
+    if (!json_is_object(result) || !json_object_size(counts))
+        return;
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_t *have = json_object_get(meta, REDACT_META);
+    if (!json_is_object(have)) {
+        have = json_object();
+        json_object_set_new(meta, REDACT_META, have);
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(counts, name, v)
+        json_object_set_new(have, name,
+                            json_integer(json_integer_value(json_object_get(have, name)) +
+                                         json_integer_value(v)));
 }
