@@ -33,6 +33,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "config.h"
 #include "oauth.h"
 #include "util.h"
 
@@ -133,6 +134,7 @@ struct auth {
     struct auth_shared *sh;
     int worker;
     struct oauth *oauth;            /* --oauth-issuer, or NULL */
+    int oauth_rpm;                  /* each OAuth client id's rate (0: none) */
 };
 
 static void table_free(struct auth_table *t)
@@ -546,6 +548,7 @@ const char *auth_check(struct auth *a, const char *authorization)
 int auth_oauth_init(struct auth *a, const struct cfg *c, int port, struct err *err)
 {
     a->oauth = oauth_new(c, port, err);
+    a->oauth_rpm = c->oauth_rpm > 0 ? c->oauth_rpm : 0;
     return a->oauth ? 0 : -1;
 }
 
@@ -626,16 +629,30 @@ static int ceil_s(double s)
     return c > INT_MAX ? INT_MAX : (int)c;
 }
 
+static struct auth_slot *slot_by_name(struct auth *a, const char *client);
+
 int auth_rate_at(struct auth *a, const char *client, uint64_t now, int *limit,
                  int *remaining, int *reset_s)
 {
-    int lim = 0, rem = 0, reset = 0, wait = 0;
+    int lim = 0, rem = 0, reset = 0, wait = 0, rpm = 0;
     const struct auth_entry *e =
         a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+    struct auth_slot *s = NULL;
     if (e && e->rpm > 0) {
-        struct auth_slot *s = &a->sh->slots[e->slot];
-        double cap = e->rpm, per_s = e->rpm / 60.0;
-        lim = e->rpm;
+        s = &a->sh->slots[e->slot];
+        rpm = e->rpm;
+    } else if (!e && a && a->oauth_rpm > 0 && client) {
+        /* An OAuth client: a bucket of its own id, in the slot that keeps
+         * the id (a token file's client of that id has the file's rpm). */
+        s = slot_by_name(a, client);
+        if (s && atomic_load_explicit(&s->oauth, memory_order_acquire))
+            rpm = a->oauth_rpm;
+        else
+            s = NULL;
+    }
+    if (s) {
+        double cap = rpm, per_s = rpm / 60.0;
+        lim = rpm;
         robust_lock(&s->mu);
         if (!s->bucket_init) {
             s->bucket_init = 1;
@@ -676,8 +693,6 @@ int auth_rate(struct auth *a, const char *client, int *limit, int *remaining, in
 }
 
 /* ---- script slots ---------------------------------------------------------- */
-
-static struct auth_slot *slot_by_name(struct auth *a, const char *client);
 
 static struct auth_slot *slot_of(struct auth *a, const char *client)
 {

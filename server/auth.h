@@ -32,7 +32,8 @@
  * an OAuth client's id is kept in its shared slot (so it stays valid like a
  * file's, and its scripts are counted by --max-scripts-per-client). The ids
  * share one namespace: an OAuth client whose id is a token-file client's IS
- * that client (tasks, caps). OAuth clients have no rpm.
+ * that client (tasks, caps). An OAuth client's rate is --oauth-rpm, in
+ * the bucket of its slot.
  */
 #ifndef SKILL_AUTH_H
 #define SKILL_AUTH_H
@@ -117,7 +118,8 @@ const char *auth_check(struct auth *a, const char *authorization);
  * else the whole seconds to wait (>= 1, for Retry-After). Fills *limit
  * (rpm; 0 = unlimited, send no RateLimit-* headers), *remaining (requests
  * left now) and *reset_s (seconds until the bucket is full again); each
- * pointer may be NULL. A client not in the table is not limited.
+ * pointer may be NULL. A client not in the table is not limited, but for
+ * an OAuth client under --oauth-rpm.
  * Any thread, any worker.
  */
 int auth_rate(struct auth *a, const char *client, int *limit, int *remaining, int *reset_s);

@@ -96,6 +96,9 @@ static const struct opt opts[] = {
      "the issuer's JWKS, instead of the jwks_uri of its metadata"},
     {"--oauth-scopes", OPT_STR, O(oauth_scopes), 0, 0, "LIST",
      "scopes every OAuth token must hold, comma-separated (default: none)"},
+    {"--oauth-rpm", OPT_INT, O(oauth_rpm), 0, 1000000, "N",
+     "requests per minute for each OAuth client id, as a token file's rpm; 0 = no limit "
+     "(default 600)"},
     {"--public-index", OPT_FLAG, O(public_index), 0, 0, "",
      "with --auth-tokens, serve the discovery index and its archives without a token"},
     {"--metrics-public", OPT_FLAG, O(metrics_public), 0, 0, "",
@@ -119,7 +122,7 @@ static const struct opt opts[] = {
     {"--bwrap-path", OPT_STR, O(bwrap_path), 0, 0, "FILE",
      "the bwrap binary for --sandbox bwrap (default: bwrap on PATH)"},
     {"--redact", OPT_STR, O(redact_file), 0, 0, "FILE",
-     "more secret patterns to redact from script output, hook output and read_skill_file "
+     "more secret patterns to redact from script output, hook output and files read "
      "(NAME PCRE2-PATTERN per line; reloaded on SIGHUP)"},
     {"--no-redact-builtins", OPT_FLAG, O(no_redact_builtins), 0, 0, "",
      "do not redact the built-in credential patterns (environment values still are)"},
@@ -307,6 +310,7 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->max_body = 1 << 20;
     c->max_connections = 1024;
     c->max_connections_per_ip = 64;
+    c->oauth_rpm = -1;      /* unset: 600 with --oauth-issuer (below) */
     c->connection_timeout = 60;
     c->max_header_bytes = 32768;
     c->log_level = LOG_INFO;
@@ -394,6 +398,13 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
                         "--oauth-issuer URL\n");
         return -1;
     }
+    if (c->oauth_rpm >= 0 && !c->oauth_issuer) {
+        fprintf(stderr, "skill-mcp: --oauth-rpm needs --oauth-issuer URL (a token file's "
+                        "clients take their rpm from the file)\n");
+        return -1;
+    }
+    if (c->oauth_rpm < 0)
+        c->oauth_rpm = 600;
     if (c->oauth_issuer && cfg_url_refused(c->oauth_issuer))
         return bad("--oauth-issuer", c->oauth_issuer, cfg_url_refused(c->oauth_issuer));
     if (c->oauth_jwks && cfg_url_refused(c->oauth_jwks))

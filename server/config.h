@@ -51,6 +51,7 @@ struct cfg {
     const char *oauth_audience;         /* --oauth-audience URI, default http[s]://HOST:PORT/PATH */
     const char *oauth_jwks;             /* --oauth-jwks URL: skip the issuer's metadata */
     const char *oauth_scopes;           /* --oauth-scopes LIST: every token must hold these */
+    int oauth_rpm;                      /* --oauth-rpm N: each OAuth client id's rate, 0 = none */
     int public_index;                   /* --public-index: discovery needs no token */
     int metrics_public;                 /* --metrics-public: /metrics needs no token */
     int max_scripts_per_client;         /* --max-scripts-per-client; -1 = half the cap */

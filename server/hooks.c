@@ -50,6 +50,9 @@ struct hook_plan {
     int audit;                  /* write the audit line when the call ends */
     char digest[MANIFEST_DIGEST_LEN + 1], approved_at[LOCK_TIME_LEN + 1];
     struct redact_env *renv;    /* the env values given to the script, redacted from its output */
+    struct redact_stream *stream;   /* stderr on its way out while the script runs */
+    void (*line_fn)(const char *line, size_t len, void *arg);
+    void *line_arg;
 };
 
 static const char *const stage_name[] = {"global pre", "skill pre", "script", "skill post",
@@ -123,6 +126,7 @@ void hook_plan_free(struct hook_plan *p)
     }
     json_decref(p->input);
     json_decref(p->result);
+    redact_stream_free(p->stream);
     redact_env_free(p->renv);
     free(p);
 }
@@ -162,6 +166,8 @@ static void finish(struct hook_plan *p)
     if (!p->renv && p->script)
         p->renv = redact_env_new(p->script->envp, json_object_get(p->input, "env_keys"));
     redact_run_result(p->S->redact, p->renv, p->result, &p->S->stats);
+    if (p->stream)      /* streamed secrets count as those of the result */
+        redact_meta_add(p->result, redact_stream_counts(p->stream));
     json_t *r = p->result;
     p->result = NULL;
     hook_done_fn done = p->done;
@@ -405,7 +411,10 @@ static void on_script_done(struct run_job *j, void *arg)
     struct hook_plan *p = arg;
     p->result = script_result(j, p->S->cfg.max_script_concurrency, p->S->cfg.script_queue_timeout);
     p->ok = j->status == RUN_OK;
-    p->renv = redact_env_new(j->envp, json_object_get(p->input, "env_keys"));
+    if (!p->renv)
+        p->renv = redact_env_new(j->envp, json_object_get(p->input, "env_keys"));
+    if (p->stream)
+        redact_stream_flush(p->stream);
     run_job_free(j);
     p->script = NULL;
     p->stage++;
@@ -452,11 +461,53 @@ static void advance(struct hook_plan *p)
     finish(p);
 }
 
+/* A redacted chunk of whole lines: one call of line_fn a line, an over-long
+ * one in pieces of at most STREAM_PIECE bytes (cut after redaction, so a
+ * piece never holds half a secret). */
+#define STREAM_PIECE 512
+
+static void stream_lines(const char *t, size_t n, void *arg)
+{
+    struct hook_plan *p = arg;
+    while (n) {
+        const char *nl = memchr(t, '\n', n);
+        size_t len = nl ? (size_t)(nl - t) : n, next = nl ? len + 1 : n;
+        while (len && t[len - 1] == '\r')
+            len--;
+        for (size_t at = 0; at < len;) {
+            size_t k = len - at;
+            if (k > STREAM_PIECE) {
+                k = utf8_trim(t + at, STREAM_PIECE);
+                if (!k)
+                    k = STREAM_PIECE;
+            }
+            p->line_fn(t + at, k, p->line_arg);
+            at += k;
+        }
+        t += next;
+        n -= next;
+    }
+}
+
+static void stream_chunk(const char *data, size_t n, void *arg)
+{
+    struct hook_plan *p = arg;
+    if (!p->stream) {
+        /* the script runs: the pre hooks have added their env values */
+        if (!p->renv)
+            p->renv = redact_env_new(p->script->envp, json_object_get(p->input, "env_keys"));
+        p->stream = redact_stream_new(p->S->redact, p->renv, &p->S->stats, stream_lines, p);
+    }
+    redact_stream_feed(p->stream, data, n);
+}
+
 void hook_set_stream(struct hook_plan *p, void (*fn)(const char *line, size_t len, void *arg),
                      void *arg)
 {
-    p->script->on_stderr_line = fn;
-    p->script->line_arg = arg;
+    p->line_fn = fn;
+    p->line_arg = arg;
+    p->script->on_stderr = stream_chunk;
+    p->script->stderr_arg = p;
 }
 
 void hook_set_rpc_id(struct hook_plan *p, const char *rpc_id)

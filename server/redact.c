@@ -65,13 +65,15 @@ struct redact_env {
 
 /*
  * The built-in credentials. \K keeps a key or header name out of the match,
- * so only the value is replaced. Lengths are bounded where a real
- * credential is, so that a match never runs on through a large output.
+ * so only the value is replaced. A value runs to its end however long it is
+ * (a bound would replace a prefix and pass the rest on): every repeat is
+ * possessive, so a match is one pass over the value, never a backtrack.
+ * Minimum lengths stay where a real credential has them.
  */
 /* After a password's key: the value alone (\K), quoted or bare. */
 #define PW_VALUE                                                                          \
     "[\"']?[ \\t]*[:=][ \\t]*"                                                          \
-    "(?:\"\\K(?:[^\"\\\\\\r\\n]|\\\\[^\\r\\n]){1,512}|'\\K[^'\\r\\n]{1,512}|\\K[^\\s\"',;&<>]{1,512})"
+    "(?:\"\\K(?:[^\"\\\\\\r\\n]++|\\\\[^\\r\\n])++|'\\K[^'\\r\\n]++|\\K[^\\s\"',;&<>]++)"
 
 static const struct {
     const char *name, *re;
@@ -80,20 +82,20 @@ static const struct {
      * JSON/YAML member ("Authorization": "Bearer ...") */
     {"bearer-token",
      "(?i)(?<![A-Za-z0-9_-])authorization[\"']?[ \\t]*[:=][ \\t]*[\"']?bearer[ \\t]+\\K"
-     "[A-Za-z0-9._~+/-]+=*"},
+     "[A-Za-z0-9._~+/-]++=*"},
     {"aws-access-key", "(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"},
     {"aws-secret-key",
      "(?i)(?<![A-Za-z0-9])aws_secret_access_key[\"']?[ \\t]*[:=][ \\t]*[\"']?\\K"
-     "(?-i)[A-Za-z0-9/+]{30,}={0,2}"},
+     "(?-i)[A-Za-z0-9/+]{30,}+={0,2}"},
     /* the whole block; one whose END is missing (output cut short) up to
      * the end of its base64 body */
     {"private-key",
      "-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY-----(?:[\\s\\S]{0,32768}?-----END[A-Z0-9 ]{0,40} "
-     "PRIVATE KEY-----|[A-Za-z0-9+/=\\s:,\\\\-]*)"},
+     "PRIVATE KEY-----|[A-Za-z0-9+/=\\s:,\\\\-]*+)"},
     {"github-token",
-     "(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"
+     "(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}+|github_pat_[A-Za-z0-9_]{22,}+)"
      "(?![A-Za-z0-9_])"},
-    {"slack-token", "(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,250}"},
+    {"slack-token", "(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}+"},
     /* the value of password=, passwd:, secret= (also db_password,
      * client_secret); two patterns of one name, each with a first letter in
      * two cases, which the JIT searches for vectorised (one pattern would
@@ -170,7 +172,8 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
              p->name);
         return -1;
     }
-    int jr = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    /* partial matching too: a stream holds back what could be a match's start */
+    int jr = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);
     if (jr)
         log_warn("redact: no JIT for pattern '%s' (PCRE2 error %d); it is matched interpreted",
                  p->name, jr);
@@ -630,6 +633,125 @@ static void find_env_json(const struct redact_env *E, const char *t, size_t n, s
     free(sp);
 }
 
+/*
+ * A secret a JSON encoder escaped ("ghp_\u0041...", a key block whose line
+ * ends are "\n", "\/" in base64) is not what the patterns look for. Text
+ * that holds a backslash is also read decoded: each JSON escape (\uXXXX
+ * with its surrogate pair, \n, \", \/ ...) becomes the character it
+ * stands for, anywhere in the text (a log line can print a JSON fragment),
+ * the patterns run over that view, and a match maps back onto the original
+ * bytes, covering the whole escapes it was decoded from.
+ */
+struct esc {
+    size_t d, s;            /* where it starts, decoded and original */
+    unsigned char dl, sl;   /* its length, decoded and original */
+};
+
+struct decoded {
+    char *t;
+    size_t n;
+    struct esc *e;
+    size_t ne;
+};
+
+static int decode_escapes(const char *t, size_t n, struct decoded *D)
+{
+    size_t cap = 0;
+    D->t = xmalloc(n + 1);
+    D->n = 0;
+    D->e = NULL;
+    D->ne = 0;
+    for (size_t p = 0; p < n;) {
+        const char *bs = memchr(t + p, '\\', n - p);
+        size_t run = bs ? (size_t)(bs - t) - p : n - p;
+        memcpy(D->t + D->n, t + p, run);
+        D->n += run;
+        p += run;
+        if (!bs)
+            break;
+        char b[4];
+        size_t nb = 1, sl = 2;
+        unsigned cp, lo;
+        static const char esc[] = "bfnrt\"/", val[] = "\b\f\n\r\t\"/";
+        const char *q = p + 1 < n && t[p + 1] ? strchr(esc, t[p + 1]) : NULL;
+        if (p + 6 <= n && t[p + 1] == 'u' && hex4(t + p + 2, &cp)) {
+            sl = 6;
+            if (cp >= 0xD800 && cp < 0xDC00 && p + 12 <= n && t[p + 6] == '\\' &&
+                t[p + 7] == 'u' && hex4(t + p + 8, &lo) && lo >= 0xDC00 && lo < 0xE000) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                sl = 12;
+            }
+            nb = utf8_put(b, cp);
+        } else if (p + 1 < n && t[p + 1] == '\\') {
+            b[0] = '\\';
+        } else if (q) {
+            b[0] = val[q - esc];
+        } else {
+            D->t[D->n++] = t[p++];  /* not an escape: the backslash as it is */
+            continue;
+        }
+        if (D->ne == cap) {
+            cap = cap ? cap * 2 : 64;
+            D->e = xrealloc(D->e, cap * sizeof *D->e);
+        }
+        D->e[D->ne++] = (struct esc){D->n, p, (unsigned char)nb, (unsigned char)sl};
+        memcpy(D->t + D->n, b, nb);     /* never longer than the escape */
+        D->n += nb;
+        p += sl;
+    }
+    return D->ne > 0;
+}
+
+/* The escape at or before decoded offset x (NULL: none). */
+static const struct esc *esc_at(const struct decoded *D, size_t x)
+{
+    size_t lo = 0, hi = D->ne;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (D->e[mid].d <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? &D->e[lo - 1] : NULL;
+}
+
+/* Original offset of decoded byte x: end 0 its first byte, 1 just past it. */
+static size_t orig_of(const struct decoded *D, size_t x, int end)
+{
+    const struct esc *e = esc_at(D, x);
+    if (!e)
+        return x + (size_t)end;
+    if (x < e->d + e->dl)
+        return end ? e->s + e->sl : e->s;
+    return e->s + e->sl + (x - e->d - e->dl) + (size_t)end;
+}
+
+static int find_patterns(const struct redact_set *set, const char *t, size_t n, struct hits *H);
+
+/* Pattern matches in the decoded view, as hits on the original text. One
+ * the plain scan found too overlaps it and is merged with it: counted once. */
+static int find_patterns_decoded(const struct redact_set *set, const char *t, size_t n,
+                                 struct hits *H)
+{
+    struct decoded D;
+    if (!set || !set->npat)
+        return 0;
+    if (!decode_escapes(t, n, &D)) {
+        free(D.t);
+        return 0;
+    }
+    struct hits h = {0};
+    int r = find_patterns(set, D.t, D.n, &h);
+    for (size_t i = 0; r >= 0 && i < h.n; i++)
+        hit_add(H, orig_of(&D, h.h[i].s, 0), orig_of(&D, h.h[i].e - 1, 1), h.h[i].name,
+                h.h[i].order);
+    free(h.h);
+    free(D.t);
+    free(D.e);
+    return r;
+}
+
 static int num_char(char c)
 {
     return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
@@ -739,7 +861,10 @@ char *redact_text(const struct redact_set *set, const struct redact_env *E, cons
                   size_t n, size_t *outlen, json_t *counts)
 {
     struct hits H = {0};
-    if (find_patterns(set, t, n, &H) < 0) {
+    int bad = find_patterns(set, t, n, &H) < 0;
+    if (!bad && memchr(t, '\\', n))
+        bad = find_patterns_decoded(set, t, n, &H) < 0;
+    if (bad) {
         /* fail closed: a text that could not be checked is not passed on */
         free(H.h);
         if (counts)
@@ -877,6 +1002,15 @@ void redact_close(struct redact *r)
     free(r);
 }
 
+static void record(json_t *counts, struct stats *st)
+{
+    const char *name;
+    json_t *c;
+    json_object_foreach(counts, name, c)
+        if (st)
+            stats_redacted(st, name, (uint64_t)json_integer_value(c));
+}
+
 json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj,
                        const char *const *fields, struct stats *st)
 {
@@ -901,12 +1035,26 @@ json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj
         json_decref(counts);
         return NULL;
     }
-    const char *name;
-    json_t *c;
-    json_object_foreach(counts, name, c)
-        if (st)
-            stats_redacted(st, name, (uint64_t)json_integer_value(c));
+    record(counts, st);
     return counts;
+}
+
+char *redact_file(struct redact *r, const char *data, size_t n, size_t *outlen, json_t **counts,
+                  struct stats *st)
+{
+    *counts = NULL;
+    if (!r)
+        return NULL;
+    const struct redact_set *set = atomic_load_explicit(&r->cur, memory_order_acquire);
+    json_t *c = json_object();
+    char *out = redact_text(set, NULL, data, n, outlen, c);
+    if (json_object_size(c)) {
+        record(c, st);
+        *counts = c;
+    } else {
+        json_decref(c);
+    }
+    return out;
 }
 
 void redact_run_result(struct redact *r, const struct redact_env *e, json_t *result,
@@ -919,4 +1067,179 @@ void redact_run_result(struct redact *r, const struct redact_env *e, json_t *res
     json_t *counts = redact_members(r, e, result, fields, st);
     if (counts)
         json_object_set_new(result, "_meta", json_pack("{s:o}", REDACT_META, counts));
+}
+
+/* ---- streaming ------------------------------------------------------------- */
+
+struct redact_stream {
+    const struct redact_set *set;   /* a reload retires, never frees, a set */
+    const struct redact_env *env;
+    struct stats *st;
+    redact_emit_fn emit;
+    void *arg;
+    char *b;
+    size_t len, cap;
+    size_t checked;         /* bytes of b already known to hold no '\n' */
+    json_t *counts;
+    pcre2_match_data *md;
+};
+
+struct redact_stream *redact_stream_new(struct redact *r, const struct redact_env *e,
+                                        struct stats *st, redact_emit_fn emit, void *arg)
+{
+    struct redact_stream *rs = xcalloc(1, sizeof *rs);
+    rs->set = r ? atomic_load_explicit(&r->cur, memory_order_acquire) : NULL;
+    rs->env = e;
+    rs->st = st;
+    rs->emit = emit;
+    rs->arg = arg;
+    rs->counts = json_object();
+    if (rs->set)
+        rs->md = pcre2_match_data_create(rs->set->max_caps + 1, NULL);
+    return rs;
+}
+
+void redact_stream_free(struct redact_stream *rs)
+{
+    if (!rs)
+        return;
+    free(rs->b);
+    json_decref(rs->counts);
+    pcre2_match_data_free(rs->md);
+    free(rs);
+}
+
+json_t *redact_stream_counts(const struct redact_stream *rs)
+{
+    return rs->counts;
+}
+
+static size_t line_start(const char *t, size_t at)
+{
+    while (at && t[at - 1] != '\n')
+        at--;
+    return at;
+}
+
+/*
+ * Where the text that may go out ends: n (the end of the last whole line),
+ * or the start of the line where a match could begin that n cuts short.
+ * PCRE2's hard partial matching says so of a pattern; an environment value
+ * with a line break in it could begin in any of the last few lines.
+ */
+static size_t hold_from(struct redact_stream *rs, size_t n)
+{
+    size_t cut = n;
+    const char *t = rs->b;
+    for (size_t i = 0; rs->set && rs->md && i < rs->set->npat; i++) {
+        size_t from = 0;
+        while (from < cut) {
+            int rc = pcre2_match(rs->set->pat[i].re, (PCRE2_SPTR)t, n, from,
+                                 PCRE2_PARTIAL_HARD, rs->md, NULL);
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(rs->md);
+            if (rc == PCRE2_ERROR_PARTIAL) {
+                size_t at = line_start(t, ov[0] < n ? ov[0] : n);
+                if (at < cut)
+                    cut = at;
+                break;
+            }
+            if (rc < 0)
+                break;      /* no match, or the matcher's error: redact_text meets it */
+            from = ov[1] > from ? ov[1] : from + 1;
+            while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
+                from++;
+        }
+    }
+    for (size_t i = 0; rs->env && i < rs->env->n; i++) {
+        const struct env_val *v = &rs->env->v[i];
+        if (!memchr(v->val, '\n', v->len))
+            continue;
+        /* the longest tail of the text that the value starts with */
+        for (size_t k = v->len - 1 < n ? v->len - 1 : n; k; k--)
+            if (!memcmp(t + n - k, v->val, k)) {
+                size_t at = line_start(t, n - k);
+                if (at < cut)
+                    cut = at;
+                break;
+            }
+    }
+    return cut;
+}
+
+static void emit_redacted(struct redact_stream *rs, size_t n)
+{
+    if (!n)
+        return;
+    size_t len;
+    json_t *c = json_object();
+    char *out = rs->set || rs->env ? redact_text(rs->set, rs->env, rs->b, n, &len, c) : NULL;
+    if (json_object_size(c)) {
+        record(c, rs->st);
+        const char *name;
+        json_t *v;
+        json_object_foreach(c, name, v)
+            json_object_set_new(rs->counts, name,
+                                json_integer(json_integer_value(json_object_get(rs->counts, name)) +
+                                             json_integer_value(v)));
+    }
+    json_decref(c);
+    rs->emit(out ? out : rs->b, out ? len : n, rs->arg);
+    free(out);
+    memmove(rs->b, rs->b + n, rs->len - n);
+    rs->len -= n;
+    rs->checked = 0;
+}
+
+void redact_stream_feed(struct redact_stream *rs, const char *p, size_t n)
+{
+    if (!n)
+        return;
+    if (rs->len + n + 1 > rs->cap) {
+        rs->cap = (rs->len + n + 1) * 2;
+        rs->b = xrealloc(rs->b, rs->cap);
+    }
+    memcpy(rs->b + rs->len, p, n);
+    rs->len += n;
+    rs->b[rs->len] = '\0';
+    /* the new bytes alone can end a line: no new '\n', nothing changes */
+    const char *nl = NULL;
+    for (size_t i = rs->len; i > rs->checked; i--)
+        if (rs->b[i - 1] == '\n') {
+            nl = rs->b + i - 1;
+            break;
+        }
+    rs->checked = rs->len;
+    if (nl) {
+        size_t whole = (size_t)(nl - rs->b) + 1;
+        emit_redacted(rs, hold_from(rs, whole));
+    }
+    while (rs->len >= REDACT_STREAM_HOLD)
+        emit_redacted(rs, rs->len);
+}
+
+void redact_stream_flush(struct redact_stream *rs)
+{
+    emit_redacted(rs, rs->len);
+}
+
+void redact_meta_add(json_t *result, json_t *counts)
+{
+    if (!json_is_object(result) || !json_object_size(counts))
+        return;
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_t *have = json_object_get(meta, REDACT_META);
+    if (!json_is_object(have)) {
+        have = json_object();
+        json_object_set_new(meta, REDACT_META, have);
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(counts, name, v)
+        json_object_set_new(have, name,
+                            json_integer(json_integer_value(json_object_get(have, name)) +
+                                         json_integer_value(v)));
 }

@@ -63,6 +63,36 @@ void redact_env_free(struct redact_env *e);
 char *redact_text(const struct redact_set *s, const struct redact_env *e, const char *text,
                   size_t n, size_t *outlen, json_t *counts);
 
+/* ---- streaming ------------------------------------------------------------- */
+
+/*
+ * Script stderr sent while the script runs (progress and log
+ * notifications): bytes are fed as they are read, and only whole lines go
+ * out, redacted. A line that could be the start of a match that is not
+ * complete yet (a private key block whose END has not come, an environment
+ * value with a line break) is held back with what follows it, until the
+ * match completes or fails; held text that reaches REDACT_STREAM_HOLD bytes
+ * (or a line that long) is redacted and sent as it is.
+ */
+#define REDACT_STREAM_HOLD (64u << 10)
+
+typedef void (*redact_emit_fn)(const char *text, size_t len, void *arg);
+struct redact_stream;
+
+/* r NULL: lines pass unredacted. e may be NULL; it must outlive the stream. */
+struct redact_stream *redact_stream_new(struct redact *r, const struct redact_env *e,
+                                        struct stats *st, redact_emit_fn emit, void *arg);
+/* Emits zero or more chunks of whole lines (each ends in '\n'), redacted. */
+void redact_stream_feed(struct redact_stream *rs, const char *p, size_t n);
+/* The end of the stream: what is held goes out, redacted. */
+void redact_stream_flush(struct redact_stream *rs);
+/* The counts of what was replaced so far ({name: count}, borrowed). */
+json_t *redact_stream_counts(const struct redact_stream *rs);
+void redact_stream_free(struct redact_stream *rs);
+
+/* Adds counts ({name: count}) to those in result's _meta, creating them. */
+void redact_meta_add(json_t *result, json_t *counts);
+
 /* ---- the server's instance ------------------------------------------------- */
 
 /* Loads file (NULL: built-ins only); NULL with "file:line: what" in err. */
@@ -78,6 +108,20 @@ void redact_close(struct redact *r);
  */
 json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj,
                        const char *const *fields, struct stats *st);
+
+/*
+ * A skill file's bytes on their way to the model (read_skill_file,
+ * resources/read): redacted like script output, before they are encoded,
+ * text and binary alike (a binary file where a pattern matched is served
+ * altered). Returns a new buffer (NUL-terminated, *outlen set) or NULL when
+ * nothing changed; *counts gets the counts (a new reference) or NULL, and
+ * st records them (may be NULL). r NULL: nothing done.
+ */
+char *redact_file(struct redact *r, const char *data, size_t n, size_t *outlen, json_t **counts,
+                  struct stats *st);
+/* Bytes past a caller's cut that a file read takes in as well, so that the
+ * cut, made after redaction, never shows the start of a secret. */
+#define REDACT_FILE_LOOKAHEAD (64u << 10)
 
 /*
  * A run_skill_script result (stdout, stderr, hint, note): redacted, and the

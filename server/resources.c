@@ -17,6 +17,7 @@
 #include "jail.h"
 #include "lock.h"
 #include "proto.h"
+#include "redact.h"
 #include "resources.h"
 #include "skills.h"
 #include "util.h"
@@ -215,19 +216,29 @@ int res_read(struct call *c)
                        "Resource too large: %.300s is over 16 MiB", uri);
         goto out;
     }
-    int text = utf8_valid(f.data, f.len);
+    size_t len;
+    json_t *hits;
+    char *red = redact_file(c->S->redact, f.data, f.len, &len, &hits, &c->S->stats);
+    const char *data = red ? red : f.data;
+    if (!red)
+        len = f.len;
+    int text = utf8_valid(data, len);
     const char *mime = !strcmp(path, "SKILL.md") ? "text/markdown" : res_mime_of(path, text);
     json_t *item;
     if (text) {
-        item = json_pack("{s:s, s:s, s:s%}", "uri", uri, "mimeType", mime, "text", f.data, f.len);
+        item = json_pack("{s:s, s:s, s:s%}", "uri", uri, "mimeType", mime, "text", data, len);
     } else {
-        char *b64 = xmalloc(4 * ((f.len + 2) / 3) + 1);
-        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)f.data, (int)f.len);
+        char *b64 = xmalloc(4 * ((len + 2) / 3) + 1);
+        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
         item = json_pack("{s:s, s:s, s:s}", "uri", uri, "mimeType", mime, "blob", b64);
         free(b64);
     }
+    free(red);
     jail_file_cleanup(&f);
-    call_result(c, json_pack("{s:[o]}", "contents", item));
+    json_t *res = json_pack("{s:[o]}", "contents", item);
+    if (hits)
+        json_object_set_new(res, "_meta", json_pack("{s:o}", REDACT_META, hits));
+    call_result(c, res);
     c->out.cacheable = 1;
     rc = 0;
 out:

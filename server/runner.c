@@ -363,26 +363,6 @@ static void note_last_line(struct run_job *j, const char *p, size_t n)
     j->last_line[len] = '\0';
 }
 
-/* Hands complete stderr lines to on_stderr_line; an over-long line is
- * passed on in pieces so a line never grows without bound. */
-static void split_lines(struct run_job *j, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char ch = p[i];
-        if (ch == '\n' || j->_linelen == sizeof j->_line) {
-            size_t len = j->_linelen;
-            while (len && j->_line[len - 1] == '\r')
-                len--;
-            if (len)
-                j->on_stderr_line(j->_line, len, j->line_arg);
-            j->_linelen = 0;
-            if (ch == '\n')
-                continue;
-        }
-        j->_line[j->_linelen++] = ch;
-    }
-}
-
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct run_job *j = s->data;
@@ -402,8 +382,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         }
         j->_t_last = uv_hrtime();
         note_last_line(j, buf->base, (size_t)n);
-        if (j->on_stderr_line && s == (uv_stream_t *)&j->_err)
-            split_lines(j, buf->base, (size_t)n);
+        if (j->on_stderr && s == (uv_stream_t *)&j->_err)
+            j->on_stderr(buf->base, (size_t)n, j->stderr_arg);
         if (j->stall_s > 0 && !j->_killed)
             uv_timer_again(&j->_stall);
         return;

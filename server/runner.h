@@ -68,9 +68,10 @@ struct run_job {
     int sandboxed;          /* under bwrap: a signal death comes back as exit code 128 + sig */
     int urgent;             /* queued ahead of ordinary jobs, with no queue timeout: it
                              * finishes a call whose script has already run */
-    /* optional: each complete stderr line as it arrives (loop thread) */
-    void (*on_stderr_line)(const char *line, size_t len, void *arg);
-    void *line_arg;
+    /* optional: each stderr chunk as it is read (loop thread); lines are
+     * made, and redacted, by the caller (redact_stream) */
+    void (*on_stderr)(const char *p, size_t len, void *arg);
+    void *stderr_arg;
 
     /* ---- result, valid in the done callback ---- */
     enum run_status status;
@@ -102,8 +103,6 @@ struct run_job {
     uint64_t _t_start, _t_last, _t_queued;
     char *_scratch;
     int _slot;              /* index in run_shared.slots, -1 when none */
-    char _line[512];        /* partial stderr line for on_stderr_line */
-    size_t _linelen;
 };
 
 struct runner;

@@ -1158,7 +1158,10 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
                        "one of the 'files' that load_skill lists.");
     if ((why = jail_check(path, plen)))
         return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
-    int rc = jail_read(k->dir, path, (size_t)max, &f, &why);
+    /* read past the cut when redacting: the cut comes after, and never
+     * shows the first bytes of a secret too short to be recognised */
+    size_t ahead = c->S->redact ? REDACT_FILE_LOOKAHEAD : 0;
+    int rc = jail_read(k->dir, path, (size_t)max + ahead, &f, &why);
     if (rc < 0) {
         if (rc == -ENOENT || rc == -EISDIR) {
             struct buf l;
@@ -1181,20 +1184,28 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
                        "reload_skills, then read it again.",
                     path, k->qname);
     }
-    size_t n = f.len;
-    if (f.truncated)
-        n = utf8_trim(f.data, n);
+    size_t n, rl;
+    json_t *hits;
+    char *red = redact_file(c->S->redact, f.data, f.len, &rl, &hits, &c->S->stats);
+    const char *data = red ? red : f.data;
+    n = red ? rl : f.len;
+    int cut = f.truncated || n > (size_t)max;
+    if (n > (size_t)max)
+        n = (size_t)max;
+    size_t whole = n;
+    if (cut)
+        n = utf8_trim(data, n);
     json_t *r;
-    if (utf8_valid(f.data, n)) {
+    if (utf8_valid(data, n)) {
         /* validated just above: jansson need not check it again */
         r = json_pack("{s:s, s:s, s:I, s:s, s:o, s:b}", "name", k->qname, "path", path,
                       "size", (json_int_t)f.size, "encoding", "utf-8", "content",
-                      json_stringn_nocheck(f.data, n), "truncated", f.truncated || n < f.len);
+                      json_stringn_nocheck(data, n), "truncated", cut);
     } else {
-        char *b64 = base64(f.data, f.len);
+        char *b64 = base64(data, whole);
         r = json_pack("{s:s, s:s, s:I, s:s, s:s, s:b}", "name", k->qname, "path", path, "size",
                       (json_int_t)f.size, "encoding", "base64", "content", b64, "truncated",
-                      f.truncated);
+                      cut);
         free(b64);
     }
     size_t pl = strlen(path);
@@ -1203,13 +1214,10 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
         o->texts = file_texts;
         o->ntexts = 1;
     }
+    free(red);
     jail_file_cleanup(&f);
-    if (!strcmp(json_string_value(json_object_get(r, "encoding")), "utf-8")) {
-        static const char *const content[] = {"content", NULL};
-        json_t *hits = redact_members(c->S->redact, NULL, r, content, &c->S->stats);
-        if (hits)
-            o->meta = json_pack("{s:o}", REDACT_META, hits);
-    }
+    if (hits)
+        o->meta = json_pack("{s:o}", REDACT_META, hits);
     o->structured = r;
     return 0;
 }

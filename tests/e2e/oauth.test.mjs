@@ -308,6 +308,49 @@ test('static tokens keep working beside OAuth', { timeout: TEST_TIMEOUT }, async
   assert.match(bad.headers['www-authenticate'], /error="invalid_token"/);
 });
 
+test('OAuth clients are rate-limited per client id (--oauth-rpm; default 600)', { timeout: TEST_TIMEOUT }, async () => {
+  // the default applies to the shared server's OAuth clients
+  const d = await post(srv.url, ping, bearer(await token('team-agent')));
+  assert.equal(d.status, 200, d.text);
+  assert.equal(d.headers['ratelimit-limit'], '600');
+  // a static token's client without rpm stays unlimited beside it
+  const st = await post(srv.url, ping, bearer(STATIC_TOKEN));
+  assert.equal(st.headers['ratelimit-limit'], undefined);
+
+  const s2 = await startServer({ args: ['--oauth-issuer', issuer, '--oauth-rpm', '3'] });
+  try {
+    const es = bearer(await token('es-agent', { resource: s2.url }));
+    const ed = bearer(await token('ed-agent', { resource: s2.url }));
+    const ok = [];
+    for (let i = 0; i < 3; i++) ok.push(await post(s2.url, ping, es));
+    for (const r of ok) assert.equal(r.status, 200, r.text);
+    assert.equal(ok[0].headers['ratelimit-limit'], '3');
+    assert.equal(ok[2].headers['ratelimit-remaining'], '0');
+    const limited = await post(s2.url, ping, es);
+    assert.equal(limited.status, 429, limited.text);
+    assert.ok(Number(limited.headers['retry-after']) >= 1);
+    assert.match(limited.text, /rate limit/);
+    // a new token of the same client id is the same bucket
+    const again = await post(s2.url, ping, bearer(await token('es-agent', { resource: s2.url })));
+    assert.equal(again.status, 429);
+    // another client id has a bucket of its own
+    const other = await post(s2.url, ping, ed);
+    assert.equal(other.status, 200, other.text);
+    assert.equal(other.headers['ratelimit-remaining'], '2');
+  } finally {
+    await s2.stop();
+  }
+  // 0 = no limit; the flag without an issuer is an error
+  const z = spawnSync(BIN, ['--skills', os.tmpdir(), '--port', '0', '--oauth-rpm', '5'],
+    { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(z.status, 2, z.stderr);
+  assert.match(z.stderr, /--oauth-rpm needs --oauth-issuer URL/);
+  const neg = spawnSync(BIN, ['--skills', os.tmpdir(), '--port', '0', '--oauth-rpm', '-1'],
+    { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(neg.status, 2, neg.stderr);
+  assert.match(neg.stderr, /--oauth-rpm/);
+});
+
 test('a plain-http issuer off loopback is refused at start', { timeout: TEST_TIMEOUT }, async () => {
   for (const [flag, url] of [['--oauth-issuer', 'http://auth.example.com'],
     ['--oauth-jwks', 'http://auth.example.com/jwks']]) {

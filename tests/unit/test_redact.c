@@ -138,6 +138,85 @@ TEST(builtin_password_value_only)
     redact_set_free(s);
 }
 
+/* A value of any length goes whole: a bounded repeat replaced a prefix and
+ * passed the tail on. 1 MB keeps to linear time (possessive repeats). */
+TEST(long_values_replaced_whole)
+{
+    struct redact_set *s = builtins();
+    CHECK(s);
+    size_t big = 1 << 20;
+    static const char *const keys[][2] = {
+        {"password=", "\n"}, {"secret: \"", "\"\n"}, {"passwd='", "'\n"}, {NULL, NULL}};
+    for (const char *const(*k)[2] = keys; (*k)[0]; k++) {
+        size_t kl = strlen((*k)[0]);
+        char *t = xmalloc(kl + big + 4);
+        memcpy(t, (*k)[0], kl);
+        memset(t + kl, 'x', big);
+        strcpy(t + kl + big, (*k)[1]);
+        size_t n = strlen(t), len;
+        json_t *c = json_object();
+        struct timespec a, z;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        char *r = redact_text(s, NULL, t, n, &len, c);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &z);
+        double ms = (double)(z.tv_sec - a.tv_sec) * 1e3 + (double)(z.tv_nsec - a.tv_nsec) / 1e6;
+        printf("# %s + 1 MB value: %.1f ms of CPU\n", (*k)[0], ms);
+        CHECK(r);
+        CHECK(!memchr(r, 'x', len));
+        CHECK(len < kl + 40);
+        CHECK_EQ(count_of(c, "password"), 1);
+        CHECK(ms < 1000);
+        free(r);
+        free(t);
+        json_decref(c);
+    }
+    /* the other unbounded credentials: one marker, no tail */
+    char tok[400];
+    memcpy(tok, "ghp_", 4);
+    memset(tok + 4, 'a', 300);
+    tok[304] = '\0';
+    CHECK_STR(red(s, NULL, tok, NULL), "[REDACTED:github-token]");
+    memcpy(tok, "xoxb-", 5);
+    memset(tok + 5, 'b', 300);
+    tok[305] = '\0';
+    CHECK_STR(red(s, NULL, tok, NULL), "[REDACTED:slack-token]");
+    redact_set_free(s);
+}
+
+/* Built-in kinds written with JSON escapes, in JSON and in plain text: the
+ * escapes go with the secret, and JSON stays JSON. */
+TEST(json_escaped_builtins)
+{
+    struct redact_set *s = builtins();
+    CHECK(s);
+    json_t *c = json_object();
+    const char *r = red(s, NULL, "{\"token\":\"ghp_\\u00410123456789abcdefghijABCDEFGHIJ01234\"}", c);
+    CHECK_STR(r, "{\"token\":\"[REDACTED:github-token]\"}");
+    CHECK_EQ(count_of(c, "github-token"), 1);
+    CHECK_STR(red(s, NULL, "id \\u0041KIAIOSFODNN7EXAMPLE in a log line", NULL),
+              "id [REDACTED:aws-access-key] in a log line");
+    CHECK_STR(red(s, NULL, "[\"xoxb\\u002d1234567890-abcdef\", \"ok\"]", NULL),
+              "[\"[REDACTED:slack-token]\", \"ok\"]");
+    /* a key block with \n escapes, a "+" spelled \u002b, an escaped "/" */
+    r = red(s, NULL,
+            "{\"key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIB\\u002bADAN\\/Bgkq\\nhkiG9w0B"
+            "\\n-----END PRIVATE KEY-----\\n\", \"n\": 1}", NULL);
+    CHECK_STR(r, "{\"key\": \"[REDACTED:private-key]\\n\", \"n\": 1}");
+    /* cut short: no END, the escaped body goes to the string's end */
+    r = red(s, NULL, "{\"key\": \"-----BEGIN RSA PRIVATE KEY-----\\u000aMIIEvQIB\\u002bAD\"}", NULL);
+    CHECK_STR(r, "{\"key\": \"[REDACTED:private-key]\"}");
+    json_t *j = json_loads(r, 0, NULL);
+    CHECK(j);
+    json_decref(j);
+    /* a key name spelled with an escape still marks its value */
+    CHECK_STR(red(s, NULL, "{\"pass\\u0077ord\": \"hunter2\"}", NULL),
+              "{\"pass\\u0077ord\": \"[REDACTED:password]\"}");
+    /* a backslash that starts no escape is text */
+    CHECK_STR(red(s, NULL, "C:\\new\\x " GHP, NULL), "C:\\new\\x [REDACTED:github-token]");
+    json_decref(c);
+    redact_set_free(s);
+}
+
 TEST(counts_per_pattern)
 {
     struct redact_set *s = builtins();
@@ -609,6 +688,142 @@ TEST(ten_mb_in_one_pass)
     redact_set_free(s);
 }
 
+/* ---- streaming ---- */
+
+struct sink {
+    char out[1 << 18];
+    size_t len;
+    int chunks;
+    int partial_line;       /* a chunk that did not end a line */
+};
+
+static void sink_emit(const char *t, size_t n, void *arg)
+{
+    struct sink *k = arg;
+    if (k->len + n < sizeof k->out) {
+        memcpy(k->out + k->len, t, n);
+        k->len += n;
+        k->out[k->len] = '\0';
+    }
+    k->chunks++;
+    if (!n || t[n - 1] != '\n')
+        k->partial_line = 1;
+}
+
+static struct redact *open_builtins(void)
+{
+    char err[512];
+    struct redact *r = redact_open(NULL, 1, err, sizeof err);
+    if (!r)
+        printf("# %s\n", err);
+    return r;
+}
+
+/* Fed one byte at a time, nothing of a secret goes out before it can be
+ * recognised: whole lines only, a key block held to its END. */
+TEST(stream_whole_lines_never_half_a_secret)
+{
+    struct redact *r = open_builtins();
+    CHECK(r);
+    static struct sink k;
+    memset(&k, 0, sizeof k);
+    struct redact_stream *rs = redact_stream_new(r, NULL, NULL, sink_emit, &k);
+    static const char in[] = "step 1\ntoken " GHP " ok\n"
+                             "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\nhkiG9w0BAQEF\n"
+                             "-----END PRIVATE KEY-----\nstep 2\nlast";
+    for (size_t i = 0; i < sizeof in - 1; i++) {
+        redact_stream_feed(rs, in + i, 1);
+        /* what went out so far holds no part of the key body */
+        CHECK(!strstr(k.out, "MIIE") && !strstr(k.out, "hkiG"));
+        CHECK(!strstr(k.out, "ghp_"));
+    }
+    CHECK(!k.partial_line);
+    CHECK_STR(k.out, "step 1\ntoken [REDACTED:github-token] ok\n[REDACTED:private-key]\nstep 2\n");
+    redact_stream_flush(rs);
+    CHECK_STR(k.out, "step 1\ntoken [REDACTED:github-token] ok\n[REDACTED:private-key]\nstep 2\nlast");
+    json_t *c = redact_stream_counts(rs);
+    CHECK_EQ(count_of(c, "github-token"), 1);
+    CHECK_EQ(count_of(c, "private-key"), 1);
+    redact_stream_free(rs);
+    redact_close(r);
+}
+
+/* A held block that never ends goes out, redacted, at the hold limit; so
+ * does one over-long line. */
+TEST(stream_hold_is_bounded)
+{
+    struct redact *r = open_builtins();
+    CHECK(r);
+    static struct sink k;
+    memset(&k, 0, sizeof k);
+    struct redact_stream *rs = redact_stream_new(r, NULL, NULL, sink_emit, &k);
+    redact_stream_feed(rs, "-----BEGIN PRIVATE KEY-----\n", 28);
+    CHECK_EQ(k.len, 0);
+    char line[81];
+    memset(line, 'A', 79);
+    line[79] = '\n';
+    line[80] = '\0';
+    int fed = 0;
+    while (!k.len && fed < (int)(REDACT_STREAM_HOLD / 80) + 2) {
+        redact_stream_feed(rs, line, 80);
+        fed++;
+    }
+    CHECK_EQ(fed, (int)((REDACT_STREAM_HOLD - 28 + 79) / 80));
+    CHECK_EQ(k.chunks, 1);
+    CHECK(!strstr(k.out, "AAAA"));
+    CHECK_STR(k.out, "[REDACTED:private-key]");
+    redact_stream_free(rs);
+
+    memset(&k, 0, sizeof k);
+    rs = redact_stream_new(r, NULL, NULL, sink_emit, &k);
+    char *big = xmalloc(REDACT_STREAM_HOLD + 10);
+    memset(big, 'x', REDACT_STREAM_HOLD + 10);
+    redact_stream_feed(rs, big, REDACT_STREAM_HOLD + 10);
+    CHECK_EQ(k.len, REDACT_STREAM_HOLD + 10);
+    free(big);
+    redact_stream_free(rs);
+    redact_close(r);
+}
+
+/* The run's env values, also one with a line break, fed in pieces. */
+TEST(stream_env_values)
+{
+    struct redact *r = open_builtins();
+    CHECK(r);
+    char *envp[] = {"API_TOKEN=tok-1234567890", "MULTI=first-half\nsecond-half", NULL};
+    json_t *names = json_pack("[s,s]", "API_TOKEN", "MULTI");
+    struct redact_env *e = redact_env_new(envp, names);
+    CHECK(e);
+    static struct sink k;
+    memset(&k, 0, sizeof k);
+    struct redact_stream *rs = redact_stream_new(r, e, NULL, sink_emit, &k);
+    static const char in[] = "a tok-1234567890 b\nx first-half\nsecond-half y\n";
+    for (size_t i = 0; i < sizeof in - 1; i += 3)
+        redact_stream_feed(rs, in + i, sizeof in - 1 - i < 3 ? sizeof in - 1 - i : 3);
+    redact_stream_flush(rs);
+    CHECK_STR(k.out, "a [REDACTED:env:API_TOKEN] b\nx [REDACTED:env:MULTI] y\n");
+    redact_stream_free(rs);
+    redact_env_free(e);
+    json_decref(names);
+    redact_close(r);
+}
+
+TEST(meta_add_sums)
+{
+    json_t *res = json_pack("{s:{s:{s:i}}}", "_meta", REDACT_META, "github-token", 1);
+    json_t *c = json_pack("{s:i, s:i}", "github-token", 2, "password", 1);
+    redact_meta_add(res, c);
+    json_t *m = json_object_get(json_object_get(res, "_meta"), REDACT_META);
+    CHECK_EQ(count_of(m, "github-token"), 3);
+    CHECK_EQ(count_of(m, "password"), 1);
+    json_t *bare = json_object();
+    redact_meta_add(bare, c);
+    CHECK_EQ(count_of(json_object_get(json_object_get(bare, "_meta"), REDACT_META), "password"), 1);
+    json_decref(bare);
+    json_decref(res);
+    json_decref(c);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -618,6 +833,8 @@ int main(void)
     RUN(builtin_github_tokens);
     RUN(builtin_slack_token);
     RUN(builtin_password_value_only);
+    RUN(long_values_replaced_whole);
+    RUN(json_escaped_builtins);
     RUN(counts_per_pattern);
     RUN(nothing_to_redact_returns_null);
     RUN(match_at_buffer_end);
@@ -636,5 +853,9 @@ int main(void)
     RUN(open_file_and_reload);
     RUN(run_result_meta_and_metrics);
     RUN(ten_mb_in_one_pass);
+    RUN(stream_whole_lines_never_half_a_secret);
+    RUN(stream_hold_is_bounded);
+    RUN(stream_env_values);
+    RUN(meta_add_sums);
     DONE();
 }
