@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "envelope.h"
 #include "hooks.h"
 #include "proto.h"
@@ -81,6 +82,12 @@ int call_detach(struct call *c)
 int call_streams(const struct call *c)
 {
     return c->can_stream && (c->progress_token || c->log_stream || c->stream_always);
+}
+
+void call_set_view(struct call *c, const struct acl_class *k)
+{
+    if (k)
+        c->view = acl_view(call_snapshot(c), k);
 }
 
 struct snapshot *call_snapshot(struct call *c)
