@@ -31,15 +31,14 @@ printf 'bench %s 0 groups=eng,bench\n' "$(printf %s "$TOKEN" | sha256sum | cut -
     echo "group:eng see .*"
 } >"$tmp/acl"
 
-start() { # extra flags... -> port
+start() { # extra flags... -> sets PORT (the server is started here, not in a subshell)
     $SRV_CPU "$BIN" --skills skills --port 0 --threads 1 --refresh-interval 0 --log-level warn \
-        --auth-tokens "$tmp/tokens" "$@" 2>>"$tmp/srv.log" &
+        --auth-tokens "$tmp/tokens" "$@" >/dev/null 2>>"$tmp/srv.log" &
     local pid=$!; pids+=($pid)
-    local port; port=$(bench_port $pid) && bench_wait_up "$port" $pid || { cat "$tmp/srv.log"; exit 1; }
-    echo "$port"
+    PORT=$(bench_port $pid) && bench_wait_up "$PORT" $pid || { cat "$tmp/srv.log"; exit 1; }
 }
-P0=$(start)
-P1=$(start --acl "$tmp/acl")
+start; P0=$PORT
+start --acl "$tmp/acl"; P1=$PORT
 BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_skills"}}'
 reply() { curl -s -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -H "Authorization: Bearer $TOKEN" -d "$BODY" "http://127.0.0.1:$1/mcp"; }
