@@ -4,6 +4,7 @@ wrk.body = os.getenv("BENCH_BODY")
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
 wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+if os.getenv("BENCH_AUTH") then wrk.headers["Authorization"] = os.getenv("BENCH_AUTH") end
 
 function done(summary, latency, requests)
   io.write(string.format("RESULT rps=%.1f p50_us=%d p99_us=%d errors=%d\n",

@@ -87,6 +87,7 @@ for i in "${!NAMES[@]}"; do
         "$(printf '%s\n' "${b_p50[@]}" | median)" "$(rss_kb $SRV)" >>"$out"
 done
 cat "$out"
+bench/acl.sh $([ $SMOKE = 1 ] && echo --smoke) | tee "$tmp/acl.md"
 if [ $SMOKE = 1 ]; then
     rows=$(($(wc -l <"$out") - 2))
     strict_summary "$rows" 0
@@ -102,5 +103,7 @@ res=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ).md
     echo "bare = libmicrohttpd with the same flags answering the same bytes (bench/bare.c)."
     echo
     cat "$out"
+    echo
+    cat "$tmp/acl.md"
 } >"$res"
 echo "written $res"

@@ -596,6 +596,8 @@ int auth_verify(struct auth *a, const char *authorization, struct auth_who *w)
             return AUTH_INVALID;
         }
         snprintf(w->groups, sizeof w->groups, "%s", r.groups);
+        snprintf(w->sub, sizeof w->sub, "%s", r.sub);
+        snprintf(w->scopes, sizeof w->scopes, "%s", r.scopes);
     }
     if (v == OAUTH_OK)
         return AUTH_OK;

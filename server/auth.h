@@ -81,6 +81,8 @@ enum { AUTH_OK = 0, AUTH_NO_TOKEN, AUTH_INVALID, AUTH_SCOPE };
 struct auth_who {
     const char *client;         /* valid until auth_free; NULL when refused for no token */
     char groups[256];           /* comma-separated, or "" */
+    char sub[256];              /* OAuth: the token's "sub", or "" */
+    char scopes[512];           /* OAuth: its scopes, space-separated, or "" */
     char why[256];              /* the refusal, for the client */
 };
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "envelope.h"
 #include "hooks.h"
 #include "proto.h"
@@ -81,6 +82,12 @@ int call_detach(struct call *c)
 int call_streams(const struct call *c)
 {
     return c->can_stream && (c->progress_token || c->log_stream || c->stream_always);
+}
+
+void call_set_view(struct call *c, const struct acl_class *k)
+{
+    if (k)
+        c->view = acl_view(call_snapshot(c), k);
 }
 
 struct snapshot *call_snapshot(struct call *c)
@@ -181,9 +188,17 @@ static char *render(struct call *c, size_t *len)
     char *s = NULL;
     *len = 0;
     switch (o->kind) {
-    case CALL_RESULT:
-        s = env_result(c->id, o->u.result, c->modern, o->cacheable ? c->S->ttl_ms : -1, len);
+    case CALL_RESULT: {
+        int64_t ttl = o->cacheable ? c->S->ttl_ms : -1;
+        if (c->view && c->modern && ttl >= 0) {
+            /* what this caller sees is not what another would: no shared cache keeps it */
+            env_decorate_modern(o->u.result, ttl);
+            json_object_set_new(o->u.result, "cacheScope", json_string("private"));
+            ttl = -1;
+        }
+        s = env_result(c->id, o->u.result, c->modern, ttl, len);
         break;
+    }
     case CALL_RAW:
         s = env_result_raw(c->id, o->u.raw.p, o->u.raw.len, len);
         break;

@@ -134,6 +134,12 @@ int call_streams(const struct call *c);
 /* The request's snapshot, acquired once. */
 struct snapshot *call_snapshot(struct call *c);
 
+/* --acl: what the caller of class k sees (acl_classify), set by the
+ * transport once it knows who is asking; k NULL (no --acl) sees every
+ * skill and costs nothing. Takes the snapshot the view belongs to. */
+struct acl_class;
+void call_set_view(struct call *c, const struct acl_class *k);
+
 /* Outcomes (each replaces the one before). call_error returns -1 for
  * convenience; data is stolen. */
 int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)

@@ -124,6 +124,9 @@ static const struct opt opts[] = {
     {"--redact", OPT_STR, O(redact_file), 0, 0, "FILE",
      "more secret patterns to redact from script output, hook output and files read "
      "(NAME PCRE2-PATTERN per line; reloaded on SIGHUP)"},
+    {"--acl", OPT_STR, O(acl_file), 0, 0, "FILE",
+     "who may see and run which skills (WHO see|run PATTERN per line; reloaded on SIGHUP "
+     "and when the file changes; default: everyone sees everything)"},
     {"--no-redact-builtins", OPT_FLAG, O(no_redact_builtins), 0, 0, "",
      "do not redact the built-in credential patterns (environment values still are)"},
     {"--synonyms", OPT_STR, O(synonyms), 0, 0, "FILE",

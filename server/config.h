@@ -91,6 +91,9 @@ struct cfg {
     /* redaction (redact.c) */
     const char *redact_file;            /* --redact FILE: more secret patterns */
     int no_redact_builtins;             /* --no-redact-builtins: only the file's patterns */
+
+    /* per-caller visibility (acl.c) */
+    const char *acl_file;               /* --acl FILE, or NULL: every caller sees every skill */
 };
 
 /*

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "jail.h"
 #include "manifest.h"
 #include "skills.h"
@@ -555,9 +556,9 @@ static atomic_uint_fast64_t logged_gen;
 
 /* Entry i of s is in the index (listed, the first of its qname, and not
  * quarantined by --lock: an archive would hand out the unreviewed tree). */
-static int indexed(const struct snapshot *s, size_t i)
+static int indexed(const struct snapshot *s, const struct view *v, size_t i)
 {
-    if (s->gate && s->gate[i].reason)
+    if (!view_sees(v, i) || (s->gate && s->gate[i].reason))
         return 0;
     return listed(s->v[i]) && !(i && !strcmp(s->v[i - 1]->qname, s->v[i]->qname));
 }
@@ -600,12 +601,12 @@ static char *index_render(const struct snapshot *s, char (*digests)[DIGEST_LEN +
     return buf_steal(&b, len);
 }
 
-static int index_get(const struct snapshot *s, char **body, size_t *len)
+static int index_get(const struct snapshot *s, const struct view *v, char **body, size_t *len)
 {
     char (*digests)[DIGEST_LEN + 1] = xcalloc(s->n ? s->n : 1, sizeof *digests);
     int log_now = atomic_exchange(&logged_gen, s->generation) != s->generation;
     for (size_t i = 0; i < s->n; i++) {
-        if (!indexed(s, i))
+        if (!indexed(s, v, i))
             continue;
         int rc = artifact_digest(s->v[i], digests[i]);
         if (rc < 0) {
@@ -622,7 +623,8 @@ static int index_get(const struct snapshot *s, char **body, size_t *len)
 }
 
 /* The indexed skill rest names ("<qname>/SKILL.md" or "<qname>.tar.gz"). */
-static const struct skill *resolve(const struct snapshot *s, const char *rest)
+static const struct skill *resolve(const struct snapshot *s, const struct view *v,
+                                   const char *rest)
 {
     size_t n = strlen(rest), qlen;
     int archive;
@@ -641,12 +643,18 @@ static const struct skill *resolve(const struct snapshot *s, const char *rest)
         return NULL;
     for (size_t i = 0; i < s->n; i++)
         if (s->v[i] == k)
-            return indexed(s, i) && is_archive(k) == archive ? k : NULL;
+            return indexed(s, v, i) && is_archive(k) == archive ? k : NULL;
     return NULL;
 }
 
 int discovery_get(const struct snapshot *s, const char *path, char **body, size_t *len,
                   const char **ctype)
+{
+    return discovery_get_view(s, NULL, path, body, len, ctype);
+}
+
+int discovery_get_view(const struct snapshot *s, const struct view *v, const char *path,
+                       char **body, size_t *len, const char **ctype)
 {
     size_t plen = strlen(DISCOVERY_PREFIX);
     *body = NULL;
@@ -656,13 +664,13 @@ int discovery_get(const struct snapshot *s, const char *path, char **body, size_
     const char *rest = path + plen;
     if (!strcmp(rest, "index.json")) {
         *ctype = CT_JSON;
-        return index_get(s, body, len);
+        return index_get(s, v, body, len);
     }
-    const struct skill *k = resolve(s, rest);
+    const struct skill *k = resolve(s, v, rest);
     if (!k && strchr(rest, '%')) {
         char *dec = xstrdup(rest);
         if (pct_decode(dec, strlen(dec), dec, NULL) == 0)
-            k = resolve(s, dec);
+            k = resolve(s, v, dec);
         free(dec);
     }
     if (!k)
@@ -768,7 +776,7 @@ int discovery_export(const struct snapshot *s, const char *dir)
     int rc = 0;
     for (size_t i = 0; i < s->n && rc == 0; i++) {
         const struct skill *k = s->v[i];
-        if (!indexed(s, i))
+        if (!indexed(s, NULL, i))
             continue;
         char *data = NULL;
         size_t len = 0;

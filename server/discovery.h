@@ -44,6 +44,11 @@ struct snapshot;
  */
 int discovery_get(const struct snapshot *s, const char *path, char **body, size_t *len,
                   const char **ctype);
+/* The same as the caller of view v sees it (--acl; NULL: every skill): a
+ * skill it may not see is neither in the index nor served. */
+struct view;
+int discovery_get_view(const struct snapshot *s, const struct view *v, const char *path,
+                       char **body, size_t *len, const char **ctype);
 
 /*
  * `skill-mcp export DIR`: writes DIR/.well-known/agent-skills/index.json and

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "auth.h"
 #include "call.h"
 #include "discovery.h"
@@ -59,6 +60,7 @@ struct req {
     unsigned status;            /* what was answered, for the log and metrics */
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
     const char *client;         /* authenticated client id (borrowed from auth), or NULL */
+    const struct acl_class *acl;    /* --acl: the caller's class once authorized, or NULL */
     const char *challenge;      /* WWW-Authenticate of a 401/403 refusal (borrowed), or NULL */
     int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
     struct call *call;          /* the MCP request, once its body is read */
@@ -575,6 +577,7 @@ static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
     struct auth_who who;
     int v = auth_verify(S->auth, authz, &who);
     rq->client = who.client;
+    rq->acl = acl_classify(S->acl, &(struct acl_who){who.client, who.groups, who.sub, who.scopes});
     if (v != AUTH_OK) {
         rq->status = v == AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED;
         rq->challenge = auth_challenge(S->auth, v);
@@ -642,7 +645,8 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
         size_t len = 0;
         const char *ctype = NULL;
         struct snapshot *snap = skills_acquire(h->S->skills);
-        int rc = discovery_get(snap, url, &body, &len, &ctype);
+        const struct acl_class *k = rq->acl ? rq->acl : acl_classify(h->S->acl, NULL);
+        int rc = discovery_get_view(snap, acl_view(snap, k), url, &body, &len, &ctype);
         skills_release(snap);
         buf_cleanup(&b);
         rq->status = 1;
@@ -791,6 +795,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     struct call *c = rq->call = call_new(S);
     c->client = rq->client;
+    call_set_view(c, rq->acl ? rq->acl : acl_classify(S->acl, NULL));
     c->peer = ci ? ci->client_addr : NULL;
     c->can_stream = accepts_sse(con);
     c->stream_always = rq->sse;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <uv.h>
 
+#include "acl.h"
 #include "auth.h"
 #include "lock.h"
 #include "runner.h"
@@ -59,13 +60,14 @@ static void on_auth_tick(uv_timer_t *t)
 {
     struct loop *l = t->data;
     auth_reload(l->S->auth, 0);     /* one stat unless the file changed */
+    acl_reload(l->S->acl, 0);
 }
 
 static void on_stop(uv_async_t *a)
 {
     struct loop *l = a->data;
     l->stopping = 1;
-    if (l->S->auth)
+    if (l->S->auth || l->S->acl)
         uv_close((uv_handle_t *)&l->auth_timer, NULL);
     if (l->S->runner)
         run_shutdown(l->S->runner);
@@ -99,7 +101,7 @@ struct loop *loop_start(struct srv *S, double interval_s)
         S->runner = run_new(&l->uv, S->run_shared, S->worker, S->cfg.max_script_concurrency,
                             S->cfg.script_queue_timeout);
     uv_async_init(&l->uv, &l->stop, on_stop);
-    if (S->auth) {
+    if (S->auth || S->acl) {
         uv_timer_init(&l->uv, &l->auth_timer);
         l->auth_timer.data = l;
         uv_timer_start(&l->auth_timer, on_auth_tick, 2000, 2000);

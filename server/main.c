@@ -25,6 +25,7 @@
 #include "lock.h"
 #include "loop.h"
 #include "redact.h"
+#include "acl.h"
 #include "runner.h"
 #include "script.h"
 #include "shape.h"
@@ -182,6 +183,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
             if (S->auth)
                 auth_reload(S->auth, 1);
             redact_reload(S->redact);
+            acl_reload(S->acl, 1);
             continue;
         }
         break;
@@ -457,12 +459,25 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (S.cfg.acl_file) {
+        /* Fail closed: access rules that do not parse stop the start. */
+        char err[700];
+        S.acl = acl_open(S.cfg.acl_file, err, sizeof err);
+        if (!S.acl) {
+            fprintf(stderr, "skill-mcp: --acl %s\n", err);
+            redact_close(S.redact);
+            x_shared_free(S.run_shared, S.run_shared_size);
+            stats_cleanup(&S.stats);
+            return 2;
+        }
+    }
     if (S.cfg.auth_tokens || S.cfg.oauth_issuer) {
         /* Fail closed: a token file that does not load stops the start. */
         struct err e = {0};
         S.auth = auth_load(S.cfg.auth_tokens, &e);
         if (!S.auth) {
             fprintf(stderr, "skill-mcp: %s\n", e.msg);
+            acl_close(S.acl);
             redact_close(S.redact);
             x_shared_free(S.run_shared, S.run_shared_size);
             stats_cleanup(&S.stats);
@@ -479,6 +494,7 @@ int main(int argc, char **argv)
         if (!S.lock) {
             fprintf(stderr, "skill-mcp: %s\n", e.msg);
             auth_free(S.auth);
+            acl_close(S.acl);
             redact_close(S.redact);
             x_shared_free(S.run_shared, S.run_shared_size);
             stats_cleanup(&S.stats);
@@ -520,6 +536,7 @@ int main(int argc, char **argv)
     x_shared_free(S.run_shared, S.run_shared_size);
     auth_free(S.auth);
     redact_close(S.redact);
+    acl_close(S.acl);
     lock_free(S.lock);
     return rc;
 }

@@ -739,6 +739,33 @@ static int verify_with(const struct keyset *ks, const char *token, size_t n,
     return tried ? 0 : named && j->kid ? -2 : -1;
 }
 
+/* What --acl rules may name (sub:, scope:). A value that does not fit is
+ * left out whole: a cut one could match a rule it does not name. */
+static void claims_for_acl(const json_t *claims, struct oauth_result *r)
+{
+    const char *sub = json_string_value(json_object_get(claims, "sub"));
+    if (sub && strlen(sub) < sizeof r->sub)
+        snprintf(r->sub, sizeof r->sub, "%s", sub);
+    struct buf b;
+    buf_init(&b, 0);
+    const char *scope = json_string_value(json_object_get(claims, "scope"));
+    if (scope)
+        buf_puts(&b, scope);
+    size_t i;
+    json_t *v;
+    json_t *scp = json_object_get(claims, "scp");
+    if (json_is_array(scp))
+        json_array_foreach(scp, i, v) if (json_is_string(v) && !strchr(json_string_value(v), ' ')) {
+            buf_puts(&b, " ");
+            buf_puts(&b, json_string_value(v));
+        }
+    if (b.len && b.len < sizeof r->scopes) {
+        memcpy(r->scopes, b.p, b.len);
+        r->scopes[b.len] = '\0';
+    }
+    buf_cleanup(&b);
+}
+
 enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
                                 struct oauth_result *r)
 {
@@ -798,6 +825,7 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
     }
     snprintf(r->client, sizeof r->client, "%s", id);
     jwt_groups(j.claims, r->groups, sizeof r->groups);
+    claims_for_acl(j.claims, r);
     for (size_t i = 0; i < o->nscopes; i++) {
         if (!jwt_has_scope(j.claims, o->scopes[i])) {
             v = OAUTH_SCOPE;

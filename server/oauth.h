@@ -46,6 +46,8 @@ enum oauth_verdict { OAUTH_OK = 0, OAUTH_NO_TOKEN, OAUTH_INVALID, OAUTH_SCOPE };
 struct oauth_result {
     char client[JWT_MAX_ID + 1];
     char groups[256];           /* comma-separated, or "" */
+    char sub[256];              /* "sub", or "" (too long or not a string: "") */
+    char scopes[512];           /* "scope" and "scp", space-separated ("" when too long) */
     char why[192];              /* for the client, when refused */
 };
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "call.h"
 #include "jail.h"
 #include "lock.h"
@@ -70,9 +71,9 @@ int res_list(struct call *c)
         return -1;
     struct snapshot *s = call_snapshot(c);
     json_t *a = json_array();
-    struct list_window w = list_window(s->n, off, RES_PAGE);
-    for (size_t i = w.start; i < w.end; i++) {
-        const struct skill *k = s->v[i];
+    struct list_window w = list_window(view_count(c->view, s), off, RES_PAGE);
+    for (size_t j = w.start; j < w.end; j++) {
+        const struct skill *k = s->v[view_at(c->view, j)];
         char uri[1024];
         snprintf(uri, sizeof uri, "skill://%s/SKILL.md", k->qname);
         json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:s}", "uri", uri, "name",
@@ -132,11 +133,13 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
     /* skill-path is one or two segments; prefer the longer one that exists. */
     char *s1 = strchr(rest, '/');
     char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-    if (s1 && (k = skills_find(s, rest, (size_t)(s2 ? s2 - rest : (ptrdiff_t)strlen(rest)), &amb)) &&
+    const unsigned char *mask = view_mask(c->view);
+    if (s1 && (k = skills_find_in(s, mask, rest, (size_t)(s2 ? s2 - rest : (ptrdiff_t)strlen(rest)),
+                                  &amb, NULL)) &&
         k->team) {
         path = s2 ? s2 + 1 : "";
     } else {
-        k = skills_find(s, rest, s1 ? (size_t)(s1 - rest) : strlen(rest), &amb);
+        k = skills_find_in(s, mask, rest, s1 ? (size_t)(s1 - rest) : strlen(rest), &amb, NULL);
         path = s1 ? s1 + 1 : "";
     }
     if (!k) {
@@ -145,7 +148,7 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
             const char *names[8];
             char bare[256];
             snprintf(bare, sizeof bare, "%.*s", (int)(s1 ? s1 - rest : (ptrdiff_t)strlen(rest)), rest);
-            size_t n = skills_sharing(s, bare, names, 8);
+            size_t n = skills_sharing_in(s, mask, bare, names, 8);
             snprintf(reason, sizeof reason, "'%s' names several skills:", bare);
             for (size_t i = 0; i < n; i++)
                 snprintf(reason + strlen(reason), sizeof reason - strlen(reason),

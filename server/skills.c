@@ -127,6 +127,10 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
         return;
     if (s->ext && S->ext_free)
         S->ext_free(s->ext);
+    for (struct snapshot_attach *a = atomic_load(&s->attached), *next; a; a = next) {
+        next = a->next;
+        a->free(a);
+    }
     if (s->gate) {
         for (size_t i = 0; i < s->n; i++) {
             free(s->gate[i].reason);
@@ -213,29 +217,61 @@ static void build_tables(struct snapshot *s)
 struct skill *skills_find(const struct snapshot *s, const char *name, size_t len,
                           int *ambiguous)
 {
+    return skills_find_in(s, NULL, name, len, ambiguous, NULL);
+}
+
+struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask,
+                             const char *name, size_t len, int *ambiguous, size_t *idx)
+{
     *ambiguous = 0;
     if (!s->n)
         return NULL;
     uint32_t x = table_get(s->by_qname, s->tcap, name, len, s->v, 0);
-    if (x)
+    if (x && (!mask || mask[x - 1])) {
+        if (idx)
+            *idx = x - 1;
         return s->v[x - 1];
+    }
     if (memchr(name, '/', len))
         return NULL;
     x = table_get(s->by_name, s->tcap, name, len, s->v, 1);
     if (!x)
         return NULL;
-    if (s->shared[x - 1]) {
-        *ambiguous = 1;
-        return NULL;
+    if (!s->shared[x - 1]) {
+        if (mask && !mask[x - 1])
+            return NULL;
+        if (idx)
+            *idx = x - 1;
+        return s->v[x - 1];
     }
-    return s->v[x - 1];
+    /* a shared bare name: what counts is how many of its entries are seen */
+    size_t seen = 0, at = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if ((!mask || mask[i]) && strlen(s->v[i]->name) == len &&
+            !memcmp(s->v[i]->name, name, len)) {
+            seen++;
+            at = i;
+        }
+    if (seen == 1) {
+        if (idx)
+            *idx = at;
+        return s->v[at];
+    }
+    *ambiguous = seen > 1;
+    return NULL;
 }
 
 size_t skills_sharing(const struct snapshot *s, const char *name, const char **out, size_t max)
 {
+    return skills_sharing_in(s, NULL, name, out, max);
+}
+
+size_t skills_sharing_in(const struct snapshot *s, const unsigned char *mask, const char *name,
+                         const char **out, size_t max)
+{
     size_t n = 0;
     for (size_t i = 0; i < s->n && n < max; i++)
-        if (!strcmp(s->v[i]->name, name))
+        if ((!mask || mask[i]) && !strcmp(s->v[i]->name, name))
             out[n++] = s->v[i]->qname;
     return n;
 }
@@ -267,11 +303,19 @@ static size_t edit_distance(const char *a, const char *b)
 
 size_t skills_suggest(const struct snapshot *s, const char *name, const char **out, size_t max)
 {
+    return skills_suggest_in(s, NULL, name, out, max);
+}
+
+size_t skills_suggest_in(const struct snapshot *s, const unsigned char *mask, const char *name,
+                         const char **out, size_t max)
+{
     size_t n = 0;
     size_t best[16];
     if (max > 16)
         max = 16;
     for (size_t i = 0; i < s->n; i++) {
+        if (mask && !mask[i])
+            continue;
         const struct skill *k = s->v[i];
         size_t d = edit_distance(name, k->name);
         size_t dq = edit_distance(name, k->qname);

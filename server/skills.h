@@ -125,6 +125,16 @@ typedef void (*snapshot_ext_free_fn)(struct snapshot_ext *);
 
 struct watch;               /* a path the refresher stats (private to the index) */
 
+/*
+ * Data a higher layer hangs on a published snapshot (the per-caller views of
+ * acl.c): pushed lock-free onto s->attached, each node freed by its own
+ * function when the snapshot is.
+ */
+struct snapshot_attach {
+    struct snapshot_attach *next;
+    void (*free)(struct snapshot_attach *a);
+};
+
 struct snapshot {
     atomic_long refs;
     uint64_t generation;
@@ -147,6 +157,7 @@ struct snapshot {
     double build_ms;
     int64_t built_at;       /* wall clock, seconds */
     struct snapshot *retired_next;
+    _Atomic(struct snapshot_attach *) attached;
 };
 
 struct skills;
@@ -251,6 +262,19 @@ size_t skills_sharing(const struct snapshot *s, const char *name, const char **o
 
 /* Up to max names closest to name (edit distance, then prefix), borrowed. */
 size_t skills_suggest(const struct snapshot *s, const char *name, const char **out, size_t max);
+
+/*
+ * The same over the entries i with mask[i] set, as if the others did not
+ * exist (mask NULL: every entry): a bare name shared with hidden entries
+ * only is not ambiguous. skills_find_in sets *idx (may be NULL) to the
+ * entry's index.
+ */
+struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask,
+                             const char *name, size_t len, int *ambiguous, size_t *idx);
+size_t skills_sharing_in(const struct snapshot *s, const unsigned char *mask, const char *name,
+                         const char **out, size_t max);
+size_t skills_suggest_in(const struct snapshot *s, const unsigned char *mask, const char *name,
+                         const char **out, size_t max);
 
 /*
  * The skill's body, read on first use and cached in the entry. A file

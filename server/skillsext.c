@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "call.h"
 #include "jail.h"
 #include "lock.h"
@@ -201,8 +202,8 @@ int skillsext_list(struct call *c)
     log_omissions(s);
     json_t *skills = json_array(), *omitted = json_array();
     size_t listed = 0, next = 0;
-    for (size_t i = off; i < s->n; i++) {
-        const struct skill *k = s->v[i];
+    for (size_t i = off; i < view_count(c->view, s); i++) {
+        const struct skill *k = s->v[view_at(c->view, i)];
         char tmp[300], held[1100];
         const char *why = unlisted_reason(k, tmp, sizeof tmp);
         /* As resources/read and skills/get see it: a quarantined skill has
@@ -418,9 +419,9 @@ int skillsext_prompts_list(struct call *c)
         return -1;
     struct snapshot *s = call_snapshot(c);
     json_t *a = json_array();
-    struct list_window w = list_window(s->n, off, PROMPTS_PAGE);
-    for (size_t i = w.start; i < w.end; i++) {
-        const struct skill *k = s->v[i];
+    struct list_window w = list_window(view_count(c->view, s), off, PROMPTS_PAGE);
+    for (size_t j = w.start; j < w.end; j++) {
+        const struct skill *k = s->v[view_at(c->view, j)];
         json_array_append_new(
             a, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b}]}", "name", k->qname, "title",
                          k->title ? k->title : k->qname,
@@ -458,12 +459,12 @@ int skillsext_prompts_get(struct call *c)
     }
     struct snapshot *s = call_snapshot(c);
     int amb = 0;
-    struct skill *k = skills_find(s, nm, strlen(nm), &amb);
+    struct skill *k = skills_find_in(s, view_mask(c->view), nm, strlen(nm), &amb, NULL);
     if (!k) {
         if (amb) {
             const char *names[8];
             char list[600] = "";
-            size_t n = skills_sharing(s, nm, names, 8);
+            size_t n = skills_sharing_in(s, view_mask(c->view), nm, names, 8);
             for (size_t i = 0; i < n; i++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                          names[i]);

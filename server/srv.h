@@ -21,6 +21,7 @@ struct tasks;
 struct lock;
 struct session_table;
 struct redact;
+struct acl;
 
 struct srv {
     struct cfg cfg;
@@ -42,6 +43,7 @@ struct srv {
     struct lock *lock;          /* --lock / --audit-log, or NULL */
     struct session_table *sessions; /* --stateful: legacy sessions, else NULL */
     struct redact *redact;      /* secret patterns (redact.c); NULL: nothing redacted */
+    struct acl *acl;            /* --acl: per-caller visibility, or NULL: all see all */
 };
 
 #endif

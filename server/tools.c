@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "acl.h"
 #include "auth.h"
 #include "call.h"
 #include "envelope.h"
@@ -67,6 +68,8 @@ struct tool_out {
 struct tool_ctx {
     struct srv *S;
     struct snapshot *snap;
+    const struct view *view;    /* what the caller may see and run (--acl), NULL: all */
+    size_t idx;             /* need_skill: the entry's index in snap */
     int modern;
     const char *client;     /* authenticated client id, or NULL */
     json_t *client_info;    /* the request's clientInfo (borrowed), or NULL */
@@ -218,12 +221,15 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
              NAME_MAX_LEN);
         return NULL;
     }
-    struct skill *k = skills_find(c->snap, name, len, &amb);
+    /* A skill the caller may not see is not there: the same lookup, the
+     * same suggestions (drawn from what it sees), the same words. */
+    const unsigned char *mask = view_mask(c->view);
+    struct skill *k = skills_find_in(c->snap, mask, name, len, &amb, &c->idx);
     if (k)
         return k;
     if (amb) {
         const char *names[8];
-        size_t n = skills_sharing(c->snap, name, names, 8);
+        size_t n = skills_sharing_in(c->snap, mask, name, names, 8);
         char list[512] = "";
         for (size_t i = 0; i < n; i++) {
             strncat(list, names[i], sizeof list - strlen(list) - 3);
@@ -235,7 +241,7 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
         return NULL;
     }
     const char *sug[3];
-    size_t n = skills_suggest(c->snap, name, sug, 3);
+    size_t n = skills_suggest_in(c->snap, mask, name, sug, 3);
     if (n) {
         char list[400] = "";
         for (size_t i = 0; i < n; i++) {
@@ -504,14 +510,14 @@ static int has_all_tags(const struct skill *k, json_t *tags)
 
 enum { MISS_NONE, MISS_SIMILAR, MISS_FIRST };
 
-static void fill_window(const struct snapshot *s, const struct search_hit *hits, size_t count,
-                        json_t *tags, size_t offset, size_t limit, size_t *win, size_t *n,
-                        size_t *total)
+static void fill_window(const struct snapshot *s, const struct view *v,
+                        const struct search_hit *hits, size_t count, json_t *tags, size_t offset,
+                        size_t limit, size_t *win, size_t *n, size_t *total)
 {
     *n = *total = 0;
     for (size_t i = 0; i < count; i++) {
-        size_t idx = hits ? hits[i].doc : i;
-        if (tags && !has_all_tags(s->v[idx], tags))
+        size_t idx = hits ? hits[i].doc : view_at(v, i);
+        if (!view_sees(v, idx) || (tags && !has_all_tags(s->v[idx], tags)))
             continue;
         if (*total >= offset && *total < offset + limit)
             win[(*n)++] = idx;
@@ -525,8 +531,9 @@ static void fill_window(const struct snapshot *s, const struct search_hit *hits,
  * when none is close, the first ones), *miss says which, and the caller
  * adds a hint saying so. That page is complete (no cursor).
  */
-static size_t *page_window(const struct snapshot *s, const char *query, json_t *tags,
-                           size_t offset, size_t limit, size_t *n, size_t *total, int *miss)
+static size_t *page_window(const struct snapshot *s, const struct view *v, const char *query,
+                           json_t *tags, size_t offset, size_t limit, size_t *n, size_t *total,
+                           int *miss)
 {
     struct search_hit *hits = NULL;
     size_t nhits = 0;
@@ -537,19 +544,20 @@ static size_t *page_window(const struct snapshot *s, const char *query, json_t *
         if (nhits > s->n)
             nhits = s->n;
     }
-    size_t count = query ? nhits : s->n;
+    size_t count = query ? nhits : view_count(v, s);
     size_t cap = limit > CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
     size_t *win = xmalloc((cap < s->n ? cap : s->n ? s->n : 1) * sizeof *win);
-    fill_window(s, query ? hits : NULL, count, tags, offset, limit, win, n, total);
-    if (query && !*total && s->n) {
+    fill_window(s, v, query ? hits : NULL, count, tags, offset, limit, win, n, total);
+    if (query && !*total && view_count(v, s)) {
         int similar;
         size_t max = limit < CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
-        size_t k = search_closest(s->search, query, hits, tags ? CLOSEST_CANDIDATES : max,
-                                  &similar);
-        fill_window(s, hits, k, tags, 0, max, win, n, total);
-        if (!*n && tags) {
+        /* hidden entries are filtered out after the pick, like tags */
+        size_t k = search_closest(s->search, query, hits,
+                                  tags || v ? CLOSEST_CANDIDATES : max, &similar);
+        fill_window(s, v, hits, k, tags, 0, max, win, n, total);
+        if (!*n && (tags || v)) {
             similar = 0;
-            fill_window(s, NULL, s->n, tags, 0, max, win, n, total);
+            fill_window(s, v, NULL, view_count(v, s), tags, 0, max, win, n, total);
         }
         *total = *n;
         *miss = similar ? MISS_SIMILAR : MISS_FIRST;
@@ -717,10 +725,11 @@ static void page_tail(struct buf *t, size_t total, uint64_t generation, size_t o
 static const char page_head[] = "{\"skills\":[";
 
 /* The entries of a page and their cards, fitted to budget b. */
-static void page_build(const struct snapshot *s, const char *query, json_t *tags,
-                       size_t offset, size_t limit, const struct shape_budget *b, struct page *p)
+static void page_build(const struct snapshot *s, const struct view *v, const char *query,
+                       json_t *tags, size_t offset, size_t limit, const struct shape_budget *b,
+                       struct page *p)
 {
-    p->idx = page_window(s, query, tags, offset, limit, &p->n, &p->total, &p->miss);
+    p->idx = page_window(s, v, query, tags, offset, limit, &p->n, &p->total, &p->miss);
     size_t m = p->n ? p->n : 1;
     p->card = xcalloc(m, sizeof *p->card);
     p->own = xcalloc(m, 1);
@@ -747,12 +756,12 @@ static char *miss_hint(const char *query, int miss)
     return h;
 }
 
-static json_t *list_page(const struct snapshot *s, const char *query, json_t *tags,
-                         size_t offset, size_t limit, const struct shape_budget *b)
+static json_t *list_page(const struct snapshot *s, const struct view *v, const char *query,
+                         json_t *tags, size_t offset, size_t limit, const struct shape_budget *b)
 {
     json_t *cards = json_array();
     struct page p;
-    page_build(s, query, tags, offset, limit, b, &p);
+    page_build(s, v, query, tags, offset, limit, b, &p);
     for (size_t i = 0; i < p.n; i++)
         json_array_append_new(cards, card_of(s, p.idx[i], p.tier[i]));
     json_t *r = json_pack("{s:o, s:I, s:I}", "skills", cards, "total", (json_int_t)p.total,
@@ -830,14 +839,14 @@ static void cut_tail(struct buf *t, size_t total, uint64_t generation, size_t cu
  * does not fit (or `_truncated` would crowd the page): list_page and
  * fit_list then cut inside the card, as without this path.
  */
-static int list_from_cards(const struct snapshot *s, const char *query, json_t *tags,
-                           size_t offset, size_t limit, struct tool_out *o)
+static int list_from_cards(const struct snapshot *s, const struct view *v, const char *query,
+                           json_t *tags, size_t offset, size_t limit, struct tool_out *o)
 {
     static const char head_esc[] = "{\\\"skills\\\":[";
     const char *head = page_head;
     struct buf b, e, tail;
     struct page p;
-    page_build(s, query, tags, offset, limit, o->budget, &p);
+    page_build(s, v, query, tags, offset, limit, o->budget, &p);
     size_t total = p.total, kept = p.n;
     struct card **win = p.card;
     if (p.miss) {
@@ -948,9 +957,10 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     if (query && !*query)
         query = NULL;
-    if (c->snap->ext && list_from_cards(c->snap, query, tags, offset, (size_t)limit, o) == 0)
+    if (c->snap->ext &&
+        list_from_cards(c->snap, c->view, query, tags, offset, (size_t)limit, o) == 0)
         return 0;
-    o->structured = list_page(c->snap, query, tags, offset, (size_t)limit, o->budget);
+    o->structured = list_page(c->snap, c->view, query, tags, offset, (size_t)limit, o->budget);
     fit_list(o, offset);
     return 0;
 }
@@ -1224,6 +1234,32 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
 
 /* ---- stats and reload ------------------------------------------------------- */
 
+/* The snapshot's problems the caller may know of: with --acl, only those
+ * of skills it sees (a problem names its skill's folder). */
+static json_t *visible_problems(const struct tool_ctx *c)
+{
+    if (!c->view)
+        return json_deep_copy(c->snap->errors);
+    json_t *a = json_array(), *e;
+    size_t i;
+    json_array_foreach(c->snap->errors, i, e) {
+        const char *k = json_string_value(json_object_get(e, "skill"));
+        if (k && acl_class_sees(c->view->cls, k))
+            json_array_append_new(a, json_deep_copy(e));
+    }
+    return a;
+}
+
+/* Names in a (qualified names) the caller may not see are taken out. */
+static void visible_names(const struct tool_ctx *c, json_t *a)
+{
+    for (size_t i = json_array_size(a); c->view && i-- > 0;) {
+        const char *k = json_string_value(json_array_get(a, i));
+        if (!k || !acl_class_sees(c->view->cls, k))
+            json_array_remove(a, i);
+    }
+}
+
 static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {NULL};
@@ -1236,8 +1272,8 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
     for (size_t i = 0; i < nroots; i++)
         json_array_append_new(r, json_string(roots[i]));
     size_t errors = 0, i;
-    json_t *e;
-    json_array_foreach(c->snap->errors, i, e) {
+    json_t *e, *problems = visible_problems(c);
+    json_array_foreach(problems, i, e) {
         if (!strcmp(json_string_value(json_object_get(e, "level")), "error"))
             errors++;
     }
@@ -1246,11 +1282,18 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
         "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:o}, s:o}", "server",
         "name", SERVER_NAME, "version", SKILL_VERSION, "uptime_s",
         (double)(now_ns() - c->S->stats.started_ns) / 1e9, "index", "generation",
-        (json_int_t)c->snap->generation, "skills", (json_int_t)c->snap->n, "errors",
-        (json_int_t)errors, "warnings", (json_int_t)(json_array_size(c->snap->errors) - errors),
+        (json_int_t)c->snap->generation, "skills", (json_int_t)view_count(c->view, c->snap),
+        "errors", (json_int_t)errors, "warnings", (json_int_t)(json_array_size(problems) - errors),
         "roots", r, "last_refresh_at", at, "last_refresh_ms", c->snap->build_ms, "problems",
-        json_deep_copy(c->snap->errors), "tools", stats_tools_json(&c->S->stats));
-    json_object_set_new(o->structured, "skills", stats_skills_json(&c->S->stats));
+        problems, "tools", stats_tools_json(&c->S->stats));
+    json_t *usage = stats_skills_json(&c->S->stats);
+    if (c->view) {
+        const char *name;
+        void *tmp;
+        json_object_foreach_safe(usage, tmp, name, e) if (!acl_class_sees(c->view->cls, name))
+            json_object_del(usage, name);
+    }
+    json_object_set_new(o->structured, "skills", usage);
     if (c->S->runner) {
         struct run_counters rc;
         run_counters(c->S->runner, &rc);
@@ -1275,6 +1318,9 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return -1;
     lock_reload(c->S->lock, 0);     /* an edited lock is judged by this rebuild too */
     skills_rescan(c->S->skills, 1, &r);
+    visible_names(c, r.added);
+    visible_names(c, r.removed);
+    visible_names(c, r.changed);
     o->structured = json_pack("{s:I, s:I, s:O, s:O, s:O, s:O, s:f}", "generation_before",
                               (json_int_t)r.gen_before, "generation_after",
                               (json_int_t)r.gen_after, "added", r.added, "removed", r.removed,
@@ -1292,6 +1338,11 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (only_keys(args, o, keys) < 0)
         return -1;
     struct skill *live = need_skill(c, args, o);
+    if (live && !view_runs(c->view, c->idx))
+        return fail(o, "You may not run the scripts of skill '%s': the server's access rules let "
+                       "you read it but not run it. Nothing ran; follow its instructions "
+                       "without the scripts, or ask the operator for run access.",
+                    live->qname);
     struct skill *k = gated(c, live, o);
     if (!k)
         return -1;
@@ -1683,12 +1734,44 @@ struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
     struct srv *S = arg;
     struct snapshot_ext *e = xcalloc(1, sizeof *e);
     for (int modern = 0; modern < 2; modern++) {
-        struct tool_out o = {.structured = list_page(s, NULL, NULL, 0, LIST_DEFAULT_LIMIT, &S->budget),
+        struct tool_out o = {.structured = list_page(s, NULL, NULL, NULL, 0, LIST_DEFAULT_LIMIT,
+                                                     &S->budget),
                              .budget = &S->budget, .hint = table[0].narrow};
         fit_list(&o, 0);
         e->list[modern] = render(&o, 0, modern, &e->len[modern]);
     }
     return e;
+}
+
+/*
+ * The default list_skills reply as the caller of view v sees it: rendered
+ * by the first such request on this snapshot and kept with the view (two
+ * threads may render it at once; one copy wins), so later ones copy bytes
+ * as they do without --acl.
+ */
+static const struct view_bytes *view_list(struct srv *S, const struct snapshot *s,
+                                          const struct view *v, int modern)
+{
+    struct view_bytes *b = atomic_load_explicit(&v->list[modern], memory_order_acquire);
+    if (b)
+        return b;
+    struct tool_out o = {.structured = list_page(s, v, NULL, NULL, 0, LIST_DEFAULT_LIMIT,
+                                                 &S->budget),
+                         .budget = &S->budget, .hint = table[0].narrow};
+    fit_list(&o, 0);
+    size_t len;
+    char *bytes = render(&o, 0, modern, &len);
+    b = xmalloc(sizeof *b + len + 1);
+    b->len = len;
+    memcpy(b->data, bytes, len + 1);
+    free(bytes);
+    struct view_bytes *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&v->list[modern], &none, b,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        free(b);
+        b = none;
+    }
+    return b;
 }
 
 void tools_ext_free(struct snapshot_ext *e)
@@ -1713,11 +1796,16 @@ int tools_call(struct call *call, const char *name, json_t *args)
         return -1;
     struct snapshot *snap = call_snapshot(call);
     if (t == 0 && snap->ext && (!args || (json_is_object(args) && !json_object_size(args)))) {
-        call_raw(call, snap->ext->list[modern ? 1 : 0], snap->ext->len[modern ? 1 : 0], NULL);
+        const struct view_bytes *vb = call->view ? view_list(S, snap, call->view, modern) : NULL;
+        if (vb)
+            call_raw(call, vb->data, vb->len, NULL);
+        else
+            call_raw(call, snap->ext->list[modern ? 1 : 0], snap->ext->len[modern ? 1 : 0], NULL);
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.S = S, .snap = snap, .modern = modern, .client = call->client,
+    struct tool_ctx c = {.S = S, .snap = snap, .view = call->view, .modern = modern,
+                         .client = call->client,
                          .client_info = call->client_info};
     struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
     json_t *empty = NULL;

@@ -25,6 +25,7 @@ declare -A prefix=(
     [script_env]='script_'
     [redact]='redact_'
     [stdio_mcp]='stdio_'
+    [acl]='acl_'
     [oauth]='oauth_' [jwt]='jwt_'
     [yamlcore]='yc_'
 )

@@ -48,12 +48,12 @@ link jwt "$OBJ/jwt.o" "$(pkg-config --libs jansson jose) -lm" &
 wait
 # The request path, the URI resolver, the lock parser, fetch's index and
 # archive reading and redaction link the whole server but main.c.
-for t in rpc uri lock fetch redact; do
+for t in rpc uri lock fetch redact acl; do
     link "$t" "$OBJ/*.o" "$(pkg-config --libs $ALL) -lpthread -lm" &
     [ "$t" = uri ] && wait
 done
 wait
-for t in frontmatter fmfast markdown shape shapejson json jwt rpc uri lock fetch redact; do
+for t in frontmatter fmfast markdown shape shapejson json jwt rpc uri lock fetch redact acl; do
     [ -x "$OUT/fuzz_$t" ] || { echo "FAIL: fuzz_$t did not build" >&2; exit 1; }
 done
 
@@ -155,7 +155,7 @@ fuzz_one() {    # fuzz_one TARGET: 0 when it ran its time without a crash
     lock) seeds=$LSEEDS ;;
     fetch) seeds=$FSEEDS ;;
     fmfast) seeds=$MSEEDS ;;
-    shape | shapejson | uri | json | jwt | redact) seeds=tests/fuzz/seeds-$t ;;
+    shape | shapejson | uri | json | jwt | redact | acl) seeds=tests/fuzz/seeds-$t ;;
     *) seeds=$SEEDS ;;
     esac
     [ -f "tests/fuzz/$t.dict" ] && dict="-dict=tests/fuzz/$t.dict"
@@ -169,7 +169,7 @@ fuzz_one() {    # fuzz_one TARGET: 0 when it ran its time without a crash
 
 # One target per core at a time: the smoke is time-boxed per target, so the
 # run takes half as long on two cores and each target fuzzes as long.
-TARGETS="frontmatter fmfast markdown rpc shape shapejson uri lock fetch json jwt redact"
+TARGETS="frontmatter fmfast markdown rpc shape shapejson uri lock fetch json jwt redact acl"
 JOBS=$(nproc)
 set -- $TARGETS
 while [ $# -gt 0 ]; do

@@ -1,0 +1,520 @@
+/*
+ * acl.c - see acl.h.
+ *
+ * A class is the bit set of the rules a caller matches, interned in its
+ * rule set: classify computes the bits on the stack, hashes them and finds
+ * the class in a lock-free table of push-only lists (a new set is pushed
+ * with one CAS; two threads that race on one set agree on the first one
+ * pushed). So a class pointer names one set of grants under one rule set,
+ * and the views of a snapshot are keyed by that pointer.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "acl.h"
+
+#include <errno.h>
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+#define WORDS ((ACL_MAX_RULES + 63) / 64)
+#define BUCKETS 64
+
+enum who_kind { WHO_ANY, WHO_CLIENT, WHO_GROUP, WHO_SUB, WHO_SCOPE };
+
+struct rule {
+    enum who_kind kind;
+    char *name;             /* what the kind names; NULL for '*' */
+    int run;                /* run (implies see), else see */
+    pcre2_code *re;
+    size_t line;
+};
+
+struct acl_class {
+    struct acl_rules *rules;
+    uint64_t bits[WORDS];
+    struct acl_class *next;
+};
+
+struct acl_rules {
+    struct rule *r;
+    size_t n;
+    size_t jitted;
+    size_t words;           /* words of a class's bits in use */
+    _Atomic(struct acl_class *) classes[BUCKETS];
+    struct acl_rules *retired;  /* the set this one replaced (acl_close frees it) */
+};
+
+/* ---- parsing ----------------------------------------------------------------- */
+
+static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line)
+        snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
+    else
+        snprintf(err, errlen, "%s: %s", file, msg);
+    utf8_sanitize(err);
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* The characters a client id, group, subject or scope may hold here: any
+ * printable ASCII but space, comma and the kind separator's neighbours are
+ * fine; a comma could never match a group (groups are comma-separated). */
+static int name_ok(const char *s, size_t n)
+{
+    if (!n || n > 255)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f || s[i] == ',')
+            return 0;
+    return 1;
+}
+
+void acl_rules_free(struct acl_rules *r)
+{
+    while (r) {
+        struct acl_rules *next = r->retired;
+        for (size_t i = 0; i < r->n; i++) {
+            free(r->r[i].name);
+            pcre2_code_free(r->r[i].re);
+        }
+        free(r->r);
+        for (size_t b = 0; b < BUCKETS; b++)
+            for (struct acl_class *k = atomic_load(&r->classes[b]), *kn; k; k = kn) {
+                kn = k->next;
+                free(k);
+            }
+        free(r);
+        r = next;
+    }
+}
+
+/* One line: WHO VERB PATTERN. 0, or -1 with err set. */
+static int parse_line(const char *s, const char *e, const char *file, size_t line,
+                      struct rule *out, size_t *jitted, char *err, size_t errlen)
+{
+    const char *w = s;
+    while (s < e && !is_space(*s))
+        s++;
+    size_t wl = (size_t)(s - w);
+    while (s < e && is_space(*s))
+        s++;
+    const char *v = s;
+    while (s < e && !is_space(*s))
+        s++;
+    size_t vl = (size_t)(s - v);
+    while (s < e && is_space(*s))
+        s++;
+    while (e > s && is_space(e[-1]))
+        e--;
+    static const struct {
+        const char *prefix;
+        enum who_kind kind;
+    } kinds[] = {{"client:", WHO_CLIENT}, {"group:", WHO_GROUP}, {"sub:", WHO_SUB},
+                 {"scope:", WHO_SCOPE}};
+    memset(out, 0, sizeof *out);
+    out->line = line;
+    if (wl == 1 && *w == '*') {
+        out->kind = WHO_ANY;
+    } else {
+        size_t k;
+        for (k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+            size_t pl = strlen(kinds[k].prefix);
+            if (wl >= pl && !memcmp(w, kinds[k].prefix, pl))
+                break;
+        }
+        if (k == sizeof kinds / sizeof *kinds) {
+            perr(err, errlen, file, line,
+                 "'%.*s' names nobody: write client:ID, group:NAME, sub:SUBJECT, scope:SCOPE "
+                 "or *", (int)(wl > 80 ? 80 : wl), w);
+            return -1;
+        }
+        size_t pl = strlen(kinds[k].prefix);
+        if (!name_ok(w + pl, wl - pl)) {
+            perr(err, errlen, file, line,
+                 "'%.*s' needs a name after '%s' (1-255 printable characters, no comma)",
+                 (int)(wl > 80 ? 80 : wl), w, kinds[k].prefix);
+            return -1;
+        }
+        out->kind = kinds[k].kind;
+        out->name = xstrndup(w + pl, wl - pl);
+    }
+    if (!vl) {
+        perr(err, errlen, file, line, "missing 'see' or 'run' after '%.*s'",
+             (int)(wl > 80 ? 80 : wl), w);
+        goto fail;
+    }
+    if (vl == 3 && !memcmp(v, "see", 3))
+        out->run = 0;
+    else if (vl == 3 && !memcmp(v, "run", 3))
+        out->run = 1;
+    else {
+        perr(err, errlen, file, line, "'%.*s' is not 'see' or 'run'", (int)(vl > 40 ? 40 : vl),
+             v);
+        goto fail;
+    }
+    if (s >= e) {
+        perr(err, errlen, file, line,
+             "missing the skills pattern (a PCRE2 pattern on the qualified name; .* for all)");
+        goto fail;
+    }
+    int ec;
+    PCRE2_SIZE off;
+    out->re = pcre2_compile((PCRE2_SPTR)s, (size_t)(e - s), PCRE2_ANCHORED | PCRE2_UTF, &ec,
+                            &off, NULL);
+    if (!out->re) {
+        PCRE2_UCHAR m[256];
+        pcre2_get_error_message(ec, m, sizeof m);
+        perr(err, errlen, file, line, "the pattern does not compile at offset %zu: %s",
+             (size_t)off, (char *)m);
+        goto fail;
+    }
+    if (pcre2_jit_compile(out->re, PCRE2_JIT_COMPLETE) == 0)
+        (*jitted)++;
+    return 0;
+fail:
+    free(out->name);
+    out->name = NULL;
+    return -1;
+}
+
+struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *err,
+                            size_t errlen)
+{
+    if (!file)
+        file = "(acl)";
+    struct acl_rules *r = xcalloc(1, sizeof *r);
+    size_t cap = 0, line = 0;
+    const char *s = text ? text : "", *end = s + (text ? n : 0);
+    if (memchr(s, '\0', (size_t)(end - s))) {
+        const char *z = memchr(s, '\0', (size_t)(end - s));
+        size_t zl = 1;
+        for (const char *p = s; p < z; p++)
+            zl += *p == '\n';
+        perr(err, errlen, file, zl, "a NUL byte: this is not a text file");
+        free(r);
+        return NULL;
+    }
+    while (s < end) {
+        const char *eol = memchr(s, '\n', (size_t)(end - s));
+        const char *e = eol ? eol : end;
+        line++;
+        const char *p = s;
+        s = eol ? eol + 1 : end;
+        while (p < e && is_space(*p))
+            p++;
+        if (p == e || *p == '#')
+            continue;
+        if (!utf8_valid(p, (size_t)(e - p))) {
+            perr(err, errlen, file, line, "the line is not valid UTF-8");
+            goto fail;
+        }
+        if (r->n == ACL_MAX_RULES) {
+            perr(err, errlen, file, line, "more than %d rules", ACL_MAX_RULES);
+            goto fail;
+        }
+        if (r->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            r->r = xrealloc(r->r, cap * sizeof *r->r);
+        }
+        if (parse_line(p, e, file, line, &r->r[r->n], &r->jitted, err, errlen) < 0)
+            goto fail;
+        r->n++;
+    }
+    r->words = r->n ? (r->n + 63) / 64 : 1;
+    return r;
+fail:
+    acl_rules_free(r);
+    return NULL;
+}
+
+size_t acl_rules_count(const struct acl_rules *r)
+{
+    return r ? r->n : 0;
+}
+
+size_t acl_rules_jitted(const struct acl_rules *r)
+{
+    return r ? r->jitted : 0;
+}
+
+/* ---- classes ---------------------------------------------------------------- */
+
+/* 1 when name is one of the items of list (separated by sep). */
+static int in_list(const char *list, char sep, const char *name)
+{
+    if (!list)
+        return 0;
+    size_t want = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == sep)
+            p++;
+        const char *q = strchr(p, sep);
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n == want && !memcmp(p, name, n))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+static int rule_matches(const struct rule *u, const struct acl_who *w)
+{
+    switch (u->kind) {
+    case WHO_ANY:
+        return 1;
+    case WHO_CLIENT:
+        return w && w->client && !strcmp(w->client, u->name);
+    case WHO_SUB:
+        return w && w->sub && !strcmp(w->sub, u->name);
+    case WHO_GROUP:
+        return w && in_list(w->groups, ',', u->name);
+    case WHO_SCOPE:
+        return w && in_list(w->scopes, ' ', u->name);
+    }
+    return 0;
+}
+
+const struct acl_class *acl_rules_classify(struct acl_rules *r, const struct acl_who *w)
+{
+    uint64_t bits[WORDS];
+    memset(bits, 0, r->words * sizeof *bits);
+    for (size_t i = 0; i < r->n; i++)
+        if (rule_matches(&r->r[i], w))
+            bits[i / 64] |= (uint64_t)1 << (i % 64);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < r->words; i++)
+        h = (h ^ bits[i]) * 0x100000001b3ull;
+    _Atomic(struct acl_class *) *slot = &r->classes[(h ^ (h >> 29)) % BUCKETS];
+    struct acl_class *mine = NULL, *head = atomic_load_explicit(slot, memory_order_acquire);
+    for (;;) {
+        for (struct acl_class *k = head; k; k = k->next)
+            if (!memcmp(k->bits, bits, r->words * sizeof *bits)) {
+                free(mine);
+                return k;
+            }
+        if (!mine) {
+            mine = xcalloc(1, sizeof *mine);
+            mine->rules = r;
+            memcpy(mine->bits, bits, r->words * sizeof *bits);
+        }
+        mine->next = head;
+        if (atomic_compare_exchange_weak_explicit(slot, &head, mine, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return mine;
+        /* head now holds what another thread pushed: look again */
+    }
+}
+
+static int class_grants(const struct acl_class *k, const char *qname, int run,
+                        pcre2_match_data *md)
+{
+    const struct acl_rules *r = k->rules;
+    int hit = 0;
+    for (size_t i = 0; i < r->n && !hit; i++) {
+        if (!(k->bits[i / 64] >> (i % 64) & 1) || (run && !r->r[i].run))
+            continue;
+        hit = pcre2_match(r->r[i].re, (PCRE2_SPTR)qname, strlen(qname), 0, 0, md, NULL) >= 0;
+    }
+    return hit;
+}
+
+static int class_check(const struct acl_class *k, const char *qname, int run)
+{
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    int hit = class_grants(k, qname, run, md);
+    pcre2_match_data_free(md);
+    return hit;
+}
+
+int acl_class_sees(const struct acl_class *k, const char *qname)
+{
+    return !k || class_check(k, qname, 0);
+}
+
+int acl_class_runs(const struct acl_class *k, const char *qname)
+{
+    return !k || class_check(k, qname, 1);
+}
+
+/* ---- views ------------------------------------------------------------------ */
+
+static void view_free(struct snapshot_attach *a)
+{
+    struct view *v = (struct view *)a;
+    free(v->see);
+    free(v->run);
+    free(v->idx);
+    free(atomic_load(&v->list[0]));
+    free(atomic_load(&v->list[1]));
+    free(v->list);
+    free(v);
+}
+
+static struct view *view_build(const struct snapshot *s, const struct acl_class *k)
+{
+    struct view *v = xcalloc(1, sizeof *v);
+    v->at.free = view_free;
+    v->cls = k;
+    size_t m = s->n ? s->n : 1;
+    v->see = xcalloc(m, 1);
+    v->run = xcalloc(m, 1);
+    v->idx = xcalloc(m, sizeof *v->idx);
+    v->list = xcalloc(2, sizeof *v->list);
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    for (size_t i = 0; i < s->n; i++) {
+        const char *q = s->v[i]->qname;
+        v->run[i] = (unsigned char)class_grants(k, q, 1, md);
+        v->see[i] = (unsigned char)(v->run[i] || class_grants(k, q, 0, md));
+        if (v->see[i])
+            v->idx[v->visible++] = i;
+    }
+    pcre2_match_data_free(md);
+    return v;
+}
+
+const struct view *acl_view(struct snapshot *s, const struct acl_class *k)
+{
+    if (!k)
+        return NULL;
+    struct snapshot_attach *head = atomic_load_explicit(&s->attached, memory_order_acquire);
+    struct view *mine = NULL;
+    for (;;) {
+        for (struct snapshot_attach *a = head; a; a = a->next)
+            if (a->free == view_free && ((struct view *)a)->cls == k) {
+                if (mine)
+                    view_free(&mine->at);
+                return (struct view *)a;
+            }
+        if (!mine)
+            mine = view_build(s, k);
+        mine->at.next = head;
+        if (atomic_compare_exchange_weak_explicit(&s->attached, &head, &mine->at,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            return mine;
+    }
+}
+
+/* ---- the server's instance -------------------------------------------------- */
+
+struct acl {
+    char *file;
+    _Atomic(struct acl_rules *) cur;
+    pthread_mutex_t mu;     /* one reload at a time; guards what follows */
+    struct stat st;         /* of the file last read */
+    struct stat bad;        /* of the last version that did not load (logged once) */
+};
+
+static struct acl_rules *load(const char *file, struct stat *st, char *err, size_t errlen)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        perr(err, errlen, file, 0, "cannot read the access rules: %s", strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(f), st) < 0)
+        memset(st, 0, sizeof *st);
+    char *text = xmalloc(ACL_FILE_MAX + 1);
+    size_t n = fread(text, 1, ACL_FILE_MAX + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    struct acl_rules *r = NULL;
+    if (bad)
+        perr(err, errlen, file, 0, "cannot read the access rules");
+    else if (n > ACL_FILE_MAX)
+        perr(err, errlen, file, 0, "the access rules file is over %d bytes", ACL_FILE_MAX);
+    else
+        r = acl_parse(text, n, file, err, errlen);
+    free(text);
+    return r;
+}
+
+struct acl *acl_open(const char *file, char *err, size_t errlen)
+{
+    struct stat st;
+    struct acl_rules *r = load(file, &st, err, errlen);
+    if (!r)
+        return NULL;
+    struct acl *a = xcalloc(1, sizeof *a);
+    a->file = xstrdup(file);
+    a->st = st;
+    atomic_store(&a->cur, r);
+    pthread_mutex_init(&a->mu, NULL);
+    return a;
+}
+
+static int same_file(const struct stat *x, const struct stat *y)
+{
+    return x->st_ino == y->st_ino && x->st_dev == y->st_dev && x->st_size == y->st_size &&
+           x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
+}
+
+int acl_reload(struct acl *a, int force)
+{
+    if (!a)
+        return 0;
+    struct stat now;
+    pthread_mutex_lock(&a->mu);
+    int have = stat(a->file, &now) == 0;
+    if (!force && have && (same_file(&now, &a->st) || same_file(&now, &a->bad))) {
+        pthread_mutex_unlock(&a->mu);
+        return 0;
+    }
+    char err[600];
+    struct stat st;
+    struct acl_rules *r = load(a->file, &st, err, sizeof err);
+    int rc;
+    if (!r) {
+        if (!have || force || !same_file(&now, &a->bad))
+            log_error("access rules not reloaded, keeping the %zu in force: %s",
+                      atomic_load(&a->cur)->n, err);
+        if (have)
+            a->bad = now;
+        rc = -1;
+    } else {
+        /* classes and views of requests in flight point into the old set */
+        r->retired = atomic_load(&a->cur);
+        a->st = st;
+        memset(&a->bad, 0, sizeof a->bad);
+        atomic_store_explicit(&a->cur, r, memory_order_release);
+        log_info("%s: %zu access rules loaded", a->file, r->n);
+        rc = 1;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+void acl_close(struct acl *a)
+{
+    if (!a)
+        return;
+    acl_rules_free(atomic_load(&a->cur));
+    pthread_mutex_destroy(&a->mu);
+    free(a->file);
+    free(a);
+}
+
+const struct acl_class *acl_classify(struct acl *a, const struct acl_who *w)
+{
+    if (!a)
+        return NULL;
+    return acl_rules_classify(atomic_load_explicit(&a->cur, memory_order_acquire), w);
+}
