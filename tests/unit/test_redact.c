@@ -808,6 +808,31 @@ TEST(stream_env_values)
     redact_close(r);
 }
 
+/* The one function behind read_skill_file and resources/read: binary bytes
+ * are searched too, counts returned and recorded. */
+TEST(file_bytes_text_and_binary)
+{
+    struct redact *r = open_builtins();
+    CHECK(r);
+    static const char bin[] = "\x00\x01\xff AKIAIOSFODNN7EXAMPLE \x00\xfe";
+    size_t len;
+    json_t *c;
+    char *out = redact_file(r, bin, sizeof bin - 1, &len, &c, NULL);
+    CHECK(out);
+    CHECK(c);
+    static const char want[] = "\x00\x01\xff [REDACTED:aws-access-key] \x00\xfe";
+    CHECK_EQ(len, sizeof want - 1);
+    CHECK(!memcmp(out, want, len));
+    CHECK_EQ(count_of(c, "aws-access-key"), 1);
+    free(out);
+    json_decref(c);
+    CHECK(!redact_file(r, "plain\n", 6, &len, &c, NULL));
+    CHECK(!c);
+    CHECK(!redact_file(NULL, bin, sizeof bin - 1, &len, &c, NULL));
+    CHECK(!c);
+    redact_close(r);
+}
+
 TEST(meta_add_sums)
 {
     json_t *res = json_pack("{s:{s:{s:i}}}", "_meta", REDACT_META, "github-token", 1);
@@ -857,5 +882,6 @@ int main(void)
     RUN(stream_hold_is_bounded);
     RUN(stream_env_values);
     RUN(meta_add_sums);
+    RUN(file_bytes_text_and_binary);
     DONE();
 }
