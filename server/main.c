@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accesslog.h"
 #include "auth.h"
 #include "cli.h"
 #include "config.h"
@@ -148,6 +149,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
             if (S->auth)
                 auth_reload(S->auth, 1);
             redact_reload(S->redact);
+            accesslog_reopen();
             continue;
         }
         break;
