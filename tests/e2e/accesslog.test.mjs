@@ -5,12 +5,14 @@
 // reopened on SIGHUP; a drain ends the file with a "drained:" line.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
 import {
-  E2E_DIR, TEST_TIMEOUT, poll, post, raw, runCli, startServer,
+  BIN, E2E_DIR, FIXTURES, TEST_TIMEOUT, poll, post, raw, runCli, startServer,
 } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
@@ -182,4 +184,48 @@ test('bad values stop the start with a clear message', opts, () => {
   const c = runCli(['--access-log', '-', '--access-log-format', 'xml']);
   assert.equal(c.code, 2);
   assert.match(c.stderr, /--access-log-format/);
+});
+
+test('--access-log - writes to standard output', opts, async () => {
+  const proc = spawn(BIN, ['--skills', FIXTURES, '--port', '0', '--refresh-interval', '0',
+    '--access-log', '-', '--access-log-format', 'json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout.on('data', (c) => { out += c; });
+  proc.stderr.on('data', (c) => { err += c; });
+  const exited = new Promise((r) => proc.once('exit', r));
+  try {
+    const url = await poll(() => /listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err)?.[1], 10_000, 50);
+    assert.ok(url, `no listening line: ${err}`);
+    await callTool(url, 'list_skills', {});
+    const line = await poll(() => out.split('\n').find((l) => l.includes('"tools/call"')), 5000, 50);
+    assert.ok(line, `no line on stdout: ${out}`);
+    assert.equal(JSON.parse(line).tool, 'list_skills');
+  } finally {
+    proc.kill('SIGTERM');
+    await exited;
+  }
+  assert.match(out.trim().split('\n').at(-1), /"event":"drained"/);
+});
+
+test('libmicrohttpd noise stays out of the log at --threads 1 --log-level debug', opts, async () => {
+  const s = await startServer({ args: ['--threads', '1', '--log-level', 'debug'] });
+  try {
+    const send = (bytes, reset) => new Promise((resolve) => {
+      const c = net.connect(s.port, '127.0.0.1', () => {
+        c.write(bytes);
+        if (reset) { c.resetAndDestroy(); resolve(); } else setTimeout(() => { c.destroy(); resolve(); }, 200);
+      });
+      c.on('error', () => resolve());
+    });
+    await send('POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{"a"', true);
+    await send('POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n', false);
+    await send('GET /.well-known/agent-skills/index.json HTTP/1.1\r\nHost: localhost\r\n\r\n', true);
+    await send('POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n', false);
+    assert.equal((await raw(`http://127.0.0.1:${s.port}/healthz`, { method: 'GET' })).status, 200);
+  } finally {
+    await s.stop();
+  }
+  const noise = s.log.split('\n').filter((l) => / http: |^Warning|thread pool/i.test(l));
+  assert.deepEqual(noise, [], 'no libmicrohttpd message about what a client did');
 });
