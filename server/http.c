@@ -310,11 +310,15 @@ static const char *cors_origin(struct MHD_Connection *con)
 
 static void cors_headers(struct MHD_Response *r, struct MHD_Connection *con)
 {
+    /* Every answer varies with Origin once some origins get CORS headers: a
+     * cache must not hand one origin's answer (or an answer without them)
+     * to another. */
+    if (cors_origins)
+        MHD_add_response_header(r, "Vary", "Origin");
     const char *o = cors_origin(con);
     if (!o)
         return;
     MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
-    MHD_add_response_header(r, "Vary", "Origin");
     MHD_add_response_header(r, "Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS);
 }
 

@@ -193,6 +193,8 @@ test('a loopback origin that is not listed passes the Origin check but gets no C
 });
 
 test('actual responses to an allowed origin carry Allow-Origin and Expose-Headers', opts, async () => {
+  const plain = await raw(`http://127.0.0.1:${srv.port}/.well-known/agent-skills/index.json`, { method: 'GET' });
+  assert.ok(listOf(plain.headers.vary).includes('origin'), 'Vary: Origin without an Origin too (caches)');
   const r = await post(srv.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { origin });
   assert.equal(r.status, 200);
   assertCors(r, origin);
