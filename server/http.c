@@ -335,8 +335,8 @@ static enum MHD_Result cors_preflight(struct MHD_Connection *con, const char *me
     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     if (atomic_load(&closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    cors_headers(r, con);
     if (cors_origin(con)) {
-        cors_headers(r, con);
         MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
         MHD_add_response_header(r, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
         MHD_add_response_header(r, "Access-Control-Max-Age", CORS_MAX_AGE);
