@@ -87,6 +87,7 @@ struct call {
     json_t *params;         /* borrowed while rpc_handle() runs, NULL after */
     const char *method;     /* static name for logs, or NULL */
     char tool[64];          /* tools/call: the tool's name, for logs and metrics */
+    char skill[128];        /* tools/call: the skill argument (arguments.name), for the access log */
     const char *session;    /* --stateful: the live session (borrowed), or NULL */
     char session_minted[40];    /* --stateful: the session initialize started, or "" */
     int session_gone;       /* --stateful: the session is unknown or ended */

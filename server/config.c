@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "accesslog.h"
 #include "util.h"
 
 enum opt_kind {
@@ -66,6 +67,10 @@ static const struct opt opts[] = {
      "extra allowed Host names, comma-separated, or * (default: loopback names when bound to loopback)"},
     {"--log-level", OPT_LEVEL, O(log_level), 0, 0, "LEVEL", "debug|info|warn|error (default info)"},
     {"--log-format", OPT_FORMAT, O(log_json), 0, 0, "FMT", "text|json (default text)"},
+    {"--access-log", OPT_STR, O(access_log), 0, 0, "FILE",
+     "one line per HTTP request to FILE (- for standard output); reopened on SIGHUP"},
+    {"--access-log-format", OPT_FORMAT, O(access_log_json), 0, 0, "FMT",
+     "text|json lines in --access-log (default text)"},
     {"--no-scripts", OPT_FLAG, O(no_scripts), 0, 0, "",
      "read-only server: run_skill_script is not offered"},
     {"--max-script-concurrency", OPT_INT, O(max_script_concurrency), 1, 1024, "N",
@@ -383,6 +388,15 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     if (!c->tls_cert != !c->tls_key) {
         fprintf(stderr, "skill-mcp: --tls-cert and --tls-key go together\n");
         return -1;
+    }
+    if (c->access_log_json && !c->access_log) {
+        fprintf(stderr, "skill-mcp: --access-log-format needs --access-log FILE\n");
+        return -1;
+    }
+    if (c->access_log) {
+        char why[512];
+        if (accesslog_check(c->access_log, why, sizeof why) < 0)
+            return bad("--access-log", c->access_log, why);
     }
     if (c->lock_mode && strcmp(c->lock_mode, "strict") && strcmp(c->lock_mode, "pin"))
         return bad("--lock-mode", c->lock_mode, "expected strict or pin");

@@ -31,6 +31,8 @@ struct cfg {
     double shutdown_timeout;            /* --shutdown-timeout: drain before exit, default 30 s */
     int log_level;                      /* --log-level (enum log_level) */
     int log_json;                       /* --log-format json */
+    const char *access_log;             /* --access-log FILE, "-" = stdout, NULL = none */
+    int access_log_json;                /* --access-log-format json */
 
     /* scripts */
     int no_scripts;                     /* --no-scripts: read-only server */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "acl.h"
+#include "accesslog.h"
 #include "auth.h"
 #include "call.h"
 #include "discovery.h"
@@ -51,6 +52,10 @@ struct http {
     int watch_stop;             /* guarded by watch_mu */
     int watching;               /* the watcher runs: http_stop joins it */
     pthread_t watcher;
+    /* requests ended while draining, and those cut off: the drain's last
+     * access log line */
+    atomic_long drain_ended, drain_cut;
+    uint64_t drain_t0;
 };
 
 struct req {
@@ -75,6 +80,9 @@ struct req {
      * removes it; the watcher reads fd and sets hung under watch_mu */
     struct req *watch_next;
     int watched, watch_fd, hung;
+    /* for the access log (only with --access-log) */
+    char http_method[16];
+    char *path;
 };
 
 /* Set when the drain begins: every answer from then on closes its
@@ -85,7 +93,11 @@ static atomic_int closing;
 /* What a 405 offers: DELETE ends a session with --stateful. Set once at start. */
 static const char *allow_methods = "POST";
 
+/* --allowed-origins: the origins that get CORS headers. Set once at start. */
+static const char *cors_origins;
+
 struct req;
+static void cors_headers(struct MHD_Response *r, struct MHD_Connection *con);
 static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
                              char *body, size_t len, const char *ctype);
 
@@ -145,6 +157,7 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (rq && rq->challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, rq->challenge);
+    cors_headers(r, con);
     enum MHD_Result ret = MHD_queue_response(con, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -262,6 +275,83 @@ static const char *check_peer(struct http *h, struct MHD_Connection *con)
             return "Forbidden: Origin is not allowed (see --allowed-origins)";
     }
     return NULL;
+}
+
+/* ---- CORS ----------------------------------------------------------------
+ *
+ * A page on another origin may read our answers only when its origin is
+ * listed in --allowed-origins (or the list is "*"). Loopback origins pass
+ * the Origin check without being listed, but get no CORS headers: any local
+ * web page would otherwise read the library. The origin is echoed, never
+ * "*", and no Access-Control-Allow-Credentials is sent: the browser sends
+ * Authorization only because the page set it, not a cookie it holds.
+ */
+#define CORS_ALLOW_HEADERS                                                                   \
+    "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, " \
+    "Mcp-Name, Last-Event-ID"
+#define CORS_EXPOSE_HEADERS                                                                  \
+    "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, RateLimit-Limit, "              \
+    "RateLimit-Remaining, RateLimit-Reset, Retry-After"
+/* Chromium caps a cached preflight at 2 hours. */
+#define CORS_MAX_AGE "7200"
+
+/* The request's Origin when it may read the answer, else NULL. */
+static const char *cors_origin(struct MHD_Connection *con)
+{
+    if (!cors_origins)
+        return NULL;
+    const char *o = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
+    if (!o || !*o)
+        return NULL;
+    /* "null" (a file: page, a sandboxed frame) is no one in particular:
+     * only a list that names it lets it in. */
+    if (!strcmp(o, "null") && !strcmp(cors_origins, "*"))
+        return NULL;
+    return in_list(cors_origins, o) ? o : NULL;
+}
+
+static void cors_headers(struct MHD_Response *r, struct MHD_Connection *con)
+{
+    /* Every answer varies with Origin once some origins get CORS headers: a
+     * cache must not hand one origin's answer (or an answer without them)
+     * to another. */
+    if (cors_origins)
+        MHD_add_response_header(r, "Vary", "Origin");
+    const char *o = cors_origin(con);
+    if (!o)
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS);
+}
+
+/* The answer to OPTIONS on a path that serves methods: 204 with Allow, and
+ * for an allowed origin the preflight's permissions. No auth: a browser
+ * never sends credentials with a preflight. */
+static enum MHD_Result cors_preflight(struct MHD_Connection *con, const char *methods)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    char allow[96];
+    snprintf(allow, sizeof allow, "%s, OPTIONS", methods);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (atomic_load(&closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    cors_headers(r, con);
+    if (cors_origin(con)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
+        MHD_add_response_header(r, "Access-Control-Max-Age", CORS_MAX_AGE);
+        /* Private Network Access: a public page calling a server on loopback
+         * or a private address asks first. */
+        const char *pna = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                      "Access-Control-Request-Private-Network");
+        if (pna && !strcasecmp(pna, "true"))
+            MHD_add_response_header(r, "Access-Control-Allow-Private-Network", "true");
+    }
+    enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_NO_CONTENT, r);
+    MHD_destroy_response(r);
+    return ret;
 }
 
 static int media_is(const char *v, const char *want)
@@ -388,6 +478,7 @@ static enum MHD_Result start_stream(struct MHD_Connection *con, struct call *c)
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
     if (atomic_load(&closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    cors_headers(r, con);
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     rpc_start(c);
@@ -559,9 +650,16 @@ static void metrics_text(struct http *h, struct buf *b)
 
 static int is_ops_path(const char *url)
 {
-    return !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics") ||
+    return !strcmp(url, "/") || !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics") ||
            !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX)) ||
            !strncmp(url, OAUTH_PRM_PATH, strlen(OAUTH_PRM_PATH));
+}
+
+/* The operations endpoints that apply the Host/Origin check (the others
+ * answer probes from anywhere, or are public by design). */
+static int ops_checks_peer(const char *url)
+{
+    return !strcmp(url, "/metrics") || !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX));
 }
 
 /*
@@ -619,6 +717,14 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
     if (!strcmp(url, "/healthz")) {
         buf_puts(&b, "ok\n");
         *ret = ops_text(con, rq, MHD_HTTP_OK, &b, "text/plain; charset=utf-8");
+        return 1;
+    }
+    if (!strcmp(url, "/")) {
+        /* Where a person or a plain HTTP tool that lands here should go. */
+        buf_puts(&b, "{\"name\":\"" SERVER_NAME "\",\"mcp_endpoint\":\"");
+        buf_json_escape(&b, h->S->cfg.path, strlen(h->S->cfg.path));
+        buf_puts(&b, "\",\"discovery_index\":\"" DISCOVERY_PREFIX "index.json\"}\n");
+        *ret = ops_text(con, rq, MHD_HTTP_OK, &b, "application/json");
         return 1;
     }
     if (!strcmp(url, "/readyz")) {
@@ -703,8 +809,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         atomic_fetch_add(&h->active, 1);
         buf_init(&rq->body, S->cfg.max_body);
         *ctx = rq;
+        if (accesslog_on()) {
+            snprintf(rq->http_method, sizeof rq->http_method, "%s", method);
+            rq->path = xstrndup(url, strnlen(url, 1024));
+        }
 #define REFUSE(st, msg) (rq->status = (st), send_error(con, (st), RPC_INVALID_REQUEST, (msg)))
-        if (!strcmp(method, "GET") && strcmp(url, S->cfg.path) && is_ops_path(url)) {
+        if (!strcmp(method, "OPTIONS")) {
+            int mcp = !strcmp(url, S->cfg.path);
+            if (!mcp && !is_ops_path(url))
+                return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
+            const char *why = mcp || ops_checks_peer(url) ? check_peer(h, con) : NULL;
+            if (why)
+                return REFUSE(MHD_HTTP_FORBIDDEN, why);
+            rq->status = 1;     /* not an MCP request: kept out of the request log */
+            return cors_preflight(con, mcp ? allow_methods : "GET, HEAD");
+        }
+        if ((!strcmp(method, "GET") || !strcmp(method, "HEAD")) && strcmp(url, S->cfg.path) &&
+            is_ops_path(url)) {
             /* Answer on the next call, after the (empty) request body, so
              * the connection can be kept alive for the next probe. */
             rq->ops = url;
@@ -840,6 +961,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     return reply_rpc(con, rq, status, b, rq->resp_len);
 }
 
+/* The request's access log line, once its answer is out (or its client gone). */
+static void access_line(struct MHD_Connection *con, const struct req *rq, int gone)
+{
+    const union MHD_ConnectionInfo *st =
+        MHD_get_connection_info(con, MHD_CONNECTION_INFO_HTTP_STATUS);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct call *c = rq->call;
+    struct accesslog_rec r = {
+        .peer = ci ? ci->client_addr : NULL,
+        .client = rq->client,
+        .http_method = rq->http_method[0] ? rq->http_method : NULL,
+        .path = rq->path,
+        .rpc = c ? c->method : NULL,
+        .tool = c && c->tool[0] ? c->tool : NULL,
+        .skill = c && c->skill[0] ? c->skill : NULL,
+        .status = st && st->http_status ? st->http_status : rq->status > 1 ? rq->status : 0,
+        .us = (now_ns() - rq->t0) / 1000,
+        .client_gone = gone,
+    };
+    accesslog_write(&r);
+}
+
 static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
                     enum MHD_RequestTerminationCode toe)
 {
@@ -848,6 +992,14 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
         struct http *h = cls;
         watch_remove(h, rq);
         atomic_fetch_sub(&h->active, 1);
+        int gone = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
+        if (atomic_load(&h->draining)) {
+            atomic_fetch_add(&h->drain_ended, 1);
+            if (gone)
+                atomic_fetch_add(&h->drain_cut, 1);
+        }
+        if (accesslog_on())
+            access_line(con, rq, gone);
         if (rq->status && rq->status != 1) {
             double ms = (double)(now_ns() - rq->t0) / 1e6;
             const char *m = rq->call ? rq->call->method : NULL;
@@ -862,20 +1014,64 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
         }
         buf_cleanup(&rq->body);
         free(rq->resp);
+        free(rq->path);
         free(rq);
         *ctx = NULL;
     }
 }
 
+/*
+ * libmicrohttpd's own messages. Most report what a client did (reset a
+ * connection, sent a bad request, went away mid-answer): the access log and
+ * the request log already show that, so they are dropped, at every level.
+ * A few mean the server is short of something; they are warnings, at most
+ * one per kind every 10 s. The rest are debug.
+ */
+static const struct {
+    const char *prefix;
+    int level;                      /* -1: dropped */
+} mhd_kinds[] = {
+    {"The connection was forcibly closed by remote peer", -1},
+    {"Connection was closed by remote side", -1},
+    {"Connection socket is closed", -1},
+    {"Failed to send", -1},
+    {"Failed to parse", -1},
+    {"Error processing request (HTTP response code is 4", -1},
+    {"TLS encryption or decryption error", -1},
+    {"Too late", -1},
+    {"Server reached connection limit", LOG_WARN},
+    {"Hit process or system resource limit", LOG_WARN},
+    {"Failed to create a", LOG_WARN},
+    {"Error allocating memory", LOG_WARN},
+    {"Error accepting connection", LOG_WARN},
+    {"Call to epoll", LOG_WARN},
+    {"Fatal error", LOG_ERROR},
+};
+#define MHD_WARN_EVERY_NS (10ull * 1000000000ull)
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    static _Atomic uint64_t last[sizeof mhd_kinds / sizeof *mhd_kinds];
+    (void)cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n && msg[n - 1] == '\n')
         msg[--n] = '\0';
+    for (size_t i = 0; i < sizeof mhd_kinds / sizeof *mhd_kinds; i++) {
+        if (strncmp(msg, mhd_kinds[i].prefix, strlen(mhd_kinds[i].prefix)))
+            continue;
+        if (mhd_kinds[i].level < 0)
+            return;
+        uint64_t now = now_ns(), prev = atomic_load(&last[i]);
+        if ((prev && now - prev < MHD_WARN_EVERY_NS) ||
+            !atomic_compare_exchange_strong(&last[i], &prev, now))
+            return;
+        log_msg((enum log_level)mhd_kinds[i].level, "http: %s", msg);
+        return;
+    }
     log_debug("http: %s", msg);
 }
 
@@ -943,6 +1139,15 @@ struct http *http_start(struct srv *S, int listen_fd)
     h->loopback = cfg_is_loopback(c->host);
     if (S->sessions)
         allow_methods = "POST, DELETE";
+    cors_origins = c->allowed_origins;
+    if (c->access_log) {
+        char why[512];
+        if (accesslog_start(c->access_log, c->access_log_json, why, sizeof why) < 0) {
+            log_error("--access-log: %s", why);
+            free(h);
+            return NULL;
+        }
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (strchr(c->host, ':'))
@@ -950,37 +1155,42 @@ struct http *http_start(struct srv *S, int listen_fd)
     pthread_mutex_init(&h->watch_mu, NULL);
     pthread_cond_init(&h->watch_cv, NULL);
     /* Limits at the edge: slow or greedy clients cannot pin threads or memory. */
-    struct MHD_OptionItem opts[] = {
+    struct MHD_OptionItem opts[8] = {
         {MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->max_header_bytes, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout, NULL},
-        {MHD_OPTION_END, 0, NULL},      /* or the TLS pair */
-        {MHD_OPTION_END, 0, NULL},
-        {MHD_OPTION_END, 0, NULL},
     };
+    size_t nopt = 4;
+    /* One thread is the internal polling thread alone: a pool size of 0 or
+     * 1 is refused with a warning. */
+    if (c->threads > 1)
+        opts[nopt++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, c->threads, NULL};
     if (c->tls_cert) {
         h->tls_cert = read_pem(c->tls_cert);
         h->tls_key = read_pem(c->tls_key);
         if (!h->tls_cert || !h->tls_key) {
+            accesslog_stop();
             free(h->tls_cert);
             free(h->tls_key);
             free(h);
             return NULL;
         }
         flags |= MHD_USE_TLS;
-        opts[4] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
-        opts[5] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
+        opts[nopt++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert};
+        opts[nopt++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key};
     }
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
-                            listen_fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->threads,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_done, h,
-                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_ARRAY, opts,
+    opts[nopt] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    /* The logger goes first, or the options before it complain on stderr. */
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+                            mhd_log, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_ARRAY, opts,
                             MHD_OPTION_END);
     if (!h->d) {
         log_error("cannot start the HTTP server%s: %s",
                   c->tls_cert ? " (check --tls-cert and --tls-key)" : "",
                   errno ? strerror(errno) : "libmicrohttpd refused to start");
+        accesslog_stop();
         free(h->tls_cert);
         free(h->tls_key);
         free(h);
@@ -1004,6 +1214,7 @@ void http_quiesce(struct http *h)
     if (!h)
         return;
     atomic_store(&closing, 1);
+    h->drain_t0 = now_ns();
     atomic_store(&h->draining, 1);
     MHD_socket s = MHD_quiesce_daemon(h->d);
     if (s == MHD_INVALID_SOCKET)
@@ -1025,6 +1236,10 @@ void http_stop(struct http *h)
     if (!h)
         return;
     MHD_stop_daemon(h->d);
+    if (atomic_load(&h->draining))
+        accesslog_drained(atomic_load(&h->drain_ended), atomic_load(&h->drain_cut),
+                          (double)(now_ns() - h->drain_t0) / 1e9);
+    accesslog_stop();
     /* after the daemon: its last on_done calls take requests off the watch */
     pthread_mutex_lock(&h->watch_mu);
     h->watch_stop = 1;

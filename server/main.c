@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accesslog.h"
 #include "auth.h"
 #include "cli.h"
 #include "config.h"
@@ -184,6 +185,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
                 auth_reload(S->auth, 1);
             redact_reload(S->redact);
             acl_reload(S->acl, 1);
+            accesslog_reopen();
             continue;
         }
         break;

@@ -186,6 +186,10 @@ static void dispatch(struct call *c, const char *method, json_t *meta)
         const char *tn = json_string_value(json_object_get(c->params, "name"));
         snprintf(c->tool, sizeof c->tool, "%s", tn ? tn : "");
         utf8_sanitize(c->tool);
+        const char *sk = json_string_value(
+            json_object_get(json_object_get(c->params, "arguments"), "name"));
+        snprintf(c->skill, sizeof c->skill, "%s", sk ? sk : "");
+        utf8_sanitize(c->skill);
     }
     if (c->out.kind == CALL_RUN) {
         json_t *tok = json_object_get(meta, "progressToken");

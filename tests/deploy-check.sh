@@ -109,7 +109,8 @@ EOF
 fi
 missing=""
 for d in 'proxy_http_version 1.1;' 'proxy_buffering off;' 'proxy_set_header Host localhost;' \
-         'proxy_set_header Connection "";' 'max_fails=' 'fail_timeout=' '/readyz' 'proxy_next_upstream error timeout;'; do
+         'proxy_set_header Connection "";' 'max_fails=' 'fail_timeout=' '/readyz' 'proxy_next_upstream error timeout;' \
+         'location ^~ /.well-known/ {' 'location = / {'; do
     grep -qF -- "$d" "$ngx" || missing="$missing [$d]"
 done
 grep -qE '^\s*(ip_hash|sticky|hash )' "$ngx" && missing="$missing [no affinity expected]"

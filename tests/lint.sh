@@ -28,6 +28,7 @@ declare -A prefix=(
     [acl]='acl_'
     [oauth]='oauth_' [jwt]='jwt_'
     [yamlcore]='yc_'
+    [accesslog]='accesslog_'
 )
 bad=0
 for o in "$build"/obj/*.o; do

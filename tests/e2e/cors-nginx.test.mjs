@@ -1,0 +1,128 @@
+// The shipped deploy/nginx/skill-mcp.conf under real nginx (Debian package),
+// its upstream pointed at one test instance: /.well-known/ and / are served
+// through it (byte-identical discovery index), the MCP request headers and a
+// browser's Origin reach skill-mcp, and the CORS and WWW-Authenticate
+// headers come back. Loopback only; nginx is stopped by its PID.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { MODERN, REPO, modernMeta, poll, raw, runCli, startServer } from './lib/harness.mjs';
+
+const NGINX = '/usr/sbin/nginx';
+const ORIGIN = 'https://chat.example.com';
+const opts = { timeout: 30_000 };
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-cors-nginx-'));
+let srv;
+let nginx;
+let base;
+let token;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+before(async () => {
+  assert.ok(fs.existsSync(NGINX), `${NGINX} is not installed (tests/deps.sh test installs nginx)`);
+  const tokens = path.join(dir, 'tokens');
+  const t = runCli(['token', 'add', 'web', '--file', tokens]);
+  assert.equal(t.code, 0, t.stderr);
+  token = t.stdout.trim();
+  srv = await startServer({ args: ['--allowed-origins', ORIGIN, '--auth-tokens', tokens, '--public-index'] });
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  // The shipped file, with its three upstream instances replaced by ours.
+  let site = fs.readFileSync(path.join(REPO, 'deploy', 'nginx', 'skill-mcp.conf'), 'utf8');
+  const servers = site.match(/^\s*server 127\.0\.0\.1:800\d .*;$/gm);
+  assert.equal(servers?.length, 3, 'the shipped upstream lists three instances');
+  site = site.replace(servers[0], `    server 127.0.0.1:${srv.port};`);
+  for (const l of servers.slice(1)) site = site.replace(`${l}\n`, '');
+  assert.match(site, /listen 127\.0\.0\.1:8080;/);
+  site = site.replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${port};`);
+  fs.writeFileSync(path.join(dir, 'site.conf'), site);
+  fs.mkdirSync(path.join(dir, 'logs'));
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), `
+daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path ${dir}/client_body;
+    proxy_temp_path ${dir}/proxy;
+    fastcgi_temp_path ${dir}/fastcgi;
+    uwsgi_temp_path ${dir}/uwsgi;
+    scgi_temp_path ${dir}/scgi;
+    include ${dir}/site.conf;
+}
+`);
+  const args = ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'logs', 'error.log')];
+  const check = spawnSync(NGINX, ['-t', '-q', ...args], { encoding: 'utf8' });
+  assert.equal(check.status, 0, `nginx -t: ${check.stderr}`);
+  nginx = spawn(NGINX, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const up = await poll(async () => {
+    if (nginx.exitCode !== null) return 'exited';
+    try { return (await raw(`${base}/healthz`, { method: 'GET' })).status === 200 ? 'up' : null; } catch { return null; }
+  }, 5000, 50);
+  assert.equal(up, 'up', `nginx did not come up: ${fs.readFileSync(path.join(dir, 'logs', 'error.log'), 'utf8')}`);
+});
+
+after(async () => {
+  if (nginx && nginx.exitCode === null) {
+    const gone = new Promise((r) => nginx.once('exit', r));
+    try { process.kill(nginx.pid, 'SIGQUIT'); } catch { /* gone */ }
+    const t = setTimeout(() => { try { process.kill(nginx.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
+    await gone;
+    clearTimeout(t);
+  }
+  await srv?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('nginx serves /.well-known/ (the same bytes) and GET / (HEAD too)', opts, async () => {
+  const p = '/.well-known/agent-skills/index.json';
+  const via = await raw(`${base}${p}`, { method: 'GET' });
+  const direct = await raw(`http://127.0.0.1:${srv.port}${p}`, { method: 'GET' });
+  assert.equal(via.status, 200, via.text.slice(0, 300));
+  assert.equal(via.text, direct.text);
+  const root = await raw(`${base}/`, { method: 'GET' });
+  assert.equal(root.status, 200);
+  assert.equal(root.json.mcp_endpoint, '/mcp');
+  const head = await raw(`${base}/`, { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(head.text, '');
+});
+
+test('through nginx: preflight, MCP headers in, CORS and WWW-Authenticate out', opts, async () => {
+  const pre = await raw(`${base}/mcp`, { method: 'OPTIONS', headers: {
+    origin: ORIGIN, 'access-control-request-method': 'POST',
+    'access-control-request-headers': 'content-type,mcp-protocol-version,mcp-method,mcp-name,authorization',
+  } });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers['access-control-allow-origin'], ORIGIN);
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'list_skills', arguments: {}, _meta: modernMeta() } });
+  // The 2026-07-28 era refuses a request whose MCP-Protocol-Version,
+  // Mcp-Method and Mcp-Name headers do not match the body: a 200 means they
+  // arrived.
+  const headers = { origin: ORIGIN, 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'list_skills' };
+  const ok = await raw(`${base}/mcp`, { headers: { ...headers, authorization: `Bearer ${token}` }, body });
+  assert.equal(ok.status, 200, ok.text.slice(0, 300));
+  assert.ok(ok.json.result.structuredContent.skills.length > 0);
+  assert.equal(ok.headers['access-control-allow-origin'], ORIGIN);
+  const no = await raw(`${base}/mcp`, { headers, body });
+  assert.equal(no.status, 401);
+  assert.match(String(no.headers['www-authenticate']), /^Bearer/);
+  assert.equal(no.headers['access-control-allow-origin'], ORIGIN);
+  assert.match(String(no.headers['access-control-expose-headers']), /WWW-Authenticate/);
+});
