@@ -16,8 +16,10 @@
 #include "call.h"
 #include "jail.h"
 #include "lock.h"
+#include "notify.h"
 #include "proto.h"
 #include "resources.h"
+#include "session.h"
 #include "skills.h"
 #include "util.h"
 
@@ -233,4 +235,59 @@ int res_read(struct call *c)
 out:
     free(rest);
     return rc;
+}
+
+/* Unreserved, sub-delims, ':', '@' and '/' stay as they are (as in skillsext.c). */
+#define SUB_URI_KEEP "!$&'()*+,;=:@/"
+
+int res_subscribe(struct call *c, int on)
+{
+    const char *m = on ? "resources/subscribe" : "resources/unsubscribe";
+    json_t *u = json_object_get(c->params, "uri");
+    const char *uri = json_string_value(u);
+    if (!uri || json_string_length(u) > 4096 || strlen(uri) != json_string_length(u))
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "%s needs params.uri (a skill:// URI)", m);
+    if (!c->session)
+        return call_error(c, RPC_METHOD_NOT_FOUND, NULL,
+                         "%s needs a session: start the server with --stateful, whose GET "
+                         "stream carries notifications/resources/updated",
+                         m);
+    if (!on) {
+        session_unsubscribe(c->S->sessions, c->session, c->client, uri);
+        call_result(c, json_object());
+        return 0;
+    }
+    if (strncmp(uri, "skill://", 8))
+        return not_found(c, uri, "this server serves skill:// URIs only");
+    struct skill *k;
+    const char *path;
+    char *owned;
+    if (res_locate(c, uri, &k, &path, &owned) < 0)
+        return -1;
+    if (!*path)
+        path = "SKILL.md";
+    if (strcmp(path, "SKILL.md") && !has_file(k, path)) {
+        free(owned);
+        return not_found(c, uri, "no such file in the skill");
+    }
+    /* Matched under the canonical spelling, whatever alias the client used. */
+    struct buf key;
+    buf_init(&key, 0);
+    buf_puts(&key, "skill://");
+    buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
+    buf_puts(&key, "/");
+    buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
+    char *ks = buf_steal(&key, NULL);
+    free(owned);
+    int rc = session_subscribe(c->S->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
+    free(ks);
+    if (rc < 0)
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
+                         "this session already holds %d subscriptions, the limit; "
+                         "unsubscribe from one first",
+                         NOTIFY_SUBS_MAX);
+    if (rc == 0)
+        return call_error(c, RPC_SESSION_NOT_FOUND, NULL, "Session not found: it ended or expired");
+    call_result(c, json_object());
+    return 0;
 }
