@@ -431,8 +431,10 @@ struct nstream {
     size_t off;
     int ended;
     _Atomic uint64_t last_ns;   /* when bytes last went out */
-    char sid[SESSION_ID_LEN + 1];
+    char sid[SESSION_ID_LEN + 1];   /* the GET stream's session, or "" */
     char client[72];
+    char *final;                /* subscriptions/listen: the response that ends it */
+    size_t final_len;
 };
 
 static void ns_unref(struct nstream *e)
@@ -441,6 +443,7 @@ static void ns_unref(struct nstream *e)
         return;
     pthread_mutex_destroy(&e->mu);
     buf_cleanup(&e->out);
+    free(e->final);
     free(e);
 }
 
@@ -474,7 +477,7 @@ static void ns_watch(struct srv *S, struct nstream *e, int fd)
     if (now_ns() - atomic_load(&e->last_ns) < NS_KEEPALIVE_NS)
         return;
     atomic_store(&e->last_ns, now_ns());
-    if (!session_touch(S->sessions, e->sid, e->client[0] ? e->client : NULL, NULL))
+    if (e->sid[0] && !session_touch(S->sessions, e->sid, e->client[0] ? e->client : NULL, NULL))
         notify_end_session(e->sid);
     ns_poke(e, &e->keepalive);
 }
@@ -503,6 +506,12 @@ static ssize_t ns_read(void *cls, uint64_t pos, char *out, size_t max)
             }
             atomic_store(&e->last_ns, now_ns());
             return (ssize_t)n;
+        }
+        if (e->ended && e->final) {
+            ns_sink(e->final, e->final_len, e);
+            free(e->final);
+            e->final = NULL;
+            continue;
         }
         if (e->ended)
             return MHD_CONTENT_READER_END_OF_STREAM;
@@ -545,6 +554,9 @@ static void ns_free(void *cls)
     ns_unref(e);
 }
 
+static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                struct notify_listen_opts *o, const char *first, size_t firstlen);
+
 /* GET on the MCP path with --stateful: the session's notification stream. */
 static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, struct req *rq)
 {
@@ -569,6 +581,20 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
                             NULL, &len);
         return reply(con, rq, rq->status, b, len, "application/json");
     }
+    struct notify_listen_opts o = {.kinds = NOTIFY_ALL, .sessions = S->sessions,
+                                   .session = sid, .client = rq->client, .exclusive = 1};
+    return ns_start(h, con, rq, &o, ": stream open\n\n", 0);
+}
+
+/*
+ * Opens a notification stream for rq with o (key, wake and arg filled in
+ * here); first is what it sends at once, so the client sees it open. Else
+ * refuses: 409 for a second stream of a session, 429 over a bound (or, for
+ * a POST, the same refusal).
+ */
+static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                struct notify_listen_opts *o, const char *first, size_t firstlen)
+{
     char key[128];
     if (rq->client) {
         snprintf(key, sizeof key, "client:%s", rq->client);
@@ -583,13 +609,13 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
     buf_init(&e->out, 0);
     e->con = con;
     atomic_init(&e->last_ns, now_ns());
-    snprintf(e->sid, sizeof e->sid, "%s", sid);
+    snprintf(e->sid, sizeof e->sid, "%s", o->session ? o->session : "");
     snprintf(e->client, sizeof e->client, "%s", rq->client ? rq->client : "");
-    struct notify_listen_opts o = {.key = key, .kinds = NOTIFY_ALL, .sessions = S->sessions,
-                                   .session = sid, .client = rq->client, .exclusive = 1,
-                                   .wake = ns_wake, .arg = e};
+    o->key = key;
+    o->wake = ns_wake;
+    o->arg = e;
     char why[200];
-    e->l = notify_listen(&o, why, sizeof why);
+    e->l = notify_listen(o, why, sizeof why);
     if (!e->l) {
         int conflict = errno == EEXIST;
         pthread_mutex_destroy(&e->mu);
@@ -600,8 +626,10 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
         snprintf(msg, sizeof msg, "%s: %s", conflict ? "Conflict" : "Too Many Requests", why);
         return reply_error(con, rq, rq->status, msg);
     }
-    /* Sent at once, so the client sees the stream open before any change. */
-    buf_puts(&e->out, ": stream open\n\n");
+    if (firstlen)
+        ns_sink(first, firstlen, e);
+    else
+        buf_puts(&e->out, first);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, ns_read, e, ns_free);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -612,6 +640,46 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     watch_add(h, con, rq);
+    return ret;
+}
+
+/*
+ * subscriptions/listen (2026-07-28): a POST answered with a stream that
+ * starts with notifications/subscriptions/acknowledged (the honored
+ * subset), carries what was asked, every notification tagged with the
+ * request id, and ends with the listen response when the server drains.
+ */
+static enum MHD_Result open_listen(struct http *h, struct MHD_Connection *con, struct req *rq)
+{
+    struct call *c = rq->call;
+    const char *const *uris = NULL;
+    json_t *subs = json_object_get(c->listen, "resourceSubscriptions");
+    size_t n = json_array_size(subs);
+    const char **v = n ? xcalloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_string_value(json_array_get(subs, i));
+    uris = v;
+    unsigned kinds = (json_is_true(json_object_get(c->listen, "resourcesListChanged"))
+                          ? NOTIFY_RES_LIST : 0) |
+                     (json_is_true(json_object_get(c->listen, "promptsListChanged"))
+                          ? NOTIFY_PROMPT_LIST : 0) |
+                     (n ? NOTIFY_UPDATED : 0);
+    struct notify_listen_opts o = {.kinds = kinds, .uris = uris, .nuris = n,
+                                   .subscription_id = c->id};
+    json_t *ack = env_notification(
+        "notifications/subscriptions/acknowledged",
+        json_pack("{s:O, s:{s:O}}", "notifications", c->listen, "_meta",
+                  "io.modelcontextprotocol/subscriptionId", c->id));
+    char *a = json_dumps(ack, JSON_COMPACT);
+    json_decref(ack);
+    enum MHD_Result ret = ns_start(h, con, rq, &o, a, strlen(a));
+    free(a);
+    free(v);
+    if (rq->ns) {
+        rq->ns->final = rq->resp;
+        rq->ns->final_len = rq->resp_len;
+        rq->resp = NULL;
+    }
     return ret;
 }
 
@@ -1019,6 +1087,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     rq->con = con;
     call_on_complete(c, plain_complete, rq);
     rpc_handle(c, rq->body.p ? rq->body.p : "", rq->body.len, &hd);
+    if (c->listen && rq->ready)
+        return open_listen(h, con, rq);
     unsigned status = MHD_HTTP_OK;
     switch (c->out.kind) {
     case CALL_ACCEPTED:

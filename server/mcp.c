@@ -28,7 +28,7 @@
 #define ERA_LEGACY 1
 #define ERA_MODERN 2
 /* subscriptions/listen is served (2026-07-28) */
-#define MCP_MODERN_LISTEN 0
+#define MCP_MODERN_LISTEN 1
 
 json_t *mcp_capabilities(int live)
 {
@@ -160,6 +160,7 @@ static int m_res_templates(struct call *c) { return res_templates(c); }
 static int m_res_read(struct call *c) { return res_read(c); }
 static int m_res_subscribe(struct call *c) { return res_subscribe(c, 1); }
 static int m_res_unsubscribe(struct call *c) { return res_subscribe(c, 0); }
+static int m_listen(struct call *c) { return res_listen(c); }
 
 struct method {
     const char *name;
@@ -179,6 +180,7 @@ static const struct method methods[] = {
     {"resources/read", m_res_read, ERA_LEGACY | ERA_MODERN},
     {"resources/subscribe", m_res_subscribe, ERA_LEGACY},
     {"resources/unsubscribe", m_res_unsubscribe, ERA_LEGACY},
+    {"subscriptions/listen", m_listen, ERA_MODERN},
     {"prompts/list", skillsext_prompts_list, ERA_LEGACY | ERA_MODERN},
     {"prompts/get", skillsext_prompts_get, ERA_LEGACY | ERA_MODERN},
     {"skills/list", skillsext_list, ERA_LEGACY | ERA_MODERN},

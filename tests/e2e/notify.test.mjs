@@ -13,7 +13,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  startServer, connect, callOk as callOkA, post, raw, poll, TEST_TIMEOUT,
+  startServer, connect, callOk as callOkA, post, postModern, raw, poll, modernMeta, MODERN,
+  JSON_HEADERS, TEST_TIMEOUT,
 } from './lib/harness.mjs';
 import { sleep } from './lib/procs.mjs';
 
@@ -52,6 +53,35 @@ async function session(url) {
   const h = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
   assert.equal((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h)).status, 202);
   return sid;
+}
+
+/** A subscriptions/listen stream (2026-07-28): {status, events, ended}. */
+function listen(url, notifications, id = 'listen-1') {
+  const u = new URL(url);
+  const body = JSON.stringify({
+    jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: modernMeta() },
+  });
+  return new Promise((resolve, reject) => {
+    const s = { events: [], text: '', ended: false };
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname, method: 'POST',
+      headers: { ...JSON_HEADERS, 'mcp-protocol-version': MODERN, 'mcp-method': 'subscriptions/listen' },
+    }, (res) => {
+      s.status = res.statusCode;
+      s.close = () => req.destroy();
+      res.setEncoding('utf8');
+      res.on('data', (c) => {
+        s.text += c;
+        for (const m of s.text.matchAll(/^data: (.*)$/gm)) s.events.push(JSON.parse(m[1]));
+        s.text = s.text.replace(/^data: .*$/gm, '');
+      });
+      res.on('end', () => { s.ended = true; });
+      res.on('close', () => { s.ended = true; });
+      resolve(s);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /**
@@ -239,5 +269,60 @@ describe('a stateless server', () => {
     await c.close();
     const g = await raw(s.url, { method: 'GET', headers: { accept: 'text/event-stream' } });
     assert.equal(g.status, 405);
+  });
+});
+
+describe('subscriptions/listen (2026-07-28), stateless', () => {
+  let s;
+  before(async () => { s = await startServer(); });
+  after(async () => { await s?.stop(); });
+
+  test('server/discover declares listChanged and subscribe', opts, async () => {
+    const r = await postModern(s.url, 'server/discover');
+    const caps = r.json.result.capabilities;
+    assert.equal(caps.resources.listChanged, true);
+    assert.equal(caps.resources.subscribe, true);
+    assert.equal(caps.prompts.listChanged, true);
+    assert.equal(caps.tools.listChanged, false);
+  });
+
+  test('acknowledged first, only what was asked, tagged; ends with the response on drain', opts, async () => {
+    const l = await listen(s.url, {
+      resourcesListChanged: true, toolsListChanged: true,
+      resourceSubscriptions: ['skill://csv-profile/SKILL.md', 'skill://no-such-skill/SKILL.md'],
+    });
+    assert.equal(l.status, 200);
+    await poll(() => l.events.length >= 1);
+    const ack = l.events[0];
+    assert.equal(ack.method, 'notifications/subscriptions/acknowledged');
+    assert.deepEqual(ack.params.notifications, {
+      resourcesListChanged: true, resourceSubscriptions: ['skill://csv-profile/SKILL.md'],
+    }, 'tools never change and an unknown skill is not honored');
+    assert.equal(ack.params._meta['io.modelcontextprotocol/subscriptionId'], 'listen-1');
+    edit(s.skills, 'csv-profile', 'profile CSV files, listened to');
+    const r = await postModern(s.url, 'tools/call', { name: 'reload_skills', arguments: {} }, { id: 2 });
+    assert.equal(r.status, 200);
+    await poll(() => l.events.length >= 3);
+    await sleep(300);
+    const methods = l.events.slice(1).map((e) => e.method).sort();
+    assert.deepEqual(methods, ['notifications/resources/list_changed', 'notifications/resources/updated']);
+    for (const e of l.events) assert.equal(e.params._meta['io.modelcontextprotocol/subscriptionId'], 'listen-1');
+    assert.equal(l.events.find((e) => e.method === 'notifications/resources/updated').params.uri,
+      'skill://csv-profile/SKILL.md');
+    process.kill(s.proc.pid, 'SIGTERM');
+    await poll(() => l.ended);
+    const last = l.events.at(-1);
+    assert.equal(last.id, 'listen-1');
+    assert.equal(last.result.resultType, 'complete');
+    assert.equal(last.result._meta['io.modelcontextprotocol/subscriptionId'], 'listen-1');
+  });
+
+  test('notifications must be an object', opts, async () => {
+    const s2 = await startServer();
+    try {
+      const r = await postModern(s2.url, 'subscriptions/listen', {});
+      assert.equal(r.json.error.code, -32602);
+      assert.match(r.json.error.message, /params\.notifications/);
+    } finally { await s2.stop(); }
   });
 });
