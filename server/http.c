@@ -595,6 +595,12 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
 static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
                                 struct notify_listen_opts *o, const char *first, size_t firstlen)
 {
+    if (atomic_load(&h->draining)) {
+        /* notify_end_all has run: a stream opened now would hold the drain */
+        rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        return reply_error(con, rq, rq->status,
+                           "Service Unavailable: the server is shutting down");
+    }
     char key[128];
     if (rq->client) {
         snprintf(key, sizeof key, "client:%s", rq->client);

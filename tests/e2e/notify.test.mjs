@@ -326,3 +326,20 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     } finally { await s2.stop(); }
   });
 });
+
+describe('--workers 2', () => {
+  let s;
+  before(async () => { s = await startServer({ args: ['--workers', '2'] }); });
+  after(async () => { await s?.stop(); });
+
+  test('each worker notifies the streams it holds when its own index changes', opts, async () => {
+    // Several streams, so that both workers are likely to hold some.
+    const ls = [];
+    for (let i = 0; i < 6; i++) ls.push(await listen(s.url, { resourcesListChanged: true }, `w-${i}`));
+    await poll(() => ls.every((l) => l.events.length >= 1));
+    edit(s.skills, 'git-helper', 'seen by every worker');
+    process.kill(s.proc.pid, 'SIGHUP');     // forwarded to each worker, which rescans its own index
+    await poll(() => ls.every((l) => l.events.some((e) => e.method === 'notifications/resources/list_changed')));
+    for (const l of ls) l.close();
+  });
+});
