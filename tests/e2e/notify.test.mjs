@@ -292,7 +292,7 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
       resourceSubscriptions: ['skill://csv-profile/SKILL.md', 'skill://no-such-skill/SKILL.md'],
     });
     assert.equal(l.status, 200);
-    await poll(() => l.events.length >= 1);
+    await poll(() => l.events.length >= 1, 10_000);
     const ack = l.events[0];
     assert.equal(ack.method, 'notifications/subscriptions/acknowledged');
     assert.deepEqual(ack.params.notifications, {
@@ -302,7 +302,7 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     edit(s.skills, 'csv-profile', 'profile CSV files, listened to');
     const r = await postModern(s.url, 'tools/call', { name: 'reload_skills', arguments: {} }, { id: 2 });
     assert.equal(r.status, 200);
-    await poll(() => l.events.length >= 3);
+    await poll(() => l.events.length >= 3, 10_000);
     await sleep(300);
     const methods = l.events.slice(1).map((e) => e.method).sort();
     assert.deepEqual(methods, ['notifications/resources/list_changed', 'notifications/resources/updated']);
@@ -310,7 +310,7 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     assert.equal(l.events.find((e) => e.method === 'notifications/resources/updated').params.uri,
       'skill://csv-profile/SKILL.md');
     process.kill(s.proc.pid, 'SIGTERM');
-    await poll(() => l.ended);
+    await poll(() => l.ended, 10_000);
     const last = l.events.at(-1);
     assert.equal(last.id, 'listen-1');
     assert.equal(last.result.resultType, 'complete');
