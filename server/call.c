@@ -46,6 +46,7 @@ void call_unref(struct call *c)
     skills_release(c->snap);
     json_decref(c->id);
     json_decref(c->progress_token);
+    json_decref(c->listen);
     free(c->body);
     pthread_mutex_destroy(&c->mu);
     free(c);

@@ -97,6 +97,7 @@ struct call {
     json_t *client_info;    /* _meta clientInfo (borrowed while dispatching), or NULL */
     struct snapshot *snap;  /* taken on first call_snapshot(), released with the call */
     const struct view *view;    /* the skills this caller may see (--acl), NULL: all */
+    json_t *listen;         /* subscriptions/listen: the honored filter (owned), or NULL */
     /* the answer */
     struct call_outcome out;
     char *body;             /* with no completion callback: the final bytes */

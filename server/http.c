@@ -31,6 +31,7 @@
 #include "call.h"
 #include "discovery.h"
 #include "envelope.h"
+#include "notify.h"
 #include "oauth.h"
 #include "rpc.h"
 #include "runner.h"
@@ -83,6 +84,7 @@ struct req {
     /* for the access log (only with --access-log) */
     char http_method[16];
     char *path;
+    struct nstream *ns;         /* a notification stream (GET), or NULL */
 };
 
 /* Set when the drain begins: every answer from then on closes its
@@ -497,6 +499,289 @@ static void plain_complete(char *bytes, size_t len, void *arg)
         MHD_resume_connection(rq->con);
 }
 
+struct http;
+static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq);
+
+/* ---- notification streams ----------------------------------------------------
+ *
+ * GET on the MCP path with a --stateful session's Mcp-Session-Id opens the
+ * session's stream of list-change notifications (notify.h): one per
+ * session (a second gets 409), ended by DELETE of the session, the drain,
+ * or the client leaving. The connection is parked while there is nothing
+ * to send; notify's wake, the keep-alive and the hang-up watcher resume it.
+ * Lock order: notify's lock, then the stream's (wake runs under notify's);
+ * the reader never holds the stream's lock while it drains.
+ */
+#define NS_KEEPALIVE_NS (15ull * 1000000000ull)
+
+struct nstream {
+    atomic_int refs;
+    pthread_mutex_t mu;
+    int suspended, woken, keepalive, hung, dead;    /* guarded by mu */
+    struct MHD_Connection *con;
+    struct notify_listener *l;
+    struct buf out;             /* the reader's alone */
+    size_t off;
+    int ended;
+    _Atomic uint64_t last_ns;   /* when bytes last went out */
+    char sid[SESSION_ID_LEN + 1];   /* the GET stream's session, or "" */
+    char client[72];
+    char *final;                /* subscriptions/listen: the response that ends it */
+    size_t final_len;
+};
+
+static void ns_unref(struct nstream *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&e->mu);
+    buf_cleanup(&e->out);
+    free(e->final);
+    free(e);
+}
+
+/* Any thread: something for the reader (*flag set), which is resumed. */
+static void ns_poke(struct nstream *e, int *flag)
+{
+    pthread_mutex_lock(&e->mu);
+    *flag = 1;
+    if (e->suspended && !e->dead) {
+        e->suspended = 0;
+        MHD_resume_connection(e->con);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void ns_wake(void *arg)
+{
+    struct nstream *e = arg;
+    ns_poke(e, &e->woken);
+}
+
+/* Watcher thread: a client that left is dropped (its slot freed); an idle
+ * stream gets a keep-alive, and keeps its session from expiring. */
+static void ns_watch(struct srv *S, struct nstream *e, int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        ns_poke(e, &e->hung);
+        return;
+    }
+    if (now_ns() - atomic_load(&e->last_ns) < NS_KEEPALIVE_NS)
+        return;
+    atomic_store(&e->last_ns, now_ns());
+    if (e->sid[0] && !session_touch(S->sessions, e->sid, e->client[0] ? e->client : NULL, NULL))
+        notify_end_session(e->sid);
+    ns_poke(e, &e->keepalive);
+}
+
+static void ns_sink(const char *json, size_t len, void *arg)
+{
+    struct nstream *e = arg;
+    buf_puts(&e->out, "event: message\ndata: ");
+    buf_append(&e->out, json, len);
+    buf_puts(&e->out, "\n\n");
+}
+
+static ssize_t ns_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct nstream *e = cls;
+    (void)pos;
+    for (;;) {
+        size_t avail = e->out.len - e->off;
+        if (avail) {
+            size_t n = avail < max ? avail : max;
+            memcpy(out, e->out.p + e->off, n);
+            e->off += n;
+            if (e->off == e->out.len) {
+                buf_reset(&e->out);
+                e->off = 0;
+            }
+            atomic_store(&e->last_ns, now_ns());
+            return (ssize_t)n;
+        }
+        if (e->ended && e->final) {
+            ns_sink(e->final, e->final_len, e);
+            free(e->final);
+            e->final = NULL;
+            continue;
+        }
+        if (e->ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        pthread_mutex_lock(&e->mu);
+        int hung = e->hung, ka = e->keepalive;
+        e->woken = e->keepalive = 0;
+        pthread_mutex_unlock(&e->mu);
+        if (hung)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        int got = notify_drain(e->l, ns_sink, e);
+        if (got < 0) {
+            e->ended = 1;
+            continue;
+        }
+        if (got > 0)
+            continue;
+        if (ka) {
+            buf_puts(&e->out, ": keep-alive\n\n");
+            continue;
+        }
+        pthread_mutex_lock(&e->mu);
+        if (e->woken || e->hung || e->keepalive) {
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        e->suspended = 1;
+        MHD_suspend_connection(e->con);
+        pthread_mutex_unlock(&e->mu);
+        return 0;
+    }
+}
+
+static void ns_free(void *cls)
+{
+    struct nstream *e = cls;
+    notify_unlisten(e->l);  /* no wake after this */
+    pthread_mutex_lock(&e->mu);
+    e->dead = 1;
+    pthread_mutex_unlock(&e->mu);
+    ns_unref(e);
+}
+
+static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                struct notify_listen_opts *o, const char *first, size_t firstlen);
+
+/* GET on the MCP path with --stateful: the session's notification stream. */
+static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, struct req *rq)
+{
+    struct srv *S = h->S;
+    const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");
+    if (!accepts_sse(con)) {
+        rq->status = MHD_HTTP_NOT_ACCEPTABLE;
+        return reply_error(con, rq, rq->status,
+                           "Not Acceptable: the GET stream is text/event-stream; send Accept: "
+                           "text/event-stream");
+    }
+    if (!sid) {
+        rq->status = MHD_HTTP_BAD_REQUEST;
+        return reply_error(con, rq, rq->status,
+                           "Bad Request: GET needs the Mcp-Session-Id header of a live session "
+                           "(send initialize to start one)");
+    }
+    if (!session_touch(S->sessions, sid, rq->client, NULL)) {
+        rq->status = MHD_HTTP_NOT_FOUND;
+        size_t len;
+        char *b = env_error(NULL, RPC_SESSION_NOT_FOUND, "Session not found: it ended or expired",
+                            NULL, &len);
+        return reply(con, rq, rq->status, b, len, "application/json");
+    }
+    struct notify_listen_opts o = {.kinds = NOTIFY_ALL, .sessions = S->sessions,
+                                   .session = sid, .client = rq->client, .exclusive = 1};
+    return ns_start(h, con, rq, &o, ": stream open\n\n", 0);
+}
+
+/*
+ * Opens a notification stream for rq with o (key, wake and arg filled in
+ * here); first is what it sends at once, so the client sees it open. Else
+ * refuses: 409 for a second stream of a session, 429 over a bound (or, for
+ * a POST, the same refusal).
+ */
+static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                struct notify_listen_opts *o, const char *first, size_t firstlen)
+{
+    if (atomic_load(&h->draining)) {
+        /* notify_end_all has run: a stream opened now would hold the drain */
+        rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        return reply_error(con, rq, rq->status,
+                           "Service Unavailable: the server is shutting down");
+    }
+    char key[128];
+    if (rq->client) {
+        snprintf(key, sizeof key, "client:%s", rq->client);
+    } else {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        x_peer_key(ci ? ci->client_addr : NULL, key, sizeof key);
+    }
+    struct nstream *e = xcalloc(1, sizeof *e);
+    atomic_init(&e->refs, 2);   /* the response's and rq's */
+    pthread_mutex_init(&e->mu, NULL);
+    buf_init(&e->out, 0);
+    e->con = con;
+    atomic_init(&e->last_ns, now_ns());
+    snprintf(e->sid, sizeof e->sid, "%s", o->session ? o->session : "");
+    snprintf(e->client, sizeof e->client, "%s", rq->client ? rq->client : "");
+    o->key = key;
+    o->wake = ns_wake;
+    o->arg = e;
+    char why[200];
+    e->l = notify_listen(o, why, sizeof why);
+    if (!e->l) {
+        int conflict = errno == EEXIST;
+        pthread_mutex_destroy(&e->mu);
+        buf_cleanup(&e->out);
+        free(e);
+        rq->status = conflict ? MHD_HTTP_CONFLICT : MHD_HTTP_TOO_MANY_REQUESTS;
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s: %s", conflict ? "Conflict" : "Too Many Requests", why);
+        return reply_error(con, rq, rq->status, msg);
+    }
+    if (firstlen)
+        ns_sink(first, firstlen, e);
+    else
+        buf_puts(&e->out, first);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, ns_read, e, ns_free);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    rq->status = MHD_HTTP_OK;
+    rq->ns = e;
+    enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    watch_add(h, con, rq);
+    return ret;
+}
+
+/*
+ * subscriptions/listen (2026-07-28): a POST answered with a stream that
+ * starts with notifications/subscriptions/acknowledged (the honored
+ * subset), carries what was asked, every notification tagged with the
+ * request id, and ends with the listen response when the server drains.
+ */
+static enum MHD_Result open_listen(struct http *h, struct MHD_Connection *con, struct req *rq)
+{
+    struct call *c = rq->call;
+    const char *const *uris = NULL;
+    json_t *subs = json_object_get(c->listen, "resourceSubscriptions");
+    size_t n = json_array_size(subs);
+    const char **v = n ? xcalloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_string_value(json_array_get(subs, i));
+    uris = v;
+    unsigned kinds = (json_is_true(json_object_get(c->listen, "resourcesListChanged"))
+                          ? NOTIFY_RES_LIST : 0) |
+                     (json_is_true(json_object_get(c->listen, "promptsListChanged"))
+                          ? NOTIFY_PROMPT_LIST : 0) |
+                     (n ? NOTIFY_UPDATED : 0);
+    struct notify_listen_opts o = {.kinds = kinds, .uris = uris, .nuris = n,
+                                   .subscription_id = c->id};
+    json_t *ack = env_notification(
+        "notifications/subscriptions/acknowledged",
+        json_pack("{s:O, s:{s:O}}", "notifications", c->listen, "_meta",
+                  "io.modelcontextprotocol/subscriptionId", c->id));
+    char *a = json_dumps(ack, JSON_COMPACT);
+    json_decref(ack);
+    enum MHD_Result ret = ns_start(h, con, rq, &o, a, strlen(a));
+    free(a);
+    free(v);
+    if (rq->ns) {
+        rq->ns->final = rq->resp;
+        rq->ns->final_len = rq->resp_len;
+        rq->resp = NULL;
+    }
+    return ret;
+}
+
 /* ---- hang-ups of parked calls ------------------------------------------------
  *
  * libmicrohttpd does not look at a suspended connection's socket, so a
@@ -513,7 +798,7 @@ static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci || !rq->call->run_id[0])
+    if (!ci || (!rq->ns && !rq->call->run_id[0]))
         return;     /* no script to stop (a tasks/result wait) */
     pthread_mutex_lock(&h->watch_mu);
     rq->watch_fd = ci->connect_fd;
@@ -550,6 +835,10 @@ static void *watch_main(void *arg)
         /* A hung-up call is cancelled again every round until it ends: the
          * runner takes a bounded number of cancels per wake-up. */
         for (struct req *rq = h->watch; rq; rq = rq->watch_next) {
+            if (rq->ns) {
+                ns_watch(h->S, rq->ns, rq->watch_fd);
+                continue;
+            }
             struct pollfd p = {.fd = rq->watch_fd, .events = POLLRDHUP};
             if (!rq->hung &&
                 (poll(&p, 1, 0) != 1 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))))
@@ -645,6 +934,10 @@ static void metrics_text(struct http *h, struct buf *b)
                    sc.live, (unsigned long long)sc.created, (unsigned long long)sc.ended,
                    (unsigned long long)sc.expired, (unsigned long long)sc.evicted);
     }
+    if (S->sessions)
+        buf_printf(b, "# HELP skill_mcp_notify_streams Open notification streams.\n"
+                      "# TYPE skill_mcp_notify_streams gauge\nskill_mcp_notify_streams %zu\n",
+                   notify_count());
     stats_prometheus(&S->stats, b);
 }
 
@@ -851,14 +1144,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                 return send_error(con, MHD_HTTP_NOT_FOUND, RPC_SESSION_NOT_FOUND,
                                   "Session not found: it ended or expired");
             }
+            notify_end_session(sid);
             rq->status = MHD_HTTP_NO_CONTENT;
             return reply(con, rq, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
         }
+        if (!strcmp(method, "GET") && S->sessions)
+            return open_stream(h, con, rq);
         if (strcmp(method, "POST"))
             return REFUSE(MHD_HTTP_METHOD_NOT_ALLOWED,
                           S->sessions ? "Method Not Allowed: POST JSON-RPC requests to this "
-                                        "endpoint (DELETE ends a session; there is no GET "
-                                        "stream)"
+                                        "endpoint (GET opens a session's notification "
+                                        "stream, DELETE ends a session)"
                                       : "Method Not Allowed: this server is stateless; POST "
                                         "JSON-RPC requests to this endpoint");
         const char *ct =
@@ -923,6 +1219,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     rq->con = con;
     call_on_complete(c, plain_complete, rq);
     rpc_handle(c, rq->body.p ? rq->body.p : "", rq->body.len, &hd);
+    if (c->listen && rq->ready)
+        return open_listen(h, con, rq);
     unsigned status = MHD_HTTP_OK;
     switch (c->out.kind) {
     case CALL_ACCEPTED:
@@ -1007,6 +1305,8 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
             log_request(m, rq->call ? rq->call->tool : "", rq->client, rq->status, ms,
                         toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         }
+        if (rq->ns)
+            ns_unref(rq->ns);
         if (rq->call) {
             /* a pending answer that comes after this must not reach rq */
             call_detach(rq->call);
@@ -1138,7 +1438,7 @@ struct http *http_start(struct srv *S, int listen_fd)
     h->S = S;
     h->loopback = cfg_is_loopback(c->host);
     if (S->sessions)
-        allow_methods = "POST, DELETE";
+        allow_methods = "GET, POST, DELETE";
     cors_origins = c->allowed_origins;
     if (c->access_log) {
         char why[512];
@@ -1216,6 +1516,7 @@ void http_quiesce(struct http *h)
     atomic_store(&closing, 1);
     h->drain_t0 = now_ns();
     atomic_store(&h->draining, 1);
+    notify_end_all();   /* notification streams never end by themselves */
     MHD_socket s = MHD_quiesce_daemon(h->d);
     if (s == MHD_INVALID_SOCKET)
         return;

@@ -25,6 +25,7 @@
 #include "http.h"
 #include "lock.h"
 #include "loop.h"
+#include "notify.h"
 #include "redact.h"
 #include "acl.h"
 #include "runner.h"
@@ -147,6 +148,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         fprintf(stderr, "skill-mcp: no usable --skills directory; give one with --skills DIR\n");
         return 2;
     }
+    skills_on_publish(notify_publish);
     skills_index_bodies(S->skills);
     if (S->cfg.stateful)
         S->sessions = session_new((size_t)S->cfg.max_sessions, S->cfg.session_idle_timeout);

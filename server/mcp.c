@@ -27,13 +27,17 @@
 
 #define ERA_LEGACY 1
 #define ERA_MODERN 2
+/* subscriptions/listen is served (2026-07-28) */
+#define MCP_MODERN_LISTEN 1
 
-json_t *mcp_capabilities(void)
+json_t *mcp_capabilities(int live)
 {
+    /* listChanged/subscribe only where a stream can carry them (docs/deploy.md):
+     * the tools never change while running. */
     return json_pack("{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}, s:{s:{s:b}}}", "tools",
-                     "listChanged", 0, "resources", "listChanged", 0, "subscribe", 0, "prompts",
-                     "listChanged", 0, "logging", "extensions", "io.modelcontextprotocol/skills",
-                     "directoryRead", 1);
+                     "listChanged", 0, "resources", "listChanged", live, "subscribe", live,
+                     "prompts", "listChanged", live, "logging", "extensions",
+                     "io.modelcontextprotocol/skills", "directoryRead", 1);
 }
 
 static json_t *server_info(void)
@@ -57,7 +61,7 @@ static int m_initialize(struct call *c)
     for (size_t i = 0; !v && i < n; i++)
         if (pv[i].use & PROTO_NEGOTIATE)
             v = pv[i].name;
-    json_t *caps = mcp_capabilities();
+    json_t *caps = mcp_capabilities(c->S->sessions != NULL);
     tasks_capabilities(c->S, caps, 0);
     call_result(c, json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", caps,
                              "serverInfo", server_info(), "instructions", c->S->instructions));
@@ -89,7 +93,7 @@ static int m_set_level(struct call *c)
 static int m_discover(struct call *c)
 {
     c->out.cacheable = 1;
-    json_t *caps = mcp_capabilities();
+    json_t *caps = mcp_capabilities(c->modern ? MCP_MODERN_LISTEN : c->S->sessions != NULL);
     tasks_capabilities(c->S, caps, 1);
     /* oldest first */
     json_t *versions = json_array();
@@ -154,6 +158,9 @@ static int m_tools_call(struct call *c)
 static int m_res_list(struct call *c) { return res_list(c); }
 static int m_res_templates(struct call *c) { return res_templates(c); }
 static int m_res_read(struct call *c) { return res_read(c); }
+static int m_res_subscribe(struct call *c) { return res_subscribe(c, 1); }
+static int m_res_unsubscribe(struct call *c) { return res_subscribe(c, 0); }
+static int m_listen(struct call *c) { return res_listen(c); }
 
 struct method {
     const char *name;
@@ -171,6 +178,9 @@ static const struct method methods[] = {
     {"resources/list", m_res_list, ERA_LEGACY | ERA_MODERN},
     {"resources/templates/list", m_res_templates, ERA_LEGACY | ERA_MODERN},
     {"resources/read", m_res_read, ERA_LEGACY | ERA_MODERN},
+    {"resources/subscribe", m_res_subscribe, ERA_LEGACY},
+    {"resources/unsubscribe", m_res_unsubscribe, ERA_LEGACY},
+    {"subscriptions/listen", m_listen, ERA_MODERN},
     {"prompts/list", skillsext_prompts_list, ERA_LEGACY | ERA_MODERN},
     {"prompts/get", skillsext_prompts_get, ERA_LEGACY | ERA_MODERN},
     {"skills/list", skillsext_list, ERA_LEGACY | ERA_MODERN},

@@ -37,7 +37,8 @@ void mcp_abandon(struct call *c);
  * connection: stop the call's script, if any, without detaching. */
 void mcp_hangup(struct call *c);
 
-/* The capabilities object this server declares. New reference. */
-json_t *mcp_capabilities(void);
+/* The capabilities object this server declares; live: list changes and
+ * resource updates can be delivered (a stream exists). New reference. */
+json_t *mcp_capabilities(int live);
 
 #endif

@@ -17,9 +17,11 @@
 #include "call.h"
 #include "jail.h"
 #include "lock.h"
+#include "notify.h"
 #include "proto.h"
 #include "redact.h"
 #include "resources.h"
+#include "session.h"
 #include "skills.h"
 #include "util.h"
 
@@ -247,4 +249,119 @@ int res_read(struct call *c)
 out:
     free(rest);
     return rc;
+}
+
+/* Unreserved, sub-delims, ':', '@' and '/' stay as they are (as in skillsext.c). */
+#define SUB_URI_KEEP "!$&'()*+,;=:@/"
+
+int res_subscribe(struct call *c, int on)
+{
+    const char *m = on ? "resources/subscribe" : "resources/unsubscribe";
+    json_t *u = json_object_get(c->params, "uri");
+    const char *uri = json_string_value(u);
+    if (!uri || json_string_length(u) > 4096 || strlen(uri) != json_string_length(u))
+        return call_error(c, RPC_INVALID_PARAMS, NULL, "%s needs params.uri (a skill:// URI)", m);
+    if (!c->session)
+        return call_error(c, RPC_METHOD_NOT_FOUND, NULL,
+                         "%s needs a session: start the server with --stateful, whose GET "
+                         "stream carries notifications/resources/updated",
+                         m);
+    if (!on) {
+        session_unsubscribe(c->S->sessions, c->session, c->client, uri);
+        call_result(c, json_object());
+        return 0;
+    }
+    if (strncmp(uri, "skill://", 8))
+        return not_found(c, uri, "this server serves skill:// URIs only");
+    struct skill *k;
+    const char *path;
+    char *owned;
+    if (res_locate(c, uri, &k, &path, &owned) < 0)
+        return -1;
+    if (!*path)
+        path = "SKILL.md";
+    if (strcmp(path, "SKILL.md") && !has_file(k, path)) {
+        free(owned);
+        return not_found(c, uri, "no such file in the skill");
+    }
+    /* Matched under the canonical spelling, whatever alias the client used. */
+    struct buf key;
+    buf_init(&key, 0);
+    buf_puts(&key, "skill://");
+    buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
+    buf_puts(&key, "/");
+    buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
+    char *ks = buf_steal(&key, NULL);
+    free(owned);
+    int rc = session_subscribe(c->S->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
+    free(ks);
+    if (rc < 0)
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
+                         "this session already holds %d subscriptions, the limit; "
+                         "unsubscribe from one first",
+                         NOTIFY_SUBS_MAX);
+    if (rc == 0)
+        return call_error(c, RPC_SESSION_NOT_FOUND, NULL, "Session not found: it ended or expired");
+    call_result(c, json_object());
+    return 0;
+}
+
+int res_listen(struct call *c)
+{
+    json_t *want = json_object_get(c->params, "notifications");
+    if (!json_is_object(want))
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
+                         "subscriptions/listen needs params.notifications (an object)");
+    json_t *subs = json_object_get(want, "resourceSubscriptions");
+    if (subs && !json_is_array(subs))
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
+                         "params.notifications.resourceSubscriptions must be an array of URIs");
+    if (json_array_size(subs) > NOTIFY_SUBS_MAX)
+        return call_error(c, RPC_INVALID_PARAMS, NULL,
+                         "at most %d resourceSubscriptions on one stream", NOTIFY_SUBS_MAX);
+    /* What is honored is acknowledged; tools never change, so
+     * toolsListChanged is never part of it. */
+    json_t *ok = json_object();
+    if (json_is_true(json_object_get(want, "resourcesListChanged")))
+        json_object_set_new(ok, "resourcesListChanged", json_true());
+    if (json_is_true(json_object_get(want, "promptsListChanged")))
+        json_object_set_new(ok, "promptsListChanged", json_true());
+    json_t *uris = json_array();
+    size_t i;
+    json_t *u;
+    json_array_foreach(subs, i, u) {
+        const char *uri = json_string_value(u);
+        struct skill *k;
+        const char *path;
+        char *owned;
+        if (!uri || strncmp(uri, "skill://", 8) || strlen(uri) != json_string_length(u))
+            continue;
+        if (res_locate(c, uri, &k, &path, &owned) < 0) {
+            call_clear(c);  /* not served: left out of the acknowledged subset */
+            continue;
+        }
+        if (!*path)
+            path = "SKILL.md";
+        if (!strcmp(path, "SKILL.md") || has_file(k, path)) {
+            struct buf key;
+            buf_init(&key, 0);
+            buf_puts(&key, "skill://");
+            buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
+            buf_puts(&key, "/");
+            buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
+            char *ks = buf_steal(&key, NULL);
+            json_array_append_new(uris, json_string(ks));
+            free(ks);
+        }
+        free(owned);
+    }
+    if (json_array_size(uris))
+        json_object_set_new(ok, "resourceSubscriptions", uris);
+    else
+        json_decref(uris);
+    c->listen = ok;
+    /* The response ends the stream; http.c sends it last. */
+    call_result(c, json_pack("{s:{s:O}}", "_meta", "io.modelcontextprotocol/subscriptionId",
+                             c->id));
+    return 0;
 }

@@ -13,6 +13,13 @@ struct skill;
 int res_list(struct call *c);
 int res_templates(struct call *c);
 int res_read(struct call *c);
+/* resources/subscribe (on) and resources/unsubscribe of a --stateful
+ * session: the URI must name a served skill or one of its files. */
+int res_subscribe(struct call *c, int on);
+/* subscriptions/listen (2026-07-28): sets c->listen to the honored subset
+ * of params.notifications (the transport opens the stream) and the result
+ * that ends it. */
+int res_listen(struct call *c);
 /* Offset cursor of a paginated list (params.cursor); -1 after an error. */
 int res_offset_cursor(struct call *c, size_t *off);
 /* MIME type by file extension; for an unknown one text/plain (text > 0),

@@ -24,6 +24,8 @@ struct slot {
     uint64_t last_ns;
     char id[SESSION_ID_LEN + 1];
     char client[CLIENT_MAX + 1];    /* "" for an anonymous client */
+    char **subs;            /* resources/subscribe: [uri, key] pairs */
+    size_t nsubs;
 };
 
 struct session_table {
@@ -45,6 +47,15 @@ int session_level_of(const char *s)
     return SESSION_LEVEL_NONE;
 }
 
+static void subs_clear(struct slot *s)
+{
+    for (size_t k = 0; k < 2 * s->nsubs; k++)
+        free(s->subs[k]);
+    free(s->subs);
+    s->subs = NULL;
+    s->nsubs = 0;
+}
+
 struct session_table *session_new(size_t cap, double idle_s)
 {
     struct session_table *t = xcalloc(1, sizeof *t);
@@ -64,6 +75,9 @@ void session_free(struct session_table *t)
     if (!t)
         return;
     pthread_mutex_destroy(&t->mu);
+    for (size_t i = 0; i <= t->mask; i++)
+        if (t->s[i].used)
+            subs_clear(&t->s[i]);
     free(t->s);
     free(t);
 }
@@ -103,6 +117,7 @@ static long find(const struct session_table *t, const char *id)
 static void drop(struct session_table *t, size_t i)
 {
     size_t j = i;
+    subs_clear(&t->s[i]);
     t->s[i].used = 0;
     t->live--;
     for (;;) {
@@ -115,6 +130,8 @@ static void drop(struct session_table *t, size_t i)
             continue;
         t->s[i] = t->s[j];
         t->s[j].used = 0;
+        t->s[j].subs = NULL;    /* moved to i with the rest */
+        t->s[j].nsubs = 0;
         i = j;
     }
 }
@@ -169,6 +186,8 @@ int session_create(struct session_table *t, const char *client, char *out)
     struct slot *s = &t->s[i];
     s->used = 1;
     s->level = SESSION_LEVEL_NONE;
+    s->subs = NULL;
+    s->nsubs = 0;
     s->last_ns = now;
     memcpy(s->id, out, SESSION_ID_LEN + 1);
     snprintf(s->client, sizeof s->client, "%s", client ? client : "");
@@ -233,6 +252,55 @@ int session_end(struct session_table *t, const char *id, const char *client)
     }
     pthread_mutex_unlock(&t->mu);
     return s != NULL;
+}
+
+int session_subscribe(struct session_table *t, const char *id, const char *client,
+                      const char *uri, const char *key, size_t max)
+{
+    pthread_mutex_lock(&t->mu);
+    struct slot *s = lookup(t, id, client, now_ns());
+    int rc = s != NULL;
+    for (size_t k = 0; s && k < s->nsubs; k++)
+        if (!strcmp(s->subs[2 * k], uri))
+            s = NULL;   /* already there */
+    if (s && s->nsubs >= max) {
+        rc = -1;
+    } else if (s) {
+        s->subs = xrealloc(s->subs, 2 * (s->nsubs + 1) * sizeof *s->subs);
+        s->subs[2 * s->nsubs] = xstrdup(uri);
+        s->subs[2 * s->nsubs + 1] = xstrdup(key);
+        s->nsubs++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int session_unsubscribe(struct session_table *t, const char *id, const char *client,
+                        const char *uri)
+{
+    pthread_mutex_lock(&t->mu);
+    struct slot *s = lookup(t, id, client, now_ns());
+    for (size_t k = 0; s && k < s->nsubs; k++)
+        if (!strcmp(s->subs[2 * k], uri)) {
+            free(s->subs[2 * k]);
+            free(s->subs[2 * k + 1]);
+            memmove(&s->subs[2 * k], &s->subs[2 * k + 2],
+                    2 * (s->nsubs - k - 1) * sizeof *s->subs);
+            s->nsubs--;
+            break;
+        }
+    pthread_mutex_unlock(&t->mu);
+    return s != NULL;
+}
+
+void session_subs_each(struct session_table *t, const char *id, const char *client,
+                       void (*fn)(const char *uri, const char *key, void *arg), void *arg)
+{
+    pthread_mutex_lock(&t->mu);
+    struct slot *s = lookup(t, id, client, now_ns());
+    for (size_t k = 0; s && k < s->nsubs; k++)
+        fn(s->subs[2 * k], s->subs[2 * k + 1], arg);
+    pthread_mutex_unlock(&t->mu);
 }
 
 void session_counts(struct session_table *t, struct session_counts *c)

@@ -61,6 +61,22 @@ int session_set_level(struct session_table *t, const char *id, const char *clien
 /* Ends a live session (DELETE); 1 when ended, 0 when unknown. */
 int session_end(struct session_table *t, const char *id, const char *client);
 
+/*
+ * resources/subscribe of a live session: uri as the client wrote it, key
+ * the canonical URI it is matched under (notify_covers). Returns 1 when
+ * subscribed (again), 0 when the session is unknown, -1 when it already
+ * holds max URIs.
+ */
+int session_subscribe(struct session_table *t, const char *id, const char *client,
+                      const char *uri, const char *key, size_t max);
+/* resources/unsubscribe: 1 (subscribed or not), 0 when the session is unknown. */
+int session_unsubscribe(struct session_table *t, const char *id, const char *client,
+                        const char *uri);
+/* Calls fn for each URI the live session subscribed to, with the table's
+ * lock held: fn must not call back into the table. */
+void session_subs_each(struct session_table *t, const char *id, const char *client,
+                       void (*fn)(const char *uri, const char *key, void *arg), void *arg);
+
 /* Forgets every expired session now. */
 void session_sweep(struct session_table *t);
 

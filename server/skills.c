@@ -547,6 +547,13 @@ static void diff(const struct snapshot *a, const struct snapshot *b, struct skil
     }
 }
 
+static _Atomic(skills_publish_fn) publish_hook;
+
+void skills_on_publish(skills_publish_fn fn)
+{
+    atomic_store(&publish_hook, fn);
+}
+
 /* The rescan proper; the caller holds the scanner role (not the mutex). */
 static void do_scan(struct skills *S, int force, struct skills_report *r)
 {
@@ -576,6 +583,9 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
      * jansson's reference counts are not meant to be shared across threads. */
     r->errors = json_deep_copy(s->errors);
     atomic_store(&S->cur, s);
+    skills_publish_fn hook = atomic_load(&publish_hook);
+    if (hook && s->generation != old->generation)
+        hook(old, s);               /* old stays valid until retired below */
     bodies_release_xterms(s);
     bodies_kick(S, s);
     watches_setup(S, s);

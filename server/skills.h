@@ -216,6 +216,14 @@ void skills_entry_release(struct skill *k);
  */
 json_t *skills_frontmatter(const struct skill *k);
 
+/*
+ * Called once per generation that moved, on the rescanning thread, right
+ * after next replaced prev (prev is still valid during the call). One per
+ * process (notify.c's broadcaster); set before serving.
+ */
+typedef void (*skills_publish_fn)(const struct snapshot *prev, const struct snapshot *next);
+void skills_on_publish(skills_publish_fn fn);
+
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);
 void skills_release(struct snapshot *s);

@@ -29,6 +29,7 @@ declare -A prefix=(
     [oauth]='oauth_' [jwt]='jwt_'
     [yamlcore]='yc_'
     [accesslog]='accesslog_'
+    [notify]='notify_'
 )
 bad=0
 for o in "$build"/obj/*.o; do

@@ -108,7 +108,7 @@ test('missing, unknown and malformed session ids', { timeout: TEST_TIMEOUT }, as
   assert.equal(tool.status, 404, 'a tool call on an unknown session runs nothing');
 });
 
-test('DELETE without a session id is 400, with an unknown one 404; GET stays 405',
+test('DELETE without a session id is 400, with an unknown one 404; GET needs a session; PUT is 405',
   { timeout: TEST_TIMEOUT }, async () => {
     const none = await raw(srv.url, { method: 'DELETE' });
     assert.equal(none.status, 400);
@@ -116,8 +116,10 @@ test('DELETE without a session id is 400, with an unknown one 404; GET stays 405
     const unknown = await raw(srv.url, { method: 'DELETE', headers: { 'mcp-session-id': 'a'.repeat(32) } });
     assert.equal(unknown.status, 404);
     const get = await raw(srv.url, { method: 'GET', headers: { accept: 'text/event-stream' } });
-    assert.equal(get.status, 405);
-    assert.equal(get.headers.allow, 'POST, DELETE');
+    assert.equal(get.status, 400, 'the GET stream (notify.test.mjs) belongs to a session');
+    const put = await raw(srv.url, { method: 'PUT', headers: { accept: 'text/event-stream' } });
+    assert.equal(put.status, 405);
+    assert.equal(put.headers.allow, 'GET, POST, DELETE');
     const sid = await initRaw(srv.url);
     const del = await raw(srv.url, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
     assert.equal(del.status, 204);

@@ -1,0 +1,392 @@
+/*
+ * notify.c - the list-change broadcaster (see notify.h).
+ *
+ * One mutex guards the listener list and every listener's pending state.
+ * The publisher computes the changed URIs before taking it, then only ORs
+ * flags, adds URIs to small sets and calls wake(); rendering happens in
+ * notify_drain() on the listener's own thread, outside the lock, so a slow
+ * or stuck reader costs the publisher nothing.
+ */
+#include "notify.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "envelope.h"
+#include "session.h"
+#include "skills.h"
+#include "util.h"
+
+/* As skillsext.c writes skill:// URIs: unreserved, sub-delims, ':', '@', '/'. */
+#define URI_KEEP "!$&'()*+,;=:@/"
+
+struct notify_listener {
+    struct notify_listener *next;
+    char *key;
+    unsigned kinds;
+    struct session_table *sessions;
+    char *session, *client;
+    char **uris;
+    size_t nuris;
+    json_t *sub_id;
+    notify_wake_fn wake;
+    void *arg;
+    /* pending, guarded by mu */
+    unsigned pending;
+    char **upd;                 /* subscribed URIs with a change not yet sent */
+    size_t nupd, capupd;
+    int ended;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct notify_listener *head;
+static size_t count;
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+struct notify_listener *notify_listen(const struct notify_listen_opts *o, char *why,
+                                      size_t whylen)
+{
+    const char *key = o->key ? o->key : "";
+    pthread_mutex_lock(&mu);
+    size_t same = 0;
+    for (struct notify_listener *l = head; l; l = l->next) {
+        same += !strcmp(l->key, key);
+        if (o->exclusive && o->session && l->session && !l->ended &&
+            !strcmp(l->session, o->session)) {
+            pthread_mutex_unlock(&mu);
+            snprintf(why, whylen, "this session already has its GET stream open (one per "
+                                  "session)");
+            errno = EEXIST;
+            return NULL;
+        }
+    }
+    if (count >= NOTIFY_MAX || same >= NOTIFY_PER_KEY) {
+        pthread_mutex_unlock(&mu);
+        errno = EMFILE;
+        if (count >= NOTIFY_MAX)
+            snprintf(why, whylen, "the server has %d notification streams open, its limit; "
+                                  "retry later", NOTIFY_MAX);
+        else
+            snprintf(why, whylen, "this client already has %d notification streams open, its "
+                                  "limit; close one first", NOTIFY_PER_KEY);
+        return NULL;
+    }
+    struct notify_listener *l = xcalloc(1, sizeof *l);
+    l->key = xstrdup(key);
+    l->kinds = o->kinds;
+    l->sessions = o->sessions;
+    l->session = dup_or_null(o->session);
+    l->client = dup_or_null(o->client);
+    if (o->nuris) {
+        l->uris = xcalloc(o->nuris, sizeof *l->uris);
+        for (size_t i = 0; i < o->nuris; i++)
+            l->uris[l->nuris++] = xstrdup(o->uris[i]);
+    }
+    l->sub_id = o->subscription_id ? json_deep_copy(o->subscription_id) : NULL;
+    l->wake = o->wake;
+    l->arg = o->arg;
+    l->next = head;
+    head = l;
+    count++;
+    pthread_mutex_unlock(&mu);
+    return l;
+}
+
+static void listener_free(struct notify_listener *l)
+{
+    for (size_t i = 0; i < l->nuris; i++)
+        free(l->uris[i]);
+    for (size_t i = 0; i < l->nupd; i++)
+        free(l->upd[i]);
+    free(l->uris);
+    free(l->upd);
+    free(l->key);
+    free(l->session);
+    free(l->client);
+    json_decref(l->sub_id);
+    free(l);
+}
+
+void notify_unlisten(struct notify_listener *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&mu);
+    for (struct notify_listener **pp = &head; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            count--;
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+    listener_free(l);
+}
+
+size_t notify_count(void)
+{
+    pthread_mutex_lock(&mu);
+    size_t n = count;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+/* ---- what changed ----------------------------------------------------------- */
+
+static void uri_add(char ***v, size_t *n, size_t *cap, const struct skill *k, const char *rel)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "skill://");
+    buf_pct_encode(&b, k->qname, strlen(k->qname), URI_KEEP);
+    buf_puts(&b, "/");
+    buf_pct_encode(&b, rel, strlen(rel), URI_KEEP);
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        *v = xrealloc(*v, *cap * sizeof **v);
+    }
+    (*v)[(*n)++] = buf_steal(&b, NULL);
+}
+
+static void all_files(char ***v, size_t *n, size_t *cap, const struct skill *k)
+{
+    uri_add(v, n, cap, k, "SKILL.md");
+    for (size_t i = 0; i < k->nfiles; i++)
+        uri_add(v, n, cap, k, k->files[i].path);
+}
+
+static int fkey_same(const struct fkey *a, const struct fkey *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns &&
+           a->size == b->size;
+}
+
+/* Two versions of one skill: the files whose presence or size moved, and
+ * SKILL.md when its identity moved (or when nothing else explains why the
+ * entry was rebuilt, since its readers will see something new). */
+static void skill_diff(char ***v, size_t *n, size_t *cap, const struct skill *a,
+                       const struct skill *b)
+{
+    size_t before = *n, i = 0, j = 0;
+    int md = !fkey_same(&a->md_key, &b->md_key);
+    if (md)
+        uri_add(v, n, cap, b, "SKILL.md");
+    while (i < a->nfiles || j < b->nfiles) {
+        int c = i == a->nfiles   ? 1
+                : j == b->nfiles ? -1
+                                 : strcmp(a->files[i].path, b->files[j].path);
+        if (c < 0) {
+            uri_add(v, n, cap, a, a->files[i++].path);
+        } else if (c > 0) {
+            uri_add(v, n, cap, b, b->files[j++].path);
+        } else {
+            if (a->files[i].size != b->files[j].size)
+                uri_add(v, n, cap, b, b->files[j].path);
+            i++;
+            j++;
+        }
+    }
+    if (*n == before)
+        uri_add(v, n, cap, b, "SKILL.md");
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+size_t notify_diff(const struct snapshot *a, const struct snapshot *b, char ***out)
+{
+    char **v = NULL;
+    size_t n = 0, cap = 0, i = 0, j = 0;
+    while (i < a->n || j < b->n) {
+        int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->v[i]->qname, b->v[j]->qname);
+        if (c < 0) {
+            all_files(&v, &n, &cap, a->v[i++]);
+        } else if (c > 0) {
+            all_files(&v, &n, &cap, b->v[j++]);
+        } else {
+            /* an entry whose files did not move is carried over as is */
+            if (a->v[i] != b->v[j])
+                skill_diff(&v, &n, &cap, a->v[i], b->v[j]);
+            i++;
+            j++;
+        }
+    }
+    if (n > 1) {
+        qsort(v, n, sizeof *v, cmp_str);
+        size_t k = 1;
+        for (size_t m = 1; m < n; m++) {
+            if (strcmp(v[m], v[k - 1]))
+                v[k++] = v[m];
+            else
+                free(v[m]);
+        }
+        n = k;
+    }
+    *out = v;
+    return n;
+}
+
+void notify_uris_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+int notify_covers(const char *sub, const char *uri)
+{
+    size_t n = strlen(sub);
+    while (n > 8 && sub[n - 1] == '/')
+        n--;
+    return !strncmp(sub, uri, n) && (uri[n] == '\0' || uri[n] == '/');
+}
+
+/* ---- publishing ------------------------------------------------------------- */
+
+/* Is any changed URI covered by sub? (changed is sorted) */
+static int any_covered(const char *sub, char *const *changed, size_t nchanged)
+{
+    for (size_t i = 0; i < nchanged; i++)
+        if (notify_covers(sub, changed[i]))
+            return 1;
+    return 0;
+}
+
+static void pend_uri(struct notify_listener *l, const char *uri)
+{
+    for (size_t i = 0; i < l->nupd; i++)
+        if (!strcmp(l->upd[i], uri))
+            return;     /* still unsent from an earlier generation: one is enough */
+    if (l->nupd == l->capupd) {
+        l->capupd = l->capupd ? l->capupd * 2 : 4;
+        l->upd = xrealloc(l->upd, l->capupd * sizeof *l->upd);
+    }
+    l->upd[l->nupd++] = xstrdup(uri);
+}
+
+struct sess_ctx {
+    struct notify_listener *l;
+    char *const *changed;
+    size_t nchanged;
+};
+
+static void sess_sub(const char *uri, const char *key, void *arg)
+{
+    struct sess_ctx *x = arg;
+    if (any_covered(key, x->changed, x->nchanged))
+        pend_uri(x->l, uri);
+}
+
+void notify_publish(const struct snapshot *prev, const struct snapshot *next)
+{
+    pthread_mutex_lock(&mu);
+    int none = !head;
+    pthread_mutex_unlock(&mu);
+    if (none)
+        return;
+    char **changed;
+    size_t nchanged = notify_diff(prev, next, &changed);
+    pthread_mutex_lock(&mu);
+    for (struct notify_listener *l = head; l; l = l->next) {
+        unsigned was = l->pending;
+        size_t had = l->nupd;
+        /* A generation moves only for a change a client can see, so the
+         * lists are worth re-reading even when no URI is named. */
+        l->pending |= l->kinds & (NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST);
+        if ((l->kinds & NOTIFY_UPDATED) && nchanged) {
+            for (size_t i = 0; i < l->nuris; i++)
+                if (any_covered(l->uris[i], changed, nchanged))
+                    pend_uri(l, l->uris[i]);
+            if (l->sessions && l->session) {
+                struct sess_ctx x = {l, changed, nchanged};
+                session_subs_each(l->sessions, l->session, l->client, sess_sub, &x);
+            }
+        }
+        if ((l->pending != was || l->nupd != had) && l->wake)
+            l->wake(l->arg);
+    }
+    pthread_mutex_unlock(&mu);
+    notify_uris_free(changed, nchanged);
+}
+
+static void end_where(const char *session)
+{
+    pthread_mutex_lock(&mu);
+    for (struct notify_listener *l = head; l; l = l->next)
+        if (!session || (l->session && !strcmp(l->session, session))) {
+            l->ended = 1;
+            if (l->wake)
+                l->wake(l->arg);
+        }
+    pthread_mutex_unlock(&mu);
+}
+
+void notify_end_session(const char *session)
+{
+    if (session)
+        end_where(session);
+}
+
+void notify_end_all(void)
+{
+    end_where(NULL);
+}
+
+/* ---- delivery --------------------------------------------------------------- */
+
+static void emit(struct notify_listener *l, const char *method, json_t *params,
+                 notify_sink_fn sink, void *arg)
+{
+    if (!params)
+        params = json_object();
+    if (l->sub_id)
+        json_object_set_new(params, "_meta",
+                            json_pack("{s:O}", "io.modelcontextprotocol/subscriptionId",
+                                      l->sub_id));
+    json_t *note = env_notification(method, params);
+    char *s = json_dumps(note, JSON_COMPACT);
+    json_decref(note);
+    if (s)
+        sink(s, strlen(s), arg);
+    free(s);
+}
+
+int notify_drain(struct notify_listener *l, notify_sink_fn sink, void *arg)
+{
+    pthread_mutex_lock(&mu);
+    if (l->ended) {
+        pthread_mutex_unlock(&mu);
+        return -1;
+    }
+    unsigned pending = l->pending;
+    char **upd = l->upd;
+    size_t nupd = l->nupd;
+    l->pending = 0;
+    l->upd = NULL;
+    l->nupd = l->capupd = 0;
+    pthread_mutex_unlock(&mu);
+
+    int sent = 0;
+    if (pending & NOTIFY_RES_LIST) {
+        emit(l, "notifications/resources/list_changed", NULL, sink, arg);
+        sent++;
+    }
+    if (pending & NOTIFY_PROMPT_LIST) {
+        emit(l, "notifications/prompts/list_changed", NULL, sink, arg);
+        sent++;
+    }
+    for (size_t i = 0; i < nupd; i++) {
+        emit(l, "notifications/resources/updated", json_pack("{s:s}", "uri", upd[i]), sink, arg);
+        sent++;
+    }
+    notify_uris_free(upd, nupd);
+    return sent;
+}
