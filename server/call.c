@@ -23,6 +23,10 @@ struct call *call_new(struct srv *S)
     c->refs = 1;
     c->log_level = SESSION_LEVEL_NONE;
     pthread_mutex_init(&c->mu, NULL);
+    /* --acl: until the transport says who is asking, the call sees what a
+     * caller with no identity sees (the * rules), never every skill */
+    if (S->acl)
+        call_set_view(c, acl_classify(S->acl, NULL));
     return c;
 }
 

@@ -138,7 +138,9 @@ struct snapshot *call_snapshot(struct call *c);
 
 /* --acl: what the caller of class k sees (acl_classify), set by the
  * transport once it knows who is asking; k NULL (no --acl) sees every
- * skill and costs nothing. Takes the snapshot the view belongs to. */
+ * skill and costs nothing. Takes the snapshot the view belongs to. With
+ * --acl, call_new starts a call with the view of a caller with no
+ * identity, so a transport that never calls this fails closed. */
 struct acl_class;
 void call_set_view(struct call *c, const struct acl_class *k);
 

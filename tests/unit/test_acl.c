@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "acl.h"
+#include "call.h"
 #include "harness.h"
+#include "srv.h"
 #include "skills.h"
 #include "util.h"
 
@@ -231,6 +233,29 @@ TEST(views_hide_entries_from_lookup_and_suggestions)
     CHECK_EQ(va->visible, 1);
     CHECK_STR(s->v[view_at(va, 0)]->qname, "public/hello");
     skills_release(s);
+
+    /* a call starts with the view of a caller with no identity (fail closed) */
+    char path[] = "/tmp/acl-call-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    static const char rules[] = "* see public/\ngroup:dev see dev/\n";
+    CHECK(write(fd, rules, sizeof rules - 1) == (ssize_t)(sizeof rules - 1));
+    close(fd);
+    struct srv srv;
+    memset(&srv, 0, sizeof srv);
+    srv.skills = S;
+    srv.acl = acl_open(path, err, sizeof err);
+    CHECK(srv.acl != NULL);
+    struct call *c = call_new(&srv);
+    CHECK(c->view != NULL);
+    CHECK_EQ(c->view->visible, 1);
+    call_set_view(c, acl_classify(srv.acl, &dev));  /* the transport's word wins */
+    CHECK_EQ(c->view->visible, 2);
+    call_unref(c);
+    srv.skills = NULL;
+    acl_close(srv.acl);
+    unlink(path);
+
     skills_free(S);     /* frees the views with the snapshot (ASan: no leak) */
     acl_rules_free(r);
     nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
