@@ -342,15 +342,29 @@ static const struct subcommand {
      "write the discovery index and its artifacts to DIR as static files"},
     {"fetch", cli_fetch, "URL [--into DIR] [--name NAME]... [--json] ...",
      "install skills from an Agent Skills discovery index"},
-    {"validate", cli_validate, "[--json] DIR...", "lint skills against the format and the rules"},
-    {"list", cli_list, "[--json] DIR...", "show what discovery finds under each DIR"},
+    {"validate", cli_validate, "[--json] [DIR...]", "lint skills against the format and the rules"},
+    {"list", cli_list, "[--json] [DIR...]", "show what discovery finds under each DIR"},
     {"token", cli_token, "add NAME [--rpm N] --file FILE", "make a client token"},
     {"lock", cli_lock, "approve|revoke|diff|status|gc ...",
      "review and approve skill versions (--lock)"},
 };
 
-static void usage_commands(FILE *f)
+static void usage_commands(FILE *f, int man)
 {
+    if (man) {
+        for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+            fprintf(f, ".br\n.B skill\\-mcp %s\n", subcommands[i].name);
+            cfg_man_text(f, subcommands[i].args);
+            fputc('\n', f);
+        }
+        fputs(".SH COMMANDS\n", f);
+        for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+            fprintf(f, ".TP\n.B %s\n", subcommands[i].name);
+            cfg_man_text(f, subcommands[i].help);
+            fputc('\n', f);
+        }
+        return;
+    }
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         fprintf(f, "       skill-mcp %s %s\n", subcommands[i].name, subcommands[i].args);
     fprintf(f, "\ncommands:\n");

@@ -25,6 +25,7 @@ declare -A prefix=(
     [script_env]='script_'
     [redact]='redact_'
     [oauth]='oauth_' [jwt]='jwt_'
+    [cfgfile]='cfgfile_' [sdnotify]='sdn_'
 )
 bad=0
 for o in "$build"/obj/*.o; do
