@@ -84,7 +84,8 @@ run: deps all
 
 unit-build: $(UNITBIN)
 
-unit: $(UNITBIN)
+# test_sdnotify runs the server binary.
+unit: $(BUILD)/skill-mcp $(UNITBIN)
 	@tests/run-unit.sh $(BUILD)
 
 e2e: all

@@ -58,21 +58,47 @@ else
         ok "systemd: security --offline exposure $score (<= 2.5)"
     else bad "systemd: security --offline exposure '${score:-?}' (want <= 2.5)" "$(tail -3 <<<"$out")"; fi
 fi
+conf="$dep/systemd/config.yaml"
 missing=""
-for d in DynamicUser=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes \
+for d in Type=notify User=skill-mcp DynamicUser=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes \
          'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' LockPersonality=yes \
-         SystemCallArchitectures=native ReadOnlyPaths=/srv/skills KillMode=mixed \
+         SystemCallArchitectures=native ReadOnlyPaths=/srv/skill-mcp/skills KillMode=mixed \
          'ExecReload=/bin/kill -HUP $MAINPID' Restart=on-failure; do
     grep -qxF "$d" "$unit" || missing="$missing [$d]"
 done
-grep -q -- '--workers' "$unit" || missing="$missing [--workers]"
+grep -qxF 'ExecStart=/usr/local/bin/skill-mcp --config /etc/skill-mcp/config.yaml' "$unit" ||
+    missing="$missing [ExecStart with --config /etc/skill-mcp/config.yaml]"
+grep -qE '^WatchdogSec=[1-9][0-9]*$' "$unit" || missing="$missing [WatchdogSec=]"
+grep -qE '^workers: [2-9]' "$conf" || missing="$missing [workers: in config.yaml]"
 grep -q '^MemoryDenyWriteExecute=yes' "$unit" && missing="$missing [MemoryDenyWriteExecute must stay off: node JIT]"
 if [ -z "$missing" ]; then ok "systemd: hardening directives present"; else bad "systemd: directives$missing"; fi
 stop="$(sed -n 's/^TimeoutStopSec=\([0-9]*\)$/\1/p' "$unit")"
-grace="$(grep -o -- '--shutdown-timeout [0-9]*' "$unit" | awk '{print $2}')"
+grace="$(sed -n 's/^shutdown-timeout: *\([0-9]*\).*/\1/p' "$conf")"
 if [ -n "$stop" ] && [ -n "$grace" ] && [ "$stop" -gt $((grace + 5)) ]; then
-    ok "systemd: TimeoutStopSec=$stop > --shutdown-timeout $grace + 5"
-else bad "systemd: TimeoutStopSec '$stop' must exceed --shutdown-timeout '$grace' + 5"; fi
+    ok "systemd: TimeoutStopSec=$stop > shutdown-timeout $grace + 5"
+else bad "systemd: TimeoutStopSec '$stop' must exceed shutdown-timeout '$grace' (config.yaml) + 5"; fi
+# The unit's config file loads: the binary starts on it (port and skills
+# moved to this machine's) and answers /readyz.
+sed -e "s#^port: .*#port: 0#" -e "s#^skills: .*#skills: [$repo/skills]#" "$conf" >"$tmp/config.yaml"
+"$bin" --config "$tmp/config.yaml" --log-format text 2>"$tmp/conf.log" &
+cpid=$!
+cport=""
+for _ in $(seq 1 100); do
+    cport="$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\)/mcp.*#\1#p' "$tmp/conf.log")"
+    [ -n "$cport" ] && break
+    kill -0 $cpid 2>/dev/null || break
+    sleep 0.1
+done
+if [ -n "$cport" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$cport/readyz")" = 200 ] &&
+   grep -q '(2 worker(s) x 8 threads' "$tmp/conf.log"; then
+    ok "systemd: skill-mcp serves with deploy/systemd/config.yaml (2 workers x 8 threads)"
+else bad "systemd: skill-mcp with deploy/systemd/config.yaml" "$(cat "$tmp/conf.log")"; fi
+kill -TERM $cpid 2>/dev/null; wait $cpid 2>/dev/null
+# The full example in docs/deploy.md is this file, word for word.
+doc="$(awk '/^## Configuration file/{s=1} s&&/^```yaml/{f=1;next} f&&/^```/{exit} f' "$repo/docs/deploy.md")"
+if [ "$doc" = "$(cat "$conf")" ]; then ok "systemd: docs/deploy.md's example is deploy/systemd/config.yaml"
+else bad "systemd: docs/deploy.md's config example differs from deploy/systemd/config.yaml" \
+    "$(diff <(echo "$doc") "$conf")"; fi
 
 # ---- nginx -------------------------------------------------------------------
 ngx="$dep/nginx/skill-mcp.conf"
@@ -329,7 +355,8 @@ fi
 
 # ---- flags used in deploy/ exist -----------------------------------------------
 help="$("$bin" --help 2>&1)"
-used="$( { sed -n '/^ExecStart=/,/[^\\]$/p' "$unit"; grep -A3 '^CMD' "$df"; echo "${k8sargs:-}"; } \
+used="$( { sed -n '/^ExecStart=/,/[^\\]$/p' "$unit"; grep -A3 '^CMD' "$df"; echo "${k8sargs:-}";
+          sed -n 's/^#* *\([a-z][a-z-]*\):.*/--\1/p' "$conf"; } \
     | grep -oE -- '--[a-z][a-z-]+' | sort -u)"
 unknown=""
 for f in $used; do grep -qE -- "(^|[ ,])$f([ =,]|$)" <<<"$help" || unknown="$unknown $f"; done
