@@ -260,7 +260,8 @@ if [ -z "$miss" ]; then ok "docker: runtime stage provides every library the bin
 else bad "docker: runtime stage lacks libraries from:$miss"; fi
 # The build stage's COPY set and commands, run here (same Debian 12 packages).
 b="$tmp/docker-build"; mkdir -p "$b/src"
-(cd "$repo" && cp -R Makefile VERSION server skills hooks "$b/src/")
+(cd "$repo" && cp -R Makefile VERSION server skills hooks "$b/src/" &&
+    mkdir -p "$b/src/deploy" && cp -R deploy/systemd "$b/src/deploy/")
 if out="$(cd "$b/src" && make -j"$(nproc)" 2>&1 && make install PREFIX=/usr/local DESTDIR="$b/out" 2>&1)" \
     && [ -x "$b/out/usr/local/bin/skill-mcp" ] && [ -d "$b/out/usr/local/share/skill-mcp/skills" ]; then
     ok "docker: build stage (COPY set + make + make install DESTDIR=/out) works from the copied files"
@@ -352,6 +353,42 @@ EOF
         else bad "k8s: the ConfigMap's example skills do not load" "$eo"; fi
     fi
 fi
+
+# ---- man page ----------------------------------------------------------------
+# skill-mcp(1) comes from --help-man, the table --help prints: every option
+# and command of --help is in the rendered page, and groff has nothing to
+# say about it.
+man1="$tmp/skill-mcp.1"
+"$bin" --help-man >"$man1"
+if ! command -v groff >/dev/null || ! command -v man >/dev/null; then
+    bad "man: groff and man missing (tests/deps.sh test installs groff-base and man-db)"
+else
+    w="$( { groff -man -Tutf8 -ww -z "$man1"; MANWIDTH=100 LC_ALL=C man -l "$man1" >/dev/null; } 2>&1)"
+    [ -z "$w" ] && ok "man: groff -ww and man -l render skill-mcp(1) without warnings" || bad "man: warnings" "$w"
+    page="$(MANWIDTH=200 LC_ALL=C man -l "$man1" 2>/dev/null | sed 's/.\x08//g')"
+    want="$("$bin" --help | sed -n 's/^  \(--[a-z][a-z-]*\).*/\1/p; s/^  \([a-z][a-z]*\)  .*/\1/p')"
+    absent=""
+    # each as an item of its own (the tag at the page's indent), not just named in prose
+    # (an option's tag line is the option and its argument alone)
+    for f in $want; do
+        # a tag shorter than the indent shares its line with the text
+        if [ ${#f} -lt 7 ]; then re="^       $f +[^ ]"; else re="^       $f( [^ ]+)?$"; fi
+        grep -qE -- "$re" <<<"$page" || absent="$absent $f"
+    done
+    if [ "$(wc -w <<<"$want")" -gt 60 ] && [ -z "$absent" ]; then
+        ok "man: all $(wc -w <<<"$want") options and commands of --help are in the page"
+    else bad "man: missing from the page:${absent:- (no options read from --help)}"; fi
+    # and what --help says of each option is what the page says
+    h="$("$bin" --help | sed -n 's/^  --tasks-redis-file FILE *//p')"
+    grep -qF "$h" <<<"$(tr -s ' \n' '  ' <<<"$page")" && ok "man: the help text is the same text" ||
+        bad "man: --tasks-redis-file's help text not in the page" "$h"
+fi
+bdir="$(dirname "$bin")"
+rm -f "$bdir/skill-mcp.1"
+mo="$(cd "$repo" && make -s man BUILD="$bdir" 2>&1)"
+if [ -s "$bdir/skill-mcp.1" ] && cmp -s "$bdir/skill-mcp.1" <("$bin" --help-man); then
+    ok "man: make man writes BUILD/skill-mcp.1 from the binary"
+else bad "man: make man" "$mo"; fi
 
 # ---- flags used in deploy/ exist -----------------------------------------------
 help="$("$bin" --help 2>&1)"
