@@ -396,6 +396,7 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
 static int apply_file(struct cfg *c, const char *path, const struct opt **given, size_t ngiven)
 {
     static struct cfgfile cf;      /* its strings are the values c borrows */
+    cfgfile_free(&cf);             /* a parse before this one's, now unused */
     if (cfgfile_read(&cf, path) < 0) {
         fprintf(stderr, "skill-mcp: %s\n", cf.err);
         return -1;
@@ -441,6 +442,8 @@ static int apply_file(struct cfg *c, const char *path, const struct opt **given,
         }
     }
     where[0] = '\0';
+    if (rc)
+        cfgfile_free(&cf);
     return rc;
 }
 
