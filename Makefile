@@ -1,15 +1,29 @@
 # skill-mcp - the only entry points: build, run, test, bench, install.
 #
-#   make            build build/skill-mcp
+#   make            build build/skill-mcp (in parallel on every core unless -j is given)
+#   make man        build/skill-mcp.1, the man page, from the binary's own flag table
+#   make deb        build/skill-mcp_VERSION_ARCH.deb (dpkg-deb; packaging/build-deb.sh)
 #   make run        install missing packages, build, serve ./skills on 127.0.0.1:8000 (PORT=N)
 #   make check      the inner loop: unit, end-to-end, lint and the tooling self-test (a few minutes)
 #   make test       everything: unit, end-to-end, conformance, then all again under ASan+UBSan
 #   make asan       ASan+UBSan build into build-asan/ and run unit + e2e against it
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (binary, man page, unit, /etc/skill-mcp/config.yaml
+#                   unless one exists, /srv/skill-mcp/skills)
 #   make clean
+
+# Every core by default; a -j on the command line wins over this one.
+ifeq ($(filter -j% j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+SYSCONFDIR ?= /etc
+MANDIR  ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The skills root the binary uses when no --skills is given and ./skills
+# does not exist (CFG_INSTALLED_ROOT in server/config.h).
+SKILLSROOT := /srv/skill-mcp/skills
 PORT    ?= 8000
 CC      ?= cc
 PKGS    := libmicrohttpd jansson yaml-0.1 libuv libpcre2-8 libcrypto libarchive hiredis libcurl jose
@@ -43,7 +57,7 @@ CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(SAN) $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SAN) $(LDFLAGS)
 
 .PHONY: all run check test unit unit-build e2e conformance docs-commands asan asan-build tsan install clean deps \
-        test-deps fuzz lint selftest bench bench-smoke
+        test-deps fuzz lint selftest bench bench-smoke man deb
 
 all: $(BUILD)/skill-mcp
 
@@ -77,14 +91,17 @@ deps:
 test-deps:
 	@tests/deps.sh test
 
-run: deps all
+# Packages first, then the build: in order even under -j.
+run: deps
+	@$(MAKE) -s all
 	$(BUILD)/skill-mcp --skills skills --host 127.0.0.1 --port $(PORT)
 
 # ---- tests ----------------------------------------------------------------
 
 unit-build: $(UNITBIN)
 
-unit: $(UNITBIN)
+# test_sdnotify runs the server binary.
+unit: $(BUILD)/skill-mcp $(UNITBIN)
 	@tests/run-unit.sh $(BUILD)
 
 e2e: all
@@ -100,7 +117,8 @@ docs-commands: all
 
 # The inner loop: what a change most often breaks, in a few minutes.
 # `make test` stays the full run.
-check: test-deps all unit-build
+check: test-deps
+	@$(MAKE) -s all unit-build
 	@tests/run-unit.sh $(BUILD)
 	@tests/run-e2e.sh $(BUILD)/skill-mcp
 	@tests/lint.sh $(BUILD)
@@ -146,11 +164,29 @@ lint:
 selftest:
 	@tests/selftest.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/skill-mcp
+# The man page comes from the binary (--help-man): the same table as --help.
+man: $(BUILD)/skill-mcp.1
+
+$(BUILD)/skill-mcp.1: $(BUILD)/skill-mcp
+	$(Q)$(BUILD)/skill-mcp --help-man >$@.tmp && mv $@.tmp $@
+
+# An existing config is the operator's: never overwritten.
+install: all man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/skill-mcp $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/skill-mcp $(DESTDIR)$(SKILLSROOT)
 	install -m 0755 $(BUILD)/skill-mcp $(DESTDIR)$(PREFIX)/bin/skill-mcp
+	install -m 0644 $(BUILD)/skill-mcp.1 $(DESTDIR)$(MANDIR)/man1/skill-mcp.1
+	sed -e 's#/usr/local/bin/skill-mcp#$(PREFIX)/bin/skill-mcp#' \
+	    -e 's#/etc/skill-mcp/#$(SYSCONFDIR)/skill-mcp/#' \
+	    deploy/systemd/skill-mcp.service >$(DESTDIR)$(UNITDIR)/skill-mcp.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/skill-mcp.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/skill-mcp/config.yaml ] || \
+	    install -m 0644 deploy/systemd/config.yaml $(DESTDIR)$(SYSCONFDIR)/skill-mcp/config.yaml
 	cp -R skills $(DESTDIR)$(PREFIX)/share/skill-mcp/
 	cp -R hooks $(DESTDIR)$(PREFIX)/share/skill-mcp/
+
+deb: all man
+	@packaging/build-deb.sh $(BUILD)/skill-mcp $(BUILD)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "util.h"
 #include "validate.h"
 
@@ -28,17 +29,19 @@ static int print_json(FILE *out, json_t *doc)
 }
 
 static const char validate_usage[] =
-    "usage: skill-mcp validate [--json] [--interpreter EXT=PATH]... DIR...\n"
+    "usage: skill-mcp validate [--json] [--interpreter EXT=PATH]... [DIR...]\n"
     "  Lints every skill under each DIR (DIR/skill/SKILL.md and DIR/team/skill/SKILL.md)\n"
-    "  against the skill format and the Agent Skills rules.\n"
+    "  against the skill format and the Agent Skills rules. Without DIR: the server's\n"
+    "  default root (./skills if it exists, else " CFG_INSTALLED_ROOT ").\n"
     "  --json         print {\"findings\": [...], \"summary\": {...}} instead of lines\n"
     "  --interpreter  a script suffix the server runs besides .py, .sh and .js\n"
     "  Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage or unreadable DIR.\n";
 
 static const char list_usage[] =
-    "usage: skill-mcp list [--json] DIR...\n"
+    "usage: skill-mcp list [--json] [DIR...]\n"
     "  Shows what discovery finds under each DIR, as the server would serve it: qualified\n"
     "  name, bare name, root, and flags (shadowed, broken, symlink, name-differs).\n"
+    "  Without DIR: the server's default root, as for validate.\n"
     "  Exit status: 0, or 2 on usage errors or when no DIR is readable.\n";
 
 /* Parses [--json] [--interpreter EXT=PATH] DIR...; returns -1 (exit 2), 1 (help), 0. */
@@ -77,10 +80,8 @@ static int parse_args(int argc, char **argv, int allow_interp, int *json, const 
         }
         (*dirs)[(*ndirs)++] = a;
     }
-    if (!*ndirs) {
-        fprintf(err, "skill-mcp: no DIR given\n%s", usage);
-        return -1;
-    }
+    if (!*ndirs)
+        (*dirs)[(*ndirs)++] = cfg_default_root();
     for (size_t i = 0; i < *ndirs; i++) {
         struct stat st;
         if (stat((*dirs)[i], &st) < 0 || !S_ISDIR(st.st_mode) ||

@@ -14,14 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "accesslog.h"
+#include "cfgfile.h"
 #include "util.h"
 
 enum opt_kind {
     OPT_STR, OPT_INT, OPT_SIZE, OPT_SECONDS, OPT_ROOT, OPT_LEVEL, OPT_FORMAT, OPT_FLAG,
-    OPT_INTERP, OPT_LONG, OPT_FRACTION
+    OPT_INTERP, OPT_LONG, OPT_FRACTION, OPT_CONFIG
 };
 
 struct opt {
@@ -35,8 +37,11 @@ struct opt {
 
 #define O(f) offsetof(struct cfg, f)
 static const struct opt opts[] = {
+    {"--config", OPT_CONFIG, O(config_file), 0, 0, "FILE",
+     "read options from this YAML file (port: 8000, skills: [a, b]); flags given here win"},
     {"--skills", OPT_ROOT, 0, 0, 0, "DIR",
-     "skills root; repeatable, earlier roots win (default ./skills)"},
+     "skills root; repeatable, earlier roots win (default ./skills if it exists, else "
+     CFG_INSTALLED_ROOT ")"},
     {"--host", OPT_STR, O(host), 0, 0, "ADDR", "address to bind (default 127.0.0.1)"},
     {"--port", OPT_INT, O(port), 0, 65535, "N", "TCP port, 0 picks a free one (default 8000)"},
     {"--path", OPT_STR, O(path), 0, 0, "PATH", "MCP endpoint path (default /mcp)"},
@@ -184,9 +189,16 @@ static const struct opt opts[] = {
 };
 #undef O
 
-static void (*usage_commands)(FILE *f);
+/* Handled before the table; listed after it in --help and the man page. */
+static const char *const extra_opts[][2] = {
+    {"--help", "show this help"},
+    {"--help-man", "print this help as the skill-mcp(1) manual page (roff)"},
+    {"--version", "print the version"},
+};
 
-void cfg_set_usage_commands(void (*fn)(FILE *f))
+static void (*usage_commands)(FILE *f, int man);
+
+void cfg_set_usage_commands(void (*fn)(FILE *f, int man))
 {
     usage_commands = fn;
 }
@@ -195,15 +207,94 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: skill-mcp [options]\n");
     if (usage_commands)
-        usage_commands(f);
+        usage_commands(f, 0);
     fprintf(f, "\nServes a library of Agent Skills over MCP Streamable HTTP.\n\noptions:\n");
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[i].name, *opts[i].arg ? " " : "", opts[i].arg);
         fprintf(f, "  %-26s %s\n", left, opts[i].help);
     }
-    fprintf(f, "  %-26s %s\n  %-26s %s\n", "--help", "show this help", "--version",
-            "print the version");
+    for (size_t i = 0; i < sizeof extra_opts / sizeof *extra_opts; i++)
+        fprintf(f, "  %-26s %s\n", extra_opts[i][0], extra_opts[i][1]);
+}
+
+void cfg_man_text(FILE *f, const char *s)
+{
+    /* roff: a line must not start with a control character, a backslash
+     * is an escape, and '-' is a hyphen unless written \- */
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", f);
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\e", f);
+        else if (*s == '-')
+            fputs("\\-", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/*
+ * skill-mcp(1) in roff, from the same tables as --help: the options here
+ * and the subcommands in main.c, so the two cannot drift apart.
+ */
+void cfg_man(FILE *f)
+{
+    fprintf(f, ".TH SKILL\\-MCP 1 \"\" \"skill\\-mcp %s\" \"User Commands\"\n", SKILL_VERSION);
+    fputs(".SH NAME\nskill\\-mcp \\- serve a library of Agent Skills over MCP Streamable HTTP\n"
+          ".SH SYNOPSIS\n.B skill\\-mcp\n[\\fIoptions\\fR]\n", f);
+    if (usage_commands)
+        usage_commands(f, 1);
+    fputs(".SH DESCRIPTION\n"
+          "Serves the skills found under each skills root (folders holding a SKILL.md, with "
+          "scripts/, references/ and hooks/) to MCP clients: list_skills, load_skill, "
+          "read_skill_file and run_skill_script.\n"
+          ".SH OPTIONS\n", f);
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        fputs(".TP\n\\fB", f);
+        cfg_man_text(f, opts[i].name);
+        fputs("\\fR", f);
+        if (*opts[i].arg) {
+            fputs(" \\fI", f);
+            cfg_man_text(f, opts[i].arg);
+            fputs("\\fR", f);
+        }
+        fputc('\n', f);
+        cfg_man_text(f, opts[i].help);
+        fputc('\n', f);
+    }
+    for (size_t i = 0; i < sizeof extra_opts / sizeof *extra_opts; i++) {
+        fputs(".TP\n\\fB", f);
+        cfg_man_text(f, extra_opts[i][0]);
+        fputs("\\fR\n", f);
+        cfg_man_text(f, extra_opts[i][1]);
+        fputc('\n', f);
+    }
+    fputs(".SH CONFIGURATION FILE\n"
+          "\\fB\\-\\-config\\fR \\fIFILE\\fR reads a YAML mapping whose keys are the long "
+          "options without their dashes: \\fBport: 8000\\fR, \\fBskills: [/srv/a, /srv/b]\\fR "
+          "for a repeatable option, \\fBno\\-scripts: true\\fR for a switch. "
+          "An option given on the command line wins over the file (a repeatable one replaces "
+          "the file's list). An unknown key, a wrong type or a bad value stops the start with "
+          "FILE:LINE and exit status 2. The file is read at start; SIGHUP does not re\\-read it.\n"
+          ".SH SIGNALS\n"
+          ".TP\n.B SIGHUP\nrescan the skills; re\\-read the token, redaction and lock files\n"
+          ".TP\n.B SIGTERM\\fR, \\fBSIGINT\nstop accepting, let work in flight finish for up "
+          "to \\fB\\-\\-shutdown\\-timeout\\fR, exit\n"
+          ".SH ENVIRONMENT\n"
+          ".TP\n.B NOTIFY_SOCKET\nsystemd's notification socket (Type=notify): READY=1 once the "
+          "first snapshot is published and the port is served, STOPPING=1 when a drain "
+          "starts\n"
+          ".TP\n.B WATCHDOG_USEC\nsend WATCHDOG=1 every half of this period (WatchdogSec=)\n"
+          ".TP\n.B SKILL_MCP_TASKS_REDIS\nthe \\fB\\-\\-tasks\\-redis\\fR URL, kept off "
+          "the command line\n"
+          ".SH FILES\n"
+          ".TP\n.I /etc/skill\\-mcp/config.yaml\nthe packaged service's configuration\n"
+          ".TP\n.I " CFG_INSTALLED_ROOT_ROFF "\nthe skills root when none is given and "
+          "\\fI./skills\\fR does not exist\n"
+          ".SH EXIT STATUS\n0 after a clean stop; 1 when serving failed; 2 for a bad option, "
+          "value or file.\n"
+          ".SH SEE ALSO\n.BR systemd.service (5),\n.BR sd_notify (3)\n", f);
 }
 
 void cfg_usage(FILE *f)
@@ -211,9 +302,12 @@ void cfg_usage(FILE *f)
     usage(f);
 }
 
+/* "FILE:LINE: " while a --config file's entries are applied, else "". */
+static char where[300];
+
 static int bad(const char *flag, const char *val, const char *why)
 {
-    fprintf(stderr, "skill-mcp: invalid value '%s' for %s: %s\n", val, flag, why);
+    fprintf(stderr, "skill-mcp: %sinvalid value '%s' for %s: %s\n", where, val, flag, why);
     fprintf(stderr, "Try 'skill-mcp --help'.\n");
     return -1;
 }
@@ -231,6 +325,7 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
         c->roots[c->nroots++] = v;
         return 0;
     case OPT_STR:
+    case OPT_CONFIG:
         if (!*v)
             return bad(o->name, v, "must not be empty");
         if (!strcmp(o->name, "--path") && v[0] != '/')
@@ -306,6 +401,71 @@ static int set_opt(struct cfg *c, const struct opt *o, const char *v)
     return -1;
 }
 
+/*
+ * The --config file's entries, through set_opt like the command line's;
+ * an option the command line also gives is skipped. Every message names
+ * FILE:LINE.
+ */
+static int apply_file(struct cfg *c, const char *path, const struct opt **given, size_t ngiven)
+{
+    static struct cfgfile cf;      /* its strings are the values c borrows */
+    cfgfile_free(&cf);             /* a parse before this one's, now unused */
+    if (cfgfile_read(&cf, path) < 0) {
+        fprintf(stderr, "skill-mcp: %s\n", cf.err);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < cf.n && !rc; i++) {
+        const struct cfgfile_entry *e = &cf.e[i];
+        snprintf(where, sizeof where, "%s:%zu: ", path, e->line);
+        const struct opt *o = NULL;
+        for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
+            if (!strcmp(opts[k].name + 2, e->key))
+                o = &opts[k];
+        if (!o || o->kind == OPT_CONFIG) {
+            fprintf(stderr, "skill-mcp: %sunknown option '%s'%s\n", where, e->key,
+                    o ? " (a config file does not name another)" : "");
+            rc = -1;
+            break;
+        }
+        int on_argv = 0;
+        for (size_t k = 0; k < ngiven; k++)
+            on_argv |= given[k] == o;
+        if (on_argv)
+            continue;
+        int repeatable = o->kind == OPT_ROOT || o->kind == OPT_INTERP;
+        if (e->seq && !repeatable) {
+            fprintf(stderr, "skill-mcp: %s%s takes one value, not a list\n", where, e->key);
+            rc = -1;
+        } else if (!e->val) {
+            fprintf(stderr, "skill-mcp: %s%s needs a value%s%s\n", where, e->key,
+                    *o->arg ? " " : " (true or false)", o->arg);
+            rc = -1;
+        } else if (o->kind == OPT_FLAG) {
+            int t = e->plain && !strcmp(e->val, "true"), f = e->plain && !strcmp(e->val, "false");
+            if (!t && !f) {
+                fprintf(stderr, "skill-mcp: %s%s is a switch: expected true or false, not '%s'\n",
+                        where, e->key, e->val);
+                rc = -1;
+            } else {
+                *(int *)((char *)c + o->off) = t;
+            }
+        } else {
+            rc = set_opt(c, o, e->val);
+        }
+    }
+    where[0] = '\0';
+    if (rc)
+        cfgfile_free(&cf);
+    return rc;
+}
+
+const char *cfg_default_root(void)
+{
+    struct stat st;
+    return stat("./skills", &st) == 0 && S_ISDIR(st.st_mode) ? "./skills" : CFG_INSTALLED_ROOT;
+}
+
 int cfg_parse(struct cfg *c, int argc, char **argv)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -344,15 +504,28 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
     c->max_sessions = 1024;
     c->session_idle_timeout = 1800;
 
+    /* The command line is read whole first: its flags win over the file's,
+     * and a repeatable flag given there replaces the file's list. */
+    const struct opt **given = xcalloc((size_t)argc + 1, sizeof *given);
+    const char **vals = xcalloc((size_t)argc + 1, sizeof *vals);
+    size_t ngiven = 0;
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            return 1;
+            rc = 1;
+            goto out;
+        }
+        if (!strcmp(a, "--help-man")) {
+            cfg_man(stdout);
+            rc = 1;
+            goto out;
         }
         if (!strcmp(a, "--version")) {
             printf("skill-mcp %s\n", SKILL_VERSION);
-            return 1;
+            rc = 1;
+            goto out;
         }
         const char *eq = strchr(a, '=');
         size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
@@ -362,12 +535,14 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
                 o = &opts[k];
         if (!o) {
             fprintf(stderr, "skill-mcp: unknown option '%s'\nTry 'skill-mcp --help'.\n", a);
-            return -1;
+            rc = -1;
+            goto out;
         }
         if (o->kind == OPT_FLAG) {
             if (eq) {
                 fprintf(stderr, "skill-mcp: option %s takes no value\n", o->name);
-                return -1;
+                rc = -1;
+                goto out;
             }
             val = "";
         } else if (eq) {
@@ -376,13 +551,30 @@ int cfg_parse(struct cfg *c, int argc, char **argv)
             val = argv[++i];
         } else {
             fprintf(stderr, "skill-mcp: option %s needs a value (%s)\n", o->name, o->arg);
-            return -1;
+            rc = -1;
+            goto out;
         }
-        if (set_opt(c, o, val) < 0)
-            return -1;
+        given[ngiven] = o;
+        vals[ngiven++] = val;
     }
+    for (size_t i = 0; i < ngiven; i++)
+        if (given[i]->kind == OPT_CONFIG && (rc = set_opt(c, given[i], vals[i])) < 0)
+            goto out;
+    if (c->config_file && (rc = apply_file(c, c->config_file, given, ngiven)) < 0)
+        goto out;
+    for (size_t i = 0; i < ngiven; i++) {
+        if (given[i]->kind == OPT_CONFIG)
+            continue;
+        if ((rc = set_opt(c, given[i], vals[i])) < 0)
+            goto out;
+    }
+out:
+    free(given);
+    free(vals);
+    if (rc)
+        return rc;
     if (c->nroots == 0)
-        c->roots[c->nroots++] = "./skills";
+        c->roots[c->nroots++] = cfg_default_root();
     if (c->max_scripts_per_client < 0)
         c->max_scripts_per_client = c->max_script_concurrency > 1 ? (c->max_script_concurrency + 1) / 2 : 1;
     if (!c->tls_cert != !c->tls_key) {

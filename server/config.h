@@ -11,7 +11,13 @@
 
 #define CFG_MAX_ROOTS 32
 
+/* The skills root when no --skills is given and ./skills does not exist:
+ * where `make install` and the package put the library. */
+#define CFG_INSTALLED_ROOT "/srv/skill-mcp/skills"
+#define CFG_INSTALLED_ROOT_ROFF "/srv/skill\\-mcp/skills"
+
 struct cfg {
+    const char *config_file;            /* --config FILE: YAML, the command line wins */
     const char *roots[CFG_MAX_ROOTS];   /* --skills, in order; earlier wins */
     size_t nroots;
     const char *host;                   /* --host, default 127.0.0.1 */
@@ -107,7 +113,14 @@ int cfg_parse(struct cfg *c, int argc, char **argv);
 /* The --help text on f. The subcommands' lines come from fn (main.c's
  * table), printed after the first usage line. */
 void cfg_usage(FILE *f);
-void cfg_set_usage_commands(void (*fn)(FILE *f));
+/* fn prints the subcommands: --help lines (man 0) or roff (man 1). */
+void cfg_set_usage_commands(void (*fn)(FILE *f, int man));
+/* skill-mcp(1) in roff, from the same tables as --help. */
+void cfg_man(FILE *f);
+/* s as roff text: escapes, hyphens as \-, no control character first. */
+void cfg_man_text(FILE *f, const char *s);
+/* ./skills when it is a directory, else CFG_INSTALLED_ROOT. */
+const char *cfg_default_root(void);
 
 /* 1 when host names a loopback address (127.0.0.0/8, ::1, localhost). */
 int cfg_is_loopback(const char *host);

@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "lock.h"
 #include "runner.h"
+#include "sdnotify.h"
 #include "skills.h"
 #include "util.h"
 
@@ -26,6 +27,8 @@ struct loop {
     uv_async_t stop;
     uv_work_t work;
     uv_timer_t auth_timer;      /* re-reads --auth-tokens when it changes */
+    uv_timer_t watchdog;        /* systemd's WATCHDOG=1: a hung loop stops it */
+    uint64_t watchdog_ms;
     int scanning;
     int stopping;
     uint64_t interval_ms;
@@ -63,10 +66,17 @@ static void on_auth_tick(uv_timer_t *t)
     acl_reload(l->S->acl, 0);
 }
 
+static void on_watchdog(uv_timer_t *t)
+{
+    sdn_pet();
+}
+
 static void on_stop(uv_async_t *a)
 {
     struct loop *l = a->data;
     l->stopping = 1;
+    if (l->watchdog_ms)
+        uv_close((uv_handle_t *)&l->watchdog, NULL);
     if (l->S->auth || l->S->acl)
         uv_close((uv_handle_t *)&l->auth_timer, NULL);
     if (l->S->runner)
@@ -111,6 +121,11 @@ struct loop *loop_start(struct srv *S, double interval_s)
         uv_timer_init(&l->uv, &l->timer);
         l->timer.data = l;
         uv_timer_start(&l->timer, on_tick, l->interval_ms, l->interval_ms);
+    }
+    if (sdn_watchdog_usec()) {
+        l->watchdog_ms = sdn_watchdog_usec() >= 4000 ? sdn_watchdog_usec() / 2000 : 1;
+        uv_timer_init(&l->uv, &l->watchdog);
+        uv_timer_start(&l->watchdog, on_watchdog, 0, l->watchdog_ms);
     }
     if (pthread_create(&l->thread, NULL, loop_main, l)) {
         log_error("cannot start the event loop thread");

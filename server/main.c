@@ -7,6 +7,7 @@
  * SIGHUP rescans the skills now; SIGINT/SIGTERM stop the server.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -30,6 +31,7 @@
 #include "acl.h"
 #include "runner.h"
 #include "script.h"
+#include "sdnotify.h"
 #include "shape.h"
 #include "search.h"
 #include "session.h"
@@ -174,6 +176,15 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
                  S->cfg.refresh_interval);
     else if (announce)
         log_listening(S, port);
+    /* The first snapshot is published and the listener answers: what
+     * /readyz calls ready is what systemd is told. */
+    {
+        char status[96];
+        snprintf(status, sizeof status, "serving %zu skill root(s)", S->cfg.nroots);
+        sdn_ready(status);
+    }
+    if (!announce)
+        log_debug("worker serving");
 
     int sig = 0;
     for (;;) {
@@ -195,6 +206,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     log_info("%s: draining (up to %gs)",
              sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "stdin closed",
              S->cfg.shutdown_timeout);
+    sdn_stopping();
     if (io)
         stdio_quiesce(io);
     else
@@ -253,10 +265,15 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
 struct worker {
     pid_t pid;
     uint64_t started_ns, restart_at_ns;
+    uint64_t beat_ns;           /* its last watchdog heartbeat (or its start) */
+    int ready;
     double backoff_s;
     int recent_crashes;
     uint64_t window_start_ns;
 };
+
+/* Workers' ready and heartbeat messages to the master (sdnotify.h). */
+static int notify_pipe[2] = {-1, -1};
 
 static pid_t spawn_worker(struct srv *S, int listen_fd, const sigset_t *sigs, int index)
 {
@@ -272,6 +289,10 @@ static pid_t spawn_worker(struct srv *S, int listen_fd, const sigset_t *sigs, in
             exit(0);
         S->worker = index;
         auth_set_worker(S->auth, index);
+        if (notify_pipe[1] >= 0) {
+            close(notify_pipe[0]);
+            sdn_worker(notify_pipe[1], index);
+        }
         /* The worker's threads are created here, after the fork. */
         exit(serve(S, listen_fd, sigs, 0, 0));
     }
@@ -280,22 +301,76 @@ static pid_t spawn_worker(struct srv *S, int listen_fd, const sigset_t *sigs, in
     return pid;
 }
 
+/*
+ * The master speaks for its workers to systemd: READY=1 once every worker
+ * has said it is ready, WATCHDOG=1 only while every live worker's serving
+ * loop has beaten within the watchdog period (a hung worker stops the
+ * petting, and systemd restarts the service).
+ */
+static void master_notify(struct worker *w, int n, int *announced, uint64_t *last_pet)
+{
+    char m[256];
+    ssize_t got;
+    while ((got = read(notify_pipe[0], m, sizeof m)) > 0) {
+        for (ssize_t k = 0; k + 1 < got; k += 2) {
+            int i = (unsigned char)m[k + 1];
+            if (i >= n)
+                continue;
+            w[i].beat_ns = now_ns();
+            if (m[k] == SDN_MSG_READY)
+                w[i].ready = 1;
+        }
+    }
+    int ready = 0;
+    for (int i = 0; i < n; i++)
+        ready += w[i].ready;
+    if (!*announced && ready == n) {
+        char status[96];
+        *announced = 1;
+        log_info("%d worker(s) ready", n);
+        snprintf(status, sizeof status, "READY=1\nSTATUS=%d worker(s) ready", n);
+        sdn_send(status);
+    }
+    uint64_t wd = sdn_watchdog_usec() * 1000, now = now_ns();
+    if (!wd || now - *last_pet < wd / 2)
+        return;
+    for (int i = 0; i < n; i++)
+        if (w[i].pid > 0 && now - w[i].beat_ns > wd) {
+            log_warn("worker %d (pid %d) has not beaten for %.1fs: not petting the watchdog",
+                     i, w[i].pid, (double)(now - w[i].beat_ns) / 1e9);
+            *last_pet = now;    /* warn once per half period, not every tick */
+            return;
+        }
+    *last_pet = now;
+    sdn_send("WATCHDOG=1");
+}
+
 static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int port)
 {
     int n = S->cfg.workers;
     struct worker *w = xcalloc((size_t)n, sizeof *w);
+    if (sdn_enabled() && pipe2(notify_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        log_warn("cannot create the workers' notify pipe: %s", strerror(errno));
+        notify_pipe[0] = notify_pipe[1] = -1;
+    }
     for (int i = 0; i < n; i++) {
         w[i].pid = spawn_worker(S, listen_fd, sigs, i);
-        w[i].started_ns = now_ns();
+        w[i].started_ns = w[i].beat_ns = now_ns();
         w[i].backoff_s = 1;
     }
     log_set_tag("master");
     log_listening(S, port);
-    int stopping = 0;
-    uint64_t deadline = 0;
+    int stopping = 0, announced = 0;
+    uint64_t deadline = 0, last_pet = 0;
+    /* A tick short enough to pet a watchdog of a second or less in time. */
+    long tick_ns = 200 * 1000000;
+    if (sdn_watchdog_usec() && (long)(sdn_watchdog_usec() * 1000 / 4) < tick_ns)
+        tick_ns = (long)(sdn_watchdog_usec() * 1000 / 4);
     for (;;) {
-        struct timespec ts = {0, 200 * 1000000};
+        struct timespec ts = {0, tick_ns};
         int sig = sigtimedwait(sigs, NULL, &ts);
+        if (notify_pipe[0] >= 0)
+            master_notify(w, n, &announced, &last_pet);
         if (sig == SIGHUP) {
             log_info("SIGHUP: forwarded to %d workers", n);
             for (int i = 0; i < n; i++)
@@ -303,6 +378,7 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
                     kill(w[i].pid, SIGHUP);
         } else if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
             stopping = 1;
+            sdn_stopping();
             deadline = now_ns() + (uint64_t)((S->cfg.shutdown_timeout + 5) * 1e9);
             /* New connections must be refused, not left waiting on a socket
              * no worker will accept from again. */
@@ -320,6 +396,7 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
                 if (w[i].pid != pid)
                     continue;
                 w[i].pid = 0;
+                w[i].ready = 0;
                 if (stopping)
                     break;
                 uint64_t now = now_ns();
@@ -366,12 +443,16 @@ static int supervise(struct srv *S, int listen_fd, const sigset_t *sigs, int por
         for (int i = 0; i < n; i++)
             if (!w[i].pid && now_ns() >= w[i].restart_at_ns) {
                 w[i].pid = spawn_worker(S, listen_fd, sigs, i);
-                w[i].started_ns = now_ns();
+                w[i].started_ns = w[i].beat_ns = now_ns();
                 if (w[i].pid > 0)
                     log_info("worker %d restarted (pid %d)", i, w[i].pid);
             }
     }
     free(w);
+    if (notify_pipe[0] >= 0) {
+        close(notify_pipe[0]);
+        close(notify_pipe[1]);
+    }
     return 0;
 }
 
@@ -389,15 +470,29 @@ static const struct subcommand {
      "write the discovery index and its artifacts to DIR as static files"},
     {"fetch", cli_fetch, "URL [--into DIR] [--name NAME]... [--json] ...",
      "install skills from an Agent Skills discovery index"},
-    {"validate", cli_validate, "[--json] DIR...", "lint skills against the format and the rules"},
-    {"list", cli_list, "[--json] DIR...", "show what discovery finds under each DIR"},
+    {"validate", cli_validate, "[--json] [DIR...]", "lint skills against the format and the rules"},
+    {"list", cli_list, "[--json] [DIR...]", "show what discovery finds under each DIR"},
     {"token", cli_token, "add NAME [--rpm N] --file FILE", "make a client token"},
     {"lock", cli_lock, "approve|revoke|diff|status|gc ...",
      "review and approve skill versions (--lock)"},
 };
 
-static void usage_commands(FILE *f)
+static void usage_commands(FILE *f, int man)
 {
+    if (man) {
+        for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+            fprintf(f, ".br\n.B skill\\-mcp %s\n", subcommands[i].name);
+            cfg_man_text(f, subcommands[i].args);
+            fputc('\n', f);
+        }
+        fputs(".SH COMMANDS\n", f);
+        for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+            fprintf(f, ".TP\n.B %s\n", subcommands[i].name);
+            cfg_man_text(f, subcommands[i].help);
+            fputc('\n', f);
+        }
+        return;
+    }
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         fprintf(f, "       skill-mcp %s %s\n", subcommands[i].name, subcommands[i].args);
     fprintf(f, "\ncommands:\n");
@@ -431,6 +526,7 @@ int main(int argc, char **argv)
     log_set_level((enum log_level)S.cfg.log_level);
     log_set_json(S.cfg.log_json);
     x_install_json_alloc();
+    sdn_init();
 
     /* Block the signals before any thread starts, so all inherit the mask. */
     sigemptyset(&sigs);

@@ -435,15 +435,19 @@ int tasks_take_url(struct cfg *c, int argc, char **argv)
         url = xstrdup(c->tasks_redis);
         const char *pw;
         if (url_password(url, &pw)) {
-            log_warn("the Redis password is on the command line (--tasks-redis), where other "
-                     "users may read it before it is scrubbed; use --tasks-redis-file FILE or "
-                     "the " REDIS_ENV " environment variable");
+            /* From --config the URL is in a file already: nothing to say. */
+            int on_argv = 0;
             for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--tasks-redis") && i + 1 < argc)
-                    scrub(argv[++i]);
+                    on_argv = 1, scrub(argv[++i]);
                 else if (!strncmp(argv[i], "--tasks-redis=", 14))
-                    scrub(argv[i] + 14);
+                    on_argv = 1, scrub(argv[i] + 14);
             }
+            if (on_argv)
+                log_warn("the Redis password is on the command line (--tasks-redis), where "
+                         "other users may read it before it is scrubbed; use "
+                         "--tasks-redis-file FILE, the " REDIS_ENV " environment variable or "
+                         "--config FILE");
         }
     } else if (from_env && c->enable_tasks) {
         /* Only with tasks on: an environment shared with other services

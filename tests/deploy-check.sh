@@ -58,21 +58,47 @@ else
         ok "systemd: security --offline exposure $score (<= 2.5)"
     else bad "systemd: security --offline exposure '${score:-?}' (want <= 2.5)" "$(tail -3 <<<"$out")"; fi
 fi
+conf="$dep/systemd/config.yaml"
 missing=""
-for d in DynamicUser=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes \
+for d in Type=notify User=skill-mcp DynamicUser=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes \
          'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' LockPersonality=yes \
-         SystemCallArchitectures=native ReadOnlyPaths=/srv/skills KillMode=mixed \
+         SystemCallArchitectures=native ReadOnlyPaths=/srv/skill-mcp/skills KillMode=mixed \
          'ExecReload=/bin/kill -HUP $MAINPID' Restart=on-failure; do
     grep -qxF "$d" "$unit" || missing="$missing [$d]"
 done
-grep -q -- '--workers' "$unit" || missing="$missing [--workers]"
+grep -qxF 'ExecStart=/usr/local/bin/skill-mcp --config /etc/skill-mcp/config.yaml' "$unit" ||
+    missing="$missing [ExecStart with --config /etc/skill-mcp/config.yaml]"
+grep -qE '^WatchdogSec=[1-9][0-9]*$' "$unit" || missing="$missing [WatchdogSec=]"
+grep -qE '^workers: [2-9]' "$conf" || missing="$missing [workers: in config.yaml]"
 grep -q '^MemoryDenyWriteExecute=yes' "$unit" && missing="$missing [MemoryDenyWriteExecute must stay off: node JIT]"
 if [ -z "$missing" ]; then ok "systemd: hardening directives present"; else bad "systemd: directives$missing"; fi
 stop="$(sed -n 's/^TimeoutStopSec=\([0-9]*\)$/\1/p' "$unit")"
-grace="$(grep -o -- '--shutdown-timeout [0-9]*' "$unit" | awk '{print $2}')"
+grace="$(sed -n 's/^shutdown-timeout: *\([0-9]*\).*/\1/p' "$conf")"
 if [ -n "$stop" ] && [ -n "$grace" ] && [ "$stop" -gt $((grace + 5)) ]; then
-    ok "systemd: TimeoutStopSec=$stop > --shutdown-timeout $grace + 5"
-else bad "systemd: TimeoutStopSec '$stop' must exceed --shutdown-timeout '$grace' + 5"; fi
+    ok "systemd: TimeoutStopSec=$stop > shutdown-timeout $grace + 5"
+else bad "systemd: TimeoutStopSec '$stop' must exceed shutdown-timeout '$grace' (config.yaml) + 5"; fi
+# The unit's config file loads: the binary starts on it (port and skills
+# moved to this machine's) and answers /readyz.
+sed -e "s#^port: .*#port: 0#" -e "s#^skills: .*#skills: [$repo/skills]#" "$conf" >"$tmp/config.yaml"
+"$bin" --config "$tmp/config.yaml" --log-format text 2>"$tmp/conf.log" &
+cpid=$!
+cport=""
+for _ in $(seq 1 100); do
+    cport="$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\)/mcp.*#\1#p' "$tmp/conf.log")"
+    [ -n "$cport" ] && break
+    kill -0 $cpid 2>/dev/null || break
+    sleep 0.1
+done
+if [ -n "$cport" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$cport/readyz")" = 200 ] &&
+   grep -q '(2 worker(s) x 8 threads' "$tmp/conf.log"; then
+    ok "systemd: skill-mcp serves with deploy/systemd/config.yaml (2 workers x 8 threads)"
+else bad "systemd: skill-mcp with deploy/systemd/config.yaml" "$(cat "$tmp/conf.log")"; fi
+kill -TERM $cpid 2>/dev/null; wait $cpid 2>/dev/null
+# The full example in docs/deploy.md is this file, word for word.
+doc="$(awk '/^## Configuration file/{s=1} s&&/^```yaml/{f=1;next} f&&/^```/{exit} f' "$repo/docs/deploy.md")"
+if [ "$doc" = "$(cat "$conf")" ]; then ok "systemd: docs/deploy.md's example is deploy/systemd/config.yaml"
+else bad "systemd: docs/deploy.md's config example differs from deploy/systemd/config.yaml" \
+    "$(diff <(echo "$doc") "$conf")"; fi
 
 # ---- nginx -------------------------------------------------------------------
 ngx="$dep/nginx/skill-mcp.conf"
@@ -235,7 +261,8 @@ if [ -z "$miss" ]; then ok "docker: runtime stage provides every library the bin
 else bad "docker: runtime stage lacks libraries from:$miss"; fi
 # The build stage's COPY set and commands, run here (same Debian 12 packages).
 b="$tmp/docker-build"; mkdir -p "$b/src"
-(cd "$repo" && cp -R Makefile VERSION server skills hooks "$b/src/")
+(cd "$repo" && cp -R Makefile VERSION server skills hooks "$b/src/" &&
+    mkdir -p "$b/src/deploy" && cp -R deploy/systemd "$b/src/deploy/")
 if out="$(cd "$b/src" && make -j"$(nproc)" 2>&1 && make install PREFIX=/usr/local DESTDIR="$b/out" 2>&1)" \
     && [ -x "$b/out/usr/local/bin/skill-mcp" ] && [ -d "$b/out/usr/local/share/skill-mcp/skills" ]; then
     ok "docker: build stage (COPY set + make + make install DESTDIR=/out) works from the copied files"
@@ -328,9 +355,46 @@ EOF
     fi
 fi
 
+# ---- man page ----------------------------------------------------------------
+# skill-mcp(1) comes from --help-man, the table --help prints: every option
+# and command of --help is in the rendered page, and groff has nothing to
+# say about it.
+man1="$tmp/skill-mcp.1"
+"$bin" --help-man >"$man1"
+if ! command -v groff >/dev/null || ! command -v man >/dev/null; then
+    bad "man: groff and man missing (tests/deps.sh test installs groff-base and man-db)"
+else
+    w="$( { groff -man -Tutf8 -ww -z "$man1"; MANWIDTH=100 LC_ALL=C man -l "$man1" >/dev/null; } 2>&1)"
+    [ -z "$w" ] && ok "man: groff -ww and man -l render skill-mcp(1) without warnings" || bad "man: warnings" "$w"
+    page="$(MANWIDTH=200 LC_ALL=C man -l "$man1" 2>/dev/null | sed 's/.\x08//g')"
+    want="$("$bin" --help | sed -n 's/^  \(--[a-z][a-z-]*\).*/\1/p; s/^  \([a-z][a-z]*\)  .*/\1/p')"
+    absent=""
+    # each as an item of its own (the tag at the page's indent), not just named in prose
+    # (an option's tag line is the option and its argument alone)
+    for f in $want; do
+        # a tag shorter than the indent shares its line with the text
+        if [ ${#f} -lt 7 ]; then re="^       $f +[^ ]"; else re="^       $f( [^ ]+)?$"; fi
+        grep -qE -- "$re" <<<"$page" || absent="$absent $f"
+    done
+    if [ "$(wc -w <<<"$want")" -gt 60 ] && [ -z "$absent" ]; then
+        ok "man: all $(wc -w <<<"$want") options and commands of --help are in the page"
+    else bad "man: missing from the page:${absent:- (no options read from --help)}"; fi
+    # and what --help says of each option is what the page says
+    h="$("$bin" --help | sed -n 's/^  --tasks-redis-file FILE *//p')"
+    grep -qF "$h" <<<"$(tr -s ' \n' '  ' <<<"$page")" && ok "man: the help text is the same text" ||
+        bad "man: --tasks-redis-file's help text not in the page" "$h"
+fi
+bdir="$(dirname "$bin")"
+rm -f "$bdir/skill-mcp.1"
+mo="$(cd "$repo" && make -s man BUILD="$bdir" 2>&1)"
+if [ -s "$bdir/skill-mcp.1" ] && cmp -s "$bdir/skill-mcp.1" <("$bin" --help-man); then
+    ok "man: make man writes BUILD/skill-mcp.1 from the binary"
+else bad "man: make man" "$mo"; fi
+
 # ---- flags used in deploy/ exist -----------------------------------------------
 help="$("$bin" --help 2>&1)"
-used="$( { sed -n '/^ExecStart=/,/[^\\]$/p' "$unit"; grep -A3 '^CMD' "$df"; echo "${k8sargs:-}"; } \
+used="$( { sed -n '/^ExecStart=/,/[^\\]$/p' "$unit"; grep -A3 '^CMD' "$df"; echo "${k8sargs:-}";
+          sed -n 's/^#* *\([a-z][a-z-]*\):.*/--\1/p' "$conf"; } \
     | grep -oE -- '--[a-z][a-z-]+' | sort -u)"
 unknown=""
 for f in $used; do grep -qE -- "(^|[ ,])$f([ =,]|$)" <<<"$help" || unknown="$unknown $f"; done

@@ -8,7 +8,7 @@ what=${1:-build}
 pkgs=(gcc make pkg-config libmicrohttpd-dev libjansson-dev libyaml-dev libuv1-dev
       libpcre2-dev libssl-dev libarchive-dev libhiredis-dev libcurl4-openssl-dev libjose-dev)
 if [ "$what" = test ]; then
-    pkgs+=(python3 curl git ca-certificates clang libclang-rt-14-dev wrk iproute2 openssl util-linux bubblewrap valgrind nginx haproxy systemd redis-server chromium-headless-shell)
+    pkgs+=(python3 curl git ca-certificates clang libclang-rt-14-dev wrk iproute2 openssl util-linux bubblewrap valgrind nginx haproxy systemd redis-server chromium-headless-shell groff-base man-db)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

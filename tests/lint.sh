@@ -30,6 +30,7 @@ declare -A prefix=(
     [yamlcore]='yc_'
     [accesslog]='accesslog_'
     [notify]='notify_'
+    [cfgfile]='cfgfile_' [sdnotify]='sdn_'
 )
 bad=0
 for o in "$build"/obj/*.o; do

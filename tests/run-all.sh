@@ -36,6 +36,7 @@ run lint tests/lint.sh build
 run selftest tests/selftest.sh
 run skills bash tests/fakeapi/run_examples.sh
 run deploy bash tests/deploy-check.sh build/skill-mcp
+run deb bash tests/deb-check.sh build/skill-mcp
 run acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
 run docs-commands node tests/docs-commands.mjs build/skill-mcp
 if make -s $J asan-build >/dev/null; then

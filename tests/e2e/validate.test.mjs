@@ -75,10 +75,7 @@ test('validate --json on a fixture: every finding has severity, rule, file, line
 
 test('validate: warnings only exit 0; usage errors exit 2', opts, () => {
   assert.equal(cli(['validate', `${DATA}/exec-mode`]).code, 0);
-  let r = cli(['validate']);
-  assert.equal(r.code, 2);
-  assert.match(r.stderr, /no DIR/);
-  r = cli(['validate', `${DATA}/no-such-dir`]);
+  let r = cli(['validate', `${DATA}/no-such-dir`]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /not a readable directory/);
   assert.equal(cli(['validate', '--bogus', 'skills']).code, 2);
@@ -109,8 +106,29 @@ test('list --json: shadowed, broken and name-differs flags', opts, () => {
   assert.deepEqual(doc.summary, { roots: 4, served: 4, shadowed: 1, broken: 1 });
 });
 
-test('list: no DIR or an unreadable DIR exits 2', opts, () => {
-  assert.equal(cli(['list']).code, 2);
+test('validate and list without DIR: ./skills like the server, else the installed root', opts, () => {
+  let r = cli(['list']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`${BUNDLED.length} served, 0 shadowed, 0 broken`));
+  r = cli(['validate']);
+  assert.equal(r.code, 0, r.stderr);
+  // Elsewhere the default is /srv/skill-mcp/skills: named when it is absent.
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nodir-'));
+  try {
+    for (const sub of ['list', 'validate']) {
+      r = spawnSync(BIN, [sub], { cwd: empty, encoding: 'utf8', timeout: 20_000 });
+      if (fs.existsSync('/srv/skill-mcp/skills')) assert.notEqual(r.status, null);
+      else {
+        assert.equal(r.status, 2, r.stderr);
+        assert.match(r.stderr, /\/srv\/skill-mcp\/skills is not a readable directory/);
+      }
+    }
+  } finally {
+    fs.rmSync(empty, { recursive: true, force: true });
+  }
+});
+
+test('list: an unreadable DIR exits 2', opts, () => {
   assert.equal(cli(['list', `${DATA}/no-such-dir`]).code, 2);
 });
 

@@ -470,9 +470,10 @@ TEST(exit_codes)
     CHECK(strstr(out, "some-folder/SKILL.md:3: error: name 'other-name' differs"));
     free(out);
 
-    CHECK_EQ(run(0, NULL, 0, NULL, &err), 2);
-    CHECK(strstr(err, "no DIR"));
-    free(err);
+    /* no DIR: the server's default root, ./skills here (the bundled skills) */
+    CHECK_EQ(run(1, NULL, 0, &out, NULL), 0);
+    CHECK(strstr(out, "8 served, 0 shadowed, 0 broken"));
+    free(out);
     const char *missing[] = {DATA "/clean", DATA "/no-such-dir"};
     CHECK_EQ(run(0, missing, 2, NULL, &err), 2);
     CHECK(strstr(err, "no-such-dir is not a readable directory"));
@@ -485,8 +486,10 @@ TEST(exit_codes)
     CHECK_EQ(run(0, help, 1, NULL, &err), 0);
     CHECK(strstr(err, "usage: skill-mcp validate"));
     free(err);
-    CHECK_EQ(run(1, NULL, 0, NULL, &err), 2);
-    free(err);
+    const char *nodir[] = {"--json"};
+    CHECK_EQ(run(0, nodir, 1, &out, NULL), 0);
+    CHECK(strstr(out, "\"errors\": 0") || strstr(out, "\"errors\":0"));
+    free(out);
 }
 
 TEST(json_output_shape)
