@@ -12,11 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "call.h"
+#include "envelope.h"
 #include "jail.h"
+#include "json.h"
 #include "lock.h"
 #include "proto.h"
+#include "rcache.h"
 #include "resources.h"
 #include "skills.h"
 #include "util.h"
@@ -193,6 +197,20 @@ int res_read(struct call *c)
         rc = not_found(c, uri, why);
         goto out;
     }
+    /* A listed file, with no lock in force, reads the same until it
+     * changes: its reply is kept with the entry (rcache.h). */
+    long fi = call_snapshot(c)->gate ? -1 : rcache_file_index(k, path);
+    enum rcache_kind kind = c->modern ? RCACHE_RES_MODERN : RCACHE_RES_LEGACY;
+    struct stat st = {0};
+    if (fi >= 0) {
+        size_t hl;
+        const char *hit = rcache_file_get(k, (size_t)fi, kind, uri, &hl, &st);
+        if (hit) {
+            call_raw(c, hit, hl, NULL);
+            rc = 0;
+            goto out;
+        }
+    }
     struct jail_file f;
     int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
     if (r < 0) {
@@ -226,8 +244,27 @@ int res_read(struct call *c)
         item = json_pack("{s:s, s:s, s:s}", "uri", uri, "mimeType", mime, "blob", b64);
         free(b64);
     }
+    int64_t size = f.size;
     jail_file_cleanup(&f);
-    call_result(c, json_pack("{s:[o]}", "contents", item));
+    json_t *result = json_pack("{s:[o]}", "contents", item);
+    if (fi >= 0 && st.st_mode && (int64_t)st.st_size == size) {
+        /* rendered as call_finish would (env_result), once */
+        if (c->modern)
+            env_decorate_modern(result, c->S->ttl_ms);
+        size_t n;
+        char *bytes = jf_dumps(result, &n);
+        json_decref(result);
+        if (!bytes) {
+            rc = call_error(c, RPC_INTERNAL_ERROR, NULL,
+                            "Internal error: the result is not valid JSON");
+            goto out;
+        }
+        rcache_file_put(k, (size_t)fi, kind, uri, &st, bytes, n);
+        call_raw(c, bytes, n, bytes);
+        rc = 0;
+        goto out;
+    }
+    call_result(c, result);
     c->out.cacheable = 1;
     rc = 0;
 out:

@@ -24,6 +24,7 @@ declare -A prefix=(
     [util]='(x|x_|err_|buf_|log_|now_|utf8_|hash_|hex_|pct_|iso_|list_)'
     [script_env]='script_'
     [redact]='redact_'
+    [rcache]='rcache_'
     [oauth]='oauth_' [jwt]='jwt_'
 )
 bad=0
