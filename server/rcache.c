@@ -29,8 +29,25 @@ struct rc_file {
     char data[];            /* the reply, NUL, the argument it answers, NUL */
 };
 
+/* One file as a whole-skill reply saw it: ctime too, as the manifest's
+ * digests do (a restored mtime must not hide an edit). */
+struct rc_stamp {
+    dev_t dev;
+    ino_t ino;
+    int64_t mtime_ns, ctime_ns, size;
+};
+
+struct rc_entry {
+    struct rc_entry *older; /* as rc_file's */
+    unsigned depth;
+    size_t n, len, size;
+    struct rc_stamp *st;    /* n stamps: SKILL.md, then every listed file */
+    char data[];            /* the reply (the stamps follow it) */
+};
+
 struct rcache_files {
-    _Atomic(struct rc_file *) slot[1];  /* RCACHE_KINDS per file */
+    _Atomic(struct rc_entry *) entry[RCACHE_ENTRY_KINDS];
+    _Atomic(struct rc_file *) slot[];   /* RCACHE_KINDS per file */
 };
 
 static atomic_size_t files_bytes;
@@ -90,6 +107,22 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
     return r->data;
 }
 
+/* k's table of slots, made by the first reply kept. */
+static struct rcache_files *files_of(struct skill *k)
+{
+    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
+    if (f)
+        return f;
+    struct rcache_files *mine =
+        xcalloc(1, sizeof *mine + RCACHE_KINDS * k->nfiles * sizeof mine->slot[0]);
+    struct rcache_files *none = NULL;
+    if (atomic_compare_exchange_strong_explicit(&k->rfiles, &none, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    free(mine);
+    return none;
+}
+
 int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const char *arg,
                     const struct stat *st, const char *bytes, size_t len)
 {
@@ -99,18 +132,7 @@ int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const cha
     key_of(st, &key);
     if (now_wall_ms() * 1000000ll - key.mtime_ns < RACY_NS)
         return 0;
-    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
-    if (!f) {
-        struct rcache_files *mine = xcalloc(RCACHE_KINDS * k->nfiles, sizeof f->slot[0]);
-        struct rcache_files *none = NULL;
-        if (atomic_compare_exchange_strong_explicit(&k->rfiles, &none, mine,
-                                                    memory_order_acq_rel, memory_order_acquire))
-            f = mine;
-        else {
-            free(mine);
-            f = none;
-        }
-    }
+    struct rcache_files *f = files_of(k);
     _Atomic(struct rc_file *) *slot = &f->slot[fi * RCACHE_KINDS + kind];
     struct rc_file *old = atomic_load_explicit(slot, memory_order_acquire);
     size_t al = strlen(arg);
@@ -148,6 +170,15 @@ void rcache_files_free(struct rcache_files *f, size_t nfiles)
 {
     if (!f)
         return;
+    for (size_t i = 0; i < RCACHE_ENTRY_KINDS; i++) {
+        struct rc_entry *e = atomic_load(&f->entry[i]);
+        while (e) {
+            struct rc_entry *older = e->older;
+            atomic_fetch_sub(&files_bytes, e->size);
+            free(e);
+            e = older;
+        }
+    }
     for (size_t i = 0; i < RCACHE_KINDS * nfiles; i++) {
         struct rc_file *r = atomic_load(&f->slot[i]);
         while (r) {
@@ -158,6 +189,95 @@ void rcache_files_free(struct rcache_files *f, size_t nfiles)
         }
     }
     free(f);
+}
+
+/* ---- whole-skill replies ----------------------------------------------------- */
+
+/*
+ * The stamps of SKILL.md and every listed file into st[0 .. 1 + nfiles):
+ * 0, or -1 when one cannot be taken, is not a regular file, or changed
+ * within RACY_NS (then nothing is kept).
+ */
+static int stamp_all(const struct skill *k, struct rc_stamp *st)
+{
+    char path[PATH_MAX];
+    int64_t now = now_wall_ms() * 1000000ll;
+    for (size_t i = 0; i <= k->nfiles; i++) {
+        struct stat sb;
+        if ((i && full_path(path, k->dir, k->files[i - 1].path) < 0) ||
+            fstatat(AT_FDCWD, i ? path : k->md_path, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(sb.st_mode))
+            return -1;
+        st[i].dev = sb.st_dev;
+        st[i].ino = sb.st_ino;
+        st[i].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+        st[i].ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+        st[i].size = (int64_t)sb.st_size;
+        if (now - st[i].mtime_ns < RACY_NS || now - st[i].ctime_ns < RACY_NS)
+            return -1;
+    }
+    return 0;
+}
+
+struct rcache_stamps {
+    size_t n;
+    int ok;
+    struct rc_stamp st[];
+};
+
+const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
+                             struct rcache_stamps **stamps)
+{
+    *stamps = NULL;
+    if (k->nfiles > RCACHE_ENTRY_FILES)
+        return NULL;
+    struct rcache_stamps *s = xmalloc(sizeof *s + (k->nfiles + 1) * sizeof s->st[0]);
+    s->n = k->nfiles + 1;
+    s->ok = stamp_all(k, s->st) == 0;
+    *stamps = s;
+    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
+    struct rc_entry *e = f ? atomic_load_explicit(&f->entry[kind], memory_order_acquire) : NULL;
+    if (!s->ok || !e || e->n != s->n || memcmp(e->st, s->st, s->n * sizeof s->st[0]))
+        return NULL;
+    *len = e->len;
+    return e->data;
+}
+
+int rcache_entry_put(struct skill *k, unsigned kind, const struct rcache_stamps *stamps,
+                     const char *bytes, size_t len)
+{
+    if (!stamps || !stamps->ok || len > RCACHE_FILE_MAX)
+        return 0;
+    struct rcache_files *f = files_of(k);
+    _Atomic(struct rc_entry *) *slot = &f->entry[kind];
+    struct rc_entry *old = atomic_load_explicit(slot, memory_order_acquire);
+    unsigned depth = old ? old->depth + 1 : 0;
+    if (depth >= RCACHE_FILE_VERSIONS)
+        return 0;
+    size_t sts = stamps->n * sizeof stamps->st[0];
+    size_t pad = (len + 1 + 7) & ~(size_t)7;
+    size_t size = sizeof(struct rc_entry) + pad + sts;
+    if (atomic_fetch_add(&files_bytes, size) + size > RCACHE_FILES_BYTES) {
+        atomic_fetch_sub(&files_bytes, size);
+        return 0;
+    }
+    struct rc_entry *e = xmalloc(size);
+    e->older = old;
+    e->depth = depth;
+    e->n = stamps->n;
+    e->len = len;
+    e->size = size;
+    memcpy(e->data, bytes, len);
+    e->data[len] = '\0';
+    e->st = (struct rc_stamp *)(void *)(e->data + pad);
+    memcpy(e->st, stamps->st, sts);
+    if (!atomic_compare_exchange_strong_explicit(slot, &old, e, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        atomic_fetch_sub(&files_bytes, size);
+        free(e);
+        return 0;
+    }
+    return 1;
 }
 
 size_t rcache_files_bytes(void)

@@ -72,6 +72,29 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
 int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const char *arg,
                     const struct stat *st, const char *bytes, size_t len);
 
+/*
+ * Whole-skill replies (skills/get, per era), kept with the entry the same
+ * way, but served only while SKILL.md and every listed file have the stat
+ * they had (device, inode, mtime, ctime, size): a hit costs one fstatat()
+ * per file. Entries of more than RCACHE_ENTRY_FILES files are not kept.
+ */
+#define RCACHE_ENTRY_KINDS 2
+#define RCACHE_ENTRY_FILES 64
+struct rcache_stamps;
+
+/*
+ * The kept reply of kind for k, or NULL. *stamps (free() it) gets the files'
+ * stamps as seen now, taken before the caller renders: pass them to
+ * rcache_entry_put.
+ */
+const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
+                             struct rcache_stamps **stamps);
+/* Keeps bytes as k's reply of kind; 0 when refused (a file changed within
+ * the last second or could not be stamped, the slot's renders are spent,
+ * too large, the budget). */
+int rcache_entry_put(struct skill *k, unsigned kind, const struct rcache_stamps *stamps,
+                     const char *bytes, size_t len);
+
 /* Frees an entry's slots (scan.c, when the entry goes). */
 void rcache_files_free(struct rcache_files *f, size_t nfiles);
 

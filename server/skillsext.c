@@ -22,10 +22,13 @@
 #include <string.h>
 
 #include "call.h"
+#include "envelope.h"
 #include "jail.h"
+#include "json.h"
 #include "lock.h"
 #include "manifest.h"
 #include "proto.h"
+#include "rcache.h"
 #include "resources.h"
 #include "skills.h"
 #include "skillsext.h"
@@ -289,15 +292,43 @@ int skillsext_get(struct call *c)
     free(owned);
     if (!canonical)
         return unknown_skill(c, uri, "a skill is named by skill://<qualified-name>/SKILL.md");
+    /* With no lock in force the entry depends only on the skill's files:
+     * kept with the entry while none of them changes (rcache.h). */
+    int keep = !call_snapshot(c)->gate;
+    struct rcache_stamps *stamps = NULL;
+    if (keep) {
+        size_t hl;
+        const char *hit = rcache_entry_get(k, c->modern ? 1 : 0, &hl, &stamps);
+        if (hit) {
+            free(stamps);
+            call_raw(c, hit, hl, NULL);
+            return 0;
+        }
+    }
     char tmp[300];
     const char *unlisted = unlisted_reason(k, tmp, sizeof tmp);
     char extra[400];
     if (unlisted)
         snprintf(extra, sizeof extra, "not in skills/list: %s", unlisted);
     json_t *e = entry_of(k, unlisted ? extra : NULL, &why);
-    if (!e)
+    if (!e) {
+        free(stamps);
         return unknown_skill(c, uri, why);
-    cacheable(c, json_pack("{s:o}", "skill", e));
+    }
+    json_t *r = json_pack("{s:o}", "skill", e);
+    cacheable(c, r);
+    if (keep && stamps) {
+        /* rendered as call_finish would (env_result), once */
+        if (c->modern && c->S->ttl_ms >= 0)
+            env_decorate_modern(r, c->S->ttl_ms);
+        size_t n;
+        char *bytes = jf_dumps(r, &n);
+        if (bytes) {
+            rcache_entry_put(k, c->modern ? 1 : 0, stamps, bytes, n);
+            call_raw(c, bytes, n, bytes);
+        }
+    }
+    free(stamps);
     return 0;
 }
 

@@ -174,6 +174,52 @@ TEST(file_renders_bounded)
     skills_release(s);
 }
 
+/* A whole-skill reply (skills/get) holds while none of the skill's files
+ * changes, and is dropped by an edit to any one of them. */
+TEST(entry_reply_until_any_file_changes)
+{
+    static const char *const files[] = {"SKILL.md", "references/a.md", "assets/b.bin",
+                                        "utf8.txt", "scripts/run.py"};
+    char rel[128];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(rel, sizeof rel, "skills/x/%s", files[i]);
+        age(rel, 60, 0);
+    }
+    usleep(1100 * 1000);    /* ctime, which no one can set back, settles too */
+    struct snapshot *s = skills_acquire(S.skills);
+    int amb;
+    struct skill *k = skills_find(s, "x", 1, &amb);
+    CHECK(k && k->nfiles == 4);
+    struct rcache_stamps *st;
+    size_t len;
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    CHECK_EQ(rcache_entry_put(k, 0, st, "whole reply", 11), 1);
+    free(st);
+    const char *hit = rcache_entry_get(k, 0, &len, &st);
+    free(st);
+    CHECK(hit);
+    CHECK_MEM(hit, len, "whole reply");
+    CHECK(!rcache_entry_get(k, 1, &len, &st));     /* the other era is its own */
+    free(st);
+    /* One listed file touched (content and size as they were), then left
+     * to settle: its stamp differs. */
+    age("skills/x/assets/b.bin", 20, 0);
+    usleep(1100 * 1000);
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    CHECK_EQ(rcache_entry_put(k, 0, st, "again", 5), 1);
+    free(st);
+    hit = rcache_entry_get(k, 0, &len, &st);
+    free(st);
+    CHECK(hit);
+    CHECK_MEM(hit, len, "again");
+    /* Touched just now (ctime moved): neither served nor kept. */
+    age("skills/x/assets/b.bin", 10, 0);
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    CHECK_EQ(rcache_entry_put(k, 0, st, "fresh", 5), 0);
+    free(st);
+    skills_release(s);
+}
+
 TEST(pages_never_cross_views)
 {
     struct rcache_pages *p = rcache_pages_new(4, 2, 1 << 20);
@@ -298,6 +344,7 @@ int main(void)
     RUN(file_reply_max_bytes);
     RUN(file_reply_size_cap);
     RUN(file_renders_bounded);
+    RUN(entry_reply_until_any_file_changes);
     RUN(pages_never_cross_views);
     RUN(list_pages_per_view_and_snapshot);
     RUN(pages_bounded);
