@@ -197,9 +197,10 @@ int res_read(struct call *c)
         rc = not_found(c, uri, why);
         goto out;
     }
-    /* A listed file, with no lock in force, reads the same until it
-     * changes: its reply is kept with the entry (rcache.h). */
-    long fi = call_snapshot(c)->gate ? -1 : rcache_file_index(k, path);
+    /* A listed file, with no lock in force and no --redact file (whose
+     * patterns change on SIGHUP), reads the same until it changes: its
+     * reply is kept with the entry (rcache.h). */
+    long fi = call_snapshot(c)->gate || c->S->cfg.redact_file ? -1 : rcache_file_index(k, path);
     enum rcache_kind kind = c->modern ? RCACHE_RES_MODERN : RCACHE_RES_LEGACY;
     struct stat st = {0};
     if (fi >= 0) {

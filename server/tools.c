@@ -1194,8 +1194,9 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     if ((why = jail_check(path, plen)))
         return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
     /* A listed file read whole, with no lock in force (whose check reads
-     * the file), answers the same until the file changes: kept per entry. */
-    long fi = c->snap->gate ? -1 : rcache_file_index(k, path);
+     * the file) and no --redact file (its patterns change on SIGHUP),
+     * answers the same until the file changes: kept per entry. */
+    long fi = c->snap->gate || c->S->cfg.redact_file ? -1 : rcache_file_index(k, path);
     enum rcache_kind kind = c->modern ? RCACHE_TOOL_MODERN : RCACHE_TOOL_LEGACY;
     struct stat st = {0};
     if (fi >= 0) {

@@ -97,6 +97,26 @@ TEST(file_reply_kept_then_edited)
     age("skills/x/references/a.md", 60, 0);
 }
 
+/* With --redact FILE (patterns swapped on SIGHUP) a reply is never kept. */
+TEST(file_reply_not_kept_with_redact_file)
+{
+    puts_("skills/x/utf8.txt", "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80");
+    age("skills/x/utf8.txt", 60, 0);
+    const char *saved = S.cfg.redact_file;
+    S.cfg.redact_file = "/nonexistent/patterns";
+    for (int i = 0; i < 2; i++) {
+        json_t *r = call_tool("read_skill_file", "{\"name\":\"x\",\"path\":\"utf8.txt\"}", NULL);
+        CHECK(content_of(r));
+        CHECK(!last_borrowed);
+        json_decref(r);
+    }
+    S.cfg.redact_file = saved;
+    json_decref(call_tool("read_skill_file", "{\"name\":\"x\",\"path\":\"utf8.txt\"}", NULL));
+    json_t *r = call_tool("read_skill_file", "{\"name\":\"x\",\"path\":\"utf8.txt\"}", NULL);
+    CHECK(last_borrowed);
+    json_decref(r);
+}
+
 TEST(file_reply_max_bytes)
 {
     age("skills/x/references/a.md", 60, 0);
@@ -341,6 +361,7 @@ int main(void)
     age("skills/x/references/a.md", 60, 0);
     server_up();
     RUN(file_reply_kept_then_edited);
+    RUN(file_reply_not_kept_with_redact_file);
     RUN(file_reply_max_bytes);
     RUN(file_reply_size_cap);
     RUN(file_renders_bounded);
