@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per request of the tools whose replies carry text, under
-# callgrind: list_skills, load_skill(section) and read_skill_file of an
-# 18 KB reference, on the bundled skills (or DIR). Same method as
-# profile.sh: one HTTP thread under valgrind; for each call 5 warm-up
+# callgrind: list_skills, list_skills(query), load_skill, load_skill(section),
+# read_skill_file and resources/read of an 18 KB reference, and skills/get,
+# on the bundled skills (or DIR). Same method as profile.sh: one HTTP thread under valgrind; for each call 5 warm-up
 # requests, then counters zeroed (callgrind_control -z), exactly K requests
 # on one keep-alive connection (build/bench/mcpc), counters dumped (-d).
 #
@@ -34,12 +34,21 @@ for _ in $(seq 600); do
     sleep 0.5
 done
 
+rpc() { printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}' "$1" "$2"; }
 declare -a NAMES BODIES
 NAMES+=("list_skills");         BODIES+=("$(call list_skills '')")
+NAMES+=('list_skills(query "profile a csv spreadsheet")')
+BODIES+=("$(call list_skills ',"arguments":{"query":"profile a csv spreadsheet"}')")
+NAMES+=('load_skill(csv-profile)')
+BODIES+=("$(call load_skill ',"arguments":{"name":"csv-profile"}')")
 NAMES+=('load_skill(csv-profile, section "usage")')
 BODIES+=("$(call load_skill ',"arguments":{"name":"csv-profile","section":"usage"}')")
 NAMES+=('read_skill_file(api-fetch, references/hangs.md)')
 BODIES+=("$(call read_skill_file ',"arguments":{"name":"api-fetch","path":"references/hangs.md"}')")
+NAMES+=('resources/read(skill://api-fetch/references/hangs.md)')
+BODIES+=("$(rpc resources/read '{"uri":"skill://api-fetch/references/hangs.md"}')")
+NAMES+=('skills/get(skill://csv-profile/SKILL.md)')
+BODIES+=("$(rpc skills/get '{"uri":"skill://csv-profile/SKILL.md"}')")
 for i in "${!NAMES[@]}"; do
     build/bench/mcpc run "$PORT" 5 "${BODIES[$i]}" >/dev/null
     callgrind_control -z "$VG" >/dev/null

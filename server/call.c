@@ -11,6 +11,7 @@
 #include "acl.h"
 #include "envelope.h"
 #include "hooks.h"
+#include "json.h"
 #include "proto.h"
 #include "session.h"
 #include "skills.h"
@@ -186,6 +187,22 @@ int call_pending(const struct call *c)
     return c->out.kind == CALL_RUN || c->out.kind == CALL_WAIT;
 }
 
+/* What a caller with a view (--acl) sees is not what another would: no
+ * shared cache may keep it, whichever era named the scope. */
+static void private_scope(const struct call *c, json_t *result)
+{
+    if (c->view && json_object_get(result, "cacheScope"))
+        json_object_set_new(result, "cacheScope", json_string("private"));
+}
+
+char *call_render_kept(struct call *c, json_t *result, size_t *len)
+{
+    if (c->modern)
+        env_decorate_modern(result, c->S->ttl_ms);
+    private_scope(c, result);
+    return jf_dumps(result, len);
+}
+
 /* The outcome as the bytes of its JSON-RPC response (NULL for none). */
 static char *render(struct call *c, size_t *len)
 {
@@ -196,11 +213,10 @@ static char *render(struct call *c, size_t *len)
     case CALL_RESULT: {
         int64_t ttl = o->cacheable ? c->S->ttl_ms : -1;
         if (c->view && c->modern && ttl >= 0) {
-            /* what this caller sees is not what another would: no shared cache keeps it */
             env_decorate_modern(o->u.result, ttl);
-            json_object_set_new(o->u.result, "cacheScope", json_string("private"));
             ttl = -1;
         }
+        private_scope(c, o->u.result);
         s = env_result(c->id, o->u.result, c->modern, ttl, len);
         break;
     }

@@ -150,6 +150,10 @@ int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void call_result(struct call *c, json_t *result);
 void call_raw(struct call *c, const char *raw, size_t len, char *owned);
+/* A cacheable result rendered once, as call_finish would render it for
+ * this call (the era's members, a private scope under --acl), for a reply
+ * kept and later sent with call_raw. NULL if it cannot be dumped. */
+char *call_render_kept(struct call *c, json_t *result, size_t *len);
 void call_response(struct call *c, char *bytes, size_t len);
 void call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w));
 void call_clear(struct call *c);

@@ -12,13 +12,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "acl.h"
 #include "call.h"
+#include "envelope.h"
 #include "jail.h"
+#include "json.h"
 #include "lock.h"
 #include "notify.h"
 #include "proto.h"
+#include "rcache.h"
 #include "redact.h"
 #include "resources.h"
 #include "session.h"
@@ -199,6 +203,21 @@ int res_read(struct call *c)
         rc = not_found(c, uri, why);
         goto out;
     }
+    /* A listed file, with no lock in force and no --redact file (whose
+     * patterns change on SIGHUP), reads the same until it changes: its
+     * reply is kept with the entry (rcache.h). */
+    long fi = call_snapshot(c)->gate || c->S->cfg.redact_file ? -1 : rcache_file_index(k, path);
+    enum rcache_kind kind = c->modern ? RCACHE_RES_MODERN : RCACHE_RES_LEGACY;
+    struct stat st = {0};
+    if (fi >= 0) {
+        size_t hl;
+        const char *hit = rcache_file_get(k, (size_t)fi, kind, uri, &hl, &st);
+        if (hit) {
+            call_raw(c, hit, hl, NULL);
+            rc = 0;
+            goto out;
+        }
+    }
     struct jail_file f;
     int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
     if (r < 0) {
@@ -239,11 +258,27 @@ int res_read(struct call *c)
         free(b64);
     }
     free(red);
+    int64_t size = f.size;
     jail_file_cleanup(&f);
-    json_t *res = json_pack("{s:[o]}", "contents", item);
-    if (hits)
-        json_object_set_new(res, "_meta", json_pack("{s:o}", REDACT_META, hits));
-    call_result(c, res);
+    json_t *result = json_pack("{s:[o]}", "contents", item);
+    if (hits) {
+        /* a redacted reply is not kept: each redaction is counted as it happens */
+        json_object_set_new(result, "_meta", json_pack("{s:o}", REDACT_META, hits));
+    } else if (fi >= 0 && st.st_mode && (int64_t)st.st_size == size) {
+        size_t n;
+        char *bytes = call_render_kept(c, result, &n);
+        json_decref(result);
+        if (!bytes) {
+            rc = call_error(c, RPC_INTERNAL_ERROR, NULL,
+                            "Internal error: the result is not valid JSON");
+            goto out;
+        }
+        rcache_file_put(k, (size_t)fi, kind, uri, &st, bytes, n);
+        call_raw(c, bytes, n, bytes);
+        rc = 0;
+        goto out;
+    }
+    call_result(c, result);
     c->out.cacheable = 1;
     rc = 0;
 out:

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "frontmatter.h"
+#include "rcache.h"
 #include "search.h"
 #include "util.h"
 
@@ -59,6 +60,7 @@ static void skill_unref(struct skill *k)
     free(k->dir_paths);
     free(k->dir_keys);
     skills_body_free(atomic_load(&k->body));
+    rcache_files_free(atomic_load(&k->rfiles), k->nfiles);
     free(k);
 }
 

@@ -57,6 +57,8 @@ struct skill_body {
     _Atomic(struct skill_rendered *) *sec_rendered;
 };
 
+struct rcache_files;
+
 /* How many shapes of a list_skills card an entry keeps (tools.c). */
 #define SKILL_CARD_TIERS 7
 
@@ -103,6 +105,8 @@ struct skill {
                                                       tier, each rendered on first use */
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */
+    _Atomic(struct rcache_files *) rfiles; /* replies rendered from its files (rcache.c),
+                                              NULL until the first is kept */
 };
 
 /*

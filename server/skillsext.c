@@ -23,10 +23,13 @@
 
 #include "acl.h"
 #include "call.h"
+#include "envelope.h"
 #include "jail.h"
+#include "json.h"
 #include "lock.h"
 #include "manifest.h"
 #include "proto.h"
+#include "rcache.h"
 #include "resources.h"
 #include "skills.h"
 #include "skillsext.h"
@@ -290,15 +293,40 @@ int skillsext_get(struct call *c)
     free(owned);
     if (!canonical)
         return unknown_skill(c, uri, "a skill is named by skill://<qualified-name>/SKILL.md");
+    /* With no lock in force the entry depends only on the skill's files:
+     * kept with the entry while none of them changes (rcache.h). */
+    int keep = !call_snapshot(c)->gate;
+    struct rcache_stamps *stamps = NULL;
+    if (keep) {
+        size_t hl;
+        const char *hit = rcache_entry_get(k, c->modern ? 1 : 0, &hl, &stamps);
+        if (hit) {
+            free(stamps);
+            call_raw(c, hit, hl, NULL);
+            return 0;
+        }
+    }
     char tmp[300];
     const char *unlisted = unlisted_reason(k, tmp, sizeof tmp);
     char extra[400];
     if (unlisted)
         snprintf(extra, sizeof extra, "not in skills/list: %s", unlisted);
     json_t *e = entry_of(k, unlisted ? extra : NULL, &why);
-    if (!e)
+    if (!e) {
+        free(stamps);
         return unknown_skill(c, uri, why);
-    cacheable(c, json_pack("{s:o}", "skill", e));
+    }
+    json_t *r = json_pack("{s:o}", "skill", e);
+    cacheable(c, r);
+    if (keep && stamps) {
+        size_t n;
+        char *bytes = call_render_kept(c, r, &n);
+        if (bytes) {
+            rcache_entry_put(k, c->modern ? 1 : 0, stamps, bytes, n);
+            call_raw(c, bytes, n, bytes);
+        }
+    }
+    free(stamps);
     return 0;
 }
 

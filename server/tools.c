@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "acl.h"
@@ -27,6 +28,7 @@
 #include "envelope.h"
 #include "proto.h"
 #include "hooks.h"
+#include "rcache.h"
 #include "jail.h"
 #include "json.h"
 #include "lock.h"
@@ -51,8 +53,9 @@ struct tool_out {
     const struct shape_text *texts; /* members holding printed output, cut as JSON when
                                        they are JSON (shape_json_texts) */
     size_t ntexts;
-    const char *raw;        /* or a result rendered ahead (borrowed) */
+    const char *raw;        /* or a result rendered ahead (borrowed, or raw_owned) */
     size_t rawlen;
+    char *raw_owned;        /* raw when it is this call's to free, else NULL */
     char *dumped;           /* or the structured result already serialised, known to
                                fit the budget (owned; render_ex wraps it as is) */
     size_t dumplen;
@@ -98,6 +101,7 @@ static const struct shape_text file_texts[] = {
 struct snapshot_ext {
     char *list[2];          /* [legacy, modern] default list_skills CallToolResult bytes */
     size_t len[2];
+    struct rcache_pages *pages; /* other list_skills pages, rendered on first use */
 };
 
 /* An entry's list_skills card, rendered on first use and kept with the
@@ -957,11 +961,40 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     if (query && !*query)
         query = NULL;
-    if (c->snap->ext &&
-        list_from_cards(c->snap, c->view, query, tags, offset, (size_t)limit, o) == 0)
-        return 0;
-    o->structured = list_page(c->snap, c->view, query, tags, offset, (size_t)limit, o->budget);
-    fit_list(o, offset);
+    struct rcache_pages *pages = c->snap->ext ? c->snap->ext->pages : NULL;
+    struct buf key;
+    buf_init(&key, 0);
+    if (pages) {
+        /* A page depends on the snapshot (the cache is its own), the view,
+         * the era, the budget and these arguments, length-prefixed so no two
+         * spellings of them meet. */
+        const struct shape_budget *bu = o->budget;
+        buf_printf(&key, "%d %zu %zu %zu %ld %zu:", c->modern, bu ? bu->max_tokens : 0,
+                   bu ? bu->max_chars : 0, offset, limit, query ? strlen(query) : (size_t)0);
+        if (query)
+            buf_puts(&key, query);
+        size_t i;
+        json_t *t;
+        json_array_foreach(tags, i, t) {
+            buf_printf(&key, "%zu:", json_string_length(t));
+            buf_append(&key, json_string_value(t), json_string_length(t));
+        }
+        if (rcache_pages_get(pages, c->view, key.p, key.len, &o->raw_owned, &o->rawlen)) {
+            o->raw = o->raw_owned;
+            buf_cleanup(&key);
+            return 0;
+        }
+    }
+    if (!c->snap->ext || list_from_cards(c->snap, c->view, query, tags, offset, (size_t)limit, o) < 0) {
+        o->structured = list_page(c->snap, c->view, query, tags, offset, (size_t)limit, o->budget);
+        fit_list(o, offset);
+    }
+    if (pages) {
+        o->raw_owned = render(o, 0, c->modern, &o->rawlen);
+        o->raw = o->raw_owned;
+        rcache_pages_put(pages, c->view, key.p, key.len, o->raw, o->rawlen);
+    }
+    buf_cleanup(&key);
     return 0;
 }
 
@@ -1168,6 +1201,21 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
                        "one of the 'files' that load_skill lists.");
     if ((why = jail_check(path, plen)))
         return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+    /* A listed file read whole, with no lock in force (whose check reads
+     * the file) and no --redact file (its patterns change on SIGHUP),
+     * answers the same until the file changes: kept per entry. */
+    long fi = c->snap->gate || c->S->cfg.redact_file ? -1 : rcache_file_index(k, path);
+    enum rcache_kind kind = c->modern ? RCACHE_TOOL_MODERN : RCACHE_TOOL_LEGACY;
+    struct stat st = {0};
+    if (fi >= 0) {
+        size_t hl;
+        const char *hit = rcache_file_get(k, (size_t)fi, kind, path, &hl, &st);
+        if (hit && st.st_size <= max) {
+            o->raw = hit;
+            o->rawlen = hl;
+            return 0;
+        }
+    }
     /* read past the cut when redacting: the cut comes after, and never
      * shows the first bytes of a secret too short to be recognised */
     size_t ahead = c->S->redact ? REDACT_FILE_LOOKAHEAD : 0;
@@ -1205,6 +1253,7 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     size_t whole = n;
     if (cut)
         n = utf8_trim(data, n);
+    int64_t f_size = f.size;
     json_t *r;
     if (utf8_valid(data, n)) {
         /* validated just above: jansson need not check it again */
@@ -1229,6 +1278,13 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     if (hits)
         o->meta = json_pack("{s:o}", REDACT_META, hits);
     o->structured = r;
+    /* Only what is the same on every read: the whole file, nothing redacted
+     * (each redaction is counted as it happens). */
+    if (fi >= 0 && st.st_mode && !o->meta && !cut && (int64_t)st.st_size == f_size) {
+        o->raw_owned = render(o, 0, c->modern, &o->rawlen);
+        o->raw = o->raw_owned;
+        rcache_file_put(k, (size_t)fi, kind, path, &st, o->raw, o->rawlen);
+    }
     return 0;
 }
 
@@ -1740,6 +1796,7 @@ struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
         fit_list(&o, 0);
         e->list[modern] = render(&o, 0, modern, &e->len[modern]);
     }
+    e->pages = rcache_pages_new(RCACHE_PAGE_SETS, RCACHE_PAGE_WAYS, RCACHE_PAGES_BYTES);
     return e;
 }
 
@@ -1780,6 +1837,7 @@ void tools_ext_free(struct snapshot_ext *e)
         return;
     free(e->list[0]);
     free(e->list[1]);
+    rcache_pages_free(e->pages);
     free(e);
 }
 
@@ -1826,7 +1884,7 @@ int tools_call(struct call *call, const char *name, json_t *args)
         return 0;
     }
     if (rc == 0 && o.raw) {
-        call_raw(call, o.raw, o.rawlen, NULL);
+        call_raw(call, o.raw, o.rawlen, o.raw_owned);
     } else {
         size_t len;
         char *owned = render(&o, rc, modern, &len);

@@ -49,6 +49,33 @@ describe('reload_skills (no refresh timer)', () => {
     assert.ok(stats.index.errors >= 1);
   });
 
+  test('an edited reference is read anew, with no reload (read_skill_file, resources/read)', opts, async () => {
+    // Kept replies are served while the file's (inode, mtime, size) holds:
+    // the edit below keeps the size, so only the mtime tells it apart.
+    const ref = path.join(s.skills, 'acme', 'billing', 'references', 'refunds.md');
+    const uri = 'skill://acme/billing/references/refunds.md';
+    const old = fs.readFileSync(ref, 'utf8');
+    const ago = (sec) => new Date(Date.now() - sec * 1000);
+    fs.utimesSync(ref, ago(60), ago(60));
+    const args = { name: 'acme/billing', path: 'references/refunds.md' };
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await callOk(client, 'read_skill_file', args)).content, old);
+      assert.equal((await client.readResource({ uri })).contents[0].text, old);
+    }
+    const edited = old.replace('Check the invoice.', 'CHECK THE INVOICE.');
+    assert.equal(edited.length, old.length);
+    fs.writeFileSync(ref, edited);
+    fs.utimesSync(ref, ago(30), ago(30));
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await callOk(client, 'read_skill_file', args)).content, edited);
+      assert.equal((await client.readResource({ uri })).contents[0].text, edited);
+    }
+    // Written just now: read from the file each time until it settles.
+    fs.writeFileSync(ref, old);
+    assert.equal((await callOk(client, 'read_skill_file', args)).content, old);
+    assert.equal((await client.readResource({ uri })).contents[0].text, old);
+  });
+
   test('add, edit and remove are reported, generation increments, tools see it', opts, async () => {
     const before0 = await callOk(client, 'list_skills', {});
     // add

@@ -1,0 +1,444 @@
+/*
+ * rcache.c - the read paths' render caches (see rcache.h).
+ *
+ * Called by: the HTTP threads (tools.c, resources.c), scan.c (freeing an
+ * entry's file replies).
+ */
+#include "rcache.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "skills_int.h"
+#include "util.h"
+
+/* A file changed more recently than this is not kept: the clock file times
+ * come from ticks coarsely, so a second same-size write could keep the key. */
+#define RACY_NS 1000000000ll
+
+/* ---- file replies ----------------------------------------------------------- */
+
+struct rc_file {
+    struct fkey key;        /* the file when it was read */
+    struct rc_file *older;  /* the render this one replaced, kept while the entry lives */
+    unsigned depth;         /* renders before this one in the slot */
+    size_t len, arglen, size;   /* size: the whole allocation, for the budget */
+    char data[];            /* the reply, NUL, the argument it answers, NUL */
+};
+
+/* One file as a whole-skill reply saw it: ctime too, as the manifest's
+ * digests do (a restored mtime must not hide an edit). */
+struct rc_stamp {
+    dev_t dev;
+    ino_t ino;
+    int64_t mtime_ns, ctime_ns, size;
+};
+
+struct rc_entry {
+    struct rc_entry *older; /* as rc_file's */
+    unsigned depth;
+    size_t n, len, size;
+    struct rc_stamp *st;    /* n stamps: SKILL.md, then every listed file */
+    char data[];            /* the reply (the stamps follow it) */
+};
+
+struct rcache_files {
+    _Atomic(struct rc_entry *) entry[RCACHE_ENTRY_KINDS];
+    _Atomic(struct rc_file *) slot[];   /* RCACHE_KINDS per file */
+};
+
+static atomic_size_t files_bytes;
+
+static int path_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct skill_file *)elem)->path);
+}
+
+long rcache_file_index(const struct skill *k, const char *path)
+{
+    if (!k->nfiles)
+        return -1;
+    const struct skill_file *f = bsearch(path, k->files, k->nfiles, sizeof *k->files, path_cmp);
+    return f ? (long)(f - k->files) : -1;
+}
+
+/* dir/rel into out (PATH_MAX); 0, or -1 when it does not fit. */
+static int full_path(char *out, const char *dir, const char *rel)
+{
+    size_t dl = strlen(dir), rl = strlen(rel);
+    if (dl + 1 + rl + 1 > PATH_MAX)
+        return -1;
+    memcpy(out, dir, dl);
+    out[dl] = '/';
+    memcpy(out + dl + 1, rel, rl + 1);
+    return 0;
+}
+
+const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, const char *arg,
+                            size_t *len, struct stat *st)
+{
+    char path[PATH_MAX];
+    st->st_mode = 0;
+    /* Too large to be kept when scanned: no stat spent on it. */
+    if (k->files[fi].size > RCACHE_FILE_MAX || full_path(path, k->dir, k->files[fi].path) < 0)
+        return NULL;
+    /* The last component is not followed: a file swapped for a symlink has
+     * another key, and is read (and refused) through the jail again. */
+    if (fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW) < 0) {
+        st->st_mode = 0;
+        return NULL;
+    }
+    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
+    if (!f || !S_ISREG(st->st_mode))
+        return NULL;
+    struct rc_file *r = atomic_load_explicit(&f->slot[fi * RCACHE_KINDS + kind],
+                                             memory_order_acquire);
+    if (!r)
+        return NULL;
+    struct fkey key;
+    key_of(st, &key);
+    size_t al = strlen(arg);
+    if (!key_eq(&key, &r->key) || al != r->arglen || memcmp(r->data + r->len + 1, arg, al))
+        return NULL;
+    *len = r->len;
+    return r->data;
+}
+
+/* k's table of slots, made by the first reply kept. */
+static struct rcache_files *files_of(struct skill *k)
+{
+    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
+    if (f)
+        return f;
+    struct rcache_files *mine =
+        xcalloc(1, sizeof *mine + RCACHE_KINDS * k->nfiles * sizeof mine->slot[0]);
+    struct rcache_files *none = NULL;
+    if (atomic_compare_exchange_strong_explicit(&k->rfiles, &none, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    free(mine);
+    return none;
+}
+
+int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const char *arg,
+                    const struct stat *st, const char *bytes, size_t len)
+{
+    if (!S_ISREG(st->st_mode) || st->st_size > RCACHE_FILE_MAX)
+        return 0;
+    struct fkey key;
+    key_of(st, &key);
+    if (now_wall_ms() * 1000000ll - key.mtime_ns < RACY_NS)
+        return 0;
+    struct rcache_files *f = files_of(k);
+    _Atomic(struct rc_file *) *slot = &f->slot[fi * RCACHE_KINDS + kind];
+    struct rc_file *old = atomic_load_explicit(slot, memory_order_acquire);
+    size_t al = strlen(arg);
+    if (old && key_eq(&old->key, &key) && old->arglen == al &&
+        !memcmp(old->data + old->len + 1, arg, al))
+        return 0;       /* another thread kept the same reply */
+    unsigned depth = old ? old->depth + 1 : 0;
+    if (depth >= RCACHE_FILE_VERSIONS)
+        return 0;
+    size_t size = sizeof(struct rc_file) + len + 1 + al + 1;
+    if (atomic_fetch_add(&files_bytes, size) + size > RCACHE_FILES_BYTES) {
+        atomic_fetch_sub(&files_bytes, size);
+        return 0;
+    }
+    struct rc_file *r = xmalloc(size);
+    r->key = key;
+    r->older = old;
+    r->depth = depth;
+    r->len = len;
+    r->arglen = al;
+    r->size = size;
+    memcpy(r->data, bytes, len);
+    r->data[len] = '\0';
+    memcpy(r->data + len + 1, arg, al + 1);
+    if (!atomic_compare_exchange_strong_explicit(slot, &old, r, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        atomic_fetch_sub(&files_bytes, size);
+        free(r);
+        return 0;
+    }
+    return 1;
+}
+
+void rcache_files_free(struct rcache_files *f, size_t nfiles)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; i < RCACHE_ENTRY_KINDS; i++) {
+        struct rc_entry *e = atomic_load(&f->entry[i]);
+        while (e) {
+            struct rc_entry *older = e->older;
+            atomic_fetch_sub(&files_bytes, e->size);
+            free(e);
+            e = older;
+        }
+    }
+    for (size_t i = 0; i < RCACHE_KINDS * nfiles; i++) {
+        struct rc_file *r = atomic_load(&f->slot[i]);
+        while (r) {
+            struct rc_file *older = r->older;
+            atomic_fetch_sub(&files_bytes, r->size);
+            free(r);
+            r = older;
+        }
+    }
+    free(f);
+}
+
+/* ---- whole-skill replies ----------------------------------------------------- */
+
+/*
+ * The stamps of SKILL.md and every listed file into st[0 .. 1 + nfiles):
+ * 0, or -1 when one cannot be taken, is not a regular file, or changed
+ * within RACY_NS (then nothing is kept).
+ */
+static int stamp_all(const struct skill *k, struct rc_stamp *st)
+{
+    char path[PATH_MAX];
+    int64_t now = now_wall_ms() * 1000000ll;
+    for (size_t i = 0; i <= k->nfiles; i++) {
+        struct stat sb;
+        if ((i && full_path(path, k->dir, k->files[i - 1].path) < 0) ||
+            fstatat(AT_FDCWD, i ? path : k->md_path, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(sb.st_mode))
+            return -1;
+        st[i].dev = sb.st_dev;
+        st[i].ino = sb.st_ino;
+        st[i].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+        st[i].ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+        st[i].size = (int64_t)sb.st_size;
+        if (now - st[i].mtime_ns < RACY_NS || now - st[i].ctime_ns < RACY_NS)
+            return -1;
+    }
+    return 0;
+}
+
+struct rcache_stamps {
+    size_t n;
+    int ok;
+    struct rc_stamp st[];
+};
+
+const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
+                             struct rcache_stamps **stamps)
+{
+    *stamps = NULL;
+    if (k->nfiles > RCACHE_ENTRY_FILES)
+        return NULL;
+    struct rcache_stamps *s = xmalloc(sizeof *s + (k->nfiles + 1) * sizeof s->st[0]);
+    s->n = k->nfiles + 1;
+    s->ok = stamp_all(k, s->st) == 0;
+    *stamps = s;
+    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
+    struct rc_entry *e = f ? atomic_load_explicit(&f->entry[kind], memory_order_acquire) : NULL;
+    if (!s->ok || !e || e->n != s->n || memcmp(e->st, s->st, s->n * sizeof s->st[0]))
+        return NULL;
+    *len = e->len;
+    return e->data;
+}
+
+int rcache_entry_put(struct skill *k, unsigned kind, const struct rcache_stamps *stamps,
+                     const char *bytes, size_t len)
+{
+    if (!stamps || !stamps->ok || len > RCACHE_FILE_MAX)
+        return 0;
+    struct rcache_files *f = files_of(k);
+    _Atomic(struct rc_entry *) *slot = &f->entry[kind];
+    struct rc_entry *old = atomic_load_explicit(slot, memory_order_acquire);
+    unsigned depth = old ? old->depth + 1 : 0;
+    if (depth >= RCACHE_FILE_VERSIONS)
+        return 0;
+    size_t sts = stamps->n * sizeof stamps->st[0];
+    size_t pad = (len + 1 + 7) & ~(size_t)7;
+    size_t size = sizeof(struct rc_entry) + pad + sts;
+    if (atomic_fetch_add(&files_bytes, size) + size > RCACHE_FILES_BYTES) {
+        atomic_fetch_sub(&files_bytes, size);
+        return 0;
+    }
+    struct rc_entry *e = xmalloc(size);
+    e->older = old;
+    e->depth = depth;
+    e->n = stamps->n;
+    e->len = len;
+    e->size = size;
+    memcpy(e->data, bytes, len);
+    e->data[len] = '\0';
+    e->st = (struct rc_stamp *)(void *)(e->data + pad);
+    memcpy(e->st, stamps->st, sts);
+    if (!atomic_compare_exchange_strong_explicit(slot, &old, e, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        atomic_fetch_sub(&files_bytes, size);
+        free(e);
+        return 0;
+    }
+    return 1;
+}
+
+size_t rcache_files_bytes(void)
+{
+    return atomic_load(&files_bytes);
+}
+
+/* ---- pages ----------------------------------------------------------------- */
+
+/* A way's state: readers in the low 32 bits, WRITING while a writer swaps it. */
+#define WRITING (1ull << 32)
+
+struct rc_page {
+    uint64_t hash;
+    const void *view;
+    size_t klen, len, size;
+    char data[];            /* the key, then the page */
+};
+
+struct rc_way {
+    _Atomic uint64_t state;
+    _Atomic uint64_t hash;  /* of the page held (a hint: the page's key decides) */
+    _Atomic(struct rc_page *) page;
+    atomic_int used;        /* the clock's reference bit */
+};
+
+struct rcache_pages {
+    size_t sets, ways, max_bytes;
+    atomic_size_t bytes;
+    atomic_size_t count;
+    atomic_uint *hand;      /* per set */
+    struct rc_way w[];
+};
+
+struct rcache_pages *rcache_pages_new(size_t sets, size_t ways, size_t max_bytes)
+{
+    if (!sets)
+        sets = 1;
+    if (!ways)
+        ways = 1;
+    struct rcache_pages *p = xcalloc(1, sizeof *p + sets * ways * sizeof p->w[0]);
+    p->sets = sets;
+    p->ways = ways;
+    p->max_bytes = max_bytes;
+    p->hand = xcalloc(sets, sizeof *p->hand);
+    return p;
+}
+
+void rcache_pages_free(struct rcache_pages *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->sets * p->ways; i++)
+        free(atomic_load(&p->w[i].page));
+    free(p->hand);
+    free(p);
+}
+
+static uint64_t page_hash(const void *view, const char *key, size_t klen)
+{
+    uint64_t h = hash_fnv1a(key, klen);
+    uintptr_t v = (uintptr_t)view;
+    h ^= (uint64_t)v * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+static int page_is(const struct rc_page *pg, uint64_t h, const void *view, const char *key,
+                   size_t klen)
+{
+    return pg && pg->hash == h && pg->view == view && pg->klen == klen &&
+           !memcmp(pg->data, key, klen);
+}
+
+int rcache_pages_get(struct rcache_pages *p, const void *view, const char *key, size_t klen,
+                     char **out, size_t *len)
+{
+    uint64_t h = page_hash(view, key, klen);
+    struct rc_way *set = &p->w[(h % p->sets) * p->ways];
+    for (size_t i = 0; i < p->ways; i++) {
+        struct rc_way *w = &set[i];
+        if (atomic_load_explicit(&w->hash, memory_order_relaxed) != h)
+            continue;
+        /* Counted in before the page is looked at: a writer swaps (and
+         * frees) a page only while no reader is counted in. */
+        if (atomic_fetch_add(&w->state, 1) & WRITING) {
+            atomic_fetch_sub(&w->state, 1);
+            continue;
+        }
+        struct rc_page *pg = atomic_load(&w->page);
+        int hit = page_is(pg, h, view, key, klen);
+        if (hit) {
+            *len = pg->len;
+            *out = xmalloc(pg->len + 1);
+            memcpy(*out, pg->data + pg->klen, pg->len);
+            (*out)[pg->len] = '\0';
+            atomic_store_explicit(&w->used, 1, memory_order_relaxed);
+        }
+        atomic_fetch_sub(&w->state, 1);
+        if (hit)
+            return 1;
+    }
+    return 0;
+}
+
+int rcache_pages_put(struct rcache_pages *p, const void *view, const char *key, size_t klen,
+                     const char *page, size_t len)
+{
+    if (len > RCACHE_PAGE_MAX)
+        return 0;
+    uint64_t h = page_hash(view, key, klen);
+    size_t si = h % p->sets;
+    struct rc_way *set = &p->w[si * p->ways];
+    struct rc_way *victim = NULL;
+    for (size_t i = 0; i < p->ways; i++) {
+        if (atomic_load_explicit(&set[i].hash, memory_order_relaxed) == h)
+            return 0;   /* kept already (or a colliding key: the older one stays) */
+        if (!victim && !atomic_load_explicit(&set[i].page, memory_order_relaxed))
+            victim = &set[i];
+    }
+    /* The clock: a way used since the hand last passed gets another turn. */
+    for (size_t n = 0; !victim && n < 2 * p->ways; n++) {
+        struct rc_way *w = &set[atomic_fetch_add(&p->hand[si], 1) % p->ways];
+        if (!atomic_exchange_explicit(&w->used, 0, memory_order_relaxed))
+            victim = w;
+    }
+    if (!victim)
+        return 0;
+    uint64_t idle = 0;
+    if (!atomic_compare_exchange_strong(&victim->state, &idle, WRITING))
+        return 0;       /* being read or written: this page is not kept */
+    size_t size = sizeof(struct rc_page) + klen + len;
+    struct rc_page *old = atomic_load(&victim->page);
+    size_t freed = old ? old->size : 0;
+    if (atomic_fetch_add(&p->bytes, size) + size - freed > p->max_bytes) {
+        atomic_fetch_sub(&p->bytes, size);
+        atomic_fetch_and(&victim->state, ~WRITING);
+        return 0;
+    }
+    struct rc_page *pg = xmalloc(size);
+    pg->hash = h;
+    pg->view = view;
+    pg->klen = klen;
+    pg->len = len;
+    pg->size = size;
+    memcpy(pg->data, key, klen);
+    memcpy(pg->data + klen, page, len);
+    atomic_store(&victim->page, pg);
+    atomic_store(&victim->hash, h);
+    atomic_store_explicit(&victim->used, 1, memory_order_relaxed);
+    if (old) {
+        atomic_fetch_sub(&p->bytes, freed);
+        free(old);
+    } else {
+        atomic_fetch_add(&p->count, 1);
+    }
+    atomic_fetch_and(&victim->state, ~WRITING);
+    return 1;
+}
+
+void rcache_pages_usage(struct rcache_pages *p, size_t *pages, size_t *bytes)
+{
+    *pages = atomic_load(&p->count);
+    *bytes = atomic_load(&p->bytes);
+}

@@ -1,0 +1,376 @@
+/*
+ * test_rcache.c - the read paths' render caches (server/rcache.c): a kept
+ * file reply is served only while its file is unchanged, the size cap, the
+ * bound on renders per slot, pages kept per snapshot and per view, and the
+ * page table's bounds, also with several threads.
+ */
+#include "harness.h"
+#include "call.h"
+#include "rcache.h"
+#include "skills.h"
+#include "srv.h"
+#include "stats.h"
+#include "tools.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FIXTURE_NAME "rcache"
+#include "srv_fixture.h"
+
+static int last_borrowed;   /* the previous call was answered with kept bytes */
+
+static json_t *call_tool(const char *tool, const char *args, const void *view)
+{
+    json_error_t e;
+    json_t *a = json_loads(args, 0, &e), *res = NULL;
+    struct call *c = call_new(&S);
+    c->view = view;
+    int rc = tools_call(c, tool, a);
+    last_borrowed = rc == 0 && c->out.kind == CALL_RAW && !c->out.u.raw.owned;
+    if (rc == 0 && c->out.kind == CALL_RAW)
+        res = json_loadb(c->out.u.raw.p, c->out.u.raw.len, 0, &e);
+    call_unref(c);
+    json_decref(a);
+    return res;
+}
+
+static const char *content_of(json_t *r)
+{
+    return json_string_value(
+        json_object_get(json_object_get(r, "structuredContent"), "content"));
+}
+
+/* Sets rel's mtime to now - ago seconds (+ ns), as an editor's save long ago. */
+static void age(const char *rel, long ago, long ns)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= ago;
+    t[0].tv_nsec = ns;
+    t[1] = t[0];
+    if (utimensat(AT_FDCWD, p, t, 0) < 0)
+        perror(p);
+}
+
+static const char READ_A[] = "{\"name\":\"x\",\"path\":\"references/a.md\"}";
+
+TEST(file_reply_kept_then_edited)
+{
+    age("skills/x/references/a.md", 60, 0);
+    json_t *r = call_tool("read_skill_file", READ_A, NULL);
+    CHECK_STR(content_of(r), "# A\nhello\n");
+    CHECK(!last_borrowed);          /* read, rendered, kept */
+    json_decref(r);
+    r = call_tool("read_skill_file", READ_A, NULL);
+    CHECK_STR(content_of(r), "# A\nhello\n");
+    CHECK(last_borrowed);           /* the kept reply */
+    json_decref(r);
+
+    /* The same size, another mtime: the new bytes, never the kept ones. */
+    puts_("skills/x/references/a.md", "# A\nHELLO\n");
+    age("skills/x/references/a.md", 30, 0);
+    r = call_tool("read_skill_file", READ_A, NULL);
+    CHECK_STR(content_of(r), "# A\nHELLO\n");
+    CHECK(!last_borrowed);
+    json_decref(r);
+    r = call_tool("read_skill_file", READ_A, NULL);
+    CHECK_STR(content_of(r), "# A\nHELLO\n");
+    CHECK(last_borrowed);
+    json_decref(r);
+
+    /* Another size, and a write just now (not kept while it is this fresh). */
+    puts_("skills/x/references/a.md", "# A\nhello again\n");
+    for (int i = 0; i < 2; i++) {
+        r = call_tool("read_skill_file", READ_A, NULL);
+        CHECK_STR(content_of(r), "# A\nhello again\n");
+        CHECK(!last_borrowed);
+        json_decref(r);
+    }
+    puts_("skills/x/references/a.md", "# A\nhello\n");
+    age("skills/x/references/a.md", 60, 0);
+}
+
+/* With --redact FILE (patterns swapped on SIGHUP) a reply is never kept. */
+TEST(file_reply_not_kept_with_redact_file)
+{
+    puts_("skills/x/utf8.txt", "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80");
+    age("skills/x/utf8.txt", 60, 0);
+    const char *saved = S.cfg.redact_file;
+    S.cfg.redact_file = "/nonexistent/patterns";
+    for (int i = 0; i < 2; i++) {
+        json_t *r = call_tool("read_skill_file", "{\"name\":\"x\",\"path\":\"utf8.txt\"}", NULL);
+        CHECK(content_of(r));
+        CHECK(!last_borrowed);
+        json_decref(r);
+    }
+    S.cfg.redact_file = saved;
+    json_decref(call_tool("read_skill_file", "{\"name\":\"x\",\"path\":\"utf8.txt\"}", NULL));
+    json_t *r = call_tool("read_skill_file", "{\"name\":\"x\",\"path\":\"utf8.txt\"}", NULL);
+    CHECK(last_borrowed);
+    json_decref(r);
+}
+
+TEST(file_reply_max_bytes)
+{
+    age("skills/x/references/a.md", 60, 0);
+    json_decref(call_tool("read_skill_file", READ_A, NULL));
+    /* A smaller max_bytes cuts the file: never the kept whole reply. */
+    json_t *r = call_tool("read_skill_file",
+                          "{\"name\":\"x\",\"path\":\"references/a.md\",\"max_bytes\":3}", NULL);
+    CHECK_STR(content_of(r), "# A");
+    CHECK(!last_borrowed);
+    json_decref(r);
+}
+
+TEST(file_reply_size_cap)
+{
+    size_t n = RCACHE_FILE_MAX + 1;
+    char *big = xmalloc(n);
+    memset(big, 'a', n);
+    put("skills/y/references/big.md", big, n);
+    put("skills/y/references/cap.md", big, n - 1);
+    free(big);
+    age("skills/y/references/big.md", 60, 0);
+    age("skills/y/references/cap.md", 60, 0);
+    skills_rescan(S.skills, 1, NULL);    /* the new files are listed */
+    /* (both are over the token budget: the reply is cut, the same each time) */
+    for (int i = 0; i < 2; i++) {
+        json_t *r = call_tool("read_skill_file", "{\"name\":\"y\",\"path\":\"references/big.md\"}",
+                              NULL);
+        CHECK(r && !json_is_true(json_object_get(r, "isError")));
+        CHECK(!last_borrowed);
+        json_decref(r);
+    }
+    json_decref(call_tool("read_skill_file", "{\"name\":\"y\",\"path\":\"references/cap.md\"}",
+                          NULL));
+    json_t *r = call_tool("read_skill_file", "{\"name\":\"y\",\"path\":\"references/cap.md\"}",
+                          NULL);
+    CHECK(r && !json_is_true(json_object_get(r, "isError")));
+    CHECK(last_borrowed);
+    json_decref(r);
+}
+
+TEST(file_renders_bounded)
+{
+    struct snapshot *s = skills_acquire(S.skills);
+    int amb;
+    struct skill *k = skills_find(s, "csv-profile", 11, &amb);
+    CHECK(k);
+    /* Not a file of the entry: the tools never ask for it. */
+    CHECK_EQ(rcache_file_index(k, "references/none.md"), -1);
+    size_t before = rcache_files_bytes();
+    struct stat st = {0};
+    st.st_mode = S_IFREG | 0644;
+    st.st_ino = 42;
+    st.st_mtim.tv_sec = time(NULL) - 100;
+    /* csv-profile has no files: a fake entry of one file stands in. */
+    struct skill_file f = {.path = "references/z.md", .size = 10};
+    struct skill fake = {.dir = "/nonexistent", .files = &f, .nfiles = 1};
+    CHECK_EQ(rcache_file_index(&fake, "references/z.md"), 0);
+    int kept = 0;
+    for (int i = 0; i < RCACHE_FILE_VERSIONS + 3; i++) {
+        st.st_size = 10 + i;        /* each one another version of the file */
+        kept += rcache_file_put(&fake, 0, RCACHE_TOOL_LEGACY, "references/z.md", &st, "reply", 5);
+    }
+    CHECK_EQ(kept, RCACHE_FILE_VERSIONS);
+    /* A fresh write is not kept; nor is a file over the cap. */
+    st.st_ino = 43;
+    CHECK_EQ(rcache_file_put(&fake, 0, RCACHE_TOOL_MODERN, "references/z.md", &st, "r", 1), 1);
+    st.st_mtim.tv_sec = time(NULL);
+    CHECK_EQ(rcache_file_put(&fake, 0, RCACHE_RES_LEGACY, "u", &st, "r", 1), 0);
+    st.st_mtim.tv_sec = time(NULL) - 100;
+    st.st_size = RCACHE_FILE_MAX + 1;
+    CHECK_EQ(rcache_file_put(&fake, 0, RCACHE_RES_LEGACY, "u", &st, "r", 1), 0);
+    CHECK(rcache_files_bytes() > before);
+    rcache_files_free(atomic_load(&fake.rfiles), fake.nfiles);
+    CHECK_EQ(rcache_files_bytes(), before);
+    skills_release(s);
+}
+
+/* A whole-skill reply (skills/get) holds while none of the skill's files
+ * changes, and is dropped by an edit to any one of them. */
+TEST(entry_reply_until_any_file_changes)
+{
+    static const char *const files[] = {"SKILL.md", "references/a.md", "assets/b.bin",
+                                        "utf8.txt", "scripts/run.py"};
+    char rel[128];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(rel, sizeof rel, "skills/x/%s", files[i]);
+        age(rel, 60, 0);
+    }
+    usleep(1100 * 1000);    /* ctime, which no one can set back, settles too */
+    struct snapshot *s = skills_acquire(S.skills);
+    int amb;
+    struct skill *k = skills_find(s, "x", 1, &amb);
+    CHECK(k && k->nfiles == 4);
+    struct rcache_stamps *st;
+    size_t len;
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    CHECK_EQ(rcache_entry_put(k, 0, st, "whole reply", 11), 1);
+    free(st);
+    const char *hit = rcache_entry_get(k, 0, &len, &st);
+    free(st);
+    CHECK(hit);
+    CHECK_MEM(hit, len, "whole reply");
+    CHECK(!rcache_entry_get(k, 1, &len, &st));     /* the other era is its own */
+    free(st);
+    /* One listed file touched (content and size as they were), then left
+     * to settle: its stamp differs. */
+    age("skills/x/assets/b.bin", 20, 0);
+    usleep(1100 * 1000);
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    CHECK_EQ(rcache_entry_put(k, 0, st, "again", 5), 1);
+    free(st);
+    hit = rcache_entry_get(k, 0, &len, &st);
+    free(st);
+    CHECK(hit);
+    CHECK_MEM(hit, len, "again");
+    /* Touched just now (ctime moved): neither served nor kept. */
+    age("skills/x/assets/b.bin", 10, 0);
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    CHECK_EQ(rcache_entry_put(k, 0, st, "fresh", 5), 0);
+    free(st);
+    skills_release(s);
+}
+
+TEST(pages_never_cross_views)
+{
+    struct rcache_pages *p = rcache_pages_new(4, 2, 1 << 20);
+    static int va, vb;
+    char *out;
+    size_t len;
+    CHECK_EQ(rcache_pages_put(p, &va, "q", 1, "page for a", 10), 1);
+    CHECK_EQ(rcache_pages_get(p, &vb, "q", 1, &out, &len), 0);
+    CHECK_EQ(rcache_pages_get(p, NULL, "q", 1, &out, &len), 0);
+    CHECK_EQ(rcache_pages_get(p, &va, "q", 1, &out, &len), 1);
+    CHECK_MEM(out, len, "page for a");
+    free(out);
+    CHECK_EQ(rcache_pages_put(p, &vb, "q", 1, "page for b", 10), 1);
+    CHECK_EQ(rcache_pages_get(p, &vb, "q", 1, &out, &len), 1);
+    CHECK_MEM(out, len, "page for b");
+    free(out);
+    CHECK_EQ(rcache_pages_get(p, &va, "q", 1, &out, &len), 1);
+    CHECK_MEM(out, len, "page for a");
+    free(out);
+    rcache_pages_free(p);
+}
+
+/* Through the tool: the page of one view is not answered to another, and a
+ * new snapshot ranks again. */
+TEST(list_pages_per_view_and_snapshot)
+{
+    static const char q[] = "{\"query\":\"invoices\"}";
+    static int va, vb;
+    json_t *r = call_tool("list_skills", q, &va);
+    json_t *total = json_object_get(json_object_get(r, "structuredContent"), "total");
+    CHECK(json_is_integer(total));
+    json_int_t before = json_integer_value(total);
+    CHECK(before >= 1);
+    json_decref(r);
+    skill_md("invoicer", "invoicer", "Draft invoices from time sheets", NULL, "# Invoicer\n");
+    skills_rescan(S.skills, 1, NULL);
+    r = call_tool("list_skills", q, &va);
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(r, "structuredContent"),
+                                                "total")), before + 1);
+    json_decref(r);
+    r = call_tool("list_skills", q, &vb);
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(r, "structuredContent"),
+                                                "total")), before + 1);
+    json_decref(r);
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s/skills/invoicer", base);
+    rm_tree(rel);
+    skills_rescan(S.skills, 1, NULL);
+}
+
+TEST(pages_bounded)
+{
+    struct rcache_pages *p = rcache_pages_new(2, 2, 1000);
+    char key[32], page[400];
+    memset(page, 'p', sizeof page);
+    for (int i = 0; i < 50; i++) {
+        int n = snprintf(key, sizeof key, "key %d", i);
+        rcache_pages_put(p, NULL, key, (size_t)n, page, 100);
+        size_t pages, bytes;
+        rcache_pages_usage(p, &pages, &bytes);
+        CHECK(pages <= 4);
+        CHECK(bytes <= 1000);
+    }
+    rcache_pages_free(p);
+    /* The byte budget holds before the entries do. */
+    p = rcache_pages_new(8, 4, 1000);
+    int kept = 0;
+    for (int i = 0; i < 10; i++) {
+        int n = snprintf(key, sizeof key, "big %d", i);
+        kept += rcache_pages_put(p, NULL, key, (size_t)n, page, sizeof page);
+    }
+    CHECK_EQ(kept, 2);
+    CHECK_EQ(rcache_pages_put(p, NULL, "huge", 4, page, RCACHE_PAGE_MAX + 1), 0);
+    rcache_pages_free(p);
+}
+
+/* Several threads: every hit is the page of its own key. */
+static struct rcache_pages *shared;
+static atomic_int wrong;
+
+static void *hammer(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    char key[32], page[64], *out;
+    size_t len;
+    for (int i = 0; i < 20000; i++) {
+        int k = (int)(rand_r(&seed) % 40);
+        int kl = snprintf(key, sizeof key, "k%d", k);
+        int pl = snprintf(page, sizeof page, "page of k%d", k);
+        if (rcache_pages_get(shared, NULL, key, (size_t)kl, &out, &len)) {
+            if (len != (size_t)pl || memcmp(out, page, len))
+                atomic_fetch_add(&wrong, 1);
+            free(out);
+        } else {
+            rcache_pages_put(shared, NULL, key, (size_t)kl, page, (size_t)pl);
+        }
+    }
+    return NULL;
+}
+
+TEST(pages_threads)
+{
+    shared = rcache_pages_new(4, 2, 1 << 20);
+    pthread_t t[4];
+    for (uintptr_t i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, hammer, (void *)(i + 1));
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ(atomic_load(&wrong), 0);
+    size_t pages, bytes;
+    rcache_pages_usage(shared, &pages, &bytes);
+    CHECK(pages <= 8);
+    rcache_pages_free(shared);
+}
+
+int main(void)
+{
+    make_tree();
+    age("skills/x/references/a.md", 60, 0);
+    server_up();
+    RUN(file_reply_kept_then_edited);
+    RUN(file_reply_not_kept_with_redact_file);
+    RUN(file_reply_max_bytes);
+    RUN(file_reply_size_cap);
+    RUN(file_renders_bounded);
+    RUN(entry_reply_until_any_file_changes);
+    RUN(pages_never_cross_views);
+    RUN(list_pages_per_view_and_snapshot);
+    RUN(pages_bounded);
+    RUN(pages_threads);
+    server_down();
+    rm_tree(base);
+    DONE();
+}
