@@ -30,13 +30,13 @@
 /* subscriptions/listen is served (2026-07-28) */
 #define MCP_MODERN_LISTEN 1
 
-json_t *mcp_capabilities(int live)
+json_t *mcp_capabilities(int list_changed, int subscribe)
 {
     /* listChanged/subscribe only where a stream can carry them (docs/deploy.md):
      * the tools never change while running. */
     return json_pack("{s:{s:b}, s:{s:b, s:b}, s:{s:b}, s:{}, s:{s:{s:b}}}", "tools",
-                     "listChanged", 0, "resources", "listChanged", live, "subscribe", live,
-                     "prompts", "listChanged", live, "logging", "extensions",
+                     "listChanged", 0, "resources", "listChanged", list_changed, "subscribe",
+                     subscribe, "prompts", "listChanged", list_changed, "logging", "extensions",
                      "io.modelcontextprotocol/skills", "directoryRead", 1);
 }
 
@@ -61,7 +61,10 @@ static int m_initialize(struct call *c)
     for (size_t i = 0; !v && i < n; i++)
         if (pv[i].use & PROTO_NEGOTIATE)
             v = pv[i].name;
-    json_t *caps = mcp_capabilities(c->S->sessions != NULL);
+    /* a --stateful session's GET stream carries both; the stdio session
+     * hears of list changes but has no resources/subscribe (no sessions) */
+    int live = c->S->sessions != NULL;
+    json_t *caps = mcp_capabilities(live || c->S->cfg.stdio, live);
     tasks_capabilities(c->S, caps, 0);
     call_result(c, json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", caps,
                              "serverInfo", server_info(), "instructions", c->S->instructions));
@@ -93,7 +96,8 @@ static int m_set_level(struct call *c)
 static int m_discover(struct call *c)
 {
     c->out.cacheable = 1;
-    json_t *caps = mcp_capabilities(c->modern ? MCP_MODERN_LISTEN : c->S->sessions != NULL);
+    int live = c->modern ? MCP_MODERN_LISTEN : c->S->sessions != NULL;
+    json_t *caps = mcp_capabilities(live || c->S->cfg.stdio, live);
     tasks_capabilities(c->S, caps, 1);
     /* oldest first */
     json_t *versions = json_array();

@@ -37,8 +37,9 @@ void mcp_abandon(struct call *c);
  * connection: stop the call's script, if any, without detaching. */
 void mcp_hangup(struct call *c);
 
-/* The capabilities object this server declares; live: list changes and
- * resource updates can be delivered (a stream exists). New reference. */
-json_t *mcp_capabilities(int live);
+/* The capabilities object this server declares: listChanged and
+ * subscribe only where they can be delivered (a stream exists, and for
+ * subscribe a session to keep them in). New reference. */
+json_t *mcp_capabilities(int list_changed, int subscribe);
 
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "call.h"
+#include "notify.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -26,6 +27,10 @@ struct stdio_mcp {
     pthread_t reader;
     int wake[2];            /* stdio_quiesce: the reader's poll returns */
     atomic_int ended;       /* stdin's end (or a read error) was reached */
+    /* list changes (notify.h): the broadcaster's wake writes a byte to
+     * nwake (non-blocking: it must never wait), the reader drains */
+    struct notify_listener *nl;
+    int nwake[2];
 };
 
 /* The protocol's descriptors (stdio_claim), and what writes to stdout. */
@@ -175,6 +180,29 @@ static void refuse_long(struct stdio_mcp *io)
     write_line(msg, strlen(msg));
 }
 
+/* Under notify's lock: only say "drain" to the reader. */
+static void on_list_change(void *arg)
+{
+    struct stdio_mcp *io = arg;
+    if (write(io->nwake[1], "n", 1) < 0 && errno != EAGAIN)
+        log_debug("stdio: cannot wake the reader for a list change: %s", strerror(errno));
+}
+
+static void send_notification(const char *json, size_t len, void *arg)
+{
+    (void)arg;
+    write_line(json, len);
+}
+
+/* Sends what the broadcaster has pending; -1 once it ended the listener. */
+static int drain_changes(struct stdio_mcp *io)
+{
+    char junk[64];
+    while (read(io->nwake[0], junk, sizeof junk) > 0)
+        ;
+    return notify_drain(io->nl, send_notification, io);
+}
+
 static void *reader_main(void *arg)
 {
     struct stdio_mcp *io = arg;
@@ -184,8 +212,10 @@ static void *reader_main(void *arg)
     buf_init(&line, 0);
     int skipping = 0, quiesced = 0;
     for (;;) {
-        struct pollfd pf[2] = {{.fd = in_fd, .events = POLLIN}, {.fd = io->wake[0], .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
+        struct pollfd pf[3] = {{.fd = in_fd, .events = POLLIN},
+                               {.fd = io->wake[0], .events = POLLIN},
+                               {.fd = io->nl ? io->nwake[0] : -1, .events = POLLIN}};
+        if (poll(pf, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             log_error("stdio: poll: %s", strerror(errno));
@@ -195,6 +225,12 @@ static void *reader_main(void *arg)
             quiesced = 1;
             break;
         }
+        if (pf[2].revents && drain_changes(io) < 0) {
+            notify_unlisten(io->nl);
+            io->nl = NULL;
+        }
+        if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
         ssize_t n = read(in_fd, chunk, READ_CHUNK);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
@@ -258,13 +294,34 @@ struct stdio_mcp *stdio_start(struct srv *S)
     pthread_mutex_lock(&out_mu);
     out_open = 1;
     pthread_mutex_unlock(&out_mu);
+    /* One session that can always be written to: it hears of every new
+     * generation (resources and prompts list_changed; there is no
+     * resources/subscribe without --stateful sessions). */
+    if (pipe2(io->nwake, O_CLOEXEC | O_NONBLOCK) == 0) {
+        char why[256];
+        struct notify_listen_opts o = {.key = "stdio",
+                                       .kinds = NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST,
+                                       .wake = on_list_change,
+                                       .arg = io};
+        io->nl = notify_listen(&o, why, sizeof why);
+        if (!io->nl)
+            log_warn("stdio: list changes will not be sent: %s", why);
+    } else {
+        io->nwake[0] = io->nwake[1] = -1;
+        log_warn("stdio: list changes will not be sent: pipe: %s", strerror(errno));
+    }
     if (pthread_create(&io->reader, NULL, reader_main, io)) {
         log_error("stdio: cannot start the reader thread");
         pthread_mutex_lock(&out_mu);
         out_open = 0;
         pthread_mutex_unlock(&out_mu);
+        notify_unlisten(io->nl);
         close(io->wake[0]);
         close(io->wake[1]);
+        if (io->nwake[0] >= 0) {
+            close(io->nwake[0]);
+            close(io->nwake[1]);
+        }
         free(io);
         return NULL;
     }
@@ -294,6 +351,11 @@ void stdio_stop(struct stdio_mcp *io)
         return;
     stdio_quiesce(io);
     pthread_join(io->reader, NULL);
+    notify_unlisten(io->nl);    /* its wake is never called again */
+    if (io->nwake[0] >= 0) {
+        close(io->nwake[0]);
+        close(io->nwake[1]);
+    }
     pthread_mutex_lock(&out_mu);
     out_open = 0;
     pthread_mutex_unlock(&out_mu);

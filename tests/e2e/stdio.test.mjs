@@ -14,6 +14,7 @@ import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import { BIN, E2E_DIR, MODERN, TEST_TIMEOUT, copyFixtures, poll } from './lib/harness.mjs';
@@ -353,6 +354,43 @@ test('raw: SIGHUP rescans the skills', { timeout: TEST_TIMEOUT }, async () => {
   assert.equal((await s.exited).code, 0);
   assert.deepEqual(s.bad, []);
 });
+
+test('SDK: an edit is announced as one list_changed of each kind, with listChanged declared',
+  { timeout: TEST_TIMEOUT }, async () => {
+    const lib = copyFixtures();
+    tmpDirs.push(lib.dir);
+    const t = new StdioClientTransport({ command: BIN, args: ['--stdio', '--skills', lib.skills,
+      '--refresh-interval', '0.2'], stderr: 'pipe' });
+    let log = '';
+    t.stderr.on('data', (d) => { log += d.toString(); });
+    const c = new Client({ name: 'skill-mcp-e2e-stdio-notify', version: '1.0.0' });
+    const got = { resources: 0, prompts: 0 };
+    c.setNotificationHandler(ResourceListChangedNotificationSchema, () => { got.resources++; });
+    c.setNotificationHandler(PromptListChangedNotificationSchema, () => { got.prompts++; });
+    await c.connect(t);
+    try {
+      const caps = c.getServerCapabilities();
+      assert.equal(caps.resources.listChanged, true);
+      assert.equal(caps.prompts.listChanged, true);
+      assert.equal(caps.resources.subscribe, false);
+      await new Promise((res) => setTimeout(res, 600));
+      assert.deepEqual(got, { resources: 0, prompts: 0 }, 'nothing changed yet');
+      // one change, made at once (a folder renamed in): one generation
+      const stage = path.join(lib.dir, 'late-arrival');
+      fs.mkdirSync(stage);
+      fs.writeFileSync(path.join(stage, 'SKILL.md'),
+        '---\nname: late-arrival\ndescription: Added while the server runs.\n---\n# Late\n');
+      fs.renameSync(stage, path.join(lib.skills, 'late-arrival'));
+      const seen = await poll(() => got.resources >= 1 && got.prompts >= 1, 10_000, 20);
+      assert.ok(seen, `no list_changed after an edit: ${JSON.stringify(got)}; log ${log.slice(-800)}`);
+      await new Promise((res) => setTimeout(res, 800));
+      assert.deepEqual(got, { resources: 1, prompts: 1 }, 'one of each for one change');
+      const r = await c.listResources();
+      assert.ok(r.resources.some((x) => x.uri.includes('late-arrival')), 'the new skill is listed');
+    } finally {
+      await c.close();
+    }
+  });
 
 test('raw: without root, scripts run as the user who started the server; no port, no HTTP flag',
   { timeout: TEST_TIMEOUT }, async () => {

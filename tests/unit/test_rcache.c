@@ -19,17 +19,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acl.h"
+
 #define FIXTURE_NAME "rcache"
 #include "srv_fixture.h"
 
 static int last_borrowed;   /* the previous call was answered with kept bytes */
 
-static json_t *call_tool(const char *tool, const char *args, const void *view)
+/* k: the caller's class (--acl), whose view of the call's snapshot the
+ * call takes; NULL: every skill */
+static json_t *call_tool(const char *tool, const char *args, const struct acl_class *k)
 {
     json_error_t e;
     json_t *a = json_loads(args, 0, &e), *res = NULL;
     struct call *c = call_new(&S);
-    c->view = view;
+    call_set_view(c, k);
     int rc = tools_call(c, tool, a);
     last_borrowed = rc == 0 && c->out.kind == CALL_RAW && !c->out.u.raw.owned;
     if (rc == 0 && c->out.kind == CALL_RAW)
@@ -267,8 +271,15 @@ TEST(pages_never_cross_views)
 TEST(list_pages_per_view_and_snapshot)
 {
     static const char q[] = "{\"query\":\"invoices\"}";
-    static int va, vb;
-    json_t *r = call_tool("list_skills", q, &va);
+    /* two callers who see the same skills, through different rules */
+    static const char rules[] = "* see .\ngroup:g see .\n";
+    char err[256];
+    struct acl_rules *ar = acl_parse(rules, sizeof rules - 1, "rules", err, sizeof err);
+    CHECK(ar != NULL);
+    struct acl_who who = {.client = "b", .groups = "g"};
+    const struct acl_class *va = acl_rules_classify(ar, NULL), *vb = acl_rules_classify(ar, &who);
+    CHECK(va && vb && va != vb);
+    json_t *r = call_tool("list_skills", q, va);
     json_t *total = json_object_get(json_object_get(r, "structuredContent"), "total");
     CHECK(json_is_integer(total));
     json_int_t before = json_integer_value(total);
@@ -276,11 +287,11 @@ TEST(list_pages_per_view_and_snapshot)
     json_decref(r);
     skill_md("invoicer", "invoicer", "Draft invoices from time sheets", NULL, "# Invoicer\n");
     skills_rescan(S.skills, 1, NULL);
-    r = call_tool("list_skills", q, &va);
+    r = call_tool("list_skills", q, va);
     CHECK_EQ(json_integer_value(json_object_get(json_object_get(r, "structuredContent"),
                                                 "total")), before + 1);
     json_decref(r);
-    r = call_tool("list_skills", q, &vb);
+    r = call_tool("list_skills", q, vb);
     CHECK_EQ(json_integer_value(json_object_get(json_object_get(r, "structuredContent"),
                                                 "total")), before + 1);
     json_decref(r);
@@ -288,6 +299,7 @@ TEST(list_pages_per_view_and_snapshot)
     snprintf(rel, sizeof rel, "%s/skills/invoicer", base);
     rm_tree(rel);
     skills_rescan(S.skills, 1, NULL);
+    acl_rules_free(ar);
 }
 
 TEST(pages_bounded)
