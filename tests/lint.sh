@@ -34,14 +34,19 @@ declare -A prefix=(
     [cfgfile]='cfgfile_' [sdnotify]='sdn_'
 )
 bad=0
+# One nm over every object ("obj/x.o:0000 T sym" lines): a process per
+# object was most of the lint's time on a busy machine.
+defs=$(nm -A -g --defined-only "$build"/obj/*.o | awk '$2 ~ /[TDBR]/ {
+    f = $1; sub(/:.*/, "", f); sub(/.*\//, "", f); sub(/\.o$/, "", f); print f, $3 }')
 for o in "$build"/obj/*.o; do
     m=$(basename "$o" .o)
-    p=${prefix[$m]:-}
-    if [ -z "$p" ]; then echo "FAIL $m.o: no prefix rule for this module"; bad=1; continue; fi
-    while read -r sym; do
-        [[ "$sym" =~ ^$p ]] || { echo "FAIL $m.o exports '$sym' without prefix $p"; bad=1; }
-    done < <(nm -g --defined-only "$o" | awk '$2 ~ /[TDBR]/ {print $3}')
+    [ -n "${prefix[$m]:-}" ] || { echo "FAIL $m.o: no prefix rule for this module"; bad=1; }
 done
+while read -r m sym; do
+    p=${prefix[$m]:-}
+    [ -n "$p" ] || continue
+    [[ "$sym" =~ ^$p ]] || { echo "FAIL $m.o exports '$sym' without prefix $p"; bad=1; }
+done <<<"$defs"
 if [ $bad = 0 ]; then echo "ok   exported symbols carry their module prefix"; pass=$((pass + 1)); else fail=$((fail + 1)); fi
 # Edges "X Y": server/X.{c,h} includes "Y.h" of another server module.
 edges=$(for f in server/*.c server/*.h; do
@@ -84,18 +89,22 @@ fi
 # defines, so a function declared in one module's header but defined in
 # another cannot hide a cycle. The files that share a private X_int.h are
 # one module X.
-modof() {   # modof FILE.o
-    local m; m=$(basename "$1" .o)
-    local int; int=$(sed -nE 's/^#include "([A-Za-z0-9_]+)_int\.h".*/\1/p' "server/$m.c" 2>/dev/null | head -1)
-    echo "${int:-$m}"
-}
+# module of each object: the X of the X_int.h its source includes, or its own name
+declare -A modof=()
+for o in "$build"/obj/*.o; do
+    m=$(basename "$o" .o)
+    int=$(sed -nE 's/^#include "([A-Za-z0-9_]+)_int\.h".*/\1/p' "server/$m.c" 2>/dev/null | head -1)
+    modof[$m]=${int:-$m}
+done
+mods=$(for m in "${!modof[@]}"; do echo "$m ${modof[$m]}"; done)
 symedges=$(
-    for o in "$build"/obj/*.o; do
-        m=$(modof "$o")
-        nm -g --defined-only "$o" | awk -v m="$m" '$2 ~ /[TDBR]/ {print "D", $3, m}'
-        nm -u "$o" | awk -v m="$m" '{print "U", $2, m}'
-    done | sort -s -k1,1 | awk '$1 == "D" {def[$2] = $3; next}
-                ($2 in def) && def[$2] != $3 {print $3, def[$2]}' | sort -u)
+    { awk '{print "D", $2, $1}' <<<"$defs"
+      nm -A -u "$build"/obj/*.o | awk '{f = $1; sub(/:.*/, "", f); sub(/.*\//, "", f);
+                                        sub(/\.o$/, "", f); print "U", $NF, f}'
+    } | awk -v mods="$mods" '
+        BEGIN { n = split(mods, a, "\n"); for (i = 1; i <= n; i++) { split(a[i], p, " "); mod[p[1]] = p[2] } }
+        $1 == "D" { def[$2] = mod[$3]; next }
+        { m = mod[$3]; if (($2 in def) && def[$2] != m) print m, def[$2] }' | sort -u)
 symcycle=$(awk "$dfs" <<<"$symedges")
 if [ -n "$symcycle" ]; then
     echo "FAIL module definition cycle: $symcycle"; fail=$((fail + 1))
