@@ -283,6 +283,36 @@ test('a subscription to a skill hidden since is not told of its changes (--state
   }
 });
 
+test('a task of a skill hidden since it ran is gone for its client (--enable-tasks)', opts, async () => {
+  const acl3 = path.join(dir, 'acl-tasks');
+  fs.writeFileSync(acl3, 'client:bob run public/\nclient:bob run secret/\n');
+  const s = await startServer({ skillsDirs: [skills], args: ['--enable-tasks', '--auth-tokens', tokens, '--acl', acl3] });
+  const h = { ...auth('bob'), 'mcp-protocol-version': '2025-11-25' };
+  const call = async (method, params) => JSON.parse((await post(s.url, { jsonrpc: '2.0', id: 3, method, params }, h)).text);
+  try {
+    const run = async (name) => (await call('tools/call', {
+      name: 'run_skill_script', arguments: { name, script: 'scripts/go.sh' }, task: {},
+    })).result.task.taskId;
+    const hid = await run('secret/vault');
+    const vis = await run('public/hello');
+    assert.ok(await poll(async () => (await call('tasks/list', {})).result.tasks.every((t) => t.status === 'completed'), 10_000));
+    assert.match(JSON.stringify((await call('tasks/result', { taskId: hid })).result), /ran/);
+    fs.writeFileSync(acl3, 'client:bob run public/\n');
+    process.kill(s.proc.pid, 'SIGHUP');
+    assert.ok(await poll(async () => (await call('tasks/list', {})).result.tasks.length === 1, 5000));
+    assert.deepEqual((await call('tasks/list', {})).result.tasks.map((t) => t.taskId), [vis]);
+    const none = 'f'.repeat(32);
+    for (const m of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const a = await call(m, { taskId: hid });
+      const b = await call(m, { taskId: none });
+      assert.deepEqual(a.error, b.error, `${m} of a hidden skill's task answers as for no task`);
+    }
+    assert.match(JSON.stringify((await call('tasks/result', { taskId: vis })).result), /ran/);
+  } finally {
+    await s.stop();
+  }
+});
+
 test('a malformed file stops the start: exit 2 with FILE:LINE', opts, () => {
   const bad = path.join(dir, 'bad-acl');
   fs.writeFileSync(bad, '* see public/\nteam:ops see .*\n');
