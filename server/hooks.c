@@ -526,6 +526,11 @@ const char *hook_request_id(const struct hook_plan *p)
     return p->request_id;
 }
 
+const char *hook_skill(const struct hook_plan *p)
+{
+    return p->skill;
+}
+
 void hook_start(struct hook_plan *p, hook_done_fn done, void *arg)
 {
     p->done = done;

@@ -46,6 +46,8 @@ void hook_set_mode(struct hook_plan *p, const char *mode);
 
 /* The call's request id (for run_cancel); valid until the done callback. */
 const char *hook_request_id(const struct hook_plan *p);
+/* The qualified name of the skill whose script the plan runs. */
+const char *hook_skill(const struct hook_plan *p);
 
 /* Frees a plan that was never started. */
 void hook_plan_free(struct hook_plan *p);

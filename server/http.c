@@ -67,6 +67,8 @@ struct req {
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
     const char *client;         /* authenticated client id (borrowed from auth), or NULL */
     const struct acl_class *acl;    /* --acl: the caller's class once authorized, or NULL */
+    /* --acl: who it is, for a notification stream that outlives a rule reload */
+    char who_groups[256], who_sub[256], who_scopes[512];
     const char *challenge;      /* WWW-Authenticate of a 401/403 refusal (borrowed), or NULL */
     int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
     struct call *call;          /* the MCP request, once its body is read */
@@ -711,6 +713,8 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     snprintf(e->sid, sizeof e->sid, "%s", o->session ? o->session : "");
     snprintf(e->client, sizeof e->client, "%s", rq->client ? rq->client : "");
     o->key = key;
+    o->acl = h->S->acl;
+    o->who = (struct acl_who){rq->client, rq->who_groups, rq->who_sub, rq->who_scopes};
     o->wake = ns_wake;
     o->arg = e;
     char why[200];
@@ -969,6 +973,11 @@ static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
     int v = auth_verify(S->auth, authz, &who);
     rq->client = who.client;
     rq->acl = acl_classify(S->acl, &(struct acl_who){who.client, who.groups, who.sub, who.scopes});
+    if (S->acl) {
+        snprintf(rq->who_groups, sizeof rq->who_groups, "%s", who.groups);
+        snprintf(rq->who_sub, sizeof rq->who_sub, "%s", who.sub);
+        snprintf(rq->who_scopes, sizeof rq->who_scopes, "%s", who.scopes);
+    }
     if (v != AUTH_OK) {
         rq->status = v == AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED;
         rq->challenge = auth_challenge(S->auth, v);

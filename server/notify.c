@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "envelope.h"
 #include "session.h"
 #include "skills.h"
@@ -32,6 +33,8 @@ struct notify_listener {
     char **uris;
     size_t nuris;
     json_t *sub_id;
+    struct acl *acl;            /* --acl: whose view filters resources/updated */
+    char *who_client, *who_groups, *who_sub, *who_scopes;
     notify_wake_fn wake;
     void *arg;
     /* pending, guarded by mu */
@@ -90,6 +93,11 @@ struct notify_listener *notify_listen(const struct notify_listen_opts *o, char *
             l->uris[l->nuris++] = xstrdup(o->uris[i]);
     }
     l->sub_id = o->subscription_id ? json_deep_copy(o->subscription_id) : NULL;
+    l->acl = o->acl;
+    l->who_client = dup_or_null(o->who.client);
+    l->who_groups = dup_or_null(o->who.groups);
+    l->who_sub = dup_or_null(o->who.sub);
+    l->who_scopes = dup_or_null(o->who.scopes);
     l->wake = o->wake;
     l->arg = o->arg;
     l->next = head;
@@ -111,6 +119,10 @@ static void listener_free(struct notify_listener *l)
     free(l->session);
     free(l->client);
     json_decref(l->sub_id);
+    free(l->who_client);
+    free(l->who_groups);
+    free(l->who_sub);
+    free(l->who_scopes);
     free(l);
 }
 
@@ -139,7 +151,16 @@ size_t notify_count(void)
 
 /* ---- what changed ----------------------------------------------------------- */
 
-static void uri_add(char ***v, size_t *n, size_t *cap, const struct skill *k, const char *rel)
+/* A changed URI and the skill it belongs to (borrowed from the snapshots
+ * compared, so valid while they are), so that a listener is told only of
+ * what its caller may see. */
+struct change {
+    char *uri;
+    const char *qname;
+};
+
+static void uri_add(struct change **v, size_t *n, size_t *cap, const struct skill *k,
+                    const char *rel)
 {
     struct buf b;
     buf_init(&b, 0);
@@ -151,10 +172,11 @@ static void uri_add(char ***v, size_t *n, size_t *cap, const struct skill *k, co
         *cap = *cap ? *cap * 2 : 16;
         *v = xrealloc(*v, *cap * sizeof **v);
     }
-    (*v)[(*n)++] = buf_steal(&b, NULL);
+    (*v)[*n].qname = k->qname;
+    (*v)[(*n)++].uri = buf_steal(&b, NULL);
 }
 
-static void all_files(char ***v, size_t *n, size_t *cap, const struct skill *k)
+static void all_files(struct change **v, size_t *n, size_t *cap, const struct skill *k)
 {
     uri_add(v, n, cap, k, "SKILL.md");
     for (size_t i = 0; i < k->nfiles; i++)
@@ -170,7 +192,7 @@ static int fkey_same(const struct fkey *a, const struct fkey *b)
 /* Two versions of one skill: the files whose presence or size moved, and
  * SKILL.md when its identity moved (or when nothing else explains why the
  * entry was rebuilt, since its readers will see something new). */
-static void skill_diff(char ***v, size_t *n, size_t *cap, const struct skill *a,
+static void skill_diff(struct change **v, size_t *n, size_t *cap, const struct skill *a,
                        const struct skill *b)
 {
     size_t before = *n, i = 0, j = 0;
@@ -196,14 +218,15 @@ static void skill_diff(char ***v, size_t *n, size_t *cap, const struct skill *a,
         uri_add(v, n, cap, b, "SKILL.md");
 }
 
-static int cmp_str(const void *x, const void *y)
+static int cmp_change(const void *x, const void *y)
 {
-    return strcmp(*(char *const *)x, *(char *const *)y);
+    return strcmp(((const struct change *)x)->uri, ((const struct change *)y)->uri);
 }
 
-size_t notify_diff(const struct snapshot *a, const struct snapshot *b, char ***out)
+static size_t diff_changes(const struct snapshot *a, const struct snapshot *b,
+                           struct change **out)
 {
-    char **v = NULL;
+    struct change *v = NULL;
     size_t n = 0, cap = 0, i = 0, j = 0;
     while (i < a->n || j < b->n) {
         int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->v[i]->qname, b->v[j]->qname);
@@ -220,16 +243,28 @@ size_t notify_diff(const struct snapshot *a, const struct snapshot *b, char ***o
         }
     }
     if (n > 1) {
-        qsort(v, n, sizeof *v, cmp_str);
+        qsort(v, n, sizeof *v, cmp_change);
         size_t k = 1;
         for (size_t m = 1; m < n; m++) {
-            if (strcmp(v[m], v[k - 1]))
+            if (strcmp(v[m].uri, v[k - 1].uri))
                 v[k++] = v[m];
             else
-                free(v[m]);
+                free(v[m].uri);
         }
         n = k;
     }
+    *out = v;
+    return n;
+}
+
+size_t notify_diff(const struct snapshot *a, const struct snapshot *b, char ***out)
+{
+    struct change *c;
+    size_t n = diff_changes(a, b, &c);
+    char **v = n ? xcalloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = c[i].uri;
+    free(c);
     *out = v;
     return n;
 }
@@ -251,11 +286,12 @@ int notify_covers(const char *sub, const char *uri)
 
 /* ---- publishing ------------------------------------------------------------- */
 
-/* Is any changed URI covered by sub? (changed is sorted) */
-static int any_covered(const char *sub, char *const *changed, size_t nchanged)
+/* Is any changed URI the caller may see covered by sub? (see NULL: all) */
+static int any_covered(const char *sub, const struct change *changed, size_t nchanged,
+                       const unsigned char *see)
 {
     for (size_t i = 0; i < nchanged; i++)
-        if (notify_covers(sub, changed[i]))
+        if ((!see || see[i]) && notify_covers(sub, changed[i].uri))
             return 1;
     return 0;
 }
@@ -274,14 +310,15 @@ static void pend_uri(struct notify_listener *l, const char *uri)
 
 struct sess_ctx {
     struct notify_listener *l;
-    char *const *changed;
+    const struct change *changed;
     size_t nchanged;
+    const unsigned char *see;
 };
 
 static void sess_sub(const char *uri, const char *key, void *arg)
 {
     struct sess_ctx *x = arg;
-    if (any_covered(key, x->changed, x->nchanged))
+    if (any_covered(key, x->changed, x->nchanged, x->see))
         pend_uri(x->l, uri);
 }
 
@@ -292,8 +329,9 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next)
     pthread_mutex_unlock(&mu);
     if (none)
         return;
-    char **changed;
-    size_t nchanged = notify_diff(prev, next, &changed);
+    struct change *changed;
+    size_t nchanged = diff_changes(prev, next, &changed);
+    unsigned char *see = nchanged ? xcalloc(nchanged, 1) : NULL;
     pthread_mutex_lock(&mu);
     for (struct notify_listener *l = head; l; l = l->next) {
         unsigned was = l->pending;
@@ -302,11 +340,22 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next)
          * lists are worth re-reading even when no URI is named. */
         l->pending |= l->kinds & (NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST);
         if ((l->kinds & NOTIFY_UPDATED) && nchanged) {
+            /* Under the rules in force now, not those of when it subscribed:
+             * a skill hidden since then is gone for this caller. */
+            const unsigned char *mask = NULL;
+            if (l->acl) {
+                const struct acl_class *k = acl_classify(
+                    l->acl, &(struct acl_who){l->who_client, l->who_groups, l->who_sub,
+                                              l->who_scopes});
+                for (size_t i = 0; i < nchanged; i++)
+                    see[i] = (unsigned char)acl_class_sees(k, changed[i].qname);
+                mask = see;
+            }
             for (size_t i = 0; i < l->nuris; i++)
-                if (any_covered(l->uris[i], changed, nchanged))
+                if (any_covered(l->uris[i], changed, nchanged, mask))
                     pend_uri(l, l->uris[i]);
             if (l->sessions && l->session) {
-                struct sess_ctx x = {l, changed, nchanged};
+                struct sess_ctx x = {l, changed, nchanged, mask};
                 session_subs_each(l->sessions, l->session, l->client, sess_sub, &x);
             }
         }
@@ -314,7 +363,10 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next)
             l->wake(l->arg);
     }
     pthread_mutex_unlock(&mu);
-    notify_uris_free(changed, nchanged);
+    for (size_t i = 0; i < nchanged; i++)
+        free(changed[i].uri);
+    free(changed);
+    free(see);
 }
 
 static void end_where(const char *session)

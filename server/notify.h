@@ -39,6 +39,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "acl.h"
+
 #define NOTIFY_PER_KEY 8
 #define NOTIFY_MAX 512
 /* resources/subscribe URIs one --stateful session may hold */
@@ -75,6 +77,10 @@ struct notify_listen_opts {
     /* 2026-07-28: tag every notification's params._meta with
      * io.modelcontextprotocol/subscriptionId = this (copied), or NULL */
     json_t *subscription_id;
+    /* --acl (NULL: none): resources/updated names only what this caller
+     * (who, copied) may see under the rules in force when it is sent */
+    struct acl *acl;
+    struct acl_who who;
     notify_wake_fn wake;
     void *arg;
 };

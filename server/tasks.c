@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "call.h"
 #include "envelope.h"
 #include "hooks.h"
@@ -724,8 +725,10 @@ int tasks_create(struct call *c)
         r.ttl = v < 1000 ? 1000 : v > (double)max_ttl ? max_ttl : (int64_t)v;
     }
     struct hook_plan *plan = c->out.kind == CALL_RUN ? c->out.u.run : NULL;
-    if (plan)
+    if (plan) {
         snprintf(r.rid, sizeof r.rid, "%s", hook_request_id(plan));
+        snprintf(r.skill, sizeof r.skill, "%s", hook_skill(plan));
+    }
     else if (r.ttl > EARLY_TTL_MS)
         r.ttl = EARLY_TTL_MS;
     quota_of(c, r.quota, sizeof r.quota);
@@ -816,6 +819,13 @@ static const char *need_task(struct call *c)
 /* The record of the request's taskId, visible to its client: 0 with *r
  * filled (trec_cleanup it), or -1 with the error answered; what names the
  * operation in the not-found message ("retrieve", "update"). */
+/* A task of a skill the caller may no longer see (--acl, rules changed
+ * since it ran) is gone for it, as the skill is. */
+static int hidden(const struct call *c, const struct trec *r)
+{
+    return c->view && r->skill[0] && !acl_class_sees(c->view->cls, r->skill);
+}
+
 static int lookup(struct call *c, const char **id, struct trec *r, const char *what)
 {
     char why[400];
@@ -824,6 +834,8 @@ static int lookup(struct call *c, const char **id, struct trec *r, const char *w
     int rc = tstore_get(c->S->tasks->store, *id, client_of(c), r, why, sizeof why);
     if (rc < 0)
         return unavailable(c, why);
+    if (rc == 0 && hidden(c, r))
+        rc = 1;
     if (rc == 1) {
         trec_cleanup(r);
         return call_error(c, RPC_INVALID_PARAMS, NULL,
@@ -905,7 +917,8 @@ int tasks_m_list(struct call *c)
         return unavailable(c, why);
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, task_json(&recs[i], 0, 0));
+        if (!hidden(c, &recs[i]))
+            json_array_append_new(a, task_json(&recs[i], 0, 0));
     json_t *res = json_pack("{s:o}", "tasks", a);
     if (more) {
         char next[24];
@@ -923,6 +936,16 @@ int tasks_m_cancel(struct call *c)
         return -1;
     struct tasks *t = c->S->tasks;
     char was[16] = "", why[400];
+    if (c->view) {
+        struct trec h;
+        int g = tstore_get(t->store, id, client_of(c), &h, why, sizeof why);
+        int gone = g == 0 && hidden(c, &h);
+        if (g == 0)
+            trec_cleanup(&h);
+        if (gone)
+            return call_error(c, RPC_INVALID_PARAMS, NULL,
+                             "Failed to cancel task: Task not found or expired");
+    }
     int rc = tstore_cancel(t->store, id, client_of(c), was, sizeof was, why, sizeof why);
     if (rc < 0)
         return unavailable(c, why);

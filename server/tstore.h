@@ -34,6 +34,7 @@ struct trec {
     int64_t created, updated, ttl;  /* ms since the epoch; ttl in ms */
     char owner[96];
     char rid[40];
+    char skill[256];                /* the qualified name of the skill run, or "" */
     char *result;                   /* CallToolResult JSON, or NULL */
 };
 

@@ -234,7 +234,7 @@ static const char LUA_CREATE[] =
     "end\n"
     "redis.call('SET', KEYS[4], '1', 'PX', ARGV[8])\n"
     "redis.call('HSET', KEYS[1], 'status', 'working', 'created', ARGV[3], 'updated', ARGV[3],\n"
-    "  'ttl', ARGV[4], 'owner', ARGV[5], 'client', ARGV[6], 'rid', ARGV[7])\n"
+    "  'ttl', ARGV[4], 'owner', ARGV[5], 'client', ARGV[6], 'rid', ARGV[7], 'skill', ARGV[11])\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[9])\n"
     "redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])\n"
     "redis.call('PEXPIRE', KEYS[2], ARGV[9])\n"
@@ -285,7 +285,7 @@ static int r_create(struct tstore *s, const struct trec *r, char *why, size_t wl
     snprintf(px, sizeof px, "%d", HEARTBEAT_PX);
     snprintf(life, sizeof life, "%lld", (long long)(r->ttl + t->cfg.run_ms));
     const char *argv[] = {"EVAL", LUA_CREATE, "5", k1, k2, k3, k4, k5, r->id, max, created, ttl,
-                          r->owner, r->client, r->rid, px, life, recs};
+                          r->owner, r->client, r->rid, px, life, recs, r->skill};
     redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;
@@ -334,6 +334,8 @@ static void fill_from_hash(struct trec *r, redisReply *rep)
             snprintf(r->client, sizeof r->client, "%s", v);
         else if (!strcmp(f, "rid"))
             snprintf(r->rid, sizeof r->rid, "%s", v);
+        else if (!strcmp(f, "skill"))
+            snprintf(r->skill, sizeof r->skill, "%s", v);
         else if (!strcmp(f, "result"))
             r->result = xstrdup(v);
     }

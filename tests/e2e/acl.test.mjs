@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { E2E_DIR, TEST_TIMEOUT, poll, post, postModern, raw, runCli, startServer } from './lib/harness.mjs';
@@ -243,6 +244,73 @@ test('reloads: SIGHUP, a file change, and a bad version keeps the rules in force
   fs.writeFileSync(aclFile, RULES);
   process.kill(srv.proc.pid, 'SIGHUP');
   assert.ok(await poll(async () => (await bobSees()).join() === 'public/hello', 5000));
+});
+
+test('a subscription to a skill hidden since is not told of its changes (--stateful)', opts, async () => {
+  const d = path.join(dir, 'sub');
+  const acl2 = path.join(dir, 'acl-sub');
+  const put = (q, words) => {
+    fs.mkdirSync(path.join(d, q), { recursive: true });
+    fs.writeFileSync(path.join(d, q, 'SKILL.md'), `---\nname: ${path.basename(q)}\ndescription: ${words}\n---\n# x\n`);
+  };
+  put('public/one', 'The first skill of the subscription test');
+  put('public/two', 'The second skill of the subscription test');
+  fs.writeFileSync(acl2, 'client:bob see public/\n');
+  const s = await startServer({ skillsDirs: [d], args: ['--stateful', '--auth-tokens', tokens, '--acl', acl2] });
+  const c = new Client({ name: 'acl-sub', version: '1' });
+  try {
+    await c.connect(new StreamableHTTPClientTransport(new URL(s.url), {
+      requestInit: { headers: auth('bob') },
+    }));
+    const updated = [];
+    c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); });
+    await c.subscribeResource({ uri: 'skill://public/one/SKILL.md' });
+    await c.subscribeResource({ uri: 'skill://public/two/SKILL.md' });
+    await poll(async () => /skill_mcp_notify_streams 1\b/.test((await raw(s.url.replace(/\/mcp$/, '/metrics'), { method: 'GET', headers: auth('bob') })).text), 5000);
+    fs.writeFileSync(acl2, 'client:bob see public/two$\n');
+    process.kill(s.proc.pid, 'SIGHUP');
+    const sees = async () => names(await c.callTool({ name: 'list_skills', arguments: {} })).join();
+    assert.ok(await poll(async () => (await sees()) === 'public/two', 5000), await sees());
+    put('public/one', 'The first skill, edited after it was hidden');
+    put('public/two', 'The second skill, edited while visible');
+    await c.callTool({ name: 'reload_skills', arguments: {} });
+    assert.ok(await poll(() => updated.includes('skill://public/two/SKILL.md'), 10_000), updated.join());
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(updated, ['skill://public/two/SKILL.md'], 'no resources/updated names a hidden skill');
+  } finally {
+    await c.close();
+    await s.stop();
+  }
+});
+
+test('a task of a skill hidden since it ran is gone for its client (--enable-tasks)', opts, async () => {
+  const acl3 = path.join(dir, 'acl-tasks');
+  fs.writeFileSync(acl3, 'client:bob run public/\nclient:bob run secret/\n');
+  const s = await startServer({ skillsDirs: [skills], args: ['--enable-tasks', '--auth-tokens', tokens, '--acl', acl3] });
+  const h = { ...auth('bob'), 'mcp-protocol-version': '2025-11-25' };
+  const call = async (method, params) => JSON.parse((await post(s.url, { jsonrpc: '2.0', id: 3, method, params }, h)).text);
+  try {
+    const run = async (name) => (await call('tools/call', {
+      name: 'run_skill_script', arguments: { name, script: 'scripts/go.sh' }, task: {},
+    })).result.task.taskId;
+    const hid = await run('secret/vault');
+    const vis = await run('public/hello');
+    assert.ok(await poll(async () => (await call('tasks/list', {})).result.tasks.every((t) => t.status === 'completed'), 10_000));
+    assert.match(JSON.stringify((await call('tasks/result', { taskId: hid })).result), /ran/);
+    fs.writeFileSync(acl3, 'client:bob run public/\n');
+    process.kill(s.proc.pid, 'SIGHUP');
+    assert.ok(await poll(async () => (await call('tasks/list', {})).result.tasks.length === 1, 5000));
+    assert.deepEqual((await call('tasks/list', {})).result.tasks.map((t) => t.taskId), [vis]);
+    const none = 'f'.repeat(32);
+    for (const m of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const a = await call(m, { taskId: hid });
+      const b = await call(m, { taskId: none });
+      assert.deepEqual(a.error, b.error, `${m} of a hidden skill's task answers as for no task`);
+    }
+    assert.match(JSON.stringify((await call('tasks/result', { taskId: vis })).result), /ran/);
+  } finally {
+    await s.stop();
+  }
 });
 
 test('a malformed file stops the start: exit 2 with FILE:LINE', opts, () => {
