@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #include "util.h"
@@ -64,6 +65,13 @@ int cfgfile_read(struct cfgfile *cf, const char *path)
     cf->n = cf->cap = 0;
     cf->err[0] = '\0';
     FILE *f = fopen(path, "rb");
+    struct stat st;
+    /* a directory opens, and libyaml would only say "input error" */
+    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        f = NULL;
+        errno = EISDIR;
+    }
     if (!f) {
         char why[300];
         snprintf(why, sizeof why, "cannot read the config file: %s", strerror(errno));

@@ -1097,6 +1097,26 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
     return 0;
 }
 
+/*
+ * libmicrohttpd's own unescaping turns %00 into a NUL that cuts the path
+ * short: /metrics%00x would be served as /metrics, past a proxy rule that
+ * matches /metrics exactly. A path (or argument) that does not decode
+ * cleanly is kept as sent, so it names no route.
+ */
+static size_t unescape_no_nul(void *cls, struct MHD_Connection *con, char *s)
+{
+    (void)cls;
+    (void)con;
+    size_t n = strlen(s), out;
+    char *tmp = xmalloc(n + 1);
+    if (pct_decode(s, n, tmp, &out) == 0) {
+        memcpy(s, tmp, out + 1);
+        n = out;
+    }
+    free(tmp);
+    return n;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **ctx)
@@ -1464,13 +1484,14 @@ struct http *http_start(struct srv *S, int listen_fd)
     pthread_mutex_init(&h->watch_mu, NULL);
     pthread_cond_init(&h->watch_cv, NULL);
     /* Limits at the edge: slow or greedy clients cannot pin threads or memory. */
-    struct MHD_OptionItem opts[8] = {
+    struct MHD_OptionItem opts[9] = {
+        {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_no_nul, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->max_header_bytes, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout, NULL},
     };
-    size_t nopt = 4;
+    size_t nopt = 5;
     /* One thread is the internal polling thread alone: a pool size of 0 or
      * 1 is refused with a warning. */
     if (c->threads > 1)

@@ -78,8 +78,11 @@ int sdn_send(const char *msg)
     if (!addr_len || sock < 0)
         return 1;
     ssize_t n;
+    /* MSG_DONTWAIT: a receiver that stopped reading fills its queue, and
+     * the loop that pets the watchdog must drop a datagram, not wait. */
     do
-        n = sendto(sock, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&addr, addr_len);
+        n = sendto(sock, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&addr,
+                   addr_len);
     while (n < 0 && errno == EINTR);
     if (n < 0) {
         if (!warned++)

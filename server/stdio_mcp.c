@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -68,19 +69,35 @@ int stdio_claim(void)
     return 0;
 }
 
-/* Writes all of p[0..n), waiting while a non-blocking pipe is full. */
+/* Set by stdio_stop: a writer still waiting on a full stdout gives up. */
+static atomic_int out_giveup;
+
+/*
+ * Writes all of p[0..n). A client that stops reading fills the pipe, and a
+ * plain write would then wait for ever, holding out_mu and, through it, the
+ * reader and the drain. So each piece waits for room in short polls that
+ * watch out_giveup, and is at most PIPE_BUF: a pipe that polls writable
+ * takes that much without blocking. The descriptor's own flags are left
+ * alone (it may be a terminal or a pipe the client shares).
+ */
 static int write_full(const char *p, size_t n)
 {
     while (n) {
-        ssize_t w = write(out_fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                struct pollfd pf = {.fd = out_fd, .events = POLLOUT};
-                poll(&pf, 1, -1);
-                continue;
+        struct pollfd pf = {.fd = out_fd, .events = POLLOUT};
+        int r = poll(&pf, 1, 100);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r <= 0) {
+            if (atomic_load(&out_giveup)) {
+                errno = ETIMEDOUT;
+                return -1;
             }
+            continue;
+        }
+        ssize_t w = write(out_fd, p, n < PIPE_BUF ? n : PIPE_BUF);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
             return -1;
         }
         p += w;
@@ -349,6 +366,8 @@ void stdio_stop(struct stdio_mcp *io)
 {
     if (!io)
         return;
+    /* The drain is over: an answer still waiting on a full stdout is dropped. */
+    atomic_store(&out_giveup, 1);
     stdio_quiesce(io);
     pthread_join(io->reader, NULL);
     notify_unlisten(io->nl);    /* its wake is never called again */

@@ -67,8 +67,15 @@ done
     ok "conffiles: /etc/skill-mcp/config.yaml" || bad "conffiles" "$(dpkg-deb -I "$deb" conffiles 2>&1)"
 
 # ---- install ---------------------------------------------------------------------
+# An admin who made the group first (to let others read the config) must
+# not make the install fail: the user joins that group.
+groupadd --system skill-mcp
 installed=1
-if out="$(dpkg -i "$deb" 2>&1)"; then ok "dpkg -i"; else bad "dpkg -i" "$out"; finish; fi
+if out="$(dpkg -i "$deb" 2>&1)"; then ok "dpkg -i (group skill-mcp made beforehand)"; else bad "dpkg -i" "$out"; finish; fi
+[ "$(id -gn skill-mcp 2>/dev/null)" = skill-mcp ] && ok "user skill-mcp's group is the existing skill-mcp" ||
+    bad "user skill-mcp's group" "$(id skill-mcp 2>&1)"
+# A reinstall (and so an upgrade) runs postinst again over the same user.
+if out="$(dpkg -i "$deb" 2>&1)"; then ok "dpkg -i again (reinstall)"; else bad "dpkg -i again" "$out"; fi
 [ "$(dpkg-query -W -f='${db:Status-Status}' skill-mcp)" = installed ] && ok "dpkg: installed" ||
     bad "dpkg status $(dpkg-query -W -f='${db:Status-Status}' skill-mcp)"
 for f in /usr/bin/skill-mcp /usr/share/man/man1/skill-mcp.1.gz /lib/systemd/system/skill-mcp.service \

@@ -291,3 +291,13 @@ test('modern notification -> 202', opts, async () => {
   assert.equal(r.status, 202, r.text);
   assert.equal(r.text, '');
 });
+
+test('a %00 in the path names no route: /metrics%00x is not /metrics', opts, async () => {
+  const base = new URL(s.url).origin;
+  for (const p of ['/metrics%00x', '/healthz%00.png', '/mcp%00']) {
+    const r = await raw(`${base}${p}`, { method: 'GET' });
+    assert.equal(r.status, 404, `${p} was served as the route before %00`);
+  }
+  assert.equal((await raw(`${base}/%68ealthz`, { method: 'GET' })).status, 200, 'other escapes still decode');
+  assert.equal((await raw(`${base}/healthz`, { method: 'GET' })).status, 200);
+});

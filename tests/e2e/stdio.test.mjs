@@ -272,6 +272,29 @@ test('raw: SIGTERM drains a running script, answers it and exits 0', { timeout: 
   assert.deepEqual(s.bad, []);
 });
 
+test('raw: a client that stops reading stdout cannot hold the server past the drain', { timeout: TEST_TIMEOUT }, async () => {
+  const proc = spawn(BIN, baseArgs(['--shutdown-timeout', '1']), { stdio: ['pipe', 'pipe', 'pipe'] });
+  live.add(proc);
+  // stdout is never read: once node's buffer and the pipe are full, every
+  // answer the server writes waits on the pipe
+  proc.stdout.pause();
+  let log = '';
+  proc.stderr.on('data', (d) => { log += d.toString(); });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => { live.delete(proc); resolve({ code, signal }); }));
+  proc.stdin.on('error', () => {});
+  for (let i = 0; i < 4000; i++) {
+    proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_skills', arguments: {} } })}\n`);
+  }
+  assert.ok(await poll(() => /serving MCP on stdin\/stdout/.test(log), 10_000, 20), log);
+  await new Promise((r) => setTimeout(r, 1500));
+  proc.kill('SIGTERM');
+  const t0 = Date.now();
+  const ex = await Promise.race([exited, new Promise((r) => setTimeout(() => r('hung'), 8000))]);
+  assert.notEqual(ex, 'hung', `still running 8 s after SIGTERM (--shutdown-timeout 1); log ${log.slice(-1000)}`);
+  assert.equal(ex.signal, null);
+  assert.ok(Date.now() - t0 < 8000);
+});
+
 test('raw: stdout carries nothing but JSON-RPC lines, whatever is logged', { timeout: TEST_TIMEOUT }, async () => {
   const s = spawnRaw(baseArgs(['--log-level', 'debug']));
   s.send({ jsonrpc: '2.0', id: 1, method: 'initialize',

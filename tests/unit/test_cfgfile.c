@@ -159,6 +159,16 @@ TEST(missing_file)
     CHECK(strstr(errbuf, "/nonexistent/skill-mcp.yaml: cannot read the config file") != NULL);
 }
 
+TEST(directory_or_alias_refused)
+{
+    struct cfg c;
+    char *argv[] = {"skill-mcp", "--config", dir, NULL};
+    CHECK_EQ(parse(&c, 3, argv), -1);
+    CHECK(strstr(errbuf, "cannot read the config file: Is a directory") != NULL);
+    /* anchors and aliases (the billion laughs) are refused, never expanded */
+    refused("port: &a 8000\nmax-body: *a\n", "2", "not an alias");
+}
+
 TEST(reader_lines)
 {
     struct cfgfile cf;
@@ -185,6 +195,7 @@ int main(void)
     RUN(empty_file_sets_nothing);
     RUN(refusals_name_file_and_line);
     RUN(missing_file);
+    RUN(directory_or_alias_refused);
     RUN(reader_lines);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -152,6 +152,35 @@ TEST(watchdog_for_another_pid_is_ignored)
     unlink(path);
 }
 
+/* A NOTIFY_SOCKET whose owner never reads: its queue fills, and the
+ * serving loop that pets the watchdog must not wait on it. */
+TEST(unread_socket_never_blocks)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/notify-full", dir);
+    int fd = bind_dgram(path);
+    CHECK(fd >= 0);
+    setenv("NOTIFY_SOCKET", path, 1);
+    sdn_init();
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 5000; i++)
+            sdn_send("WATCHDOG=1");
+        _exit(0);
+    }
+    CHECK(pid > 0);
+    int st = -1;
+    for (int i = 0; i < 100 && waitpid(pid, &st, WNOHANG) == 0; i++)
+        usleep(50 * 1000);
+    if (waitpid(pid, &st, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        H_FAIL("5000 notifications to an unread socket still blocked after 5 s");
+    }
+    close(fd);
+    unlink(path);
+}
+
 TEST(worker_reports_to_master_only)
 {
     char path[300], buf[512], m[8];
@@ -456,6 +485,7 @@ int main(int argc, char **argv)
     RUN(path_socket);
     RUN(abstract_socket);
     RUN(watchdog_for_another_pid_is_ignored);
+    RUN(unread_socket_never_blocks);
     RUN(worker_reports_to_master_only);
     RUN(server_single_process);
     RUN(server_workers_master_speaks);
