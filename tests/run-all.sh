@@ -7,15 +7,10 @@ cd "$(dirname "$0")/.."
 total_p=0; total_f=0; status=0
 declare -a lines
 
-run() {   # run NAME CMD...: captures the suite's SUMMARY line
-    local name=$1; shift
-    echo "=== $name"
-    local t0=$SECONDS
-    local log; log=$(mktemp)
-    "$@" 2>&1 | tee "$log"
-    local rc=${PIPESTATUS[0]}
+# account NAME RC LOG SECS: adds a finished suite's SUMMARY line to the totals
+account() {
+    local name=$1 rc=$2 log=$3 secs=$4
     local s; s=$(grep -E '^SUMMARY ' "$log" | tail -n 1)
-    rm -f "$log"
     local p f
     p=$(sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\1/p' <<<"$s")
     f=$(sed -nE 's/.*: ([0-9]+) passed, ([0-9]+) failed.*/\2/p' <<<"$s")
@@ -23,7 +18,43 @@ run() {   # run NAME CMD...: captures the suite's SUMMARY line
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
     total_p=$((total_p + p)); total_f=$((total_f + f))
     [ "$f" -ne 0 ] && status=1
-    lines+=("$name: $p passed, $f failed ($((SECONDS - t0)) s)")
+    lines+=("$name: $p passed, $f failed ($secs s)")
+}
+
+run() {   # run NAME CMD...: captures the suite's SUMMARY line
+    local name=$1; shift
+    echo "=== $name"
+    local t0=$SECONDS
+    local log; log=$(mktemp)
+    "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    account "$name" "$rc" "$log" $((SECONDS - t0))
+    rm -f "$log"
+}
+
+# Suites that mostly wait (on servers, scripts, a fake API) run beside the
+# next foreground suite: run_bg starts one with its output kept apart,
+# wait_bg prints each one whole once it ended and counts it like run does.
+bg=()
+run_bg() {   # run_bg NAME CMD...
+    local name=$1; shift
+    local log; log=$(mktemp)
+    local t0; t0=$(date +%s)
+    ( "$@" >"$log" 2>&1; echo "$? $(( $(date +%s) - t0 ))" >"$log.rc" ) &
+    bg+=("$name|$!|$log")
+}
+wait_bg() {
+    local e name pid log rc secs
+    for e in "${bg[@]}"; do
+        IFS='|' read -r name pid log <<<"$e"
+        wait "$pid"
+        read -r rc secs <"$log.rc" 2>/dev/null || { rc=1; secs=0; }
+        echo "=== $name (ran beside the suites above)"
+        cat "$log"
+        account "$name" "$rc" "$log" "$secs"
+        rm -f "$log" "$log.rc"
+    done
+    bg=()
 }
 
 # Builds use both cores (the suites themselves are what the 15 minutes buy).
@@ -31,13 +62,14 @@ J=-j$(nproc)
 make -s $J all unit-build || { echo "0 passed, 1 failed"; exit 1; }
 run unit tests/run-unit.sh build
 run e2e tests/run-e2e.sh build/skill-mcp
+run_bg skills bash tests/fakeapi/run_examples.sh
+run_bg acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
 run conformance tests/run-conformance.sh build/skill-mcp
+wait_bg
 run lint tests/lint.sh build
 run selftest tests/selftest.sh
-run skills bash tests/fakeapi/run_examples.sh
 run deploy bash tests/deploy-check.sh build/skill-mcp
 run deb bash tests/deb-check.sh build/skill-mcp
-run acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
 run docs-commands node tests/docs-commands.mjs build/skill-mcp
 if make -s $J asan-build >/dev/null; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
