@@ -261,8 +261,11 @@ static void *indexer_main(void *arg)
             read += (size_t)index_body(s->v[i]);
         skills_release(s);
         if (read && !atomic_load(&ix->stop)) {
-            log_info("skills: indexed the bodies of %zu skills (%.1f ms)", read, now_ms() - t0);
+            double ms = now_ms() - t0;
             skills_rescan(S, 1, NULL);
+            /* Logged once published: from this line on, body words are found
+             * and no rescan of the indexer's is pending (tests wait for it). */
+            log_info("skills: indexed the bodies of %zu skills (%.1f ms)", read, ms);
             /* The snapshot the rescan retired held the frontmatter-only
              * index, and reading left buffers free in this thread's arena. */
             malloc_trim(0);

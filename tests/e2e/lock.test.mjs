@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import {
-  BIN, TEST_TIMEOUT, call, callErr, callOk, connect, poll, post, raw, runCli, startServer,
+  BIN, TEST_TIMEOUT, call, callErr, callOk, connect, indexerSettled, poll, post, raw, runCli, startServer,
 } from './lib/harness.mjs';
 
 const T = { timeout: 60_000 };
@@ -64,6 +64,7 @@ test('strict: approved skills are served, the others quarantined with the comman
 
   const srv = await startServer({ skillsDirs: [lib.root], args: ['--lock', lib.lock] });
   try {
+    await indexerSettled(srv);    // its rescan would judge the edits below early
     const c = await connect(srv.url);
     const list = await callOk(assert, c, 'list_skills', {});
     const ok = card(list, 'billing/refunds');
@@ -199,6 +200,7 @@ test('revoke quarantines at once on SIGHUP; a malformed edit keeps the loaded lo
   assert.equal(lockCli(lib, 'approve', '--all', '--by', 'alice').code, 0);
   const srv = await startServer({ skillsDirs: [lib.root], args: ['--lock', lib.lock] });
   try {
+    await indexerSettled(srv);    // its rescan would judge the edits below early
     const c = await connect(srv.url);
     await callOk(assert, c, 'load_skill', { name: 'notes' });
     // SKILL.md edited before the next refresh and never loaded: neither body nor prompt is served

@@ -286,6 +286,17 @@ export async function bodyIndexReady(client, ms = 20000) {
 }
 
 /**
+ * Resolves once each of `workers` body indexers has published (the server
+ * logs it after the rescan that does). Until then that rescan may run at any
+ * moment and pick up a file a test has just edited, which a test of what an
+ * edit does before the next rescan must not race.
+ */
+export async function indexerSettled(srv, workers = 1, ms = 20000) {
+  const done = () => (srv.log.match(/skills: indexed the bodies of/g) ?? []).length >= workers;
+  if (!await poll(done, ms, 20)) throw new Error(`the body indexer did not finish within ${ms} ms; stderr:\n${srv.log}`);
+}
+
+/**
  * tests/fakeapi/fakeapi.py on a free loopback port: { proc, url }. The
  * caller stops it by its PID (proc.kill); it also exits after `lifetime` s.
  */
