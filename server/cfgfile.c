@@ -22,15 +22,10 @@
 __attribute__((format(printf, 4, 5)))
 static int fail(struct cfgfile *cf, const char *path, size_t line, const char *fmt, ...)
 {
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    err_vfileline(cf->err, sizeof cf->err, path, line, fmt, ap);
     va_end(ap);
-    if (line)
-        snprintf(cf->err, sizeof cf->err, "%s:%zu: %s", path, line, msg);
-    else
-        snprintf(cf->err, sizeof cf->err, "%s: %s", path, msg);
     return -1;
 }
 

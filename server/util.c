@@ -100,6 +100,26 @@ void err_set(struct err *e, int line, int col, const char *fmt, ...)
     utf8_sanitize(e->msg);
 }
 
+void err_vfileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt,
+                   va_list ap)
+{
+    char msg[400];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (line)
+        snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
+    else
+        snprintf(err, errlen, "%s: %s", file, msg);
+    utf8_sanitize(err);
+}
+
+void err_fileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_vfileline(err, errlen, file, line, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- buffers ----------------------------------------------------------- */
 
 void buf_init(struct buf *b, size_t max)

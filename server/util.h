@@ -63,6 +63,12 @@ struct err {
  * what is not, a cut "%.200s" of input included), so it can go into JSON. */
 void err_set(struct err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* "file:line: msg" into err[0..errlen) ("file: msg" when line is 0), made
+ * valid UTF-8 like err_set: the message of a bad line in a file read. */
+void err_fileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void err_vfileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt,
+                   va_list ap) __attribute__((format(printf, 5, 0)));
 
 /* ---- capped growable buffer (curl dynbuf) ---------------------------- */
 

@@ -656,6 +656,21 @@ TEST(err_set_keeps_a_url_and_stays_utf8)
     err_set(NULL, 0, 0, "nothing");                                /* allowed */
 }
 
+TEST(err_fileline_names_file_and_line)
+{
+    char err[64];
+    err_fileline(err, sizeof err, "acl.txt", 7, "bad '%s'", "frob");
+    CHECK_STR(err, "acl.txt:7: bad 'frob'");
+    err_fileline(err, sizeof err, "acl.txt", 0, "cannot read");
+    CHECK_STR(err, "acl.txt: cannot read");
+    /* cut inside a character: repaired, still NUL terminated in the buffer */
+    char small[12];
+    err_fileline(small, sizeof small, "f", 1, "abcde\xc3\xa9");
+    CHECK(utf8_valid(small, strlen(small)));
+    CHECK_EQ(strlen(small), 11);
+    CHECK_STR(small, "f:1: abcde?");
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -679,5 +694,6 @@ int main(void)
     RUN(list_window_edges);
     RUN(cursor_parse_edges);
     RUN(err_set_keeps_a_url_and_stays_utf8);
+    RUN(err_fileline_names_file_and_line);
     DONE();
 }
