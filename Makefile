@@ -132,9 +132,11 @@ asan-build:
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    build-asan/skill-mcp unit-build
 
-# ThreadSanitizer over the snapshot swap test (readers racing rescans).
+# ThreadSanitizer over the snapshot swap test (readers racing rescans) and
+# the rule file swap (readers racing reloads).
 tsan:
-	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills build-tsan/tests/test_auth
+	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills build-tsan/tests/test_auth \
+	    build-tsan/tests/test_reloadable
 	@TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build-tsan
 
 asan: asan-build

@@ -11,16 +11,14 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "acl.h"
 
-#include <errno.h>
 #include <pcre2.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "reloadable.h"
 #include "util.h"
 
 #define WORDS ((ACL_MAX_RULES + 63) / 64)
@@ -48,27 +46,9 @@ struct acl_rules {
     size_t jitted;
     size_t words;           /* words of a class's bits in use */
     _Atomic(struct acl_class *) classes[BUCKETS];
-    struct acl_rules *retired;  /* the set this one replaced (acl_close frees it) */
 };
 
 /* ---- parsing ----------------------------------------------------------------- */
-
-static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (line)
-        snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
-    else
-        snprintf(err, errlen, "%s: %s", file, msg);
-    utf8_sanitize(err);
-}
 
 static int is_space(char c)
 {
@@ -90,21 +70,19 @@ static int name_ok(const char *s, size_t n)
 
 void acl_rules_free(struct acl_rules *r)
 {
-    while (r) {
-        struct acl_rules *next = r->retired;
-        for (size_t i = 0; i < r->n; i++) {
-            free(r->r[i].name);
-            pcre2_code_free(r->r[i].re);
-        }
-        free(r->r);
-        for (size_t b = 0; b < BUCKETS; b++)
-            for (struct acl_class *k = atomic_load(&r->classes[b]), *kn; k; k = kn) {
-                kn = k->next;
-                free(k);
-            }
-        free(r);
-        r = next;
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->r[i].name);
+        pcre2_code_free(r->r[i].re);
     }
+    free(r->r);
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (struct acl_class *k = atomic_load(&r->classes[b]), *kn; k; k = kn) {
+            kn = k->next;
+            free(k);
+        }
+    free(r);
 }
 
 /* One line: WHO VERB PATTERN. 0, or -1 with err set. */
@@ -142,14 +120,14 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
                 break;
         }
         if (k == sizeof kinds / sizeof *kinds) {
-            perr(err, errlen, file, line,
+            err_fileline(err, errlen, file, line,
                  "'%.*s' names nobody: write client:ID, group:NAME, sub:SUBJECT, scope:SCOPE "
                  "or *", (int)(wl > 80 ? 80 : wl), w);
             return -1;
         }
         size_t pl = strlen(kinds[k].prefix);
         if (!name_ok(w + pl, wl - pl)) {
-            perr(err, errlen, file, line,
+            err_fileline(err, errlen, file, line,
                  "'%.*s' needs a name after '%s' (1-255 printable characters, no comma)",
                  (int)(wl > 80 ? 80 : wl), w, kinds[k].prefix);
             return -1;
@@ -158,7 +136,7 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
         out->name = xstrndup(w + pl, wl - pl);
     }
     if (!vl) {
-        perr(err, errlen, file, line, "missing 'see' or 'run' after '%.*s'",
+        err_fileline(err, errlen, file, line, "missing 'see' or 'run' after '%.*s'",
              (int)(wl > 80 ? 80 : wl), w);
         goto fail;
     }
@@ -167,12 +145,12 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
     else if (vl == 3 && !memcmp(v, "run", 3))
         out->run = 1;
     else {
-        perr(err, errlen, file, line, "'%.*s' is not 'see' or 'run'", (int)(vl > 40 ? 40 : vl),
+        err_fileline(err, errlen, file, line, "'%.*s' is not 'see' or 'run'", (int)(vl > 40 ? 40 : vl),
              v);
         goto fail;
     }
     if (s >= e) {
-        perr(err, errlen, file, line,
+        err_fileline(err, errlen, file, line,
              "missing the skills pattern (a PCRE2 pattern on the qualified name; .* for all)");
         goto fail;
     }
@@ -183,7 +161,7 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
     if (!out->re) {
         PCRE2_UCHAR m[256];
         pcre2_get_error_message(ec, m, sizeof m);
-        perr(err, errlen, file, line, "the pattern does not compile at offset %zu: %s",
+        err_fileline(err, errlen, file, line, "the pattern does not compile at offset %zu: %s",
              (size_t)off, (char *)m);
         goto fail;
     }
@@ -209,7 +187,7 @@ struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *
         size_t zl = 1;
         for (const char *p = s; p < z; p++)
             zl += *p == '\n';
-        perr(err, errlen, file, zl, "a NUL byte: this is not a text file");
+        err_fileline(err, errlen, file, zl, "a NUL byte: this is not a text file");
         free(r);
         return NULL;
     }
@@ -224,11 +202,11 @@ struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *
         if (p == e || *p == '#')
             continue;
         if (!utf8_valid(p, (size_t)(e - p))) {
-            perr(err, errlen, file, line, "the line is not valid UTF-8");
+            err_fileline(err, errlen, file, line, "the line is not valid UTF-8");
             goto fail;
         }
         if (r->n == ACL_MAX_RULES) {
-            perr(err, errlen, file, line, "more than %d rules", ACL_MAX_RULES);
+            err_fileline(err, errlen, file, line, "more than %d rules", ACL_MAX_RULES);
             goto fail;
         }
         if (r->n == cap) {
@@ -416,99 +394,60 @@ const struct view *acl_view(struct snapshot *s, const struct acl_class *k)
 /* ---- the server's instance -------------------------------------------------- */
 
 struct acl {
-    char *file;
-    _Atomic(struct acl_rules *) cur;
-    pthread_mutex_t mu;     /* one reload at a time; guards what follows */
-    struct stat st;         /* of the file last read */
-    struct stat bad;        /* of the last version that did not load (logged once) */
+    struct reloadable rl;   /* of struct acl_rules */
 };
 
-static struct acl_rules *load(const char *file, struct stat *st, char *err, size_t errlen)
+static void *load(void *ctx, const char *file, struct stat *st, struct err *err)
 {
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        perr(err, errlen, file, 0, "cannot read the access rules: %s", strerror(errno));
+    size_t n;
+    char *text = reloadable_read(file, ACL_FILE_MAX, "the access rules file", st, &n, err);
+    if (!text)
         return NULL;
-    }
-    if (fstat(fileno(f), st) < 0)
-        memset(st, 0, sizeof *st);
-    char *text = xmalloc(ACL_FILE_MAX + 1);
-    size_t n = fread(text, 1, ACL_FILE_MAX + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    struct acl_rules *r = NULL;
-    if (bad)
-        perr(err, errlen, file, 0, "cannot read the access rules");
-    else if (n > ACL_FILE_MAX)
-        perr(err, errlen, file, 0, "the access rules file is over %d bytes", ACL_FILE_MAX);
-    else
-        r = acl_parse(text, n, file, err, errlen);
+    struct acl_rules *r = acl_parse(text, n, file, err->msg, sizeof err->msg);
     free(text);
     return r;
 }
 
+static void rules_free(void *r)
+{
+    acl_rules_free(r);
+}
+
+static size_t rules_count(const void *r)
+{
+    return acl_rules_count(r);
+}
+
+/* classes and views of requests in flight point into a replaced set */
+static const struct reloadable_kind kind = {
+    .what = "access rules", .kept = "in force", .unit = "access rules",
+    .load = load, .free = rules_free, .count = rules_count,
+};
+
 struct acl *acl_open(const char *file, char *err, size_t errlen)
 {
     struct stat st;
-    struct acl_rules *r = load(file, &st, err, errlen);
-    if (!r)
+    struct err e = {0};
+    struct acl_rules *r = load(NULL, file, &st, &e);
+    if (!r) {
+        snprintf(err, errlen, "%s", e.msg);
         return NULL;
+    }
     struct acl *a = xcalloc(1, sizeof *a);
-    a->file = xstrdup(file);
-    a->st = st;
-    atomic_store(&a->cur, r);
-    pthread_mutex_init(&a->mu, NULL);
+    reloadable_init(&a->rl, &kind, NULL, file, r, &st);
     return a;
-}
-
-static int same_file(const struct stat *x, const struct stat *y)
-{
-    return x->st_ino == y->st_ino && x->st_dev == y->st_dev && x->st_size == y->st_size &&
-           x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
 }
 
 int acl_reload(struct acl *a, int force)
 {
-    if (!a)
-        return 0;
-    struct stat now;
-    pthread_mutex_lock(&a->mu);
-    int have = stat(a->file, &now) == 0;
-    if (!force && have && (same_file(&now, &a->st) || same_file(&now, &a->bad))) {
-        pthread_mutex_unlock(&a->mu);
-        return 0;
-    }
-    char err[600];
-    struct stat st;
-    struct acl_rules *r = load(a->file, &st, err, sizeof err);
-    int rc;
-    if (!r) {
-        if (!have || force || !same_file(&now, &a->bad))
-            log_error("access rules not reloaded, keeping the %zu in force: %s",
-                      atomic_load(&a->cur)->n, err);
-        if (have)
-            a->bad = now;
-        rc = -1;
-    } else {
-        /* classes and views of requests in flight point into the old set */
-        r->retired = atomic_load(&a->cur);
-        a->st = st;
-        memset(&a->bad, 0, sizeof a->bad);
-        atomic_store_explicit(&a->cur, r, memory_order_release);
-        log_info("%s: %zu access rules loaded", a->file, r->n);
-        rc = 1;
-    }
-    pthread_mutex_unlock(&a->mu);
-    return rc;
+    return a ? reloadable_reload(&a->rl, force) : 0;
 }
 
 void acl_close(struct acl *a)
 {
     if (!a)
         return;
-    acl_rules_free(atomic_load(&a->cur));
-    pthread_mutex_destroy(&a->mu);
-    free(a->file);
+    reloadable_fini(&a->rl);
     free(a);
 }
 
@@ -516,5 +455,5 @@ const struct acl_class *acl_classify(struct acl *a, const struct acl_who *w)
 {
     if (!a)
         return NULL;
-    return acl_rules_classify(atomic_load_explicit(&a->cur, memory_order_acquire), w);
+    return acl_rules_classify(reloadable_cur(&a->rl), w);
 }

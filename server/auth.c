@@ -35,6 +35,7 @@
 
 #include "config.h"
 #include "oauth.h"
+#include "reloadable.h"
 #include "util.h"
 
 #define DIGEST_LEN 32
@@ -119,18 +120,10 @@ struct auth_table {
     int n;
     int *index;                     /* entry + 1, open addressing; nindex a power of 2 */
     uint32_t nindex;
-    struct auth_table *retired;     /* older tables, kept until auth_free */
 };
 
 struct auth {
-    char *file;
-    _Atomic(struct auth_table *) cur;
-    pthread_mutex_t reload_mu;      /* process-local: one reload at a time */
-    /* identity of the file version last read (good or bad) */
-    struct timespec mtime;
-    off_t size;
-    ino_t ino;
-    dev_t dev;
+    struct reloadable rl;           /* of struct auth_table; process-local */
     struct auth_shared *sh;
     int worker;
     struct oauth *oauth;            /* --oauth-issuer, or NULL */
@@ -139,17 +132,15 @@ struct auth {
 
 static void table_free(struct auth_table *t)
 {
-    while (t) {
-        struct auth_table *next = t->retired;
-        for (int i = 0; i < t->n; i++) {
-            free(t->e[i].id);
-            free(t->e[i].groups);
-        }
-        free(t->e);
-        free(t->index);
-        free(t);
-        t = next;
+    if (!t)
+        return;
+    for (int i = 0; i < t->n; i++) {
+        free(t->e[i].id);
+        free(t->e[i].groups);
     }
+    free(t->e);
+    free(t->index);
+    free(t);
 }
 
 static const struct auth_entry *table_find(const struct auth_table *t, const char *id)
@@ -384,13 +375,32 @@ static int table_assign_slots(struct auth_table *t, struct auth_shared *sh, cons
     return 0;
 }
 
-static void remember(struct auth *a, const struct stat *st)
+static void *reload_load(void *ctx, const char *file, struct stat *st, struct err *err)
 {
-    a->mtime = st->st_mtim;
-    a->size = st->st_size;
-    a->ino = st->st_ino;
-    a->dev = st->st_dev;
+    struct auth *a = ctx;
+    struct auth_table *t = table_load(file, st, err);
+    if (t && table_assign_slots(t, a->sh, file, err)) {
+        table_free(t);
+        t = NULL;
+    }
+    return t;
 }
+
+static void reload_free(void *t)
+{
+    table_free(t);
+}
+
+static size_t reload_count(const void *t)
+{
+    return (size_t)((const struct auth_table *)t)->n;
+}
+
+/* bearer() hands out ids that point into a replaced table */
+static const struct reloadable_kind kind = {
+    .what = "token file", .kept = "client(s) loaded", .unit = "client(s)",
+    .load = reload_load, .free = reload_free, .count = reload_count,
+};
 
 struct auth *auth_load(const char *file, struct err *err)
 {
@@ -401,19 +411,16 @@ struct auth *auth_load(const char *file, struct err *err)
     if (!t)
         return NULL;
     struct auth *a = xcalloc(1, sizeof *a);
-    a->file = file ? xstrdup(file) : NULL;
     a->sh = x_shared_alloc(sizeof *a->sh);
     robust_init(&a->sh->mu);
     for (int i = 0; i < AUTH_MAX_CLIENTS; i++)
         robust_init(&a->sh->slots[i].mu);
-    pthread_mutex_init(&a->reload_mu, NULL);
     if (table_assign_slots(t, a->sh, file, err)) {
         table_free(t);
         auth_free(a);
         return NULL;
     }
-    remember(a, &st);
-    atomic_store_explicit(&a->cur, t, memory_order_release);
+    reloadable_init(&a->rl, &kind, a, file, t, &st);
     if (file && t->n == 0)
         log_warn("%s: no client in the token file: every request will be refused", file);
     return a;
@@ -424,60 +431,19 @@ void auth_free(struct auth *a)
     if (!a)
         return;
     oauth_free(a->oauth);
-    table_free(atomic_load(&a->cur));
-    pthread_mutex_destroy(&a->reload_mu);
+    reloadable_fini(&a->rl);
     x_shared_free(a->sh, sizeof *a->sh);
-    free(a->file);
     free(a);
 }
 
 int auth_reload(struct auth *a, int force)
 {
-    if (!a || !a->file)
-        return 0;
-    pthread_mutex_lock(&a->reload_mu);
-    struct stat st;
-    int r = 0;
-    if (stat(a->file, &st)) {
-        /* A vanished file is logged once, not every tick; the table stays. */
-        if (a->ino != 0 || force)
-            log_error("%s: cannot read the token file (%s); keeping the %d client(s) loaded",
-                      a->file, strerror(errno), atomic_load(&a->cur)->n);
-        a->ino = 0;
-        pthread_mutex_unlock(&a->reload_mu);
-        return -1;
-    }
-    if (!force && st.st_mtim.tv_sec == a->mtime.tv_sec && st.st_mtim.tv_nsec == a->mtime.tv_nsec
-        && st.st_size == a->size && st.st_ino == a->ino && st.st_dev == a->dev) {
-        pthread_mutex_unlock(&a->reload_mu);
-        return 0;
-    }
-    struct err err;
-    memset(&err, 0, sizeof err);
-    struct auth_table *t = table_load(a->file, &st, &err);
-    if (t && table_assign_slots(t, a->sh, a->file, &err)) {
-        table_free(t);
-        t = NULL;
-    }
-    remember(a, &st);   /* a bad version is reported once, until it changes */
-    struct auth_table *old = atomic_load_explicit(&a->cur, memory_order_relaxed);
-    if (!t) {
-        log_error("token file not reloaded, keeping the %d client(s) loaded: %s", old->n,
-                  err.msg);
-        r = -1;
-    } else {
-        t->retired = old;
-        atomic_store_explicit(&a->cur, t, memory_order_release);
-        log_info("%s: %d client(s) loaded", a->file, t->n);
-        r = 1;
-    }
-    pthread_mutex_unlock(&a->reload_mu);
-    return r;
+    return a ? reloadable_reload(&a->rl, force) : 0;
 }
 
 int auth_count(struct auth *a)
 {
-    return a ? atomic_load_explicit(&a->cur, memory_order_acquire)->n : 0;
+    return a ? ((const struct auth_table *)reloadable_cur(&a->rl))->n : 0;
 }
 
 /* ---- checking a token ------------------------------------------------------ */
@@ -525,7 +491,7 @@ static const struct auth_entry *static_match(struct auth *a, const char *p, size
     unsigned char d[DIGEST_LEN];
     if (sha256(p, n, d))
         return NULL;
-    const struct auth_table *t = atomic_load_explicit(&a->cur, memory_order_acquire);
+    const struct auth_table *t = reloadable_cur(&a->rl);
     /* Every entry is compared; the match is selected without a branch on it. */
     size_t found = 0;   /* entry + 1 */
     for (int i = 0; i < t->n; i++) {
@@ -638,7 +604,7 @@ int auth_rate_at(struct auth *a, const char *client, uint64_t now, int *limit,
 {
     int lim = 0, rem = 0, reset = 0, wait = 0, rpm = 0;
     const struct auth_entry *e =
-        a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+        a ? table_find(reloadable_cur(&a->rl), client) : NULL;
     struct auth_slot *s = NULL;
     if (e && e->rpm > 0) {
         s = &a->sh->slots[e->slot];
@@ -699,7 +665,7 @@ int auth_rate(struct auth *a, const char *client, int *limit, int *remaining, in
 static struct auth_slot *slot_of(struct auth *a, const char *client)
 {
     const struct auth_entry *e =
-        a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+        a ? table_find(reloadable_cur(&a->rl), client) : NULL;
     if (e)
         return &a->sh->slots[e->slot];
     /* An OAuth client is in no table: its slot is found by name. */
@@ -711,7 +677,7 @@ static struct auth_slot *slot_of(struct auth *a, const char *client)
 static struct auth_slot *slot_by_name(struct auth *a, const char *client)
 {
     const struct auth_entry *e =
-        a ? table_find(atomic_load_explicit(&a->cur, memory_order_acquire), client) : NULL;
+        a ? table_find(reloadable_cur(&a->rl), client) : NULL;
     if (e)
         return &a->sh->slots[e->slot];
     if (!a || !client)

@@ -26,14 +26,12 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "redact.h"
 
-#include <errno.h>
 #include <pcre2.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "reloadable.h"
 #include "shape.h"
 #include "stats.h"
 #include "util.h"
@@ -49,7 +47,6 @@ struct redact_set {
     struct pat *pat;
     size_t npat;
     uint32_t max_caps;          /* the most capture groups of one pattern */
-    struct redact_set *retired; /* the set this one replaced (freed at close) */
 };
 
 struct env_val {
@@ -111,23 +108,6 @@ static const uint32_t COMPILE_OPTS = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2
 
 /* ---- parsing and compiling ------------------------------------------------- */
 
-static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void perr(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (line)
-        snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
-    else
-        snprintf(err, errlen, "%s: %s", file, msg);
-    utf8_sanitize(err);
-}
-
 struct src {
     char name[REDACT_NAME_MAX + 1];
     char *re;
@@ -158,7 +138,7 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
     if (!re) {
         PCRE2_UCHAR m[256];
         pcre2_get_error_message(ec, m, sizeof m);
-        perr(err, errlen, p->line ? file : "built-in pattern", p->line,
+        err_fileline(err, errlen, p->line ? file : "built-in pattern", p->line,
              "pattern '%s' does not compile at offset %zu: %s", p->name, (size_t)off,
              (char *)m);
         return -1;
@@ -167,7 +147,7 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
     pcre2_pattern_info(re, PCRE2_INFO_MINLENGTH, &minlen);
     if (!minlen) {
         pcre2_code_free(re);
-        perr(err, errlen, file, p->line,
+        err_fileline(err, errlen, file, p->line,
              "pattern '%s' can match the empty string; it must match at least one character",
              p->name);
         return -1;
@@ -210,7 +190,7 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         if (q == e || *q == '#')
             continue;
         if (memchr(q, '\0', (size_t)(e - q))) {
-            perr(err, errlen, file, line, "a NUL byte in the line");
+            err_fileline(err, errlen, file, line, "a NUL byte in the line");
             goto out;
         }
         const char *ne = q;
@@ -220,20 +200,20 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         while (r < e && (*r == ' ' || *r == '\t'))
             r++;
         if (!name_ok(q, (size_t)(ne - q))) {
-            perr(err, errlen, file, line,
+            err_fileline(err, errlen, file, line,
                  "'%.*s' is not a pattern name (1-%d of A-Z a-z 0-9 _ . -), then tabs or "
                  "spaces and the pattern",
                  (int)(ne - q > 80 ? 80 : ne - q), q, REDACT_NAME_MAX);
             goto out;
         }
         if (r == e) {
-            perr(err, errlen, file, line, "'%.*s' has no pattern: write NAME, then tabs or "
+            err_fileline(err, errlen, file, line, "'%.*s' has no pattern: write NAME, then tabs or "
                                           "spaces, then a PCRE2 pattern",
                  (int)(ne - q), q);
             goto out;
         }
         if (np - nb >= REDACT_MAX_PATTERNS) {
-            perr(err, errlen, file, line, "more than %d patterns", REDACT_MAX_PATTERNS);
+            err_fileline(err, errlen, file, line, "more than %d patterns", REDACT_MAX_PATTERNS);
             goto out;
         }
         struct src *cur = &p[np];
@@ -241,10 +221,10 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         for (size_t i = 0; i < np; i++)
             if (!strcmp(p[i].name, cur->name)) {
                 if (p[i].line)
-                    perr(err, errlen, file, line, "the name '%s' is already used on line %zu",
+                    err_fileline(err, errlen, file, line, "the name '%s' is already used on line %zu",
                          cur->name, p[i].line);
                 else
-                    perr(err, errlen, file, line, "the name '%s' is a built-in pattern's",
+                    err_fileline(err, errlen, file, line, "the name '%s' is a built-in pattern's",
                          cur->name);
                 goto out;
             }
@@ -279,14 +259,12 @@ out:
 
 void redact_set_free(struct redact_set *s)
 {
-    while (s) {
-        struct redact_set *next = s->retired;
-        for (size_t i = 0; i < s->npat; i++)
-            pcre2_code_free(s->pat[i].re);
-        free(s->pat);
-        free(s);
-        s = next;
-    }
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->npat; i++)
+        pcre2_code_free(s->pat[i].re);
+    free(s->pat);
+    free(s);
 }
 
 const char *redact_builtin(size_t i, const char **name)
@@ -927,78 +905,67 @@ char *redact_text(const struct redact_set *set, const struct redact_env *E, cons
 /* ---- the server's instance ------------------------------------------------- */
 
 struct redact {
-    char *file;
     int builtins;
-    _Atomic(struct redact_set *) cur;
-    pthread_mutex_t mu;     /* one reload at a time */
+    struct reloadable rl;   /* of struct redact_set */
 };
 
-static struct redact_set *load(const char *file, int builtins, char *err, size_t errlen)
+static void *load(void *ctx, const char *file, struct stat *st, struct err *err)
 {
-    if (!file)
-        return redact_set_parse(NULL, 0, NULL, builtins, err, errlen);
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        perr(err, errlen, file, 0, "cannot read the redaction file: %s", strerror(errno));
+    const struct redact *r = ctx;
+    size_t n;
+    char *text = reloadable_read(file, REDACT_FILE_MAX, "the redaction file", st, &n, err);
+    if (!text)
         return NULL;
-    }
-    char *text = xmalloc(REDACT_FILE_MAX + 1);
-    size_t n = fread(text, 1, REDACT_FILE_MAX + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    struct redact_set *s = NULL;
-    if (bad)
-        perr(err, errlen, file, 0, "cannot read the redaction file");
-    else if (n > REDACT_FILE_MAX)
-        perr(err, errlen, file, 0, "the redaction file is over %d bytes", REDACT_FILE_MAX);
-    else
-        s = redact_set_parse(text, n, file, builtins, err, errlen);
+    struct redact_set *s = redact_set_parse(text, n, file, r->builtins, err->msg,
+                                            sizeof err->msg);
     free(text);
     return s;
 }
 
+static void set_free(void *s)
+{
+    redact_set_free(s);
+}
+
+static size_t set_count(const void *s)
+{
+    return ((const struct redact_set *)s)->npat;
+}
+
+/* a request or a run's stream may still be matching with a replaced set */
+static const struct reloadable_kind kind = {
+    .what = "redaction patterns", .kept = "loaded", .unit = "redaction patterns",
+    .load = load, .free = set_free, .count = set_count,
+};
+
 struct redact *redact_open(const char *file, int builtins, char *err, size_t errlen)
 {
-    struct redact_set *s = load(file, builtins, err, errlen);
-    if (!s)
-        return NULL;
     struct redact *r = xcalloc(1, sizeof *r);
-    r->file = file ? xstrdup(file) : NULL;
     r->builtins = builtins;
-    atomic_store(&r->cur, s);
-    pthread_mutex_init(&r->mu, NULL);
+    struct stat st;
+    struct err e = {0};
+    struct redact_set *s = file ? load(r, file, &st, &e)
+                                : redact_set_parse(NULL, 0, NULL, builtins, e.msg, sizeof e.msg);
+    if (!s) {
+        snprintf(err, errlen, "%s", e.msg);
+        free(r);
+        return NULL;
+    }
+    reloadable_init(&r->rl, &kind, r, file, s, file ? &st : NULL);
     return r;
 }
 
+/* Always read again: a SIGHUP asked for it. */
 int redact_reload(struct redact *r)
 {
-    if (!r || !r->file)
-        return 0;
-    char err[512];
-    pthread_mutex_lock(&r->mu);
-    struct redact_set *s = load(r->file, r->builtins, err, sizeof err);
-    int rc = -1;
-    if (!s) {
-        log_error("redaction patterns not reloaded, keeping the %zu loaded: %s",
-                  atomic_load(&r->cur)->npat, err);
-    } else {
-        /* a request may still be matching with the old set: it is kept */
-        s->retired = atomic_load(&r->cur);
-        atomic_store_explicit(&r->cur, s, memory_order_release);
-        log_info("%s: %zu redaction patterns loaded", r->file, s->npat);
-        rc = 1;
-    }
-    pthread_mutex_unlock(&r->mu);
-    return rc;
+    return r ? reloadable_reload(&r->rl, 1) : 0;
 }
 
 void redact_close(struct redact *r)
 {
     if (!r)
         return;
-    redact_set_free(atomic_load(&r->cur));
-    pthread_mutex_destroy(&r->mu);
-    free(r->file);
+    reloadable_fini(&r->rl);
     free(r);
 }
 
@@ -1016,7 +983,7 @@ json_t *redact_members(struct redact *r, const struct redact_env *e, json_t *obj
 {
     if (!r || !json_is_object(obj))
         return NULL;
-    const struct redact_set *set = atomic_load_explicit(&r->cur, memory_order_acquire);
+    const struct redact_set *set = reloadable_cur(&r->rl);
     json_t *counts = json_object();
     for (const char *const *f = fields; *f; f++) {
         json_t *v = json_object_get(obj, *f);
@@ -1045,7 +1012,7 @@ char *redact_file(struct redact *r, const char *data, size_t n, size_t *outlen, 
     *counts = NULL;
     if (!r)
         return NULL;
-    const struct redact_set *set = atomic_load_explicit(&r->cur, memory_order_acquire);
+    const struct redact_set *set = reloadable_cur(&r->rl);
     json_t *c = json_object();
     char *out = redact_text(set, NULL, data, n, outlen, c);
     if (json_object_size(c)) {
@@ -1088,7 +1055,7 @@ struct redact_stream *redact_stream_new(struct redact *r, const struct redact_en
                                         struct stats *st, redact_emit_fn emit, void *arg)
 {
     struct redact_stream *rs = xcalloc(1, sizeof *rs);
-    rs->set = r ? atomic_load_explicit(&r->cur, memory_order_acquire) : NULL;
+    rs->set = r ? reloadable_cur(&r->rl) : NULL;
     rs->env = e;
     rs->st = st;
     rs->emit = emit;

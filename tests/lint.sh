@@ -26,6 +26,7 @@ declare -A prefix=(
     [redact]='redact_'
     [stdio_mcp]='stdio_'
     [acl]='acl_'
+    [reloadable]='reloadable_'
     [rcache]='rcache_'
     [oauth]='oauth_' [jwt]='jwt_'
     [yamlcore]='yc_'
