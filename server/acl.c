@@ -128,8 +128,8 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
         size_t pl = strlen(kinds[k].prefix);
         if (!name_ok(w + pl, wl - pl)) {
             err_fileline(err, errlen, file, line,
-                 "'%.*s' needs a name after '%s' (1-255 printable characters, no comma)",
-                 (int)(wl > 80 ? 80 : wl), w, kinds[k].prefix);
+                         "'%.*s' needs a name after '%s' (1-255 printable characters, no comma)",
+                         (int)(wl > 80 ? 80 : wl), w, kinds[k].prefix);
             return -1;
         }
         out->kind = kinds[k].kind;
@@ -137,7 +137,7 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
     }
     if (!vl) {
         err_fileline(err, errlen, file, line, "missing 'see' or 'run' after '%.*s'",
-             (int)(wl > 80 ? 80 : wl), w);
+                     (int)(wl > 80 ? 80 : wl), w);
         goto fail;
     }
     if (vl == 3 && !memcmp(v, "see", 3))
@@ -145,8 +145,8 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
     else if (vl == 3 && !memcmp(v, "run", 3))
         out->run = 1;
     else {
-        err_fileline(err, errlen, file, line, "'%.*s' is not 'see' or 'run'", (int)(vl > 40 ? 40 : vl),
-             v);
+        err_fileline(err, errlen, file, line, "'%.*s' is not 'see' or 'run'",
+                     (int)(vl > 40 ? 40 : vl), v);
         goto fail;
     }
     if (s >= e) {
@@ -162,7 +162,7 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
         PCRE2_UCHAR m[256];
         pcre2_get_error_message(ec, m, sizeof m);
         err_fileline(err, errlen, file, line, "the pattern does not compile at offset %zu: %s",
-             (size_t)off, (char *)m);
+                     (size_t)off, (char *)m);
         goto fail;
     }
     if (pcre2_jit_compile(out->re, PCRE2_JIT_COMPLETE) == 0)

@@ -139,8 +139,8 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
         PCRE2_UCHAR m[256];
         pcre2_get_error_message(ec, m, sizeof m);
         err_fileline(err, errlen, p->line ? file : "built-in pattern", p->line,
-             "pattern '%s' does not compile at offset %zu: %s", p->name, (size_t)off,
-             (char *)m);
+                     "pattern '%s' does not compile at offset %zu: %s", p->name, (size_t)off,
+                     (char *)m);
         return -1;
     }
     size_t minlen = 0;
@@ -201,15 +201,16 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
             r++;
         if (!name_ok(q, (size_t)(ne - q))) {
             err_fileline(err, errlen, file, line,
-                 "'%.*s' is not a pattern name (1-%d of A-Z a-z 0-9 _ . -), then tabs or "
-                 "spaces and the pattern",
-                 (int)(ne - q > 80 ? 80 : ne - q), q, REDACT_NAME_MAX);
+                         "'%.*s' is not a pattern name (1-%d of A-Z a-z 0-9 _ . -), then tabs or "
+                         "spaces and the pattern",
+                         (int)(ne - q > 80 ? 80 : ne - q), q, REDACT_NAME_MAX);
             goto out;
         }
         if (r == e) {
-            err_fileline(err, errlen, file, line, "'%.*s' has no pattern: write NAME, then tabs or "
-                                          "spaces, then a PCRE2 pattern",
-                 (int)(ne - q), q);
+            err_fileline(err, errlen, file, line,
+                         "'%.*s' has no pattern: write NAME, then tabs or spaces, then a PCRE2 "
+                         "pattern",
+                         (int)(ne - q), q);
             goto out;
         }
         if (np - nb >= REDACT_MAX_PATTERNS) {
@@ -221,11 +222,12 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         for (size_t i = 0; i < np; i++)
             if (!strcmp(p[i].name, cur->name)) {
                 if (p[i].line)
-                    err_fileline(err, errlen, file, line, "the name '%s' is already used on line %zu",
-                         cur->name, p[i].line);
+                    err_fileline(err, errlen, file, line,
+                                 "the name '%s' is already used on line %zu", cur->name,
+                                 p[i].line);
                 else
                     err_fileline(err, errlen, file, line, "the name '%s' is a built-in pattern's",
-                         cur->name);
+                                 cur->name);
                 goto out;
             }
         cur->re = xstrndup(r, (size_t)(e - r));

@@ -100,7 +100,8 @@ char *reloadable_read(const char *file, size_t max, const char *noun, struct sta
         if (fd == -EINVAL)
             err_fileline(err->msg, sizeof err->msg, file, 0, "%s is not a regular file", noun);
         else
-            err_fileline(err->msg, sizeof err->msg, file, 0, "cannot read %s: %s", noun, strerror(-fd));
+            err_fileline(err->msg, sizeof err->msg, file, 0, "cannot read %s: %s", noun,
+                         strerror(-fd));
         return NULL;
     }
     /* One byte past max tells a file at the cap from one over it. */
@@ -112,8 +113,8 @@ char *reloadable_read(const char *file, size_t max, const char *noun, struct sta
     } else if (got < (size_t)st->st_size) {
         /* an error, or the file cut short while it was read: the next
          * check sees another identity and reads it again */
-        err_fileline(err->msg, sizeof err->msg, file, 0, "cannot read %s: %zu of %lld bytes read", noun, got,
-                     (long long)st->st_size);
+        err_fileline(err->msg, sizeof err->msg, file, 0, "cannot read %s: %zu of %lld bytes read",
+                     noun, got, (long long)st->st_size);
     } else {
         text[got] = '\0';
         *n = got;
