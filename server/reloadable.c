@@ -52,8 +52,9 @@ int reloadable_reload(struct reloadable *r, int force)
     struct err err = {0};
     struct stat st = now;
     void *set = k->load(r->ctx, r->file, &st, &err);
-    /* What was read, not what stat saw before: a version written in
-     * between is read once more, never taken for the one before it. */
+    /* The identity of the bytes read (fstat on their descriptor), not of
+     * what stat saw a moment before: if the file was replaced in between,
+     * the next check compares against the version actually judged. */
     r->seen = st;
     /* Only this thread stores cur, under mu: a relaxed load suffices. */
     void *old = atomic_load_explicit(&r->cur, memory_order_relaxed);
