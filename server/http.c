@@ -896,13 +896,7 @@ static void *watch_main(void *arg)
             rq->hung = 1;
             rpc_hangup(rq->call);
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += WATCH_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = now_after_ms(WATCH_MS);
         pthread_cond_timedwait(&h->watch_cv, &h->watch_mu, &until);
     }
     pthread_mutex_unlock(&h->watch_mu);
