@@ -374,37 +374,124 @@ static int accepts_json(const char *accept)
            strcasestr(accept, "application/*");
 }
 
+/* ---- parked streams ----------------------------------------------------------
+ *
+ * A streamed response (a call's SSE answer, a notification stream) is pulled
+ * by libmicrohttpd through a content reader on the connection's thread,
+ * while what it sends comes from other threads. With nothing to send, the
+ * reader parks the connection (MHD_suspend_connection) and a producer
+ * resumes it. Both happen under the stream's mutex, which orders "suspend"
+ * before "resume": a wake between the reader's last look and its park is
+ * not lost. Once the stream is dead (libmicrohttpd has freed the response)
+ * a late wake resumes nothing. Who guards out is the stream's own rule.
+ */
+struct parked {
+    pthread_mutex_t mu;
+    struct MHD_Connection *con;
+    int suspended, dead;        /* guarded by mu */
+    struct buf out;             /* framed bytes not yet sent */
+    size_t off;
+};
+
+static void parked_init(struct parked *p, struct MHD_Connection *con)
+{
+    pthread_mutex_init(&p->mu, NULL);
+    buf_init(&p->out, 0);
+    p->con = con;
+}
+
+static void parked_cleanup(struct parked *p)
+{
+    pthread_mutex_destroy(&p->mu);
+    buf_cleanup(&p->out);
+}
+
+/* One SSE message event carrying json. */
+static void parked_event(struct parked *p, const char *json, size_t len)
+{
+    buf_puts(&p->out, "event: message\ndata: ");
+    buf_append(&p->out, json, len);
+    buf_puts(&p->out, "\n\n");
+}
+
+/* Reader: up to max of the bytes not yet sent into dst; 0 when there are none. */
+static size_t parked_take(struct parked *p, char *dst, size_t max)
+{
+    size_t avail = p->out.len - p->off;
+    if (!avail)
+        return 0;
+    size_t n = avail < max ? avail : max;
+    memcpy(dst, p->out.p + p->off, n);
+    p->off += n;
+    if (p->off == p->out.len) {
+        buf_reset(&p->out);
+        p->off = 0;
+    }
+    return n;
+}
+
+/* Any thread, p->mu held: a parked reader runs again. */
+static void parked_wake_locked(struct parked *p)
+{
+    if (p->suspended && !p->dead) {
+        p->suspended = 0;
+        MHD_resume_connection(p->con);
+    }
+}
+
+/* Reader, p->mu held (and released here): nothing to send, so the
+ * connection is parked until a wake; what the reader returns. */
+static ssize_t parked_sleep_unlock(struct parked *p)
+{
+    p->suspended = 1;
+    MHD_suspend_connection(p->con);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+/* libmicrohttpd has freed the response: no wake may resume its connection. */
+static void parked_kill(struct parked *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->dead = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The response of a parked stream, read by reader and freed by done. */
+static struct MHD_Response *parked_response(MHD_ContentReaderCallback reader, void *cls,
+                                            MHD_ContentReaderFreeCallback done)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, cls, done);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    return r;
+}
+
 /* ---- live progress over SSE -------------------------------------------------
  *
  * When the call streams (call_streams: the client accepts text/event-stream
  * and asked for progress or logging, or --sse), the answer is a stream: the
  * events the protocol layer renders while the script runs, then the
- * response. The completing thread appends them; libmicrohttpd pulls them
- * through sse_read(), which parks the connection when there is nothing to
- * send. The mutex orders "suspend" before "resume". A stream closed by the
- * client before the answer abandons the call (which stops its script).
+ * response. The completing thread appends them under the stream's mutex;
+ * libmicrohttpd pulls them through sse_read(), which parks the connection
+ * when there is nothing to send. A stream closed by the client before the
+ * answer abandons the call (which stops its script).
  */
 struct sse {
-    pthread_mutex_t mu;
-    struct buf out;
-    size_t off;
-    int done, suspended;
-    struct MHD_Connection *con;
+    struct parked p;            /* out guarded by p.mu */
+    int done;                   /* guarded by p.mu */
     struct call *call;
 };
 
 static void sse_push(struct sse *e, const char *json, size_t len, int last)
 {
-    pthread_mutex_lock(&e->mu);
-    buf_puts(&e->out, "event: message\ndata: ");
-    buf_append(&e->out, json, len);
-    buf_puts(&e->out, "\n\n");
+    pthread_mutex_lock(&e->p.mu);
+    parked_event(&e->p, json, len);
     e->done |= last;
-    if (e->suspended) {
-        e->suspended = 0;
-        MHD_resume_connection(e->con);
-    }
-    pthread_mutex_unlock(&e->mu);
+    parked_wake_locked(&e->p);
+    pthread_mutex_unlock(&e->p.mu);
 }
 
 /* Completing thread: a notification before the answer. */
@@ -423,27 +510,18 @@ static void sse_complete(char *bytes, size_t len, void *arg)
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     struct sse *e = cls;
-    pthread_mutex_lock(&e->mu);
-    size_t avail = e->out.len - e->off;
-    if (avail) {
-        size_t n = avail < max ? avail : max;
-        memcpy(out, e->out.p + e->off, n);
-        e->off += n;
-        if (e->off == e->out.len) {
-            buf_reset(&e->out);
-            e->off = 0;
-        }
-        pthread_mutex_unlock(&e->mu);
+    (void)pos;
+    pthread_mutex_lock(&e->p.mu);
+    size_t n = parked_take(&e->p, out, max);
+    if (n) {
+        pthread_mutex_unlock(&e->p.mu);
         return (ssize_t)n;
     }
     if (e->done) {
-        pthread_mutex_unlock(&e->mu);
+        pthread_mutex_unlock(&e->p.mu);
         return MHD_CONTENT_READER_END_OF_STREAM;
     }
-    e->suspended = 1;
-    MHD_suspend_connection(e->con);
-    pthread_mutex_unlock(&e->mu);
-    return 0;
+    return parked_sleep_unlock(&e->p);
 }
 
 /* libmicrohttpd is done with the response: sent, or the client went away.
@@ -453,8 +531,7 @@ static void sse_free(void *cls)
     struct sse *e = cls;
     rpc_abandon(e->call);
     call_unref(e->call);
-    pthread_mutex_destroy(&e->mu);
-    buf_cleanup(&e->out);
+    parked_cleanup(&e->p);
     free(e);
 }
 
@@ -468,18 +545,12 @@ static int accepts_sse(struct MHD_Connection *con)
 static enum MHD_Result start_stream(struct MHD_Connection *con, struct call *c)
 {
     struct sse *e = xcalloc(1, sizeof *e);
-    pthread_mutex_init(&e->mu, NULL);
-    buf_init(&e->out, 0);
-    e->con = con;
+    parked_init(&e->p, con);
     e->call = c;
     call_ref(c);
     call_on_event(c, sse_event, e);
     call_on_complete(c, sse_complete, e);
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, e, sse_free);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    struct MHD_Response *r = parked_response(sse_read, e, sse_free);
     if (atomic_load(&closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     cors_headers(r, con);
@@ -518,12 +589,9 @@ static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq
 
 struct nstream {
     atomic_int refs;
-    pthread_mutex_t mu;
-    int suspended, woken, keepalive, hung, dead;    /* guarded by mu */
-    struct MHD_Connection *con;
+    struct parked p;            /* out is the reader's alone */
+    int woken, keepalive, hung; /* guarded by p.mu */
     struct notify_listener *l;
-    struct buf out;             /* the reader's alone */
-    size_t off;
     int ended;
     _Atomic uint64_t last_ns;   /* when bytes last went out */
     char sid[SESSION_ID_LEN + 1];   /* the GET stream's session, or "" */
@@ -536,8 +604,7 @@ static void ns_unref(struct nstream *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) != 1)
         return;
-    pthread_mutex_destroy(&e->mu);
-    buf_cleanup(&e->out);
+    parked_cleanup(&e->p);
     free(e->final);
     free(e);
 }
@@ -545,13 +612,10 @@ static void ns_unref(struct nstream *e)
 /* Any thread: something for the reader (*flag set), which is resumed. */
 static void ns_poke(struct nstream *e, int *flag)
 {
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->p.mu);
     *flag = 1;
-    if (e->suspended && !e->dead) {
-        e->suspended = 0;
-        MHD_resume_connection(e->con);
-    }
-    pthread_mutex_unlock(&e->mu);
+    parked_wake_locked(&e->p);
+    pthread_mutex_unlock(&e->p.mu);
 }
 
 static void ns_wake(void *arg)
@@ -580,9 +644,7 @@ static void ns_watch(struct srv *S, struct nstream *e, int fd)
 static void ns_sink(const char *json, size_t len, void *arg)
 {
     struct nstream *e = arg;
-    buf_puts(&e->out, "event: message\ndata: ");
-    buf_append(&e->out, json, len);
-    buf_puts(&e->out, "\n\n");
+    parked_event(&e->p, json, len);
 }
 
 static ssize_t ns_read(void *cls, uint64_t pos, char *out, size_t max)
@@ -590,15 +652,8 @@ static ssize_t ns_read(void *cls, uint64_t pos, char *out, size_t max)
     struct nstream *e = cls;
     (void)pos;
     for (;;) {
-        size_t avail = e->out.len - e->off;
-        if (avail) {
-            size_t n = avail < max ? avail : max;
-            memcpy(out, e->out.p + e->off, n);
-            e->off += n;
-            if (e->off == e->out.len) {
-                buf_reset(&e->out);
-                e->off = 0;
-            }
+        size_t n = parked_take(&e->p, out, max);
+        if (n) {
             atomic_store(&e->last_ns, now_ns());
             return (ssize_t)n;
         }
@@ -610,10 +665,10 @@ static ssize_t ns_read(void *cls, uint64_t pos, char *out, size_t max)
         }
         if (e->ended)
             return MHD_CONTENT_READER_END_OF_STREAM;
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->p.mu);
         int hung = e->hung, ka = e->keepalive;
         e->woken = e->keepalive = 0;
-        pthread_mutex_unlock(&e->mu);
+        pthread_mutex_unlock(&e->p.mu);
         if (hung)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         int got = notify_drain(e->l, ns_sink, e);
@@ -624,18 +679,15 @@ static ssize_t ns_read(void *cls, uint64_t pos, char *out, size_t max)
         if (got > 0)
             continue;
         if (ka) {
-            buf_puts(&e->out, ": keep-alive\n\n");
+            buf_puts(&e->p.out, ": keep-alive\n\n");
             continue;
         }
-        pthread_mutex_lock(&e->mu);
+        pthread_mutex_lock(&e->p.mu);
         if (e->woken || e->hung || e->keepalive) {
-            pthread_mutex_unlock(&e->mu);
+            pthread_mutex_unlock(&e->p.mu);
             continue;
         }
-        e->suspended = 1;
-        MHD_suspend_connection(e->con);
-        pthread_mutex_unlock(&e->mu);
-        return 0;
+        return parked_sleep_unlock(&e->p);
     }
 }
 
@@ -643,9 +695,7 @@ static void ns_free(void *cls)
 {
     struct nstream *e = cls;
     notify_unlisten(e->l);  /* no wake after this */
-    pthread_mutex_lock(&e->mu);
-    e->dead = 1;
-    pthread_mutex_unlock(&e->mu);
+    parked_kill(&e->p);     /* nor a poke of the watcher's */
     ns_unref(e);
 }
 
@@ -706,9 +756,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     }
     struct nstream *e = xcalloc(1, sizeof *e);
     atomic_init(&e->refs, 2);   /* the response's and rq's */
-    pthread_mutex_init(&e->mu, NULL);
-    buf_init(&e->out, 0);
-    e->con = con;
+    parked_init(&e->p, con);
     atomic_init(&e->last_ns, now_ns());
     snprintf(e->sid, sizeof e->sid, "%s", o->session ? o->session : "");
     snprintf(e->client, sizeof e->client, "%s", rq->client ? rq->client : "");
@@ -721,8 +769,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     e->l = notify_listen(o, why, sizeof why);
     if (!e->l) {
         int conflict = errno == EEXIST;
-        pthread_mutex_destroy(&e->mu);
-        buf_cleanup(&e->out);
+        parked_cleanup(&e->p);
         free(e);
         rq->status = conflict ? MHD_HTTP_CONFLICT : MHD_HTTP_TOO_MANY_REQUESTS;
         char msg[256];
@@ -732,12 +779,8 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     if (firstlen)
         ns_sink(first, firstlen, e);
     else
-        buf_puts(&e->out, first);
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, ns_read, e, ns_free);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+        buf_puts(&e->p.out, first);
+    struct MHD_Response *r = parked_response(ns_read, e, ns_free);
     rq->status = MHD_HTTP_OK;
     rq->ns = e;
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
@@ -853,13 +896,7 @@ static void *watch_main(void *arg)
             rq->hung = 1;
             rpc_hangup(rq->call);
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += WATCH_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = now_after_ms(WATCH_MS);
         pthread_cond_timedwait(&h->watch_cv, &h->watch_mu, &until);
     }
     pthread_mutex_unlock(&h->watch_mu);

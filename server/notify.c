@@ -21,9 +21,6 @@
 #include "skills.h"
 #include "util.h"
 
-/* As skillsext.c writes skill:// URIs: unreserved, sub-delims, ':', '@', '/'. */
-#define URI_KEEP "!$&'()*+,;=:@/"
-
 struct notify_listener {
     struct notify_listener *next;
     char *key;
@@ -162,18 +159,12 @@ struct change {
 static void uri_add(struct change **v, size_t *n, size_t *cap, const struct skill *k,
                     const char *rel)
 {
-    struct buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, "skill://");
-    buf_pct_encode(&b, k->qname, strlen(k->qname), URI_KEEP);
-    buf_puts(&b, "/");
-    buf_pct_encode(&b, rel, strlen(rel), URI_KEEP);
     if (*n == *cap) {
         *cap = *cap ? *cap * 2 : 16;
         *v = xrealloc(*v, *cap * sizeof **v);
     }
     (*v)[*n].qname = k->qname;
-    (*v)[(*n)++].uri = buf_steal(&b, NULL);
+    (*v)[(*n)++].uri = skills_uri(k, rel);
 }
 
 static void all_files(struct change **v, size_t *n, size_t *cap, const struct skill *k)

@@ -52,6 +52,21 @@ struct rcache_files {
 
 static atomic_size_t files_bytes;
 
+/*
+ * Charges size bytes to *used, which may not pass cap once the freed bytes
+ * of what the new record replaces are given back: 1, or 0 with nothing
+ * charged. The add comes first, so that threads racing for the last room
+ * cannot all see it free.
+ */
+static int charge(atomic_size_t *used, size_t size, size_t freed, size_t cap)
+{
+    if (atomic_fetch_add(used, size) + size - freed > cap) {
+        atomic_fetch_sub(used, size);
+        return 0;
+    }
+    return 1;
+}
+
 static int path_cmp(const void *key, const void *elem)
 {
     return strcmp(key, ((const struct skill_file *)elem)->path);
@@ -143,10 +158,8 @@ int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const cha
     if (depth >= RCACHE_FILE_VERSIONS)
         return 0;
     size_t size = sizeof(struct rc_file) + len + 1 + al + 1;
-    if (atomic_fetch_add(&files_bytes, size) + size > RCACHE_FILES_BYTES) {
-        atomic_fetch_sub(&files_bytes, size);
+    if (!charge(&files_bytes, size, 0, RCACHE_FILES_BYTES))
         return 0;
-    }
     struct rc_file *r = xmalloc(size);
     r->key = key;
     r->older = old;
@@ -257,10 +270,8 @@ int rcache_entry_put(struct skill *k, unsigned kind, const struct rcache_stamps 
     size_t sts = stamps->n * sizeof stamps->st[0];
     size_t pad = (len + 1 + 7) & ~(size_t)7;
     size_t size = sizeof(struct rc_entry) + pad + sts;
-    if (atomic_fetch_add(&files_bytes, size) + size > RCACHE_FILES_BYTES) {
-        atomic_fetch_sub(&files_bytes, size);
+    if (!charge(&files_bytes, size, 0, RCACHE_FILES_BYTES))
         return 0;
-    }
     struct rc_entry *e = xmalloc(size);
     e->older = old;
     e->depth = depth;
@@ -411,8 +422,7 @@ int rcache_pages_put(struct rcache_pages *p, const void *view, const char *key, 
     size_t size = sizeof(struct rc_page) + klen + len;
     struct rc_page *old = atomic_load(&victim->page);
     size_t freed = old ? old->size : 0;
-    if (atomic_fetch_add(&p->bytes, size) + size - freed > p->max_bytes) {
-        atomic_fetch_sub(&p->bytes, size);
+    if (!charge(&p->bytes, size, freed, p->max_bytes)) {
         atomic_fetch_and(&victim->state, ~WRITING);
         return 0;
     }

@@ -286,9 +286,6 @@ out:
     return rc;
 }
 
-/* Unreserved, sub-delims, ':', '@' and '/' stay as they are (as in skillsext.c). */
-#define SUB_URI_KEEP "!$&'()*+,;=:@/"
-
 int res_subscribe(struct call *c, int on)
 {
     const char *m = on ? "resources/subscribe" : "resources/unsubscribe";
@@ -320,13 +317,7 @@ int res_subscribe(struct call *c, int on)
         return not_found(c, uri, "no such file in the skill");
     }
     /* Matched under the canonical spelling, whatever alias the client used. */
-    struct buf key;
-    buf_init(&key, 0);
-    buf_puts(&key, "skill://");
-    buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
-    buf_puts(&key, "/");
-    buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
-    char *ks = buf_steal(&key, NULL);
+    char *ks = skills_uri(k, path);
     free(owned);
     int rc = session_subscribe(c->S->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
     free(ks);
@@ -378,13 +369,7 @@ int res_listen(struct call *c)
         if (!*path)
             path = "SKILL.md";
         if (!strcmp(path, "SKILL.md") || has_file(k, path)) {
-            struct buf key;
-            buf_init(&key, 0);
-            buf_puts(&key, "skill://");
-            buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
-            buf_puts(&key, "/");
-            buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
-            char *ks = buf_steal(&key, NULL);
+            char *ks = skills_uri(k, path);
             json_array_append_new(uris, json_string(ks));
             free(ks);
         }

@@ -214,6 +214,20 @@ static void build_tables(struct snapshot *s)
     }
 }
 
+char *skills_uri(const struct skill *k, const char *rel)
+{
+    static const char keep[] = "!$&'()*+,;=:@/";
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "skill://");
+    buf_pct_encode(&b, k->qname, strlen(k->qname), keep);
+    if (rel && *rel) {
+        buf_puts(&b, "/");
+        buf_pct_encode(&b, rel, strlen(rel), keep);
+    }
+    return buf_steal(&b, NULL);
+}
+
 struct skill *skills_find(const struct snapshot *s, const char *name, size_t len,
                           int *ambiguous)
 {

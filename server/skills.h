@@ -261,6 +261,12 @@ uint64_t skills_scans(struct skills *S);
 /* Roots as given (borrowed, valid for the life of S). */
 const char *const *skills_roots(const struct skills *S, size_t *n);
 
+/* "skill://<qname>[/<rel>]", each part percent-encoded (unreserved,
+ * sub-delims, ':', '@' and '/' stay): the one canonical spelling of a
+ * skill's resource, that subscriptions and change notices are matched
+ * under. rel NULL or "": the skill itself. malloc'd. */
+char *skills_uri(const struct skill *k, const char *rel);
+
 /*
  * Finds a skill by qualified or bare name in s. Returns it (borrowed, valid
  * while s is held), or NULL with *ambiguous set when a bare name is shared

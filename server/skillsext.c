@@ -47,25 +47,6 @@
 /* Generation of the last snapshot whose omissions were logged. */
 static atomic_uint_fast64_t logged_gen;
 
-/* ---- URIs ------------------------------------------------------------------ */
-
-/* Unreserved, sub-delims, ':', '@' and '/' stay as they are in a URI. */
-#define URI_KEEP "!$&'()*+,;=:@/"
-
-/* "skill://<qname>[/<rel>]", malloc'd. */
-static char *skill_uri(const struct skill *k, const char *rel)
-{
-    struct buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, "skill://");
-    buf_pct_encode(&b, k->qname, strlen(k->qname), URI_KEEP);
-    if (rel && *rel) {
-        buf_puts(&b, "/");
-        buf_pct_encode(&b, rel, strlen(rel), URI_KEEP);
-    }
-    return buf_steal(&b, NULL);
-}
-
 /* Why k cannot appear in skills/list, or NULL. */
 static const char *unlisted_reason(const struct skill *k, char *tmp, size_t cap)
 {
@@ -135,9 +116,9 @@ static json_t *entry_of(const struct skill *k, const char *extra, const char **w
     if (manifest_build(k, &m, why) < 0)
         return NULL;
     json_t *res = json_array(), *warnings = NULL;
-    char *uri = skill_uri(k, "SKILL.md");
+    char *uri = skills_uri(k, "SKILL.md");
     for (size_t i = 0; i < m.n; i++) {
-        char *u = skill_uri(k, m.v[i].path);
+        char *u = skills_uri(k, m.v[i].path);
         json_array_append_new(res, json_pack("{s:s, s:s, s:I}", "uri", u, "digest",
                                              m.v[i].digest, "size", (json_int_t)m.v[i].size));
         if (m.v[i].size > RESOURCE_MAX_BYTES)
@@ -226,7 +207,7 @@ int skillsext_list(struct call *c)
         }
         json_t *e = why ? NULL : entry_of(k, NULL, &why);
         if (!e) {
-            char *uri = skill_uri(k, "SKILL.md");
+            char *uri = skills_uri(k, "SKILL.md");
             json_array_append_new(omitted, json_pack("{s:s, s:s}", "uri", uri, "reason", why));
             free(uri);
             continue;
@@ -417,7 +398,7 @@ int skillsext_dir_read(struct call *c)
     json_t *a = json_array();
     struct list_window w = list_window(n, off, DIR_PAGE);
     for (size_t i = w.start; i < w.end; i++) {
-        char *u = skill_uri(k, v[i].rel);
+        char *u = skills_uri(k, v[i].rel);
         const char *mime = v[i].dir ? "inode/directory"
                            : !strcmp(v[i].rel, "SKILL.md") ? "text/markdown"
                                                             : res_mime_of(v[i].rel, -1);

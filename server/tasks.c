@@ -336,13 +336,7 @@ static void *tasks_main(void *arg)
     struct tasks *t = arg;
     pthread_mutex_lock(&t->mu);
     while (!t->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += POLL_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = now_after_ms(POLL_MS);
         pthread_cond_timedwait(&t->cv, &t->mu, &ts);
         if (t->stopping)
             break;

@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void trec_cleanup(struct trec *r)
 {
@@ -13,12 +12,7 @@ void trec_cleanup(struct trec *r)
     r->result = NULL;
 }
 
-int64_t tstore_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+const char tstore_cancelled_msg[] = "The task was cancelled by request.";
 
 /* Anything else cannot name a record: answered "no such task" unread. */
 int tstore_id_ok(const char *id)

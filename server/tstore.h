@@ -148,8 +148,9 @@ static inline void tstore_free(struct tstore *s)
         s->ops->free(s);
 }
 
-/* Shared by the stores: the wall clock in ms, and a well-formed id. */
-int64_t tstore_wall_ms(void);
+/* Shared by the stores: a well-formed id, and the message of a cancelled
+ * record (a cancel must read the same from either store). */
 int tstore_id_ok(const char *id);
+extern const char tstore_cancelled_msg[];
 
 #endif

@@ -29,11 +29,10 @@ struct mstore {
     size_t nmem;
 };
 
-static const char CANCELLED_MSG[] = "The task was cancelled by request.";
 
 static int64_t now(const struct mstore *t)
 {
-    return t->cfg.now_ms ? t->cfg.now_ms() : tstore_wall_ms();
+    return t->cfg.now_ms ? t->cfg.now_ms() : now_wall_ms();
 }
 
 static struct mtask *mem_find(struct mstore *t, const char *id)
@@ -42,24 +41,6 @@ static struct mtask *mem_find(struct mstore *t, const char *id)
         if (!strcmp(m->r.id, id))
             return m;
     return NULL;
-}
-
-static void mem_sweep(struct mstore *t, int64_t at)
-{
-    struct mtask **pp = &t->mem;
-    t->mem_tail = &t->mem;
-    while (*pp) {
-        struct mtask *m = *pp;
-        if (m->expires && m->expires <= at) {
-            *pp = m->next;
-            trec_cleanup(&m->r);
-            free(m);
-            t->nmem--;
-            continue;
-        }
-        pp = &m->next;
-        t->mem_tail = pp;
-    }
 }
 
 static void mem_drop(struct mstore *t, struct mtask **pp)
@@ -71,6 +52,15 @@ static void mem_drop(struct mstore *t, struct mtask **pp)
     trec_cleanup(&m->r);
     free(m);
     t->nmem--;
+}
+
+static void mem_sweep(struct mstore *t, int64_t at)
+{
+    for (struct mtask **pp = &t->mem; *pp;)
+        if ((*pp)->expires && (*pp)->expires <= at)
+            mem_drop(t, pp);
+        else
+            pp = &(*pp)->next;
 }
 
 /* Drops the oldest finished record (of quota, or of anyone when NULL):
@@ -182,7 +172,7 @@ static int mem_cancel(struct tstore *s, const char *id, const char *client, char
             rc = 2;
         } else {
             snprintf(m->r.status, sizeof m->r.status, "cancelled");
-            snprintf(m->r.msg, sizeof m->r.msg, "%s", CANCELLED_MSG);
+            snprintf(m->r.msg, sizeof m->r.msg, "%s", tstore_cancelled_msg);
             m->r.updated = at;
             rc = 0;
         }

@@ -44,7 +44,6 @@ struct rstore {
     struct connref { redisContext *c; struct connref *next; } *conns;  /* all */
 };
 
-static const char CANCELLED_MSG[] = "The task was cancelled by request.";
 
 static int parse_url(struct rstore *t, const char *url)
 {
@@ -301,7 +300,7 @@ static int r_finish(struct tstore *s, const char *id, const char *client, const 
     char k1[200], k2[200], upd[24], px[24];
     key(k1, sizeof k1, "task", id);
     key(k2, sizeof k2, "live", client);
-    snprintf(upd, sizeof upd, "%lld", (long long)tstore_wall_ms());
+    snprintf(upd, sizeof upd, "%lld", (long long)now_wall_ms());
     snprintf(px, sizeof px, "%lld", (long long)(ttl > 0 ? ttl : 1));
     const char *argv[] = {"EVAL", LUA_FINISH, "2", k1, k2, status, msg, result ? result : "",
                           upd, px, id};
@@ -386,7 +385,7 @@ static int r_get(struct tstore *s, const char *id, const char *client, struct tr
             }
             snprintf(r->status, sizeof r->status, "failed");
             snprintf(r->msg, sizeof r->msg, "%s", OWNER_GONE);
-            r->updated = tstore_wall_ms();
+            r->updated = now_wall_ms();
         }
     }
     return 0;
@@ -400,8 +399,8 @@ static int r_cancel(struct tstore *s, const char *id, const char *client, char *
         return 1;
     char k[200], upd[24];
     key(k, sizeof k, "task", id);
-    snprintf(upd, sizeof upd, "%lld", (long long)tstore_wall_ms());
-    const char *argv[] = {"EVAL", LUA_CANCEL, "1", k, client, upd, CANCELLED_MSG};
+    snprintf(upd, sizeof upd, "%lld", (long long)now_wall_ms());
+    const char *argv[] = {"EVAL", LUA_CANCEL, "1", k, client, upd, tstore_cancelled_msg};
     redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;

@@ -151,6 +151,8 @@ uint64_t now_ns(void);      /* CLOCK_MONOTONIC */
 double now_ms(void);
 /* The wall clock (CLOCK_REALTIME) in milliseconds since the epoch. */
 int64_t now_wall_ms(void);
+/* The wall clock ms from now, as pthread_cond_timedwait wants a deadline. */
+struct timespec now_after_ms(long ms);
 /* The wall clock as "2026-11-30T01:02:03.456Z" (logs, audit lines). */
 void now_utc(char *out, size_t n);
 

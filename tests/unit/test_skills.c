@@ -577,6 +577,23 @@ TEST(name_rules)
     CHECK(skills_name_problem(long_name) != NULL);
 }
 
+/* The canonical resource URI: subscriptions, change notices and skills/list
+ * must spell a file alike, so a reserved character is escaped the same way
+ * everywhere and the sub-delims, ':', '@' and '/' are not. */
+TEST(canonical_uri)
+{
+    struct skill k = {.qname = "team/my skill"};
+    char *u = skills_uri(&k, "scripts/a b%#?;=:@.py");
+    CHECK_STR(u, "skill://team/my%20skill/scripts/a%20b%25%23%3F;=:@.py");
+    free(u);
+    u = skills_uri(&k, NULL);
+    CHECK_STR(u, "skill://team/my%20skill");
+    free(u);
+    u = skills_uri(&k, "");
+    CHECK_STR(u, "skill://team/my%20skill");
+    free(u);
+}
+
 /* ---- concurrency: readers never see freed memory while snapshots swap ---- */
 
 static atomic_int stop_flag;
@@ -686,6 +703,7 @@ int main(void)
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(name_rules);
+    RUN(canonical_uri);
     RUN(concurrent_readers_and_swaps);
     RUN(reloads_arriving_together_share_scans);
     if (root[0])

@@ -671,6 +671,22 @@ TEST(err_fileline_names_file_and_line)
     CHECK_STR(small, "f:1: abcde?");
 }
 
+/* A deadline a condition wait rejects (tv_nsec past a second) or that
+ * lands early would turn a thread's tick into a spin or a stall. */
+TEST(now_after_ms_is_a_normalised_deadline)
+{
+    static const long ms[] = {0, 1, 200, 250, 999, 1000, 1999, 60000};
+    for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+        int64_t a = now_wall_ms();
+        struct timespec d = now_after_ms(ms[i]);
+        int64_t b = now_wall_ms() + 1;     /* now_wall_ms truncates */
+        CHECK(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+        int64_t dn = (int64_t)d.tv_sec * 1000000000 + d.tv_nsec;
+        CHECK(dn >= (a + ms[i]) * 1000000);
+        CHECK(dn <= (b + ms[i]) * 1000000);
+    }
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -695,5 +711,6 @@ int main(void)
     RUN(cursor_parse_edges);
     RUN(err_set_keeps_a_url_and_stays_utf8);
     RUN(err_fileline_names_file_and_line);
+    RUN(now_after_ms_is_a_normalised_deadline);
     DONE();
 }
