@@ -9,6 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -226,6 +227,15 @@ export async function poll(fn, ms = 5000, every = 100) {
     if (v || Date.now() >= end) return v;
     await new Promise((r) => setTimeout(r, every));
   }
+}
+
+/** A loopback TCP port that was free a moment ago (for a helper that takes no port 0). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
 }
 
 /** Run the binary to completion (CLI tests). */
