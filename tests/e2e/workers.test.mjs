@@ -53,11 +53,8 @@ async function startW({ args = [], refresh = 0, setup } = {}) {
   const s = await startServer({
     refresh,
     args,
-    setup: async (skills, dir) => {
-      fs.rmSync(skills, { recursive: true, force: true });
-      fs.cpSync(WORKER_FIXTURES, skills, { recursive: true });
-      if (setup) await setup(skills, dir);
-    },
+    fixtures: WORKER_FIXTURES,
+    setup,
   });
   started.add(s);
   s.master = s.proc.pid;

@@ -37,13 +37,13 @@ process.on('exit', () => {
   }
 });
 
-/** Copy the fixture library into a fresh temp dir; returns {dir, skills}. */
-export function copyFixtures() {
+/** Copy a skills tree (the fixture library by default) into a fresh temp dir; returns {dir, skills}. */
+export function copyFixtures(from = FIXTURES) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-e2e-'));
   // A root server runs scripts as nobody, who must be able to read the copy.
   fs.chmodSync(dir, 0o755);
   const skills = path.join(dir, 'skills');
-  fs.cpSync(FIXTURES, skills, { recursive: true });
+  fs.cpSync(from, skills, { recursive: true });
   return { dir, skills };
 }
 
@@ -53,9 +53,12 @@ export function copyFixtures() {
  *   opts.refresh                   --refresh-interval (default 0: no timer)
  *   opts.args                      extra flags
  *   opts.skillsDirs                override the --skills list entirely
+ *   opts.fixtures                  the skills tree to copy (default fixtures/skills)
+ *   opts.env                       variables for the server's environment on top
+ *                                  of this process's (undefined removes one)
  */
 export async function startServer(opts = {}) {
-  const { dir, skills } = copyFixtures();
+  const { dir, skills } = copyFixtures(opts.fixtures);
   if (opts.setup) {
     try {
       await opts.setup(skills, dir);
@@ -69,7 +72,12 @@ export async function startServer(opts = {}) {
   for (const r of roots) args.push('--skills', r);
   args.push('--host', '127.0.0.1', '--port', '0',
     '--refresh-interval', String(opts.refresh ?? 0), ...(opts.args ?? []));
-  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let env;
+  if (opts.env) {
+    env = { ...process.env, ...opts.env };
+    for (const [k, v] of Object.entries(opts.env)) if (v === undefined) delete env[k];
+  }
+  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   live.add(proc);
   let log = '';
   let exited = null;
