@@ -19,6 +19,7 @@
 #include "acl.h"
 #include "call.h"
 #include "harness.h"
+#include "tmptree.h"
 #include "srv.h"
 #include "skills.h"
 #include "util.h"
@@ -161,14 +162,6 @@ TEST(classes_are_interned)
 
 static char root[64];
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static void put_skill(const char *qname)
 {
     char path[256];
@@ -258,7 +251,7 @@ TEST(views_hide_entries_from_lookup_and_suggestions)
 
     skills_free(S);     /* frees the views with the snapshot (ASan: no leak) */
     acl_rules_free(r);
-    nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(root);
 }
 
 /* ---- the instance: open and reload ------------------------------------------------ */
