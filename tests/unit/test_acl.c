@@ -164,17 +164,12 @@ static char root[64];
 
 static void put_skill(const char *qname)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", root, qname);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
-    if (system(cmd))
-        abort();
+    char path[256], text[512];
+    tt_mkdirs(root, qname);
     const char *name = strrchr(qname, '/') ? strrchr(qname, '/') + 1 : qname;
-    snprintf(path, sizeof path, "%s/%s/SKILL.md", root, qname);
-    FILE *f = fopen(path, "w");
-    fprintf(f, "---\nname: %s\ndescription: the %s skill\n---\nbody\n", name, qname);
-    fclose(f);
+    snprintf(path, sizeof path, "%s/SKILL.md", qname);
+    int n = snprintf(text, sizeof text, "---\nname: %s\ndescription: the %s skill\n---\nbody\n", name, qname);
+    tt_put(root, path, text, (size_t)n);
 }
 
 TEST(views_hide_entries_from_lookup_and_suggestions)
