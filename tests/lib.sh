@@ -8,6 +8,24 @@ abs_path() {
     case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac
 }
 
+# binary_arg WHO ARGS...: the one argument of a runner, the server binary,
+# printed as an absolute path. Returns 2 (usage) unless there is exactly one
+# argument, 1 when it is not an executable; the message names WHO.
+binary_arg() {
+    local who=$1 bin
+    shift
+    if [ $# -ne 1 ]; then
+        echo "usage: $who BINARY" >&2
+        return 2
+    fi
+    bin="$(abs_path "$1")"
+    if [ ! -x "$bin" ]; then
+        echo "$who: $bin is not an executable (run make first)" >&2
+        return 1
+    fi
+    printf '%s\n' "$bin"
+}
+
 # npm_ready WHO DIR PACKAGE: DIR/node_modules holds PACKAGE and is in step
 # with DIR/package-lock.json, after an `npm ci` when it was not. Returns 1
 # (with a message naming WHO) when npm ci fails.

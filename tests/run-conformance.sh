@@ -33,17 +33,7 @@ total_pass=0
 total_fail=0
 total_expected=0
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 BINARY" >&2
-    summary 0 1
-    exit 2
-fi
-bin="$(abs_path "$1")"
-if [ ! -x "$bin" ]; then
-    echo "run-conformance: $bin is not an executable (run make first)" >&2
-    summary 0 1
-    exit 1
-fi
+bin="$(binary_arg run-conformance "$@")" || { rc=$?; summary 0 1; exit $rc; }
 
 # Dependencies (shared with the e2e suite).
 if ! npm_ready run-conformance "$e2e" conformance-modern; then

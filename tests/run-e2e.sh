@@ -22,17 +22,7 @@ e2e="$here/e2e"
 
 summary() { echo "SUMMARY e2e: $1 passed, $2 failed"; }
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 BINARY" >&2
-    summary 0 1
-    exit 2
-fi
-bin="$(abs_path "$1")"
-if [ ! -x "$bin" ]; then
-    echo "run-e2e: $bin is not an executable (run make first)" >&2
-    summary 0 1
-    exit 1
-fi
+bin="$(binary_arg run-e2e "$@")" || { rc=$?; summary 0 1; exit $rc; }
 export SKILL_MCP_BIN="$bin"
 
 if ! command -v node >/dev/null 2>&1; then
