@@ -12,8 +12,8 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
-bin="${1:-$repo/build/skill-mcp}"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+. "$here/lib.sh"
+bin="$(abs_path "${1:-$repo/build/skill-mcp}")"
 
 pass=0; failed=0
 ok()   { pass=$((pass + 1)); echo "ok   $1"; }
@@ -104,13 +104,7 @@ sed -i 's/^name: api-call$/name: deb-check-api-call/' /srv/skill-mcp/skills/deb-
 setpriv --reuid=skill-mcp --regid=skill-mcp --init-groups /usr/bin/skill-mcp --config /etc/skill-mcp/config.yaml --port 0 \
     --log-format text >"$tmp/serve.log" 2>&1 &
 spid=$!
-port=""
-for _ in $(seq 1 100); do
-    port="$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\)/mcp.*#\1#p' "$tmp/serve.log")"
-    [ -n "$port" ] && break
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-done
+port="$(logged_port "$tmp/serve.log" "$spid")"
 if [ -z "$port" ]; then
     bad "the installed binary did not start with the installed config" "$(cat "$tmp/serve.log")"
 else

@@ -21,8 +21,8 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 dep="$repo/deploy"
-bin="${1:-$repo/build/skill-mcp}"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+. "$here/lib.sh"
+bin="$(abs_path "${1:-$repo/build/skill-mcp}")"
 
 pass=0; failed=0
 ok()   { pass=$((pass + 1)); echo "ok   $1"; }
@@ -82,13 +82,7 @@ else bad "systemd: TimeoutStopSec '$stop' must exceed shutdown-timeout '$grace' 
 sed -e "s#^port: .*#port: 0#" -e "s#^skills: .*#skills: [$repo/skills]#" "$conf" >"$tmp/config.yaml"
 "$bin" --config "$tmp/config.yaml" --log-format text 2>"$tmp/conf.log" &
 cpid=$!
-cport=""
-for _ in $(seq 1 100); do
-    cport="$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\)/mcp.*#\1#p' "$tmp/conf.log")"
-    [ -n "$cport" ] && break
-    kill -0 $cpid 2>/dev/null || break
-    sleep 0.1
-done
+cport="$(logged_port "$tmp/conf.log" "$cpid")"
 if [ -n "$cport" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$cport/readyz")" = 200 ] &&
    grep -q '(2 worker(s) x 8 threads' "$tmp/conf.log"; then
     ok "systemd: skill-mcp serves with deploy/systemd/config.yaml (2 workers x 8 threads)"

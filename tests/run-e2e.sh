@@ -18,21 +18,11 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 e2e="$here/e2e"
+. "$here/lib.sh"
 
 summary() { echo "SUMMARY e2e: $1 passed, $2 failed"; }
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 BINARY" >&2
-    summary 0 1
-    exit 2
-fi
-bin="$1"
-case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
-if [ ! -x "$bin" ]; then
-    echo "run-e2e: $bin is not an executable (run make first)" >&2
-    summary 0 1
-    exit 1
-fi
+bin="$(binary_arg run-e2e "$@")" || { rc=$?; summary 0 1; exit $rc; }
 export SKILL_MCP_BIN="$bin"
 
 if ! command -v node >/dev/null 2>&1; then
@@ -42,15 +32,9 @@ if ! command -v node >/dev/null 2>&1; then
 fi
 
 # Dependencies: install from the lockfile when missing or out of date.
-stamp="$e2e/node_modules/.package-lock.json"
-if [ ! -d "$e2e/node_modules/@modelcontextprotocol/sdk" ] || [ ! -f "$stamp" ] \
-    || [ "$e2e/package-lock.json" -nt "$stamp" ]; then
-    echo "run-e2e: npm ci in tests/e2e" >&2
-    if ! (cd "$e2e" && npm ci --no-audit --no-fund >&2); then
-        echo "run-e2e: npm ci failed" >&2
-        summary 0 1
-        exit 1
-    fi
+if ! npm_ready run-e2e "$e2e" @modelcontextprotocol/sdk; then
+    summary 0 1
+    exit 1
 fi
 
 cd "$repo" || exit 1

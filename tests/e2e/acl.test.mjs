@@ -6,7 +6,6 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,7 +15,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { E2E_DIR, TEST_TIMEOUT, poll, post, postModern, raw, runCli, startServer } from './lib/harness.mjs';
+import { TEST_TIMEOUT, poll, post, postModern, raw, runCli, startServer } from './lib/harness.mjs';
+import { signWith, startAs, stopAs } from './lib/oidc.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-acl-'));
@@ -337,33 +337,6 @@ test('without a token (auth off) a caller matches * rules only', opts, async () 
 // ---- OAuth: sub: and scope: rules, with tokens signed by the test
 // authorization server's key (lib/oidc-as.mjs, as in oauth.test.mjs) ----
 
-function startAs() {
-  const node22 = path.join(E2E_DIR, 'node_modules', '.bin', 'node');
-  const node = fs.existsSync(node22) ? node22 : process.execPath;
-  const p = spawn(node, [path.join(E2E_DIR, 'lib', 'oidc-as.mjs')], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let err = '';
-  p.stderr.on('data', (c) => { err += c; });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`oidc-as did not start:\n${err}`)), 15_000);
-    let out = '';
-    p.stdout.on('data', (c) => {
-      out += c;
-      const nl = out.indexOf('\n');
-      if (nl >= 0) { clearTimeout(t); resolve({ proc: p, ...JSON.parse(out.slice(0, nl)) }); }
-    });
-    p.on('exit', (code) => { clearTimeout(t); reject(new Error(`oidc-as exited ${code}:\n${err}`)); });
-  });
-}
-
-function signRs(jwk, claims) {
-  const b64u = (b) => Buffer.from(b).toString('base64url');
-  const input = `${b64u(JSON.stringify({ alg: 'RS256', typ: 'at+jwt', kid: jwk.kid }))}.${b64u(JSON.stringify(claims))}`;
-  const { kid, alg, use, ...bare } = jwk;
-  void kid; void alg; void use;
-  const key = crypto.createPrivateKey({ key: bare, format: 'jwk' });
-  return `${input}.${b64u(crypto.sign('sha256', Buffer.from(input), key))}`;
-}
-
 test('OAuth: sub: and scope: rules match the token\'s claims (not its client id)', { timeout: 40_000 }, async () => {
   const as = await startAs();
   const rules = path.join(dir, 'acl-oauth');
@@ -374,7 +347,7 @@ test('OAuth: sub: and scope: rules match the token\'s claims (not its client id)
     const { keys } = await (await fetch(`${as.issuer}/__test/keys`)).json();
     const jwk = keys.find((k) => k.alg === 'RS256');
     const now = Math.floor(Date.now() / 1000);
-    const tok = (extra) => signRs(jwk, { iss: as.issuer, aud: s3.url, client_id: 'agent-a', sub: 'svc', scope: 'skills:read', iat: now, exp: now + 300, ...extra });
+    const tok = (extra) => signWith(jwk, { alg: 'RS256', typ: 'at+jwt', kid: jwk.kid }, { iss: as.issuer, aud: s3.url, client_id: 'agent-a', sub: 'svc', scope: 'skills:read', iat: now, exp: now + 300, ...extra });
     const list = async (t) => {
       const r = await post(s3.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_skills', arguments: {} } }, { authorization: `Bearer ${t}` });
       assert.equal(r.status, 200, r.text);
@@ -389,7 +362,6 @@ test('OAuth: sub: and scope: rules match the token\'s claims (not its client id)
     assert.deepEqual(await list(tok({ scope: 'skills.allx' })), ['public/hello']);
   } finally {
     await s3?.stop();
-    as.proc.stdin.end();
-    as.proc.kill('SIGTERM');
+    stopAs(as);
   }
 });

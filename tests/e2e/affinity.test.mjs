@@ -10,17 +10,13 @@
 // (tests/deps.sh test installs both).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { REPO, TEST_TIMEOUT, poll, post, raw, startServer } from './lib/harness.mjs';
-import { alive, childPids } from './lib/procs.mjs';
+import { REPO, TEST_TIMEOUT, freePort, post, raw, startServer } from './lib/harness.mjs';
+import { HAPROXY, NGINX, startNginx, startProxy, stopProxy } from './lib/nginx.mjs';
 
-const NGINX = '/usr/sbin/nginx';
-const HAPROXY = '/usr/sbin/haproxy';
 const SESSIONS = 20;
 const INIT = {
   jsonrpc: '2.0', id: 1, method: 'initialize',
@@ -31,14 +27,6 @@ const V = { 'mcp-protocol-version': '2025-11-25' };
 const servers = [];
 const procs = [];             // balancers we started: { proc, dir }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
 /** The commented lines of a shipped deploy file that match re, uncommented. */
 function shippedLines(file, re) {
   const text = fs.readFileSync(path.join(REPO, 'deploy', file), 'utf8');
@@ -47,51 +35,8 @@ function shippedLines(file, re) {
   return lines.map((l) => l.trim());
 }
 
-async function stopProc(p) {
-  const pids = [p.proc.pid, ...childPids(p.proc.pid)];
-  if (p.proc.exitCode === null && p.proc.signalCode === null) {
-    const gone = new Promise((r) => p.proc.once('exit', r));
-    try { process.kill(p.proc.pid, 'SIGTERM'); } catch { /* gone */ }
-    const t = setTimeout(() => { try { process.kill(p.proc.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
-    await gone;
-    clearTimeout(t);
-  }
-  await poll(() => pids.every((x) => !alive(x)) || null, 3000, 50);
-  fs.rmSync(p.dir, { recursive: true, force: true });
-}
-
-async function startBalancer(bin, args, dir, port) {
-  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  proc.stderr.on('data', (c) => { err += c; });
-  const p = { proc, dir };
-  procs.push(p);
-  const up = await poll(async () => {
-    if (proc.exitCode !== null) return 'exited';
-    try { return (await raw(`http://127.0.0.1:${port}/healthz`, { method: 'GET' })).status === 200 ? 'up' : null; } catch { return null; }
-  }, 5000, 50);
-  assert.equal(up, 'up', `${bin} did not come up: ${err}`);
-  return p;
-}
-
 async function nginxWith(upstreamLines) {
-  const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-affinity-'));
-  fs.mkdirSync(path.join(dir, 'logs'));
-  const conf = `
-daemon off;
-master_process on;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path ${dir}/client_body;
-    proxy_temp_path ${dir}/proxy;
-    fastcgi_temp_path ${dir}/fastcgi;
-    uwsgi_temp_path ${dir}/uwsgi;
-    scgi_temp_path ${dir}/scgi;
+  const p = await startNginx((dir, port) => `
     upstream skill_mcp {
         ${upstreamLines.join('\n        ')}
 ${servers.map((s) => `        server 127.0.0.1:${s.port};`).join('\n')}
@@ -106,13 +51,9 @@ ${servers.map((s) => `        server 127.0.0.1:${s.port};`).join('\n')}
             proxy_set_header Host localhost;
             proxy_buffering off;
         }
-    }
-}
-`;
-  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const p = await startBalancer(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf'),
-    '-e', path.join(dir, 'logs', 'error.log')], dir, port);
-  return { ...p, url: `http://127.0.0.1:${port}/mcp` };
+    }`);
+  procs.push(p);
+  return p;
 }
 
 async function haproxyWith(backendLines) {
@@ -136,8 +77,9 @@ backend skill_mcp
 ${servers.map((s, i) => `    server s${i} 127.0.0.1:${s.port}`).join('\n')}
 `;
   fs.writeFileSync(path.join(dir, 'haproxy.cfg'), cfg);
-  const p = await startBalancer(HAPROXY, ['-f', path.join(dir, 'haproxy.cfg')], dir, port);
-  return { ...p, url: `http://127.0.0.1:${port}/mcp` };
+  const p = await startProxy(HAPROXY, ['-f', path.join(dir, 'haproxy.cfg')], dir, port);
+  procs.push(p);
+  return p;
 }
 
 async function created() {
@@ -173,7 +115,7 @@ before(async () => {
   for (let i = 0; i < 2; i++) servers.push(await startServer({ args: ['--stateful'] }));
 });
 after(async () => {
-  for (const p of procs) { try { await stopProc(p); } catch { /* reported by the test */ } }
+  for (const p of procs) { try { await stopProxy(p); } catch { /* reported by the test */ } }
   for (const s of servers) await s.stop();
 });
 

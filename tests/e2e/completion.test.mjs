@@ -9,11 +9,10 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
-import { JSON_HEADERS, MODERN, modernMeta, poll, post, raw, startServer } from './lib/harness.mjs';
+import { freePort, JSON_HEADERS, MODERN, modernMeta, poll, post, raw, startServer } from './lib/harness.mjs';
 
 const servers = [];
 const redises = [];
@@ -231,14 +230,6 @@ test('a tasks/result wait whose client hangs up, then the task ends: nothing lea
   await gone(m);
   await alive(s);
 });
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-    srv.on('error', reject);
-  });
-}
 
 async function startRedis() {
   const port = await freePort();

@@ -5,15 +5,13 @@
 // headers come back. Loopback only; nginx is stopped by its PID.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { MODERN, REPO, modernMeta, poll, raw, runCli, startServer } from './lib/harness.mjs';
+import { MODERN, REPO, modernMeta, raw, runCli, startServer } from './lib/harness.mjs';
+import { NGINX, startNginx, stopProxy } from './lib/nginx.mjs';
 
-const NGINX = '/usr/sbin/nginx';
 const ORIGIN = 'https://chat.example.com';
 const opts = { timeout: 30_000 };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-cors-nginx-'));
@@ -22,14 +20,6 @@ let nginx;
 let base;
 let token;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
 before(async () => {
   assert.ok(fs.existsSync(NGINX), `${NGINX} is not installed (tests/deps.sh test installs nginx)`);
   const tokens = path.join(dir, 'tokens');
@@ -37,8 +27,6 @@ before(async () => {
   assert.equal(t.code, 0, t.stderr);
   token = t.stdout.trim();
   srv = await startServer({ args: ['--allowed-origins', ORIGIN, '--auth-tokens', tokens, '--public-index'] });
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
   // The shipped file, with its three upstream instances replaced by ours.
   let site = fs.readFileSync(path.join(REPO, 'deploy', 'nginx', 'skill-mcp.conf'), 'utf8');
   const servers = site.match(/^\s*server 127\.0\.0\.1:800\d .*;$/gm);
@@ -46,44 +34,15 @@ before(async () => {
   site = site.replace(servers[0], `    server 127.0.0.1:${srv.port};`);
   for (const l of servers.slice(1)) site = site.replace(`${l}\n`, '');
   assert.match(site, /listen 127\.0\.0\.1:8080;/);
-  site = site.replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${port};`);
-  fs.writeFileSync(path.join(dir, 'site.conf'), site);
-  fs.mkdirSync(path.join(dir, 'logs'));
-  fs.writeFileSync(path.join(dir, 'nginx.conf'), `
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path ${dir}/client_body;
-    proxy_temp_path ${dir}/proxy;
-    fastcgi_temp_path ${dir}/fastcgi;
-    uwsgi_temp_path ${dir}/uwsgi;
-    scgi_temp_path ${dir}/scgi;
-    include ${dir}/site.conf;
-}
-`);
-  const args = ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'logs', 'error.log')];
-  const check = spawnSync(NGINX, ['-t', '-q', ...args], { encoding: 'utf8' });
-  assert.equal(check.status, 0, `nginx -t: ${check.stderr}`);
-  nginx = spawn(NGINX, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const up = await poll(async () => {
-    if (nginx.exitCode !== null) return 'exited';
-    try { return (await raw(`${base}/healthz`, { method: 'GET' })).status === 200 ? 'up' : null; } catch { return null; }
-  }, 5000, 50);
-  assert.equal(up, 'up', `nginx did not come up: ${fs.readFileSync(path.join(dir, 'logs', 'error.log'), 'utf8')}`);
+  nginx = await startNginx((prefix, port) => {
+    fs.writeFileSync(path.join(prefix, 'site.conf'), site.replace('listen 127.0.0.1:8080;', `listen 127.0.0.1:${port};`));
+    return `    include ${prefix}/site.conf;`;
+  }, { workerConnections: 64 });
+  base = nginx.base;
 });
 
 after(async () => {
-  if (nginx && nginx.exitCode === null) {
-    const gone = new Promise((r) => nginx.once('exit', r));
-    try { process.kill(nginx.pid, 'SIGQUIT'); } catch { /* gone */ }
-    const t = setTimeout(() => { try { process.kill(nginx.pid, 'SIGKILL'); } catch { /* gone */ } }, 3000);
-    await gone;
-    clearTimeout(t);
-  }
+  if (nginx) await stopProxy(nginx);
   await srv?.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -18,7 +18,7 @@ import path from 'node:path';
 import {
   startServer, connect, callOk as callOkA, callErr as callErrA, postModern, E2E_DIR, REPO,
 } from './lib/harness.mjs';
-import { pidGone, waitGone, scriptStats, sleep } from './lib/procs.mjs';
+import { pidGone, waitGone, runScript, scriptStats, sleep } from './lib/procs.mjs';
 
 const HOOK_FIXTURES = path.join(E2E_DIR, 'fixtures', 'hook-skills');
 const opts = { timeout: 20_000 };
@@ -27,59 +27,9 @@ const callErr = (c, n, a) => callErrA(assert, c, n, a);
 
 // ---- helpers -------------------------------------------------------------------
 
-// Server starts are serialised: a server that must see a variable in ITS
-// environment (HOOK_*) gets it through process.env, set only while that one
-// server is being spawned (the harness spawns with the inherited environment).
-let startLock = Promise.resolve();
-function startHooked({ env = {}, args = [], setup } = {}) {
-  const go = async () => {
-    const saved = {};
-    for (const [k, v] of Object.entries(env)) {
-      saved[k] = process.env[k];
-      if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    }
-    try {
-      return await startServer({
-        args,
-        setup: async (skills, dir) => {
-          fs.rmSync(skills, { recursive: true, force: true });
-          fs.cpSync(path.join(HOOK_FIXTURES, 'skills'), skills, { recursive: true });
-          if (setup) await setup(skills, dir);
-        },
-      });
-    } finally {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k]; else process.env[k] = v;
-      }
-    }
-  };
-  const p = startLock.then(go, go);
-  startLock = p.catch(() => {});
-  return p;
-}
+const startHooked = ({ env, args = [], setup } = {}) => startServer({ fixtures: path.join(HOOK_FIXTURES, 'skills'), env, args, setup });
 
-/** Runs a script; checks the result envelope; returns structuredContent. */
-async function run(client, name, script, extra = {}) {
-  const label = `run_skill_script(${name}, ${script})`;
-  const r = await client.callTool({ name: 'run_skill_script', arguments: { name, script, ...extra } });
-  const sc = r.structuredContent;
-  assert.ok(sc && typeof sc === 'object',
-    `${label}: a hooked call must give structuredContent; got ${JSON.stringify(r).slice(0, 400)}`);
-  assert.equal(r.content?.[0]?.type, 'text');
-  assert.deepEqual(JSON.parse(r.content[0].text), sc, `${label}: content[0].text must be the same JSON`);
-  assert.equal(r.isError === true, sc.status !== 'ok',
-    `${label}: isError must be true exactly when status is not ok (status ${sc.status})`);
-  for (const k of ['status', 'stdout', 'stderr', 'hint', 'request_id']) {
-    assert.equal(typeof sc[k], 'string', `${label}: ${k} must be a string`);
-  }
-  for (const k of ['duration_ms', 'timeout', 'stall_timeout']) {
-    assert.equal(typeof sc[k], 'number', `${label}: ${k} must be a number`);
-  }
-  assert.ok(sc.exit_code === null || Number.isInteger(sc.exit_code), `${label}: exit_code int or null`);
-  assert.match(sc.request_id, /^r-[0-9a-f]{16}$/);
-  assert.ok(sc.hint.length > 0);
-  return sc;
-}
+const run = runScript;
 
 const readLines = (f) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean) : []);
 const readJson = (f) => JSON.parse(fs.readFileSync(f, 'utf8'));

@@ -10,47 +10,24 @@
 // Skipped when /usr/sbin/nginx is missing (tests/deps.sh test installs it).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
 
 import { startServer, modernMeta, MODERN, poll } from './lib/harness.mjs';
-import { alive, childPids, sleep } from './lib/procs.mjs';
+import { NGINX, startNginx, stopProxy } from './lib/nginx.mjs';
+import { alive, sleep } from './lib/procs.mjs';
 
-const NGINX = '/usr/sbin/nginx';
 const CALLS = 300;            // tools/call requests through nginx
 const KILL_AT = 150;          // the victim is killed when this many have been sent
 const CONCURRENCY = 4;
 
 const servers = [];
-let nginx = null;             // { proc, dir, pids }
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
+let nginx = null;             // lib/nginx.mjs startNginx()
 
 async function stopNginx() {
   if (!nginx) return;
-  const { proc, dir } = nginx;
-  const pids = [proc.pid, ...childPids(proc.pid)];
-  if (proc.exitCode === null && proc.signalCode === null) {
-    const gone = new Promise((r) => proc.once('exit', r));
-    try { process.kill(proc.pid, 'SIGTERM'); } catch { /* gone */ }
-    const t = setTimeout(() => { for (const p of pids) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } }, 3000);
-    await gone;
-    clearTimeout(t);
-  }
-  await poll(() => pids.every((p) => !alive(p)) || null, 3000, 50);
-  for (const p of pids) if (alive(p)) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
-  nginx.pids = pids;
-  fs.rmSync(dir, { recursive: true, force: true });
+  const pids = await stopProxy(nginx);
   nginx = null;
   return pids;
 }
@@ -60,23 +37,8 @@ after(async () => {
   for (const s of servers) { try { await s.stop(); } catch { /* reported by the test */ } }
 });
 
-async function startNginx(port, upstreamPorts) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nginx-'));
-  fs.mkdirSync(path.join(dir, 'logs'));
-  const conf = `
-daemon off;
-master_process on;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path ${dir}/client_body;
-    proxy_temp_path ${dir}/proxy;
-    fastcgi_temp_path ${dir}/fastcgi;
-    uwsgi_temp_path ${dir}/uwsgi;
-    scgi_temp_path ${dir}/scgi;
+async function startBalancing(upstreamPorts) {
+  nginx = await startNginx((dir, port) => `
     upstream skill_mcp {
 ${upstreamPorts.map((p) => `        server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).join('\n')}
         keepalive 16;
@@ -97,23 +59,8 @@ ${upstreamPorts.map((p) => `        server 127.0.0.1:${p} max_fails=1 fail_timeo
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
-    }
-}
-`;
-  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const args = ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'logs', 'error.log')];
-  const t = spawnSync(NGINX, ['-t', '-q', ...args], { encoding: 'utf8' });
-  assert.equal(t.status, 0, `nginx -t: ${t.stderr}`);
-  const proc = spawn(NGINX, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  proc.stderr.on('data', (c) => { err += c; });
-  nginx = { proc, dir };
-  const up = await poll(async () => {
-    if (proc.exitCode !== null) return 'exited';
-    try { return (await req(`http://127.0.0.1:${port}/healthz`, { method: 'GET' })).status === 200 ? 'up' : null; } catch { return null; }
-  }, 5000, 50);
-  assert.equal(up, 'up', `nginx did not come up: ${err}${fs.readFileSync(path.join(dir, 'logs', 'error.log'), 'utf8')}`);
-  return proc;
+    }`);
+  return nginx;
 }
 
 const agentFor = () => new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -183,9 +130,7 @@ async function rate(url, ms) {
 test('nginx load-balances 3 instances and routes around a SIGKILLed one', { timeout: 60_000 }, async () => {
   assert.ok(fs.existsSync(NGINX), `${NGINX} is not installed (tests/deps.sh test installs nginx)`);
   for (let i = 0; i < 3; i++) servers.push(await startServer({ args: ['--threads', '2'] }));
-  const port = await freePort();
-  await startNginx(port, servers.map((s) => s.port));
-  const url = `http://127.0.0.1:${port}/mcp`;
+  const { url } = await startBalancing(servers.map((s) => s.port));
 
   const base = await Promise.all(servers.map(toolCalls));
   const victim = servers[1];

@@ -14,7 +14,7 @@ import {
 
 import {
   startServer, connect, callOk as callOkA, post, postModern, raw, poll, modernMeta, MODERN,
-  JSON_HEADERS, TEST_TIMEOUT,
+  JSON_HEADERS, TEST_TIMEOUT, indexerSettled,
 } from './lib/harness.mjs';
 import { sleep } from './lib/procs.mjs';
 
@@ -125,6 +125,9 @@ describe('notifications on a --stateful session', () => {
   let b;
   before(async () => {
     s = await startServer({ args: ['--stateful'] });
+    // The tests count notifications per reload: the body indexer's rescan,
+    // landing between two edits, would add one of its own.
+    await indexerSettled(s);
     a = await listener(s.url);
     b = await listener(s.url);
     await poll(async () => (await streams(s.url)) === 2);

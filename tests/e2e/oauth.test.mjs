@@ -6,7 +6,7 @@
 // whose refetch the 30 s rate limit must then hold back.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,36 +16,18 @@ import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { BIN, E2E_DIR, TEST_TIMEOUT, post, raw, startServer } from './lib/harness.mjs';
+import { BIN, TEST_TIMEOUT, post, raw, startServer } from './lib/harness.mjs';
+import { b64u, signWith, startAs, stopAs } from './lib/oidc.mjs';
 
 const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
 const SCOPES = ['skills:read', 'skills:run'];
-const b64u = (b) => Buffer.from(b).toString('base64url');
 const now = () => Math.floor(Date.now() / 1000);
 
-let as;         // the authorization server process
+let as;         // the authorization server: { proc, issuer }
 let issuer;
 let srv;
 let work;
 const STATIC_TOKEN = `smcp_${crypto.randomBytes(24).toString('base64url')}`;
-
-function startAs() {
-  const node22 = path.join(E2E_DIR, 'node_modules', '.bin', 'node');
-  const node = fs.existsSync(node22) ? node22 : process.execPath;
-  const p = spawn(node, [path.join(E2E_DIR, 'lib', 'oidc-as.mjs')], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let err = '';
-  p.stderr.on('data', (c) => { err += c; });
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`oidc-as did not start:\n${err}`)), 15_000);
-    let out = '';
-    p.stdout.on('data', (c) => {
-      out += c;
-      const nl = out.indexOf('\n');
-      if (nl >= 0) { clearTimeout(t); resolve({ proc: p, ...JSON.parse(out.slice(0, nl)) }); }
-    });
-    p.on('exit', (code) => { clearTimeout(t); reject(new Error(`oidc-as exited ${code}:\n${err}`)); });
-  });
-}
 
 async function asJson(p, method = 'GET') {
   const r = await fetch(`${issuer}${p}`, { method });
@@ -68,17 +50,6 @@ async function token(client = 'team-agent', { resource = srv.url, scope = SCOPES
   return j.access_token;
 }
 
-function signWith(jwk, header, claims) {
-  const input = `${b64u(JSON.stringify(header))}.${b64u(JSON.stringify(claims))}`;
-  const { kid, alg, use, ...bare } = jwk;   // node takes the key material only
-  const key = crypto.createPrivateKey({ key: bare, format: 'jwk' });
-  const data = Buffer.from(input);
-  const sig = header.alg === 'EdDSA' ? crypto.sign(null, data, key)
-    : header.alg === 'ES256' ? crypto.sign('sha256', data, { key, dsaEncoding: 'ieee-p1363' })
-      : crypto.sign('sha256', data, key);
-  return `${input}.${b64u(sig)}`;
-}
-
 function claims(extra = {}) {
   return { iss: issuer, aud: srv.url, sub: 'team-agent', client_id: 'team-agent',
     scope: SCOPES.join(' '), iat: now(), exp: now() + 300, ...extra };
@@ -92,9 +63,8 @@ async function rsKey() {
 const bearer = (t) => ({ authorization: `Bearer ${t}` });
 
 before(async () => {
-  const a = await startAs();
-  as = a.proc;
-  issuer = a.issuer;
+  as = await startAs();
+  issuer = as.issuer;
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-oauth-'));
   fs.chmodSync(work, 0o777);
   const hooks = path.join(work, 'hooks');
@@ -119,7 +89,7 @@ before(async () => {
 
 after(async () => {
   if (srv) await srv.stop();
-  if (as) { as.stdin.end(); as.kill('SIGTERM'); }
+  if (as) stopAs(as);
   if (work) fs.rmSync(work, { recursive: true, force: true });
 });
 

@@ -16,12 +16,6 @@ const opts = { timeout: TEST_TIMEOUT };
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
 const LIB = path.join(E2E_DIR, 'fixtures', 'search-skills');
 
-// The search fixture instead of the default one.
-function useLibrary(skills) {
-  fs.rmSync(skills, { recursive: true, force: true });
-  fs.cpSync(LIB, skills, { recursive: true });
-}
-
 const names = (r) => r.skills.map((k) => k.qualified_name ?? k.name);
 const query = (client, q, extra = {}) => callOk(client, 'list_skills', { query: q, ...extra });
 
@@ -40,7 +34,7 @@ describe('search over bodies, references and synonyms', () => {
   let s;
   let client;
   before(async () => {
-    s = await startServer({ refresh: 1, setup: (skills) => useLibrary(skills) });
+    s = await startServer({ refresh: 1, fixtures: LIB });
     client = await connect(s.url);
   });
   after(async () => {
@@ -112,7 +106,7 @@ describe('--synonyms FILE', () => {
 
       const good = path.join(dir, 'good.txt');
       fs.writeFileSync(good, 'minutes, meeting notes\n');
-      const s = await startServer({ setup: (skills) => useLibrary(skills), args: ['--synonyms', good] });
+      const s = await startServer({ fixtures: LIB, args: ['--synonyms', good] });
       const client = await connect(s.url);
       try {
         assert.equal(names(await query(client, 'minutes'))[0], 'meeting-notes');

@@ -65,7 +65,9 @@ test('SDK: initialize negotiates the legacy era and lists the six tools', { time
   const tools = (await client.listTools()).tools.map((t) => t.name).sort();
   assert.deepEqual(tools, ['list_skills', 'load_skill', 'read_skill_file', 'reload_skills',
     'run_skill_script', 'skill_server_stats']);
-  assert.match(sdkLog, /serving MCP on stdin\/stdout/);
+  // The server may answer on stdout before this process has read the
+  // line it logged on stderr, or before it logs it: wait for the line.
+  assert.ok(await poll(() => /serving MCP on stdin\/stdout/.test(sdkLog), 5000, 20), sdkLog);
   assert.doesNotMatch(sdkLog, /listening on http/);
 });
 

@@ -13,14 +13,13 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  E2E_DIR, MODERN, connect, modernMeta, poll, post, postModern, runCli, startServer,
+  E2E_DIR, MODERN, connect, freePort, modernMeta, poll, post, postModern, runCli, startServer,
 } from './lib/harness.mjs';
 import { alive, sleep, waitGone } from './lib/procs.mjs';
 
@@ -433,14 +432,6 @@ test('start-up refuses task settings that cannot work', { timeout: 20_000 }, () 
 });
 
 // ---- Redis: several workers ----------------------------------------------------------------
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-    srv.on('error', reject);
-  });
-}
 
 async function startRedis(extra = []) {
   const port = await freePort();

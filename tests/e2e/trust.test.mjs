@@ -16,9 +16,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import {
-  startServer, connect, call, callOk as callOkA, callErr as callErrA, runCli, TEST_TIMEOUT,
+  startServer, connect, call, callOk as callOkA, callErr as callErrA, indexerSettled, poll, runCli, TEST_TIMEOUT,
 } from './lib/harness.mjs';
-import { waitGone, procState, sleep } from './lib/procs.mjs';
+import { waitGone, procState, scriptStats, sleep } from './lib/procs.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
@@ -101,6 +101,9 @@ before(async () => {
       plantPyc(path.join(py, 'scripts'));
     },
   });
+  // The checks at use are the subject: the body indexer's rescan, seeing a
+  // hook swapped for a link out, would drop the hook from the skill first.
+  await indexerSettled(s);
   client = await connect(s.url);
 });
 after(async () => {
@@ -231,9 +234,10 @@ test('check and use: a file replaced while its call waits in the queue is refuse
   try {
     const c = await connect(q.url);
     const hold = call(c, 'run_skill_script', { name: 'trust-queue', script: 'scripts/hold.sh' });
-    await sleep(300);
+    assert.ok(await poll(async () => (await scriptStats(c)).live === 1, 5000, 20), 'hold.sh runs');
     const queued = call(c, 'run_skill_script', { name: 'trust-queue', script: 'scripts/swap.sh' });
-    await sleep(400); // checked and queued behind hold.sh
+    // checked, then queued behind hold.sh: only then is the file swapped
+    assert.ok(await poll(async () => (await scriptStats(c)).queued === 1, 5000, 20), 'swap.sh waits in the queue');
     const p = path.join(q.skills, 'trust-queue', 'scripts', 'swap.sh');
     fs.symlinkSync(path.join(q.dir, 'outside.sh'), `${p}.new`);
     fs.renameSync(`${p}.new`, p);

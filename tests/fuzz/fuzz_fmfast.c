@@ -13,6 +13,7 @@
 
 #include "../unit/json_same.h"
 #include "frontmatter.h"
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -54,15 +55,6 @@ static void both(const char *buf, size_t len, int complete)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* a private copy so ASan sees reads past the end */
-    char *buf = malloc(size ? size : 1);
-
-    if (!buf)
-        return 0;
-    if (size)
-        memcpy(buf, data, size);
-    both(buf, size, 1);
-    both(buf, size, 0);
-    free(buf);
+    fz_each_completeness(data, size, both);
     return 0;
 }

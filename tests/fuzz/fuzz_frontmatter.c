@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frontmatter.h"
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,15 +38,6 @@ static void one(const char *buf, size_t len, int complete)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* a private copy so ASan sees reads past the end */
-    char *buf = malloc(size ? size : 1);
-
-    if (!buf)
-        return 0;
-    if (size)
-        memcpy(buf, data, size);
-    one(buf, size, 0);
-    one(buf, size, 1);
-    free(buf);
+    fz_each_completeness(data, size, one);
     return 0;
 }

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define FZ_WITH_SERVER
+#include "fuzz_common.h"
 #include "call.h"
 #include "rpc.h"
 #include "skills.h"
@@ -26,54 +28,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct srv S;
 
-static void put(const char *dir, const char *rel, const char *text)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, rel);
-    FILE *f = fopen(p, "w");
-    if (!f)
-        abort();
-    fputs(text, f);
-    fclose(f);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     static char root[64] = "/tmp/skill-fuzz-rpc-XXXXXX";
-    static char *fake[4];
-    char p[256];
     if (!mkdtemp(root))
         abort();
-    snprintf(p, sizeof p, "%s/alpha", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/alpha/references", root);
-    mkdir(p, 0755);
-    put(root, "alpha/SKILL.md",
-        "---\nname: alpha\ndescription: First skill for fuzzing\ntags: [a, b]\n---\n"
-        "# Alpha\n## Usage\ntext\n### Deep\nmore\n");
-    put(root, "alpha/references/r.md", "# Ref\nreference text\n");
-    snprintf(p, sizeof p, "%s/team", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/team/beta", root);
-    mkdir(p, 0755);
-    put(root, "team/beta/SKILL.md", "---\nname: beta\ndescription: Nested\n---\n# Beta\n");
-    fake[0] = "skill-mcp";
-    fake[1] = "--skills";
-    fake[2] = root;
-    fake[3] = "--no-scripts";
-    x_install_json_alloc();
-    log_set_level(LOG_ERROR);
-    if (cfg_parse(&S.cfg, 4, fake) != 0)
-        abort();
-    size_t n;
-    const char *const *names = tools_names(&n);
-    stats_init(&S.stats, names, n);
-    S.instructions = "fuzz";
-    S.ttl_ms = 1000;
-    tools_setup(&S);
-    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, NULL, tools_ext_build, tools_ext_free, &S);
-    if (!S.skills)
-        abort();
+    fz_mkdir(root, "alpha");
+    fz_mkdir(root, "alpha/references");
+    fz_put(root, "alpha/SKILL.md",
+           "---\nname: alpha\ndescription: First skill for fuzzing\ntags: [a, b]\n---\n"
+           "# Alpha\n## Usage\ntext\n### Deep\nmore\n");
+    fz_put(root, "alpha/references/r.md", "# Ref\nreference text\n");
+    fz_mkdir(root, "team");
+    fz_mkdir(root, "team/beta");
+    fz_put(root, "team/beta/SKILL.md", "---\nname: beta\ndescription: Nested\n---\n# Beta\n");
+    fz_server_up(&S, root);
     (void)argc;
     (void)argv;
     return 0;

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define FZ_WITH_SERVER
+#include "fuzz_common.h"
 #include "jail.h"
 #include "call.h"
 #include "rpc.h"
@@ -38,71 +40,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct srv S;
 static char alpha[128];
 
-static void put(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        abort();
-    fputs(text, f);
-    fclose(f);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     static char top[64] = "/tmp/skill-fuzz-uri-XXXXXX";
     static char root[128];
-    static char *fake[4];
-    char p[256], q[256];
+    char q[256];
     if (!mkdtemp(top))
         abort();
-    snprintf(p, sizeof p, "%s/secret.txt", top);
-    put(p, SECRET "\n");
+    fz_put(top, "secret.txt", SECRET "\n");
     snprintf(root, sizeof root, "%s/skills", top);
-    mkdir(root, 0755);
+    fz_mkdir(top, "skills");
     snprintf(alpha, sizeof alpha, "%s/alpha", root);
-    mkdir(alpha, 0755);
-    snprintf(p, sizeof p, "%s/references", alpha);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/SKILL.md", alpha);
-    put(p, "---\nname: alpha\ndescription: First skill\n---\n# Alpha\n## Usage\ntext\n");
-    snprintf(p, sizeof p, "%s/references/r.md", alpha);
-    put(p, "# Ref\nreference text\n");
-    snprintf(p, sizeof p, "%s/references/up", alpha);
-    if (symlink("../../../secret.txt", p) < 0)
-        abort();
-    snprintf(p, sizeof p, "%s/references/abs", alpha);
+    fz_mkdir(root, "alpha");
+    fz_mkdir(alpha, "references");
+    fz_put(alpha, "SKILL.md", "---\nname: alpha\ndescription: First skill\n---\n# Alpha\n## Usage\ntext\n");
+    fz_put(alpha, "references/r.md", "# Ref\nreference text\n");
+    fz_link(alpha, "../../../secret.txt", "references/up");
     snprintf(q, sizeof q, "%s/secret.txt", top);
-    if (symlink(q, p) < 0)
-        abort();
-    snprintf(p, sizeof p, "%s/references/dir", alpha);
-    if (symlink(top, p) < 0)
-        abort();
-    snprintf(p, sizeof p, "%s/team", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/team/beta", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/team/beta/SKILL.md", root);
-    put(p, "---\nname: beta\ndescription: Nested\n---\n# Beta\n");
-    snprintf(p, sizeof p, "%s/team/beta/peek", root);
-    if (symlink("../../alpha/SKILL.md", p) < 0)
-        abort();
-    fake[0] = "skill-mcp";
-    fake[1] = "--skills";
-    fake[2] = root;
-    fake[3] = "--no-scripts";
-    x_install_json_alloc();
-    log_set_level(LOG_ERROR);
-    if (cfg_parse(&S.cfg, 4, fake) != 0)
-        abort();
-    size_t n;
-    const char *const *names = tools_names(&n);
-    stats_init(&S.stats, names, n);
-    S.instructions = "fuzz";
-    S.ttl_ms = 1000;
-    tools_setup(&S);
-    S.skills = skills_new(S.cfg.roots, S.cfg.nroots, NULL, tools_ext_build, tools_ext_free, &S);
-    if (!S.skills)
-        abort();
+    fz_link(alpha, q, "references/abs");
+    fz_link(alpha, top, "references/dir");
+    fz_mkdir(root, "team");
+    fz_mkdir(root, "team/beta");
+    fz_put(root, "team/beta/SKILL.md", "---\nname: beta\ndescription: Nested\n---\n# Beta\n");
+    fz_link(root, "../../alpha/SKILL.md", "team/beta/peek");
+    fz_server_up(&S, root);
     (void)argc;
     (void)argv;
     return 0;

@@ -6,39 +6,25 @@
 #ifndef SKILL_SRV_FIXTURE_H
 #define SKILL_SRV_FIXTURE_H
 
+#include "tmptree.h"
+
 static char base[64];
 static char root[128];
 
 static void mkpath(const char *rel)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", base, rel);
-    for (char *s = p + strlen(base) + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            mkdir(p, 0755);
-            *s = '/';
-        }
-    mkdir(p, 0755);
+    tt_mkdirs(base, rel);
 }
 
 static void put(const char *rel, const char *data, size_t len)
 {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", base, rel);
-    char *slash = strrchr(p, '/');
-    if (slash > p + strlen(base)) {
-        *slash = '\0';
-        mkpath(p + strlen(base) + 1);
-        *slash = '/';
+    const char *slash = strrchr(rel, '/');
+    if (slash) {
+        char up[256];
+        snprintf(up, sizeof up, "%.*s", (int)(slash - rel), rel);
+        mkpath(up);
     }
-    FILE *f = fopen(p, "wb");
-    if (!f) {
-        perror(p);
-        exit(2);
-    }
-    fwrite(data, 1, len, f);
-    fclose(f);
+    tt_put(base, rel, data, len);
 }
 
 static void puts_(const char *rel, const char *text)
@@ -56,14 +42,9 @@ static void skill_md(const char *qname, const char *name, const char *desc, cons
     puts_(rel, text);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
 static void rm_tree(const char *p)
 {
-    nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(p);
 }
 
 #define X_BODY                                                                             \
@@ -72,11 +53,7 @@ static void rm_tree(const char *p)
 
 static void make_tree(void)
 {
-    snprintf(base, sizeof base, "/tmp/skill-" FIXTURE_NAME "-XXXXXX");
-    if (!mkdtemp(base)) {
-        perror("mkdtemp");
-        exit(2);
-    }
+    tt_mkdtemp(base, sizeof base, FIXTURE_NAME);
     snprintf(root, sizeof root, "%s/skills", base);
     mkpath("skills");
     skill_md("x", "x", "The x skill, for testing", "tags: [alpha, Beta]\nversion: \"1.0.0\"\n",
@@ -87,12 +64,7 @@ static void make_tree(void)
     puts_("skills/x/utf8.txt", "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80");
     puts_("skills/x/scripts/run.py", "print('hi')\n");
     puts_("outside.txt", "secret outside the skills\n");
-    char p[512];
-    snprintf(p, sizeof p, "%s/skills/x/escape", base);
-    if (symlink("../../outside.txt", p) < 0) {
-        perror("symlink");
-        exit(2);
-    }
+    tt_link(base, "../../outside.txt", "skills/x/escape");
     skill_md("y", "y", "The y skill", NULL, "# Y\n\nBody of y.\n");
     skill_md("csv-profile", "csv-profile", "\"Profile a CSV file: columns, types, null counts\"",
              "tags: [data, csv]\n", "# CSV profile\n\n## Usage\n\nRun it.\n");

@@ -19,6 +19,7 @@
 #include "acl.h"
 #include "call.h"
 #include "harness.h"
+#include "tmptree.h"
 #include "srv.h"
 #include "skills.h"
 #include "util.h"
@@ -161,27 +162,14 @@ TEST(classes_are_interned)
 
 static char root[64];
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static void put_skill(const char *qname)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", root, qname);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
-    if (system(cmd))
-        abort();
+    char path[256], text[512];
+    tt_mkdirs(root, qname);
     const char *name = strrchr(qname, '/') ? strrchr(qname, '/') + 1 : qname;
-    snprintf(path, sizeof path, "%s/%s/SKILL.md", root, qname);
-    FILE *f = fopen(path, "w");
-    fprintf(f, "---\nname: %s\ndescription: the %s skill\n---\nbody\n", name, qname);
-    fclose(f);
+    snprintf(path, sizeof path, "%s/SKILL.md", qname);
+    int n = snprintf(text, sizeof text, "---\nname: %s\ndescription: the %s skill\n---\nbody\n", name, qname);
+    tt_put(root, path, text, (size_t)n);
 }
 
 TEST(views_hide_entries_from_lookup_and_suggestions)
@@ -258,7 +246,7 @@ TEST(views_hide_entries_from_lookup_and_suggestions)
 
     skills_free(S);     /* frees the views with the snapshot (ASan: no leak) */
     acl_rules_free(r);
-    nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(root);
 }
 
 /* ---- the instance: open and reload ------------------------------------------------ */

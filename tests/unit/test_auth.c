@@ -3,6 +3,7 @@
  * and `skill-mcp token add` (server/auth.c).
  */
 #include "harness.h"
+#include "quiet.h"
 #include "auth.h"
 #include "cli.h"
 #include "util.h"
@@ -453,21 +454,9 @@ static int token_cli(char **argv, int argc, char *out, size_t outsz)
 {
     char tmp[160];
     snprintf(tmp, sizeof tmp, "%s/stdout", dir);
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    int fo = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600), nul = open("/dev/null", O_WRONLY);
-    dup2(fo, 1);
-    dup2(nul, 2);
+    struct quiet q = quiet_begin(tmp, NULL);
     int rc = cli_token(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(so);
-    close(se);
-    close(fo);
-    close(nul);
+    quiet_end(q);
     if (out) {
         FILE *f = fopen(tmp, "r");
         out[0] = '\0';

@@ -4,6 +4,8 @@
  * names FILE:LINE.
  */
 #include "harness.h"
+#include "quiet.h"
+#include "tmptree.h"
 #include "config.h"
 #include "cfgfile.h"
 #include "util.h"
@@ -33,21 +35,9 @@ static int parse(struct cfg *c, int argc, char **argv)
 {
     char ep[300];
     snprintf(ep, sizeof ep, "%s/stderr", dir);
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2), nul = open("/dev/null", O_WRONLY);
-    int ef = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(nul, 1);
-    dup2(ef, 2);
+    struct quiet q = quiet_begin(NULL, ep);
     int r = cfg_parse(c, argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(so);
-    close(se);
-    close(nul);
-    close(ef);
+    quiet_end(q);
     FILE *f = fopen(ep, "r");
     size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
     errbuf[n] = '\0';
@@ -197,9 +187,6 @@ int main(void)
     RUN(missing_file);
     RUN(directory_or_alias_refused);
     RUN(reader_lines);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        return 1;
+    tt_rm_rf(dir);
     DONE();
 }

@@ -2,6 +2,7 @@
  * test_config.c - flag parsing and the loopback test (server/config.c).
  */
 #include "harness.h"
+#include "quiet.h"
 #include "config.h"
 #include "util.h"
 
@@ -13,19 +14,9 @@
 /* cfg_parse with stdout/stderr sent to /dev/null (usage text, messages). */
 static int parse_quiet(struct cfg *c, int argc, char **argv)
 {
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2), nul = open("/dev/null", O_WRONLY);
-    dup2(nul, 1);
-    dup2(nul, 2);
+    struct quiet q = quiet_begin(NULL, NULL);
     int r = cfg_parse(c, argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(so);
-    close(se);
-    close(nul);
+    quiet_end(q);
     return r;
 }
 

@@ -25,6 +25,7 @@
 
 #include "discovery.h"
 #include "harness.h"
+#include "tmptree.h"
 #include "skills.h"
 #include "util.h"
 
@@ -105,14 +106,9 @@ static void build_tree(const char *root)
     }
 }
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(p);
-}
-
 static void rm_rf(const char *p)
 {
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(p);
 }
 
 static struct skills *open_lib(const char *root)

@@ -21,6 +21,7 @@
 
 #include "fetch.h"
 #include "harness.h"
+#include "tmptree.h"
 #include "util.h"
 
 #define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -79,11 +80,6 @@ static char *tar_of(const struct member *m, size_t n, int gz, size_t *len)
     return buf;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
 static const struct fetch_limits LIM = {100, 1 << 20, 512 << 10};
 
 /*
@@ -114,7 +110,7 @@ static int extract(const struct member *m, size_t n, const struct fetch_limits *
 
 static void cleanup(const char *dir)
 {
-    nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(dir);
 }
 
 /* ---- the index ------------------------------------------------------------- */

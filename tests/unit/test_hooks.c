@@ -6,6 +6,7 @@
  * driven by a libuv loop in this thread.
  */
 #include "harness.h"
+#include "tmptree.h"
 #include "config.h"
 #include "hooks.h"
 #include "runner.h"
@@ -36,11 +37,6 @@ static void put(const char *path, const char *text)
     }
     fputs(text, f);
     fclose(f);
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
 }
 
 /* Every hook logs its kind and its folder to $HOOK_LOG_DIR/order, keeps its stdin as
@@ -454,6 +450,6 @@ int main(void)
     run_free(S.runner);
     uv_loop_close(&loop);
     script_free(S.scripts);
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(base);
     DONE();
 }

@@ -3,6 +3,7 @@
  */
 #include "harness.h"
 #include "jail.h"
+#include "tmptree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,46 +17,13 @@
 static char base[64];       /* temp folder */
 static char skill[128];     /* base/skill: the folder reads are confined to */
 
-static void put(const char *rel, const char *data, size_t len)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", base, rel);
-    FILE *f = fopen(p, "wb");
-    if (!f) {
-        perror(p);
-        exit(2);
-    }
-    fwrite(data, 1, len, f);
-    fclose(f);
-}
-
-static void mk(const char *rel)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", base, rel);
-    if (mkdir(p, 0755) < 0) {
-        perror(p);
-        exit(2);
-    }
-}
-
-static void link_(const char *target, const char *rel)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", base, rel);
-    if (symlink(target, p) < 0) {
-        perror(p);
-        exit(2);
-    }
-}
+static void put(const char *rel, const char *data, size_t len) { tt_put(base, rel, data, len); }
+static void mk(const char *rel) { tt_mkdir(base, rel); }
+static void link_(const char *target, const char *rel) { tt_link(base, target, rel); }
 
 static void setup(void)
 {
-    snprintf(base, sizeof base, "/tmp/skill-jail-XXXXXX");
-    if (!mkdtemp(base)) {
-        perror("mkdtemp");
-        exit(2);
-    }
+    tt_mkdtemp(base, sizeof base, "jail");
     snprintf(skill, sizeof skill, "%s/skill", base);
     mk("skill");
     mk("skill/references");
@@ -81,14 +49,9 @@ static void setup(void)
     }
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
 static void teardown(void)
 {
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(base);
 }
 
 /* ---- jail_check ------------------------------------------------------------ */

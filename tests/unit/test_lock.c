@@ -5,6 +5,7 @@
  * how changes since approval are classified (what widens a skill).
  */
 #include "harness.h"
+#include "tmptree.h"
 #include "lock.h"
 #include "skills.h"
 #include "util.h"
@@ -190,11 +191,6 @@ static void put(const char *rel, const char *data)
     fclose(f);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
 TEST(manifest_digest_is_stable_and_independent)
 {
     char skill[128];
@@ -272,7 +268,7 @@ TEST(unhashed_code_folders_refused)
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
     CHECK(strstr(why, "__pycache__"));
     snprintf(p, sizeof p, "%s/u/scripts/__pycache__", base);
-    nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(p);
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
     lock_manifest_cleanup(&m);
     /* node_modules in the skill, or in a folder above it */
@@ -280,12 +276,12 @@ TEST(unhashed_code_folders_refused)
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
     CHECK(strstr(why, "node_modules"));
     snprintf(p, sizeof p, "%s/u/node_modules", base);
-    nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(p);
     put("node_modules/y.js", "1\n");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
     CHECK(strstr(why, "a folder above it"));
     snprintf(p, sizeof p, "%s/node_modules", base);
-    nftw(p, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(p);
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
     lock_manifest_cleanup(&m);
     skills_entry_release(k);
@@ -353,6 +349,6 @@ int main(void)
     RUN(manifest_digest_is_stable_and_independent);
     RUN(changes_classified);
     RUN(unhashed_code_folders_refused);
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(base);
     DONE();
 }

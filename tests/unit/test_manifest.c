@@ -7,6 +7,7 @@
 #include "jail.h"
 #include "manifest.h"
 #include "skills.h"
+#include "tmptree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,23 +20,7 @@
 static char base[64];
 static char dir[128];
 
-static void put(const char *rel, const char *data, size_t len)
-{
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", dir, rel);
-    FILE *f = fopen(p, "wb");
-    if (!f) {
-        perror(p);
-        exit(2);
-    }
-    fwrite(data, 1, len, f);
-    fclose(f);
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
-}
+static void put(const char *rel, const char *data, size_t len) { tt_put(dir, rel, data, len); }
 
 /* "sha256:<hex>" of the file's bytes, by EVP one-shot. */
 static void reference(const char *rel, char out[MANIFEST_DIGEST_LEN + 1])
@@ -85,31 +70,17 @@ static const struct manifest_file *find(const struct manifest *m, const char *pa
 
 static void setup(void)
 {
-    char p[256];
-    snprintf(base, sizeof base, "/tmp/skill-manifest-XXXXXX");
-    if (!mkdtemp(base)) {
-        perror("mkdtemp");
-        exit(2);
-    }
+    tt_mkdtemp(base, sizeof base, "manifest");
     snprintf(dir, sizeof dir, "%s/x", base);
-    mkdir(dir, 0755);
-    snprintf(p, sizeof p, "%s/references", dir);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/assets", dir);
-    mkdir(p, 0755);
+    tt_mkdir(base, "x");
+    tt_mkdir(dir, "references");
+    tt_mkdir(dir, "assets");
     put("SKILL.md", "---\nname: x\ndescription: d\n---\n# X\n", 33);
     put("references/a.md", "# A\nhello\n", 10);
     put("assets/b.bin", "\x00\xff\x01", 3);
-    snprintf(p, sizeof p, "%s/outside.txt", base);
-    FILE *f = fopen(p, "w");
-    fputs("secret\n", f);
-    fclose(f);
-    snprintf(p, sizeof p, "%s/escape", dir);
-    if (symlink("../outside.txt", p) < 0 ||
-        (snprintf(p, sizeof p, "%s/inner-link.md", dir), symlink("references/a.md", p) < 0)) {
-        perror("symlink");
-        exit(2);
-    }
+    tt_put(base, "outside.txt", "secret\n", 7);
+    tt_link(dir, "../outside.txt", "escape");
+    tt_link(dir, "references/a.md", "inner-link.md");
     k.name = k.qname = "x";
     k.dir = dir;
     k.files = files;
@@ -298,6 +269,6 @@ int main(void)
     RUN(cache_and_edits);
     RUN(missing_skill_md);
     RUN(threads);
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(base);
     DONE();
 }

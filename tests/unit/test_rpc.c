@@ -338,21 +338,29 @@ TEST(batch_and_non_object)
     }
 }
 
+/* A body the envelope check refuses, and the id its answer carries. */
+struct bad_envelope {
+    const char *body, *id;
+};
+
+#define CHECK_ALL_INVALID(cases) do {                                         \
+        for (size_t i_ = 0; i_ < sizeof(cases) / sizeof *(cases); i_++) {    \
+            json_t *r_ = rpc((cases)[i_].body);                               \
+            CHECK_RPC_ERROR(r_, RPC_INVALID_REQUEST, 0, (cases)[i_].id);      \
+            json_decref(r_);                                                  \
+        }                                                                     \
+    } while (0)
+
 TEST(jsonrpc_member)
 {
-    json_t *r = rpc("{\"id\":1,\"method\":\"ping\"}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":2.0,\"id\":\"a\",\"method\":\"ping\"}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "\"a\"");
-    json_decref(r);
-    /* even a notification with a bad envelope gets an answer */
-    r = rpc("{\"jsonrpc\":\"1.0\",\"method\":\"notifications/initialized\"}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "null");
-    json_decref(r);
+    static const struct bad_envelope cases[] = {
+        {"{\"id\":1,\"method\":\"ping\"}", "1"},
+        {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", "1"},
+        {"{\"jsonrpc\":2.0,\"id\":\"a\",\"method\":\"ping\"}", "\"a\""},
+        /* even a notification with a bad envelope gets an answer */
+        {"{\"jsonrpc\":\"1.0\",\"method\":\"notifications/initialized\"}", "null"},
+    };
+    CHECK_ALL_INVALID(cases);
 }
 
 TEST(bad_ids)
@@ -391,29 +399,23 @@ TEST(good_ids_echoed)
 
 TEST(method_member)
 {
-    json_t *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":null}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
+    static const struct bad_envelope cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", "1"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":null}", "1"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1}", "1"},
+    };
+    CHECK_ALL_INVALID(cases);
 }
 
 TEST(params_member)
 {
-    json_t *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[]}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\"x\"}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":3}");
-    CHECK_RPC_ERROR(r, RPC_INVALID_REQUEST, 0, "1");
-    json_decref(r);
-    r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":null}");
+    static const struct bad_envelope cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[]}", "1"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\"x\"}", "1"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":3}", "1"},
+    };
+    CHECK_ALL_INVALID(cases);
+    json_t *r = rpc("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":null}");
     CHECK_RPC_RESULT(r);
     json_decref(r);
 }

@@ -6,6 +6,7 @@
  * the file the jail approved.
  */
 #include "harness.h"
+#include "tmptree.h"
 #include "config.h"
 #include "runner.h"
 #include "script.h"
@@ -41,11 +42,6 @@ static void mk(const char *rel)
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", dir, rel);
     mkdir(p, 0755);
-}
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    return remove(p);
 }
 
 /* A skill over dir with this frontmatter (JSON). */
@@ -564,6 +560,6 @@ int main(void)
     RUN(interpreter_not_by_shebang);
 
     script_free(SC);
-    nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tt_rm_rf(base);
     DONE();
 }

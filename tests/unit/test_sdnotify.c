@@ -7,6 +7,7 @@
  * petting).
  */
 #include "harness.h"
+#include "tmptree.h"
 #include "sdnotify.h"
 #include "util.h"
 
@@ -360,6 +361,28 @@ static int count_pets(int fd, int span_ms, int *max_gap_ms, pid_t main_pid)
     return count;
 }
 
+/* The socket DIR/NAME, bound, and a server started to notify it
+ * (WATCHDOG_USEC=400000): the socket, or -1. */
+static int server_on(const char *name, const char *workers, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    int fd = bind_dgram(path);
+    if (fd < 0)
+        return -1;
+    if (start_server(path, "400000", workers) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void server_off(int fd, const char *path)
+{
+    stop_server();
+    close(fd);
+    unlink(path);
+}
+
 static void server_checks(int fd, const char *workers)
 {
     char buf[512];
@@ -399,38 +422,28 @@ static void server_checks(int fd, const char *workers)
 TEST(server_single_process)
 {
     char path[300];
-    snprintf(path, sizeof path, "%s/srv1", dir);
-    int fd = bind_dgram(path);
+    int fd = server_on("srv1", "1", path, sizeof path);
     CHECK(fd >= 0);
-    CHECK_EQ(start_server(path, "400000", "1"), 0);
     server_checks(fd, "1");
-    stop_server();
-    close(fd);
-    unlink(path);
+    server_off(fd, path);
 }
 
 TEST(server_workers_master_speaks)
 {
     char path[300];
-    snprintf(path, sizeof path, "%s/srv2", dir);
-    int fd = bind_dgram(path);
+    int fd = server_on("srv2", "2", path, sizeof path);
     CHECK(fd >= 0);
-    CHECK_EQ(start_server(path, "400000", "2"), 0);
     server_checks(fd, "2");
-    stop_server();
-    close(fd);
-    unlink(path);
+    server_off(fd, path);
 }
 
 /* A worker whose serving loop is stuck (stopped here) stops the master's
  * petting; it resumes once the worker beats again. */
 TEST(server_hung_worker_stops_the_watchdog)
 {
-    char path[300], buf[512], kids[256] = "";
-    snprintf(path, sizeof path, "%s/srv3", dir);
-    int fd = bind_dgram(path);
+    char sock[300], path[300], buf[512], kids[256] = "";
+    int fd = server_on("srv3", "2", sock, sizeof sock);
     CHECK(fd >= 0);
-    CHECK_EQ(start_server(path, "400000", "2"), 0);
     if (wait_ready(fd, buf, sizeof buf) < 0)
         goto out;
     snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)child, (long)child);
@@ -457,8 +470,7 @@ TEST(server_hung_worker_stops_the_watchdog)
     if (n < 2)
         H_FAIL("%d WATCHDOG=1 after the worker resumed (want it back)", n);
 out:
-    stop_server();
-    close(fd);
+    server_off(fd, sock);
 }
 
 int main(int argc, char **argv)
@@ -490,9 +502,6 @@ int main(int argc, char **argv)
     RUN(server_single_process);
     RUN(server_workers_master_speaks);
     RUN(server_hung_worker_stops_the_watchdog);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        return 1;
+    tt_rm_rf(dir);
     DONE();
 }

@@ -17,6 +17,7 @@
 
 #include "frontmatter.h"
 #include "harness.h"
+#include "tmptree.h"
 #include "search.h"
 #include "skills.h"
 #include "skills_int.h"
@@ -53,15 +54,10 @@ static void skill(const char *rel, const char *name, const char *desc)
            name, desc, name);
 }
 
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(p);
-}
-
 static void fresh_root(void)
 {
     if (root[0])
-        nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        tt_rm_rf(root);
     snprintf(root, sizeof root, "/tmp/skills-test-XXXXXX");
     if (!mkdtemp(root))
         abort();
@@ -707,6 +703,6 @@ int main(void)
     RUN(concurrent_readers_and_swaps);
     RUN(reloads_arriving_together_share_scans);
     if (root[0])
-        nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+        tt_rm_rf(root);
     DONE();
 }

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "harness.h"
+#include "tmptree.h"
 #include "util.h"
 #include "validate.h"
 
@@ -330,18 +331,10 @@ static void write_file(const char *path, const char *head, size_t fill, char c, 
 
 static char tmp[64];
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static void rmtree(const char *p)
 {
     if (!strncmp(p, "/tmp/", 5))
-        nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        tt_rm_rf(p);
 }
 
 static const char *mkskill(const char *name)

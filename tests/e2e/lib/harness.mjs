@@ -9,6 +9,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,13 +37,13 @@ process.on('exit', () => {
   }
 });
 
-/** Copy the fixture library into a fresh temp dir; returns {dir, skills}. */
-export function copyFixtures() {
+/** Copy a skills tree (the fixture library by default) into a fresh temp dir; returns {dir, skills}. */
+export function copyFixtures(from = FIXTURES) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-e2e-'));
   // A root server runs scripts as nobody, who must be able to read the copy.
   fs.chmodSync(dir, 0o755);
   const skills = path.join(dir, 'skills');
-  fs.cpSync(FIXTURES, skills, { recursive: true });
+  fs.cpSync(from, skills, { recursive: true });
   return { dir, skills };
 }
 
@@ -52,9 +53,12 @@ export function copyFixtures() {
  *   opts.refresh                   --refresh-interval (default 0: no timer)
  *   opts.args                      extra flags
  *   opts.skillsDirs                override the --skills list entirely
+ *   opts.fixtures                  the skills tree to copy (default fixtures/skills)
+ *   opts.env                       variables for the server's environment on top
+ *                                  of this process's (undefined removes one)
  */
 export async function startServer(opts = {}) {
-  const { dir, skills } = copyFixtures();
+  const { dir, skills } = copyFixtures(opts.fixtures);
   if (opts.setup) {
     try {
       await opts.setup(skills, dir);
@@ -68,7 +72,12 @@ export async function startServer(opts = {}) {
   for (const r of roots) args.push('--skills', r);
   args.push('--host', '127.0.0.1', '--port', '0',
     '--refresh-interval', String(opts.refresh ?? 0), ...(opts.args ?? []));
-  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let env;
+  if (opts.env) {
+    env = { ...process.env, ...opts.env };
+    for (const [k, v] of Object.entries(opts.env)) if (v === undefined) delete env[k];
+  }
+  const proc = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   live.add(proc);
   let log = '';
   let exited = null;
@@ -226,6 +235,15 @@ export async function poll(fn, ms = 5000, every = 100) {
     if (v || Date.now() >= end) return v;
     await new Promise((r) => setTimeout(r, every));
   }
+}
+
+/** A loopback TCP port that was free a moment ago (for a helper that takes no port 0). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
 }
 
 /** Run the binary to completion (CLI tests). */

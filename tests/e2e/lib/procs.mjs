@@ -51,3 +51,28 @@ export async function scriptStats(client) {
   assert.ok(st.scripts && typeof st.scripts === 'object', 'skill_server_stats must have a scripts object');
   return st.scripts;
 }
+
+/**
+ * run_skill_script that must come back as a run result (whatever its
+ * status): checks the envelope every result has; returns structuredContent.
+ */
+export async function runScript(client, name, script, extra = {}) {
+  const label = `run_skill_script(${name}, ${script})`;
+  const r = await client.callTool({ name: 'run_skill_script', arguments: { name, script, ...extra } });
+  const sc = r.structuredContent;
+  assert.ok(sc && typeof sc === 'object',
+    `${label}: a script that ran, was queued or was stopped by a hook must give structuredContent; got ${JSON.stringify(r).slice(0, 400)}`);
+  assert.equal(r.content?.[0]?.type, 'text');
+  assert.deepEqual(JSON.parse(r.content[0].text), sc, `${label}: content[0].text must be the same JSON`);
+  assert.equal(r.isError === true, sc.status !== 'ok', `${label}: isError must be true exactly when status is not ok (status ${sc.status})`);
+  for (const k of ['status', 'stdout', 'stderr', 'hint', 'request_id']) {
+    assert.equal(typeof sc[k], 'string', `${label}: ${k} must be a string`);
+  }
+  for (const k of ['duration_ms', 'timeout', 'stall_timeout']) {
+    assert.equal(typeof sc[k], 'number', `${label}: ${k} must be a number`);
+  }
+  assert.ok(sc.exit_code === null || Number.isInteger(sc.exit_code), `${label}: exit_code int or null`);
+  assert.match(sc.request_id, /^r-[0-9a-f]{16}$/);
+  assert.ok(sc.hint.length > 0);
+  return sc;
+}
