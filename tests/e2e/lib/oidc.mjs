@@ -22,7 +22,14 @@ export function startAs() {
   let err = '';
   p.stderr.on('data', (c) => { err += c; });
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`oidc-as did not start:\n${err}`)), 15_000);
+    // Node starting oidc-provider can take a while on a loaded machine; a
+    // child that did not start in time is ended, or the test file would
+    // wait for it forever.
+    const t = setTimeout(() => {
+      p.stdin.end();
+      p.kill('SIGKILL');
+      reject(new Error(`oidc-as did not start within 30 s:\n${err}`));
+    }, 30_000);
     let out = '';
     p.stdout.on('data', (c) => {
       out += c;
