@@ -189,7 +189,7 @@ static int fkey_same(const struct fkey *a, const struct fkey *b)
            a->size == b->size;
 }
 
-/* Two versions of one skill: the files whose presence or size moved, and
+/* Two versions of one skill: the files whose presence, size or mtime moved, and
  * SKILL.md when its identity moved (or when nothing else explains why the
  * entry was rebuilt, since its readers will see something new). */
 static void skill_diff(struct change **v, size_t *n, size_t *cap, const struct skill *a,
@@ -208,7 +208,8 @@ static void skill_diff(struct change **v, size_t *n, size_t *cap, const struct s
         } else if (c > 0) {
             uri_add(v, n, cap, b, b->files[j++].path);
         } else {
-            if (a->files[i].size != b->files[j].size)
+            if (a->files[i].size != b->files[j].size ||
+                a->files[i].mtime_ns != b->files[j].mtime_ns)
                 uri_add(v, n, cap, b, b->files[j].path);
             i++;
             j++;

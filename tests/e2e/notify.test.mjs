@@ -14,7 +14,7 @@ import {
 
 import {
   startServer, connect, callOk as callOkA, post, postModern, raw, poll, modernMeta, MODERN,
-  JSON_HEADERS, TEST_TIMEOUT,
+  JSON_HEADERS, TEST_TIMEOUT, indexerSettled,
 } from './lib/harness.mjs';
 import { sleep } from './lib/procs.mjs';
 
@@ -175,6 +175,25 @@ describe('notifications on a --stateful session', () => {
     assert.equal(a.seen.updated.length, u0 + 1, 'unsubscribed: no more updated');
   });
 
+  test('a reference rewritten in place with the same length is updated', opts, async () => {
+    await indexerSettled(s);    // its rescan sets up the watches this relies on
+    const uri = 'skill://csv-profile/references/format.md';
+    await a.client.subscribeResource({ uri });
+    const u0 = a.seen.updated.length;
+    const p = path.join(s.skills, 'csv-profile', 'references', 'format.md');
+    const before = fs.readFileSync(p, 'utf8');
+    const after = before.replace('Line 001', 'LINE 001');
+    assert.equal(after.length, before.length);
+    fs.writeFileSync(p, after);
+    await callOk(b.client, 'reload_skills', {});
+    await poll(() => a.seen.updated.length > u0);
+    await sleep(300);
+    assert.deepEqual(a.seen.updated.slice(u0), [uri], 'that file, and nothing else of the skill');
+    const read = await a.client.readResource({ uri });
+    assert.match(read.contents[0].text, /LINE 001/);
+    await a.client.unsubscribeResource({ uri });
+  });
+
   test('subscribing to an unknown or malformed URI is a clear error', opts, async () => {
     await assert.rejects(a.client.subscribeResource({ uri: 'skill://no-such-skill/SKILL.md' }),
       (e) => e.code === -32602 && /Resource not found/.test(e.message));
@@ -315,6 +334,25 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     assert.equal(last.id, 'listen-1');
     assert.equal(last.result.resultType, 'complete');
     assert.equal(last.result._meta['io.modelcontextprotocol/subscriptionId'], 'listen-1');
+  });
+
+  test('the refresh tick sees a same-size edit in place of a script', opts, async () => {
+    const s2 = await startServer({ refresh: 1 });
+    try {
+      await indexerSettled(s2);
+      const uri = 'skill://csv-profile/scripts/profile.py';
+      const l = await listen(s2.url, { resourceSubscriptions: [uri, 'skill://csv-profile/SKILL.md'] }, 'tick');
+      await poll(() => l.events.length >= 1, 10_000);
+      const p = path.join(s2.skills, 'csv-profile', 'scripts', 'profile.py');
+      const text = fs.readFileSync(p, 'utf8');
+      fs.writeFileSync(p, text.replace(/import/, 'IMPORT'));
+      assert.equal(fs.statSync(p).size, Buffer.byteLength(text));
+      await poll(() => l.events.length >= 2, 10_000);
+      await sleep(1500);
+      assert.deepEqual(l.events.slice(1).map((e) => [e.method, e.params.uri]),
+        [['notifications/resources/updated', uri]], 'the script, not SKILL.md');
+      l.close();
+    } finally { await s2.stop(); }
   });
 
   test('notifications must be an object', opts, async () => {
