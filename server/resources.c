@@ -289,6 +289,24 @@ out:
 /* Unreserved, sub-delims, ':', '@' and '/' stay as they are (as in skillsext.c). */
 #define SUB_URI_KEEP "!$&'()*+,;=:@/"
 
+/*
+ * What a subscription to (k, path) is matched under (notify_covers): the
+ * canonical spelling, whatever alias the client used. No path (skill://name)
+ * is the skill's folder, which covers every file in it, SKILL.md included.
+ */
+static char *sub_key(const struct skill *k, const char *path)
+{
+    struct buf key;
+    buf_init(&key, 0);
+    buf_puts(&key, "skill://");
+    buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
+    if (*path) {
+        buf_puts(&key, "/");
+        buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
+    }
+    return buf_steal(&key, NULL);
+}
+
 int res_subscribe(struct call *c, int on)
 {
     const char *m = on ? "resources/subscribe" : "resources/unsubscribe";
@@ -313,20 +331,11 @@ int res_subscribe(struct call *c, int on)
     char *owned;
     if (res_locate(c, uri, &k, &path, &owned) < 0)
         return -1;
-    if (!*path)
-        path = "SKILL.md";
-    if (strcmp(path, "SKILL.md") && !has_file(k, path)) {
+    if (*path && strcmp(path, "SKILL.md") && !has_file(k, path)) {
         free(owned);
         return not_found(c, uri, "no such file in the skill");
     }
-    /* Matched under the canonical spelling, whatever alias the client used. */
-    struct buf key;
-    buf_init(&key, 0);
-    buf_puts(&key, "skill://");
-    buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
-    buf_puts(&key, "/");
-    buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
-    char *ks = buf_steal(&key, NULL);
+    char *ks = sub_key(k, path);
     free(owned);
     int rc = session_subscribe(c->S->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
     free(ks);
@@ -375,16 +384,9 @@ int res_listen(struct call *c)
             call_clear(c);  /* not served: left out of the acknowledged subset */
             continue;
         }
-        if (!*path)
-            path = "SKILL.md";
-        if (!strcmp(path, "SKILL.md") || has_file(k, path)) {
-            struct buf key;
-            buf_init(&key, 0);
-            buf_puts(&key, "skill://");
-            buf_pct_encode(&key, k->qname, strlen(k->qname), SUB_URI_KEEP);
-            buf_puts(&key, "/");
-            buf_pct_encode(&key, path, strlen(path), SUB_URI_KEEP);
-            char *ks = buf_steal(&key, NULL);
+        /* acknowledged as what is watched: the folder stays the folder */
+        if (!*path || !strcmp(path, "SKILL.md") || has_file(k, path)) {
+            char *ks = sub_key(k, path);
             json_array_append_new(uris, json_string(ks));
             free(ks);
         }

@@ -305,6 +305,19 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     assert.equal(caps.tools.listChanged, false);
   });
 
+  test('a skill named bare is acknowledged and watched as its folder', opts, async () => {
+    const l = await listen(s.url, { resourceSubscriptions: ['skill://csv-profile'] }, 'listen-bare');
+    await poll(() => l.events.length >= 1, 10_000);
+    assert.deepEqual(l.events[0].params.notifications, { resourceSubscriptions: ['skill://csv-profile'] },
+      'the acknowledgement names what is watched, not a file of it');
+    edit(s.skills, 'csv-profile', 'profile CSV files, watched as a folder');
+    await postModern(s.url, 'tools/call', { name: 'reload_skills', arguments: {} }, { id: 3 });
+    await poll(() => l.events.length >= 2, 10_000);
+    assert.equal(l.events[1].method, 'notifications/resources/updated');
+    assert.equal(l.events[1].params.uri, 'skill://csv-profile');
+    l.close();
+  });
+
   test('acknowledged first, only what was asked, tagged; ends with the response on drain', opts, async () => {
     const l = await listen(s.url, {
       resourcesListChanged: true, toolsListChanged: true,
