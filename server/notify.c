@@ -141,6 +141,16 @@ void notify_unlisten(struct notify_listener *l)
     listener_free(l);
 }
 
+int notify_session_listening(const char *session)
+{
+    int found = 0;
+    pthread_mutex_lock(&mu);
+    for (struct notify_listener *l = head; l && !found; l = l->next)
+        found = l->session && !l->ended && !strcmp(l->session, session);
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
 size_t notify_count(void)
 {
     pthread_mutex_lock(&mu);

@@ -110,6 +110,10 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next);
 void notify_end_session(const char *session);
 void notify_end_all(void);
 
+/* Does the session have a live (not ended) listener: would an exclusive
+ * notify_listen for it be refused? */
+int notify_session_listening(const char *session);
+
 /* Listeners now, for /metrics and tests. */
 size_t notify_count(void);
 

@@ -238,6 +238,32 @@ describe('notifications on a --stateful session', () => {
     await poll(() => one.ended);
   });
 
+  test('HEAD answers as GET would, with no body and no stream opened', opts, async () => {
+    const sid = await session(s.url);
+    const n0 = await streams(s.url);
+    const hd = { accept: 'text/event-stream', 'mcp-session-id': sid };
+    const h = await raw(s.url, { method: 'HEAD', headers: hd });
+    assert.equal(h.status, 200);
+    assert.equal(h.headers['content-type'], 'text/event-stream');
+    assert.equal(h.headers['cache-control'], 'no-cache');
+    assert.equal(h.text, '');
+    assert.equal(h.headers['content-length'], undefined, 'a stream has no length, as on GET');
+    assert.equal(await streams(s.url), n0, 'HEAD opened no stream');
+    const g = await getStream(s.url, sid);
+    assert.equal(g.status, 200, 'HEAD left the session its one stream');
+    await poll(async () => (await streams(s.url)) === n0 + 1);
+    assert.equal((await raw(s.url, { method: 'HEAD', headers: hd })).status, 409, 'as a second GET');
+    g.close();
+    await poll(async () => (await streams(s.url)) === n0);
+    assert.equal((await raw(s.url, { method: 'HEAD', headers: { 'mcp-session-id': sid } })).status, 406);
+    assert.equal((await raw(s.url, { method: 'HEAD', headers: { accept: 'text/event-stream' } })).status, 400);
+    const gone = await raw(s.url, {
+      method: 'HEAD', headers: { accept: 'text/event-stream', 'mcp-session-id': 'f'.repeat(32) },
+    });
+    assert.equal(gone.status, 404);
+    assert.equal(gone.text, '');
+  });
+
   test('GET without a live session: 400 / 404', opts, async () => {
     const none = await raw(s.url, { method: 'GET', headers: { accept: 'text/event-stream' } });
     assert.equal(none.status, 400);
