@@ -317,10 +317,10 @@ int res_subscribe(struct call *c, int on)
     if (!c->session)
         return call_error(c, RPC_METHOD_NOT_FOUND, NULL,
                          "%s needs a session: start the server with --stateful, whose GET "
-                         "stream carries notifications/resources/updated",
+                         "stream carries notifications/resources/updated, or use --stdio",
                          m);
     if (!on) {
-        session_unsubscribe(c->S->sessions, c->session, c->client, uri);
+        session_unsubscribe(c->sessions, c->session, c->client, uri);
         call_result(c, json_object());
         return 0;
     }
@@ -337,7 +337,7 @@ int res_subscribe(struct call *c, int on)
     }
     char *ks = sub_key(k, path);
     free(owned);
-    int rc = session_subscribe(c->S->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
+    int rc = session_subscribe(c->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
     free(ks);
     if (rc < 0)
         return call_error(c, RPC_INVALID_PARAMS, NULL,
