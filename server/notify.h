@@ -5,7 +5,8 @@
  * by the refresher, reload_skills or SIGHUP), notify_publish() works out
  * once what changed (the skill:// URIs of skills added, removed, or whose
  * SKILL.md or file set moved) and marks every listener: resources and
- * prompts list_changed, and resources/updated for each URI the listener
+ * prompts list_changed (under --acl, only when its caller may see one of
+ * the skills that moved), and resources/updated for each URI the listener
  * subscribed to that changed. Marking only sets flags under a short lock
  * and wakes the listener; it never waits for one. A listener that is behind
  * gets one notification of each kind however many generations it missed.
