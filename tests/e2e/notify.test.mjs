@@ -194,6 +194,19 @@ describe('notifications on a --stateful session', () => {
     await a.client.unsubscribeResource({ uri });
   });
 
+  test('resources/subscribe to a bare skill://name covers every file of the folder', opts, async () => {
+    await indexerSettled(s);
+    await a.client.subscribeResource({ uri: 'skill://csv-profile' });
+    const u0 = a.seen.updated.length;
+    const p = path.join(s.skills, 'csv-profile', 'scripts', 'profile.py');
+    fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace(/import/, 'IMPORT'));
+    await callOk(b.client, 'reload_skills', {});
+    await poll(() => a.seen.updated.length > u0);
+    await sleep(300);
+    assert.deepEqual(a.seen.updated.slice(u0), ['skill://csv-profile'], 'named as subscribed');
+    await a.client.unsubscribeResource({ uri: 'skill://csv-profile' });
+  });
+
   test('subscribing to an unknown or malformed URI is a clear error', opts, async () => {
     await assert.rejects(a.client.subscribeResource({ uri: 'skill://no-such-skill/SKILL.md' }),
       (e) => e.code === -32602 && /Resource not found/.test(e.message));
