@@ -89,6 +89,8 @@ struct call {
     char tool[64];          /* tools/call: the tool's name, for logs and metrics */
     char skill[128];        /* tools/call: the skill argument (arguments.name), for the access log */
     const char *session;    /* --stateful: the live session (borrowed), or NULL */
+    struct session_table *sessions; /* the table session lives in: S->sessions, or the
+                                       stdio transport's own (one session) */
     char session_minted[40];    /* --stateful: the session initialize started, or "" */
     int session_gone;       /* --stateful: the session is unknown or ended */
     json_t *progress_token; /* _meta.progressToken (owned), or NULL */

@@ -702,8 +702,57 @@ static void ns_free(void *cls)
 static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
                                 struct notify_listen_opts *o, const char *first, size_t firstlen);
 
-/* GET on the MCP path with --stateful: the session's notification stream. */
-static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, struct req *rq)
+/* HEAD's answer: a stream's headers. A reader that ends at once keeps the
+ * length unknown, as GET's is (no Content-Length: 0 that GET would not
+ * send); not chunked, since libmicrohttpd would then send the last chunk,
+ * a body HEAD must not have, so the connection closes after it instead. */
+static ssize_t no_stream(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)out;
+    (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static enum MHD_Result stream_head(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                   const char *sid)
+{
+    if (atomic_load(&h->draining)) {
+        rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        return reply_error(con, rq, rq->status,
+                           "Service Unavailable: the server is shutting down");
+    }
+    if (notify_session_listening(sid)) {
+        rq->status = MHD_HTTP_CONFLICT;
+        return reply_error(con, rq, rq->status,
+                           "Conflict: this session already has its GET stream open (one per "
+                           "session)");
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, no_stream, NULL, NULL);
+    if (!r)
+        return MHD_NO;
+    MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    if (atomic_load(&closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    cors_headers(r, con);
+    rq->status = MHD_HTTP_OK;
+    enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/*
+ * GET on the MCP path with --stateful: the session's notification stream.
+ * HEAD (head set) gets the status and headers GET would get, and changes
+ * nothing: no stream, and the session is looked up, not marked used.
+ */
+static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                   int head)
 {
     struct srv *S = h->S;
     const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");
@@ -719,13 +768,16 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
                            "Bad Request: GET needs the Mcp-Session-Id header of a live session "
                            "(send initialize to start one)");
     }
-    if (!session_touch(S->sessions, sid, rq->client, NULL)) {
+    if (!(head ? session_live(S->sessions, sid, rq->client)
+               : session_touch(S->sessions, sid, rq->client, NULL))) {
         rq->status = MHD_HTTP_NOT_FOUND;
         size_t len;
         char *b = env_error(NULL, RPC_SESSION_NOT_FOUND, "Session not found: it ended or expired",
                             NULL, &len);
         return reply(con, rq, rq->status, b, len, "application/json");
     }
+    if (head)
+        return stream_head(h, con, rq, sid);
     struct notify_listen_opts o = {.kinds = NOTIFY_ALL, .sessions = S->sessions,
                                    .session = sid, .client = rq->client, .exclusive = 1};
     return ns_start(h, con, rq, &o, ": stream open\n\n", 0);
@@ -1214,8 +1266,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             rq->status = MHD_HTTP_NO_CONTENT;
             return reply(con, rq, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
         }
-        if (!strcmp(method, "GET") && S->sessions)
-            return open_stream(h, con, rq);
+        if ((!strcmp(method, "GET") || !strcmp(method, "HEAD")) && S->sessions)
+            return open_stream(h, con, rq, method[0] == 'H');
         if (strcmp(method, "POST"))
             return REFUSE(MHD_HTTP_METHOD_NOT_ALLOWED,
                           S->sessions ? "Method Not Allowed: POST JSON-RPC requests to this "
@@ -1504,7 +1556,7 @@ struct http *http_start(struct srv *S, int listen_fd)
     h->S = S;
     h->loopback = cfg_is_loopback(c->host);
     if (S->sessions)
-        allow_methods = "GET, POST, DELETE";
+        allow_methods = "GET, HEAD, POST, DELETE";
     cors_origins = c->allowed_origins;
     if (c->access_log) {
         char why[512];

@@ -61,10 +61,10 @@ static int m_initialize(struct call *c)
     for (size_t i = 0; !v && i < n; i++)
         if (pv[i].use & PROTO_NEGOTIATE)
             v = pv[i].name;
-    /* a --stateful session's GET stream carries both; the stdio session
-     * hears of list changes but has no resources/subscribe (no sessions) */
-    int live = c->S->sessions != NULL;
-    json_t *caps = mcp_capabilities(live || c->S->cfg.stdio, live);
+    /* a --stateful session's GET stream carries both, and so does the one
+     * stdio session */
+    int live = c->S->sessions != NULL || c->S->cfg.stdio;
+    json_t *caps = mcp_capabilities(live, live);
     tasks_capabilities(c->S, caps, 0);
     call_result(c, json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities", caps,
                              "serverInfo", server_info(), "instructions", c->S->instructions));
@@ -85,7 +85,7 @@ static int m_set_level(struct call *c)
     int level = session_level_of(json_string_value(json_object_get(c->params, "level")));
     if (level != SESSION_LEVEL_NONE) {
         if (c->session)
-            session_set_level(c->S->sessions, c->session, c->client, level);
+            session_set_level(c->sessions, c->session, c->client, level);
         return m_empty(c);
     }
     return call_error(c, RPC_INVALID_PARAMS, NULL,
@@ -96,8 +96,8 @@ static int m_set_level(struct call *c)
 static int m_discover(struct call *c)
 {
     c->out.cacheable = 1;
-    int live = c->modern ? MCP_MODERN_LISTEN : c->S->sessions != NULL;
-    json_t *caps = mcp_capabilities(live || c->S->cfg.stdio, live);
+    int live = c->modern ? MCP_MODERN_LISTEN : c->S->sessions != NULL || c->S->cfg.stdio;
+    json_t *caps = mcp_capabilities(live, live);
     tasks_capabilities(c->S, caps, 1);
     /* oldest first */
     json_t *versions = json_array();

@@ -138,6 +138,16 @@ void notify_unlisten(struct notify_listener *l)
     listener_free(l);
 }
 
+int notify_session_listening(const char *session)
+{
+    int found = 0;
+    pthread_mutex_lock(&mu);
+    for (struct notify_listener *l = head; l && !found; l = l->next)
+        found = l->session && !l->ended && !strcmp(l->session, session);
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
 size_t notify_count(void)
 {
     pthread_mutex_lock(&mu);
@@ -180,7 +190,7 @@ static int fkey_same(const struct fkey *a, const struct fkey *b)
            a->size == b->size;
 }
 
-/* Two versions of one skill: the files whose presence or size moved, and
+/* Two versions of one skill: the files whose presence, size or mtime moved, and
  * SKILL.md when its identity moved (or when nothing else explains why the
  * entry was rebuilt, since its readers will see something new). */
 static void skill_diff(struct change **v, size_t *n, size_t *cap, const struct skill *a,
@@ -199,7 +209,8 @@ static void skill_diff(struct change **v, size_t *n, size_t *cap, const struct s
         } else if (c > 0) {
             uri_add(v, n, cap, b, b->files[j++].path);
         } else {
-            if (a->files[i].size != b->files[j].size)
+            if (a->files[i].size != b->files[j].size ||
+                a->files[i].mtime_ns != b->files[j].mtime_ns)
                 uri_add(v, n, cap, b, b->files[j].path);
             i++;
             j++;
@@ -299,6 +310,56 @@ static void pend_uri(struct notify_listener *l, const char *uri)
     l->upd[l->nupd++] = xstrdup(uri);
 }
 
+/*
+ * What one caller class (one view under --acl) sees of a generation's
+ * changes, worked out once per class however many listeners share it:
+ * which changed URIs it may see, and whether anything it lists moved.
+ */
+struct class_seen {
+    const struct acl_class *cls;
+    unsigned char *see;     /* per changed URI */
+    int any;
+};
+
+struct seen_cache {
+    struct class_seen *v;
+    size_t n, cap;
+};
+
+static const struct class_seen *seen_by(struct seen_cache *sc, const struct acl_class *cls,
+                                        const struct change *changed, size_t nchanged)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        if (sc->v[i].cls == cls)
+            return &sc->v[i];
+    if (sc->n == sc->cap) {
+        sc->cap = sc->cap ? sc->cap * 2 : 4;
+        sc->v = xrealloc(sc->v, sc->cap * sizeof *sc->v);
+    }
+    struct class_seen *x = &sc->v[sc->n++];
+    x->cls = cls;
+    x->see = nchanged ? xcalloc(nchanged, 1) : NULL;
+    /* a generation that moved for no skill (its problems, a lock's
+     * judgement) is still worth a re-list for everyone */
+    x->any = !nchanged;
+    for (size_t i = 0; i < nchanged; i++) {
+        /* a skill's URIs are adjacent (sorted): one rule check per skill */
+        if (i && !strcmp(changed[i].qname, changed[i - 1].qname))
+            x->see[i] = x->see[i - 1];
+        else
+            x->see[i] = (unsigned char)acl_class_sees(cls, changed[i].qname);
+        x->any |= x->see[i];
+    }
+    return x;
+}
+
+static void seen_free(struct seen_cache *sc)
+{
+    for (size_t i = 0; i < sc->n; i++)
+        free(sc->v[i].see);
+    free(sc->v);
+}
+
 struct sess_ctx {
     struct notify_listener *l;
     const struct change *changed;
@@ -322,26 +383,28 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next)
         return;
     struct change *changed;
     size_t nchanged = diff_changes(prev, next, &changed);
-    unsigned char *see = nchanged ? xcalloc(nchanged, 1) : NULL;
+    struct seen_cache sc = {0};
     pthread_mutex_lock(&mu);
     for (struct notify_listener *l = head; l; l = l->next) {
         unsigned was = l->pending;
         size_t had = l->nupd;
-        /* A generation moves only for a change a client can see, so the
-         * lists are worth re-reading even when no URI is named. */
-        l->pending |= l->kinds & (NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST);
+        /* Under the rules in force now, not those of when it listened: a
+         * skill hidden since then is gone for this caller, and a change
+         * to a skill it cannot see changes none of its lists. */
+        const unsigned char *mask = NULL;
+        int lists_moved = 1;
+        if (l->acl) {
+            const struct class_seen *x = seen_by(
+                &sc,
+                acl_classify(l->acl, &(struct acl_who){l->who_client, l->who_groups, l->who_sub,
+                                                       l->who_scopes}),
+                changed, nchanged);
+            mask = x->see;
+            lists_moved = x->any;
+        }
+        if (lists_moved)
+            l->pending |= l->kinds & (NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST);
         if ((l->kinds & NOTIFY_UPDATED) && nchanged) {
-            /* Under the rules in force now, not those of when it subscribed:
-             * a skill hidden since then is gone for this caller. */
-            const unsigned char *mask = NULL;
-            if (l->acl) {
-                const struct acl_class *k = acl_classify(
-                    l->acl, &(struct acl_who){l->who_client, l->who_groups, l->who_sub,
-                                              l->who_scopes});
-                for (size_t i = 0; i < nchanged; i++)
-                    see[i] = (unsigned char)acl_class_sees(k, changed[i].qname);
-                mask = see;
-            }
             for (size_t i = 0; i < l->nuris; i++)
                 if (any_covered(l->uris[i], changed, nchanged, mask))
                     pend_uri(l, l->uris[i]);
@@ -354,10 +417,10 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next)
             l->wake(l->arg);
     }
     pthread_mutex_unlock(&mu);
+    seen_free(&sc);
     for (size_t i = 0; i < nchanged; i++)
         free(changed[i].uri);
     free(changed);
-    free(see);
 }
 
 static void end_where(const char *session)

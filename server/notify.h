@@ -5,7 +5,8 @@
  * by the refresher, reload_skills or SIGHUP), notify_publish() works out
  * once what changed (the skill:// URIs of skills added, removed, or whose
  * SKILL.md or file set moved) and marks every listener: resources and
- * prompts list_changed, and resources/updated for each URI the listener
+ * prompts list_changed (under --acl, only when its caller may see one of
+ * the skills that moved), and resources/updated for each URI the listener
  * subscribed to that changed. Marking only sets flags under a short lock
  * and wakes the listener; it never waits for one. A listener that is behind
  * gets one notification of each kind however many generations it missed.
@@ -109,6 +110,10 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next);
 /* Ends the listeners of a session (DELETE), or all of them (shutdown). */
 void notify_end_session(const char *session);
 void notify_end_all(void);
+
+/* Does the session have a live (not ended) listener: would an exclusive
+ * notify_listen for it be refused? */
+int notify_session_listening(const char *session);
 
 /* Listeners now, for /metrics and tests. */
 size_t notify_count(void);

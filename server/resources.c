@@ -296,10 +296,10 @@ int res_subscribe(struct call *c, int on)
     if (!c->session)
         return call_error(c, RPC_METHOD_NOT_FOUND, NULL,
                          "%s needs a session: start the server with --stateful, whose GET "
-                         "stream carries notifications/resources/updated",
+                         "stream carries notifications/resources/updated, or use --stdio",
                          m);
     if (!on) {
-        session_unsubscribe(c->S->sessions, c->session, c->client, uri);
+        session_unsubscribe(c->sessions, c->session, c->client, uri);
         call_result(c, json_object());
         return 0;
     }
@@ -310,16 +310,15 @@ int res_subscribe(struct call *c, int on)
     char *owned;
     if (res_locate(c, uri, &k, &path, &owned) < 0)
         return -1;
-    if (!*path)
-        path = "SKILL.md";
-    if (strcmp(path, "SKILL.md") && !has_file(k, path)) {
+    if (*path && strcmp(path, "SKILL.md") && !has_file(k, path)) {
         free(owned);
         return not_found(c, uri, "no such file in the skill");
     }
-    /* Matched under the canonical spelling, whatever alias the client used. */
+    /* Matched under the canonical spelling, whatever alias the client used;
+     * no path (skill://name) is the skill's folder, covering every file. */
     char *ks = skills_uri(k, path);
     free(owned);
-    int rc = session_subscribe(c->S->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
+    int rc = session_subscribe(c->sessions, c->session, c->client, uri, ks, NOTIFY_SUBS_MAX);
     free(ks);
     if (rc < 0)
         return call_error(c, RPC_INVALID_PARAMS, NULL,
@@ -366,9 +365,8 @@ int res_listen(struct call *c)
             call_clear(c);  /* not served: left out of the acknowledged subset */
             continue;
         }
-        if (!*path)
-            path = "SKILL.md";
-        if (!strcmp(path, "SKILL.md") || has_file(k, path)) {
+        /* acknowledged as what is watched: the folder stays the folder */
+        if (!*path || !strcmp(path, "SKILL.md") || has_file(k, path)) {
             char *ks = skills_uri(k, path);
             json_array_append_new(uris, json_string(ks));
             free(ks);

@@ -303,6 +303,7 @@ static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
             return;
         }
         out->session = h->session_id;
+        out->sessions = S->sessions;
     }
 
     out->params = params;

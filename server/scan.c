@@ -123,7 +123,7 @@ static void watch_add(struct build *b, const char *path, const struct stat *st)
 }
 
 /* Names that are never part of a skill: VCS folders, caches, dotfiles. */
-static int ignored_name(const char *n)
+int scan_ignored_name(const char *n)
 {
     return n[0] == '.' || !strcmp(n, "__pycache__") || !strcmp(n, "node_modules");
 }
@@ -154,7 +154,7 @@ static struct dent *list_fd(int fd, size_t *count)
         for (ssize_t off = 0; off < r;) {
             const struct dirent64 *d = (const struct dirent64 *)(void *)(buf + off);
             off += d->d_reclen;
-            if (ignored_name(d->d_name))
+            if (scan_ignored_name(d->d_name))
                 continue;
             if (n == cap) {
                 cap = cap ? cap * 2 : 16;
@@ -309,6 +309,8 @@ static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *
             }
             w->files[w->nfiles].path = xstrdup(childrel);
             w->files[w->nfiles].size = (int64_t)st.st_size;
+            w->files[w->nfiles].mtime_ns =
+                (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
             w->nfiles++;
         }
     }
@@ -534,13 +536,31 @@ static struct skill *find_in(const struct snapshot *s, const char *qname)
     return k && !strcmp(k->qname, qname) ? k : NULL;
 }
 
-/* Could the old entry serve unchanged? Its SKILL.md and folders all match. */
+/* Has a listed file of k a new size or mtime (or gone)? Asked only of an
+ * entry inotify named (files_moved), so a rescan does not stat every file. */
+static int files_changed(const struct skill *k)
+{
+    struct stat st;
+    for (size_t i = 0; i < k->nfiles; i++) {
+        char abs[PATH_MAX];
+        snprintf(abs, sizeof abs, "%s/%s", k->dir, k->files[i].path);
+        if (stat(abs, &st) < 0 || (int64_t)st.st_size != k->files[i].size ||
+            (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != k->files[i].mtime_ns)
+            return 1;
+    }
+    return 0;
+}
+
+/* Could the old entry serve unchanged? Its SKILL.md and folders all match,
+ * and so do its files when one of them may have been written in place. */
 static int entry_unchanged(const struct skill *k, const struct stat *md)
 {
     struct fkey now;
     struct stat st;
     key_of(md, &now);
     if (!key_eq(&now, &k->md_key))
+        return 0;
+    if (k->files_moved && files_changed(k))
         return 0;
     for (size_t i = 0; i < k->ndirs; i++) {
         if (stat(k->dir_paths[i], &st) < 0)

@@ -232,6 +232,14 @@ int session_touch(struct session_table *t, const char *id, const char *client, i
     return s != NULL;
 }
 
+int session_live(struct session_table *t, const char *id, const char *client)
+{
+    pthread_mutex_lock(&t->mu);
+    int live = lookup(t, id, client, now_ns()) != NULL;
+    pthread_mutex_unlock(&t->mu);
+    return live;
+}
+
 int session_set_level(struct session_table *t, const char *id, const char *client, int level)
 {
     pthread_mutex_lock(&t->mu);

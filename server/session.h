@@ -55,6 +55,10 @@ int session_create(struct session_table *t, const char *client, char *out);
  */
 int session_touch(struct session_table *t, const char *id, const char *client, int *level);
 
+/* 1 when id is live for client, else 0; unlike session_touch it does not
+ * count as a use (HEAD asks without using the session). */
+int session_live(struct session_table *t, const char *id, const char *client);
+
 /* Sets the level of a live session; 1 when done, 0 when unknown. */
 int session_set_level(struct session_table *t, const char *id, const char *client, int level);
 

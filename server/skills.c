@@ -396,18 +396,30 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
         return;
     const uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
                           IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    if (S->nwd)
+        memset(S->wd_path, 0, S->nwd * sizeof *S->wd_path);
     for (size_t i = 0; i < s->nw; i++) {
         const struct watch *w = &s->w[i];
         struct stat st;
         if (w->missing || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
-        if (inotify_add_watch(S->ino_fd, w->path, mask) < 0) {
+        int wd = inotify_add_watch(S->ino_fd, w->path, mask);
+        if (wd < 0) {
             log_warn("skills: inotify watch on %s failed (%s); refresh ticks will stat",
                      w->path, strerror(errno));
             close(S->ino_fd);
             S->ino_fd = -1;
             return;
         }
+        if ((size_t)wd >= S->nwd) {
+            size_t n = S->nwd ? S->nwd : 64;
+            while (n <= (size_t)wd)
+                n *= 2;
+            S->wd_path = xrealloc(S->wd_path, n * sizeof *S->wd_path);
+            memset(S->wd_path + S->nwd, 0, (n - S->nwd) * sizeof *S->wd_path);
+            S->nwd = n;
+        }
+        S->wd_path[wd] = w->path;
     }
     /* A missing root shows up as a change only through a stat pass. */
     for (size_t i = 0; i < s->nw; i++)
@@ -431,6 +443,62 @@ static int missing_appeared(const struct snapshot *s)
     return 0;
 }
 
+/* Remembers that a file in the watched folder path was written in place. */
+static void moved_add(struct skills *S, const char *path)
+{
+    for (size_t i = 0; i < S->nmoved; i++)
+        if (S->moved[i] == path)
+            return;
+    if (S->nmoved < sizeof S->moved / sizeof *S->moved)
+        S->moved[S->nmoved++] = path;
+    else
+        S->moved_all = 1;
+}
+
+/* Reads the pending inotify events: 1 when there were any. A file event
+ * (not a folder's, not an ignored name) leaves its folder in S->moved. */
+static int read_events(struct skills *S)
+{
+    char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    const uint32_t written = IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB;
+    int any = 0;
+    ssize_t n;
+    while ((n = read(S->ino_fd, ev, sizeof ev)) > 0) {
+        any = 1;
+        for (const char *p = ev; p < ev + n;) {
+            const struct inotify_event *e = (const struct inotify_event *)(const void *)p;
+            p += sizeof *e + e->len;
+            if (!e->len || (e->mask & IN_ISDIR) || !(e->mask & written) ||
+                scan_ignored_name(e->name) || e->wd < 0 || (size_t)e->wd >= S->nwd ||
+                !S->wd_path[e->wd])
+                continue;
+            moved_add(S, S->wd_path[e->wd]);
+        }
+    }
+    return any;
+}
+
+/* Marks (on) or unmarks the entries of s with a folder in S->moved; the
+ * scan looks into the files of the marked ones (scan.c, entry_unchanged). */
+static void moved_mark(struct skills *S, struct snapshot *s, int on)
+{
+    if (!S->nmoved && !S->moved_all)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        struct skill *k = s->v[i];
+        int hit = S->moved_all;
+        for (size_t d = 0; !hit && d < k->ndirs; d++)
+            for (size_t m = 0; !hit && m < S->nmoved; m++)
+                hit = S->moved[m] == k->dir_paths[d];
+        if (hit)
+            k->files_moved = (unsigned char)on;
+    }
+    if (!on) {
+        S->nmoved = 0;
+        S->moved_all = 0;
+    }
+}
+
 /* May the tree have moved since s? Events first, stats only when needed. */
 static int maybe_changed(struct skills *S, const struct snapshot *s)
 {
@@ -440,10 +508,7 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
         watches_setup(S, s);
     }
     if (S->ino_fd >= 0) {
-        char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        int any = 0;
-        while (read(S->ino_fd, ev, sizeof ev) > 0)
-            any = 1;
+        int any = read_events(S);
         if (!any && !S->ino_dirty && now_ns() - S->last_full_ns < FULL_PASS_NS &&
             !missing_appeared(s))
             return 0;
@@ -454,7 +519,7 @@ static int maybe_changed(struct skills *S, const struct snapshot *s)
         S->ino_dirty = 1;       /* until a rebuild has set up fresh watches */
         return 1;
     }
-    return 0;
+    return S->nmoved || S->moved_all;
 }
 
 static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, uint64_t gen)
@@ -575,12 +640,16 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
     double t0 = now_ms();
     memset(r, 0, sizeof *r);
     r->gen_before = r->gen_after = old->generation;
+    if (force && S->ino_fd >= 0)
+        read_events(S);
     if (!force && !maybe_changed(S, old)) {
         r->unchanged = 1;
         r->ms = now_ms() - t0;
         return;
     }
+    moved_mark(S, old, 1);
     struct snapshot *s = build_snapshot(S, old, old->generation + 1);
+    moved_mark(S, old, 0);
     diff(old, s, r);
     if (!json_array_size(r->added) && !json_array_size(r->removed) &&
         !json_array_size(r->changed) && json_equal(s->errors, old->errors)) {
@@ -741,6 +810,7 @@ void skills_free(struct skills *S)
     skills_report_cleanup(&S->last);
     if (S->ino_fd >= 0)
         close(S->ino_fd);
+    free(S->wd_path);
     pthread_mutex_destroy(&S->scan_mu);
     pthread_cond_destroy(&S->scan_cv);
     free(S);

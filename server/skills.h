@@ -33,6 +33,7 @@ struct fkey {
 struct skill_file {
     char *path;             /* relative to the skill folder, '/'-separated */
     int64_t size;
+    int64_t mtime_ns;       /* with size, tells an edit in place (notify.c) */
 };
 
 /* Bytes rendered once and kept with the entry they describe. */
@@ -93,6 +94,9 @@ struct skill {
     struct fkey *dir_keys;  /* the skill folder and every folder below it */
     char **dir_paths;
     size_t ndirs;
+    /* the scanner's alone: a file in one of its folders was written in
+     * place (inotify), so the next rescan stats its files before reuse */
+    unsigned char files_moved;
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
     struct search_terms *terms; /* name, tags and description tokenized for search */

@@ -56,6 +56,15 @@ struct skills {
     int ino_dirty;                  /* a change may have slipped in before the watches */
     int ino_pending;                /* watches not set up yet (done on the first tick) */
     uint64_t last_full_ns;          /* the last stat pass */
+    /* A file written in place moves neither its folder's stat nor
+     * SKILL.md's: the watched folders inotify named for such writes since
+     * the last rescan (paths borrowed from the current snapshot's watches,
+     * by watch descriptor), for that rescan to look into. */
+    const char **wd_path;
+    size_t nwd;
+    const char *moved[64];
+    size_t nmoved;
+    int moved_all;                  /* more than moved holds: look into every entry */
 
     /* the body indexer (bodies.c), NULL until skills_index_bodies */
     struct bodies_indexer *ix;
@@ -86,6 +95,8 @@ static inline int key_eq(const struct fkey *a, const struct fkey *b)
  * lookup tables, search index, gate) is the caller's. Scanner role.
  */
 struct snapshot *scan_tree(struct skills *S, struct snapshot *old);
+/* Is n a name never part of a skill (dotfiles, caches, VCS folders)? */
+int scan_ignored_name(const char *n);
 
 /* Reads up to max bytes of fd from offset 0, stopping early once it has the
  * size that stat reported (one read for a small file, not two). */

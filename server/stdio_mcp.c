@@ -19,6 +19,7 @@
 #include "call.h"
 #include "notify.h"
 #include "rpc.h"
+#include "session.h"
 #include "util.h"
 
 #define READ_CHUNK 65536
@@ -32,6 +33,11 @@ struct stdio_mcp {
      * nwake (non-blocking: it must never wait), the reader drains */
     struct notify_listener *nl;
     int nwake[2];
+    /* The one session, kept as a --stateful session is (session.c), so that
+     * resources/subscribe and the listener are the HTTP session's own:
+     * its table holds just it and it never expires. */
+    struct session_table *sessions;
+    char sid[SESSION_ID_LEN + 1];
 };
 
 /* The protocol's descriptors (stdio_claim), and what writes to stdout. */
@@ -175,6 +181,10 @@ static void handle_line(struct stdio_mcp *io, const char *p, size_t len)
     struct call *c = call_new(io->S);
     /* every answer can be preceded by its notifications on the one stream */
     c->can_stream = 1;
+    if (io->sid[0]) {
+        c->session = io->sid;
+        c->sessions = io->sessions;
+    }
     call_on_event(c, on_event, NULL);
     call_on_complete(c, on_complete, NULL);
     atomic_fetch_add(&active, 1);
@@ -312,12 +322,19 @@ struct stdio_mcp *stdio_start(struct srv *S)
     out_open = 1;
     pthread_mutex_unlock(&out_mu);
     /* One session that can always be written to: it hears of every new
-     * generation (resources and prompts list_changed; there is no
-     * resources/subscribe without --stateful sessions). */
+     * generation (resources and prompts list_changed) and, for what it
+     * subscribed to, of resources/updated. */
+    io->sessions = session_new(1, 1e9);
+    if (session_create(io->sessions, NULL, io->sid) < 0) {
+        io->sid[0] = '\0';
+        log_warn("stdio: no session could be started: resources/subscribe is refused");
+    }
     if (pipe2(io->nwake, O_CLOEXEC | O_NONBLOCK) == 0) {
         char why[256];
         struct notify_listen_opts o = {.key = "stdio",
-                                       .kinds = NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST,
+                                       .kinds = NOTIFY_ALL,
+                                       .sessions = io->sid[0] ? io->sessions : NULL,
+                                       .session = io->sid[0] ? io->sid : NULL,
                                        .wake = on_list_change,
                                        .arg = io};
         io->nl = notify_listen(&o, why, sizeof why);
@@ -333,6 +350,7 @@ struct stdio_mcp *stdio_start(struct srv *S)
         out_open = 0;
         pthread_mutex_unlock(&out_mu);
         notify_unlisten(io->nl);
+        session_free(io->sessions);
         close(io->wake[0]);
         close(io->wake[1]);
         if (io->nwake[0] >= 0) {
@@ -371,6 +389,7 @@ void stdio_stop(struct stdio_mcp *io)
     stdio_quiesce(io);
     pthread_join(io->reader, NULL);
     notify_unlisten(io->nl);    /* its wake is never called again */
+    session_free(io->sessions);
     if (io->nwake[0] >= 0) {
         close(io->nwake[0]);
         close(io->nwake[1]);

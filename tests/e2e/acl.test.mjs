@@ -12,7 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { TEST_TIMEOUT, poll, post, postModern, raw, runCli, startServer } from './lib/harness.mjs';
@@ -279,6 +281,45 @@ test('a subscription to a skill hidden since is not told of its changes (--state
     assert.deepEqual(updated, ['skill://public/two/SKILL.md'], 'no resources/updated names a hidden skill');
   } finally {
     await c.close();
+    await s.stop();
+  }
+});
+
+test('a listener is told list_changed only when what its view lists changed (--stateful)', opts, async () => {
+  const d = path.join(dir, 'views');
+  const acl3 = path.join(dir, 'acl-views');
+  const put = (q, words) => {
+    fs.mkdirSync(path.join(d, q), { recursive: true });
+    fs.writeFileSync(path.join(d, q, 'SKILL.md'), `---\nname: ${path.basename(q)}\ndescription: ${words}\n---\n# x\n`);
+  };
+  put('ops/pager', 'Page the on-call engineer of the platform team');
+  put('public/hello', 'Say hello to whoever asks, politely');
+  fs.writeFileSync(acl3, 'group:platform see ops/\n* see public/\n');
+  const s = await startServer({ skillsDirs: [d], args: ['--stateful', '--auth-tokens', tokens, '--acl', acl3] });
+  const seen = {};
+  const clients = [];
+  try {
+    for (const who of ['alice', 'bob']) {     // alice is in group platform, bob in none
+      const c = new Client({ name: `acl-views-${who}`, version: '1' });
+      const got = seen[who] = { res: 0, prompts: 0 };
+      c.setNotificationHandler(ResourceListChangedNotificationSchema, () => { got.res++; });
+      c.setNotificationHandler(PromptListChangedNotificationSchema, () => { got.prompts++; });
+      await c.connect(new StreamableHTTPClientTransport(new URL(s.url), { requestInit: { headers: auth(who) } }));
+      clients.push(c);
+    }
+    await poll(async () => /skill_mcp_notify_streams 2\b/.test((await raw(s.url.replace(/\/mcp$/, '/metrics'), { method: 'GET', headers: auth('bob') })).text), 5000);
+    put('ops/pager', 'Page the on-call engineer, edited where only platform sees it');
+    await clients[0].callTool({ name: 'reload_skills', arguments: {} });
+    assert.ok(await poll(() => seen.alice.res === 1 && seen.alice.prompts === 1, 10_000), JSON.stringify(seen));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(seen.bob, { res: 0, prompts: 0 }, 'a change bob cannot see tells bob nothing');
+    put('public/hello', 'Say hello, edited where everyone sees it');
+    await clients[1].callTool({ name: 'reload_skills', arguments: {} });
+    assert.ok(await poll(() => seen.bob.res === 1 && seen.alice.res === 2, 10_000), JSON.stringify(seen));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(seen, { alice: { res: 2, prompts: 2 }, bob: { res: 1, prompts: 1 } });
+  } finally {
+    for (const c of clients) await c.close();
     await s.stop();
   }
 });

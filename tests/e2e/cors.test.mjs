@@ -253,7 +253,9 @@ test('HEAD wherever GET is served: same status and headers, no body', opts, asyn
     assert.equal(h.headers['content-type'], g.headers['content-type'], p);
     if (p !== '/metrics') assert.equal(h.headers['content-length'], g.headers['content-length'], p);
   }
-  assert.equal((await raw(srv.url, { method: 'HEAD' })).status, 405, 'the MCP path serves no GET');
+  const mcp = await raw(srv.url, { method: 'HEAD' });
+  assert.equal(mcp.status, 405, 'a stateless MCP path serves no GET');
+  assert.equal(mcp.headers.allow, 'POST');
 });
 
 test('GET / names the MCP endpoint and the discovery index', opts, async () => {

@@ -178,6 +178,38 @@ describe('notifications on a --stateful session', () => {
     assert.equal(a.seen.updated.length, u0 + 1, 'unsubscribed: no more updated');
   });
 
+  test('a reference rewritten in place with the same length is updated', opts, async () => {
+    await indexerSettled(s);    // its rescan sets up the watches this relies on
+    const uri = 'skill://csv-profile/references/format.md';
+    await a.client.subscribeResource({ uri });
+    const u0 = a.seen.updated.length;
+    const p = path.join(s.skills, 'csv-profile', 'references', 'format.md');
+    const before = fs.readFileSync(p, 'utf8');
+    const after = before.replace('Line 001', 'LINE 001');
+    assert.equal(after.length, before.length);
+    fs.writeFileSync(p, after);
+    await callOk(b.client, 'reload_skills', {});
+    await poll(() => a.seen.updated.length > u0);
+    await sleep(300);
+    assert.deepEqual(a.seen.updated.slice(u0), [uri], 'that file, and nothing else of the skill');
+    const read = await a.client.readResource({ uri });
+    assert.match(read.contents[0].text, /LINE 001/);
+    await a.client.unsubscribeResource({ uri });
+  });
+
+  test('resources/subscribe to a bare skill://name covers every file of the folder', opts, async () => {
+    await indexerSettled(s);
+    await a.client.subscribeResource({ uri: 'skill://csv-profile' });
+    const u0 = a.seen.updated.length;
+    const p = path.join(s.skills, 'csv-profile', 'scripts', 'profile.py');
+    fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace(/import/, 'IMPORT'));
+    await callOk(b.client, 'reload_skills', {});
+    await poll(() => a.seen.updated.length > u0);
+    await sleep(300);
+    assert.deepEqual(a.seen.updated.slice(u0), ['skill://csv-profile'], 'named as subscribed');
+    await a.client.unsubscribeResource({ uri: 'skill://csv-profile' });
+  });
+
   test('subscribing to an unknown or malformed URI is a clear error', opts, async () => {
     await assert.rejects(a.client.subscribeResource({ uri: 'skill://no-such-skill/SKILL.md' }),
       (e) => e.code === -32602 && /Resource not found/.test(e.message));
@@ -220,6 +252,32 @@ describe('notifications on a --stateful session', () => {
     const del = await raw(s.url, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
     assert.equal(del.status, 204);
     await poll(() => one.ended);
+  });
+
+  test('HEAD answers as GET would, with no body and no stream opened', opts, async () => {
+    const sid = await session(s.url);
+    const n0 = await streams(s.url);
+    const hd = { accept: 'text/event-stream', 'mcp-session-id': sid };
+    const h = await raw(s.url, { method: 'HEAD', headers: hd });
+    assert.equal(h.status, 200);
+    assert.equal(h.headers['content-type'], 'text/event-stream');
+    assert.equal(h.headers['cache-control'], 'no-cache');
+    assert.equal(h.text, '');
+    assert.equal(h.headers['content-length'], undefined, 'a stream has no length, as on GET');
+    assert.equal(await streams(s.url), n0, 'HEAD opened no stream');
+    const g = await getStream(s.url, sid);
+    assert.equal(g.status, 200, 'HEAD left the session its one stream');
+    await poll(async () => (await streams(s.url)) === n0 + 1);
+    assert.equal((await raw(s.url, { method: 'HEAD', headers: hd })).status, 409, 'as a second GET');
+    g.close();
+    await poll(async () => (await streams(s.url)) === n0);
+    assert.equal((await raw(s.url, { method: 'HEAD', headers: { 'mcp-session-id': sid } })).status, 406);
+    assert.equal((await raw(s.url, { method: 'HEAD', headers: { accept: 'text/event-stream' } })).status, 400);
+    const gone = await raw(s.url, {
+      method: 'HEAD', headers: { accept: 'text/event-stream', 'mcp-session-id': 'f'.repeat(32) },
+    });
+    assert.equal(gone.status, 404);
+    assert.equal(gone.text, '');
   });
 
   test('GET without a live session: 400 / 404', opts, async () => {
@@ -289,6 +347,19 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     assert.equal(caps.tools.listChanged, false);
   });
 
+  test('a skill named bare is acknowledged and watched as its folder', opts, async () => {
+    const l = await listen(s.url, { resourceSubscriptions: ['skill://csv-profile'] }, 'listen-bare');
+    await poll(() => l.events.length >= 1, 10_000);
+    assert.deepEqual(l.events[0].params.notifications, { resourceSubscriptions: ['skill://csv-profile'] },
+      'the acknowledgement names what is watched, not a file of it');
+    edit(s.skills, 'csv-profile', 'profile CSV files, watched as a folder');
+    await postModern(s.url, 'tools/call', { name: 'reload_skills', arguments: {} }, { id: 3 });
+    await poll(() => l.events.length >= 2, 10_000);
+    assert.equal(l.events[1].method, 'notifications/resources/updated');
+    assert.equal(l.events[1].params.uri, 'skill://csv-profile');
+    l.close();
+  });
+
   test('acknowledged first, only what was asked, tagged; ends with the response on drain', opts, async () => {
     const l = await listen(s.url, {
       resourcesListChanged: true, toolsListChanged: true,
@@ -318,6 +389,25 @@ describe('subscriptions/listen (2026-07-28), stateless', () => {
     assert.equal(last.id, 'listen-1');
     assert.equal(last.result.resultType, 'complete');
     assert.equal(last.result._meta['io.modelcontextprotocol/subscriptionId'], 'listen-1');
+  });
+
+  test('the refresh tick sees a same-size edit in place of a script', opts, async () => {
+    const s2 = await startServer({ refresh: 1 });
+    try {
+      await indexerSettled(s2);
+      const uri = 'skill://csv-profile/scripts/profile.py';
+      const l = await listen(s2.url, { resourceSubscriptions: [uri, 'skill://csv-profile/SKILL.md'] }, 'tick');
+      await poll(() => l.events.length >= 1, 10_000);
+      const p = path.join(s2.skills, 'csv-profile', 'scripts', 'profile.py');
+      const text = fs.readFileSync(p, 'utf8');
+      fs.writeFileSync(p, text.replace(/import/, 'IMPORT'));
+      assert.equal(fs.statSync(p).size, Buffer.byteLength(text));
+      await poll(() => l.events.length >= 2, 10_000);
+      await sleep(1500);
+      assert.deepEqual(l.events.slice(1).map((e) => [e.method, e.params.uri]),
+        [['notifications/resources/updated', uri]], 'the script, not SKILL.md');
+      l.close();
+    } finally { await s2.stop(); }
   });
 
   test('notifications must be an object', opts, async () => {

@@ -78,6 +78,8 @@ describe('reload_skills (no refresh timer)', () => {
   });
 
   test('add, edit and remove are reported, generation increments, tools see it', opts, async () => {
+    // the reference edited in place above is a change of acme/billing: taken in first
+    await callOk(client, 'reload_skills', {});
     const before0 = await callOk(client, 'list_skills', {});
     // add
     fs.mkdirSync(path.join(s.skills, 'new-skill'));

@@ -119,7 +119,7 @@ test('DELETE without a session id is 400, with an unknown one 404; GET needs a s
     assert.equal(get.status, 400, 'the GET stream (notify.test.mjs) belongs to a session');
     const put = await raw(srv.url, { method: 'PUT', headers: { accept: 'text/event-stream' } });
     assert.equal(put.status, 405);
-    assert.equal(put.headers.allow, 'GET, POST, DELETE');
+    assert.equal(put.headers.allow, 'GET, HEAD, POST, DELETE');
     const sid = await initRaw(srv.url);
     const del = await raw(srv.url, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
     assert.equal(del.status, 204);
@@ -174,15 +174,19 @@ test('sessions expire when idle; one in use stays', { timeout: TEST_TIMEOUT }, a
   try {
     const idle = await initRaw(s.url);
     const busy = await initRaw(s.url);
+    const headed = await initRaw(s.url);
     for (let i = 0; i < 8; i++) {
       await new Promise((r) => setTimeout(r, 500));
       assert.equal((await post(s.url, ping(), { ...V, 'mcp-session-id': busy })).status, 200,
         'a session used every 0.5 s never expires');
+      await raw(s.url, { method: 'HEAD', headers: { accept: 'text/event-stream', 'mcp-session-id': headed } });
     }
     const r = await post(s.url, ping(), { ...V, 'mcp-session-id': idle });
     assert.equal(r.status, 404, 'idle for 4 s with a 2 s timeout: gone');
+    const h = await post(s.url, ping(), { ...V, 'mcp-session-id': headed });
+    assert.equal(h.status, 404, 'HEAD asks about a session without using it');
     const m = await raw(`http://127.0.0.1:${s.port}/metrics`, { method: 'GET' });
-    assert.match(m.text, /skill_mcp_sessions_total\{event="expired"\} 1\n/);
+    assert.match(m.text, /skill_mcp_sessions_total\{event="expired"\} 2\n/);
     assert.match(m.text, /skill_mcp_sessions 1\n/);
   } finally {
     await s.stop();

@@ -14,7 +14,9 @@ import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import { BIN, E2E_DIR, MODERN, TEST_TIMEOUT, copyFixtures, poll } from './lib/harness.mjs';
@@ -397,7 +399,7 @@ test('SDK: an edit is announced as one list_changed of each kind, with listChang
       const caps = c.getServerCapabilities();
       assert.equal(caps.resources.listChanged, true);
       assert.equal(caps.prompts.listChanged, true);
-      assert.equal(caps.resources.subscribe, false);
+      assert.equal(caps.resources.subscribe, true);
       await new Promise((res) => setTimeout(res, 600));
       assert.deepEqual(got, { resources: 0, prompts: 0 }, 'nothing changed yet');
       // one change, made at once (a folder renamed in): one generation
@@ -412,6 +414,48 @@ test('SDK: an edit is announced as one list_changed of each kind, with listChang
       assert.deepEqual(got, { resources: 1, prompts: 1 }, 'one of each for one change');
       const r = await c.listResources();
       assert.ok(r.resources.some((x) => x.uri.includes('late-arrival')), 'the new skill is listed');
+    } finally {
+      await c.close();
+    }
+  });
+
+test('SDK: resources/subscribe brings resources/updated for that file only; unsubscribe stops it',
+  { timeout: TEST_TIMEOUT }, async () => {
+    const lib = copyFixtures();
+    tmpDirs.push(lib.dir);
+    const t = new StdioClientTransport({ command: BIN, args: ['--stdio', '--skills', lib.skills,
+      '--refresh-interval', '0.2'], stderr: 'pipe' });
+    let log = '';
+    t.stderr.on('data', (d) => { log += d.toString(); });
+    const c = new Client({ name: 'skill-mcp-e2e-stdio-subscribe', version: '1.0.0' });
+    const updated = [];
+    let lists = 0;
+    c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); });
+    c.setNotificationHandler(ResourceListChangedNotificationSchema, () => { lists++; });
+    await c.connect(t);
+    try {
+      assert.ok(await poll(() => /indexed the bodies of/.test(log), 20_000, 20), log);
+      const uri = 'skill://csv-profile/references/format.md';
+      assert.deepEqual(await c.subscribeResource({ uri }), {});
+      await assert.rejects(c.subscribeResource({ uri: 'skill://no-such-skill/SKILL.md' }),
+        (e) => e.code === -32602 && /Resource not found/.test(e.message));
+      // another skill moves: list_changed, but no updated
+      const gh = path.join(lib.skills, 'git-helper', 'SKILL.md');
+      fs.writeFileSync(gh, fs.readFileSync(gh, 'utf8').replace(/description: .*/, 'description: Moved on stdio.'));
+      assert.ok(await poll(() => lists >= 1, 10_000, 20), log.slice(-800));
+      await new Promise((res) => setTimeout(res, 500));
+      assert.deepEqual(updated, [], 'no updated for a file nobody subscribed to');
+      const p = path.join(lib.skills, 'csv-profile', 'references', 'format.md');
+      fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace('Line 001', 'LINE 001'));
+      assert.ok(await poll(() => updated.length >= 1, 10_000, 20), log.slice(-800));
+      await new Promise((res) => setTimeout(res, 500));
+      assert.deepEqual(updated, [uri]);
+      assert.deepEqual(await c.unsubscribeResource({ uri }), {});
+      const l0 = lists;
+      fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace('Line 002', 'LINE 002'));
+      assert.ok(await poll(() => lists > l0, 10_000, 20), log.slice(-800));
+      await new Promise((res) => setTimeout(res, 500));
+      assert.deepEqual(updated, [uri], 'unsubscribed: no more updated');
     } finally {
       await c.close();
     }

@@ -56,7 +56,7 @@ static int sha256sum(const char *rel, char out[MANIFEST_DIGEST_LEN + 1])
 }
 
 static struct skill_file files[] = {
-    {"assets/b.bin", 0}, {"escape", 0}, {"inner-link.md", 0}, {"references/a.md", 0},
+    {"assets/b.bin", 0, 0}, {"escape", 0, 0}, {"inner-link.md", 0, 0}, {"references/a.md", 0, 0},
 };
 static struct skill k;
 

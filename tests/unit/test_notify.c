@@ -84,7 +84,16 @@ TEST(diff_names_changed_files)
     CHECK_STR(u[0], "skill://alpha/SKILL.md");
     CHECK_STR(u[1], "skill://beta/SKILL.md");
     notify_uris_free(u, n);
-    unmk(a1), unmk(b1), unmk(a2), unmk(c2), unmk(a3);
+    /* a file rewritten in place with the same size: its mtime tells */
+    struct skill *a4 = mk("alpha", 1, f1, s1, 2);
+    a4->files[0].mtime_ns = 5;
+    struct skill *v4[] = {a4, b1};
+    struct snapshot w = {.v = v4, .n = 2};
+    n = notify_diff(&x, &w, &u);
+    CHECK_EQ(n, 1);
+    CHECK_STR(u[0], "skill://alpha/references/a.md");
+    notify_uris_free(u, n);
+    unmk(a1), unmk(b1), unmk(a2), unmk(c2), unmk(a3), unmk(a4);
 }
 
 TEST(covers)
