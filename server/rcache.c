@@ -49,8 +49,18 @@ static struct {
 } ch = {.once = PTHREAD_ONCE_INIT, .fd = -1, .drain_mu = PTHREAD_MUTEX_INITIALIZER,
         .add_mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* A forked worker would share the queue, and a drain in one process would
+ * hide events from the other: the child checks with stats. */
+static void ch_forked(void)
+{
+    if (ch.fd >= 0)
+        close(ch.fd);
+    ch.fd = -1;
+}
+
 static void ch_init(void)
 {
+    pthread_atfork(NULL, NULL, ch_forked);
     ch.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (ch.fd < 0)
         log_warn("rcache: inotify unavailable (%s); kept replies are checked with stats",
