@@ -48,7 +48,7 @@ void call_unref(struct call *c)
     if (!last)
         return;
     call_clear(c);
-    skills_release(c->snap);
+    skills_release_held(c->snap, c->snap_hold);
     json_decref(c->id);
     json_decref(c->progress_token);
     json_decref(c->listen);
@@ -99,7 +99,7 @@ void call_set_view(struct call *c, const struct acl_class *k)
 struct snapshot *call_snapshot(struct call *c)
 {
     if (!c->snap)
-        c->snap = skills_acquire(c->S->skills);
+        c->snap = skills_acquire_held(c->S->skills, &c->snap_hold);
     return c->snap;
 }
 

@@ -98,6 +98,7 @@ struct call {
     int log_stream;         /* a pending run sends its stderr as log notifications */
     json_t *client_info;    /* _meta clientInfo (borrowed while dispatching), or NULL */
     struct snapshot *snap;  /* taken on first call_snapshot(), released with the call */
+    int snap_hold;          /* how snap is held (skills_acquire_held) */
     const struct view *view;    /* the skills this caller may see (--acl), NULL: all */
     json_t *listen;         /* subscriptions/listen: the honored filter (owned), or NULL */
     /* the answer */

@@ -6,11 +6,18 @@
  */
 #include "rcache.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "skills_int.h"
 #include "util.h"
@@ -19,10 +26,156 @@
  * come from ticks coarsely, so a second same-size write could keep the key. */
 #define RACY_NS 1000000000ll
 
+static int full_path(char *out, const char *dir, const char *rel);
+
+/* ---- change epoch ------------------------------------------------------------ */
+
+/*
+ * One inotify instance watching every folder a kept reply's files live in,
+ * and each of their ancestors up to "/" (a renamed parent moves the path).
+ * The kernel queues an event before a write(), rename() or chmod() returns,
+ * so "nothing queued and no drain under way" proves that no watched folder
+ * changed since the epoch was last bumped. A reply verified by stats at
+ * epoch E is served without stats while the epoch is still E.
+ */
+static struct {
+    pthread_once_t once;
+    int fd;
+    atomic_uint seq;            /* odd while a drain reads the queue */
+    atomic_uint_fast64_t epoch; /* bumped by every drain that read events */
+    pthread_mutex_t drain_mu;
+    pthread_mutex_t add_mu;     /* serialises watch set-up */
+    atomic_int full;            /* a watch could not be added: stats from then on */
+} ch = {.once = PTHREAD_ONCE_INIT, .fd = -1, .drain_mu = PTHREAD_MUTEX_INITIALIZER,
+        .add_mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* A forked worker would share the queue, and a drain in one process would
+ * hide events from the other: the child checks with stats. */
+static void ch_forked(void)
+{
+    if (ch.fd >= 0)
+        close(ch.fd);
+    ch.fd = -1;
+}
+
+static void ch_init(void)
+{
+    pthread_atfork(NULL, NULL, ch_forked);
+    ch.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ch.fd < 0)
+        log_warn("rcache: inotify unavailable (%s); kept replies are checked with stats",
+                 strerror(errno));
+}
+
+/* Reads every queued event, bumping the epoch; skipped when another thread
+ * is at it (the caller falls back to stats anyway). */
+static void ch_drain(void)
+{
+    if (pthread_mutex_trylock(&ch.drain_mu))
+        return;
+    atomic_fetch_add(&ch.seq, 1);
+    char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    while (read(ch.fd, ev, sizeof ev) > 0)
+        ;
+    atomic_fetch_add(&ch.epoch, 1);
+    atomic_fetch_add(&ch.seq, 1);
+    pthread_mutex_unlock(&ch.drain_mu);
+}
+
+/* The epoch plus one when nothing changed since it was bumped, else 0. */
+static uint64_t ch_quiet(void)
+{
+    if (ch.fd < 0)
+        return 0;
+    unsigned s1 = atomic_load(&ch.seq);
+    if (s1 & 1)
+        return 0;
+    uint64_t e = atomic_load(&ch.epoch);
+    int pending = 0;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (ioctl(ch.fd, FIONREAD, &pending) < 0)
+        return 0;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (pending > 0) {
+        ch_drain();
+        return 0;
+    }
+    return atomic_load(&ch.seq) == s1 ? e + 1 : 0;
+}
+
+/* Filesystems whose changes are all made through this kernel (so inotify
+ * hears of them): not network or FUSE ones. */
+static int local_fs(const char *dir)
+{
+    struct statfs sf;
+    if (statfs(dir, &sf) < 0)
+        return 0;
+    switch ((unsigned long)sf.f_type) {
+    case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
+    case TMPFS_MAGIC: case OVERLAYFS_SUPER_MAGIC: case F2FS_SUPER_MAGIC:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int ch_add(const char *path, uint32_t mask)
+{
+    if (inotify_add_watch(ch.fd, path, mask | IN_MASK_ADD) >= 0)
+        return 0;
+    if (!atomic_exchange(&ch.full, 1))
+        log_warn("rcache: inotify watch on %s failed (%s); kept replies are checked with "
+                 "stats", path, strerror(errno));
+    return -1;
+}
+
+/*
+ * Watches k's folder, the folders of its files and every ancestor: 1 when
+ * all are watched (its replies may then skip stats), else 0.
+ */
+static int ch_watch(const struct skill *k)
+{
+    pthread_once(&ch.once, ch_init);
+    if (ch.fd < 0 || atomic_load(&ch.full) || !local_fs(k->dir))
+        return 0;
+    const uint32_t here = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
+                          IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    const uint32_t above = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                           IN_DELETE_SELF | IN_MOVE_SELF;
+    char path[PATH_MAX];
+    int ok = 1;
+    pthread_mutex_lock(&ch.add_mu);
+    size_t dl = strlen(k->dir);
+    if (dl >= sizeof path)
+        ok = 0;
+    for (size_t i = 1; ok && i < dl; i++)
+        if (k->dir[i] == '/') {
+            memcpy(path, k->dir, i);
+            path[i] = '\0';
+            ok = ch_add(path, above) == 0;
+        }
+    if (ok)
+        ok = ch_add("/", above) == 0 && ch_add(k->dir, here) == 0;
+    for (size_t f = 0; ok && f < k->nfiles; f++) {
+        if (full_path(path, k->dir, k->files[f].path) < 0) {
+            ok = 0;
+            break;
+        }
+        for (char *sl = path + dl + 1; ok && (sl = strchr(sl, '/')); sl++) {
+            *sl = '\0';
+            ok = ch_add(path, here) == 0;
+            *sl = '/';
+        }
+    }
+    pthread_mutex_unlock(&ch.add_mu);
+    return ok;
+}
+
 /* ---- file replies ----------------------------------------------------------- */
 
 struct rc_file {
     struct fkey key;        /* the file when it was read */
+    atomic_uint_fast64_t verified;  /* ch_quiet() when its stat last matched; 0: never */
     struct rc_file *older;  /* the render this one replaced, kept while the entry lives */
     unsigned depth;         /* renders before this one in the slot */
     size_t len, arglen, size;   /* size: the whole allocation, for the budget */
@@ -39,6 +192,7 @@ struct rc_stamp {
 
 struct rc_entry {
     struct rc_entry *older; /* as rc_file's */
+    atomic_uint_fast64_t verified;  /* as rc_file's */
     unsigned depth;
     size_t n, len, size;
     struct rc_stamp *st;    /* n stamps: SKILL.md, then every listed file */
@@ -46,6 +200,7 @@ struct rc_entry {
 };
 
 struct rcache_files {
+    atomic_int watched;     /* 1: every folder of the entry is watched (ch_watch) */
     _Atomic(struct rc_entry *) entry[RCACHE_ENTRY_KINDS];
     _Atomic(struct rc_file *) slot[];   /* RCACHE_KINDS per file */
 };
@@ -100,13 +255,26 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
     /* Too large to be kept when scanned: no stat spent on it. */
     if (k->files[fi].size > RCACHE_FILE_MAX || full_path(path, k->dir, k->files[fi].path) < 0)
         return NULL;
+    size_t al = strlen(arg);
+    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
+    uint64_t quiet = f && atomic_load(&f->watched) ? ch_quiet() : 0;
+    if (quiet) {
+        struct rc_file *r = atomic_load_explicit(&f->slot[fi * RCACHE_KINDS + kind],
+                                                 memory_order_acquire);
+        if (r && atomic_load(&r->verified) == quiet && al == r->arglen &&
+            !memcmp(r->data + r->len + 1, arg, al)) {
+            st->st_mode = S_IFREG;
+            st->st_size = (off_t)r->key.size;
+            *len = r->len;
+            return r->data;
+        }
+    }
     /* The last component is not followed: a file swapped for a symlink has
      * another key, and is read (and refused) through the jail again. */
     if (fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW) < 0) {
         st->st_mode = 0;
         return NULL;
     }
-    struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
     if (!f || !S_ISREG(st->st_mode))
         return NULL;
     struct rc_file *r = atomic_load_explicit(&f->slot[fi * RCACHE_KINDS + kind],
@@ -115,9 +283,12 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
         return NULL;
     struct fkey key;
     key_of(st, &key);
-    size_t al = strlen(arg);
     if (!key_eq(&key, &r->key) || al != r->arglen || memcmp(r->data + r->len + 1, arg, al))
         return NULL;
+    /* The epoch was read before the stat: no event since means no change.
+     * A file with other names may be written through one not watched. */
+    if (quiet && st->st_nlink == 1)
+        atomic_store(&r->verified, quiet);
     *len = r->len;
     return r->data;
 }
@@ -130,6 +301,9 @@ static struct rcache_files *files_of(struct skill *k)
         return f;
     struct rcache_files *mine =
         xcalloc(1, sizeof *mine + RCACHE_KINDS * k->nfiles * sizeof mine->slot[0]);
+    /* Before any reply is kept: a reply is verified only by a later get,
+     * which then reads the epoch after these watches exist. */
+    atomic_init(&mine->watched, ch_watch(k));
     struct rcache_files *none = NULL;
     if (atomic_compare_exchange_strong_explicit(&k->rfiles, &none, mine, memory_order_acq_rel,
                                                 memory_order_acquire))
@@ -162,6 +336,7 @@ int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const cha
         return 0;
     struct rc_file *r = xmalloc(size);
     r->key = key;
+    atomic_init(&r->verified, 0);
     r->older = old;
     r->depth = depth;
     r->len = len;
@@ -211,8 +386,9 @@ void rcache_files_free(struct rcache_files *f, size_t nfiles)
  * 0, or -1 when one cannot be taken, is not a regular file, or changed
  * within RACY_NS (then nothing is kept).
  */
-static int stamp_all(const struct skill *k, struct rc_stamp *st)
+static int stamp_all(const struct skill *k, struct rc_stamp *st, int *linked)
 {
+    *linked = 0;
     char path[PATH_MAX];
     int64_t now = now_wall_ms() * 1000000ll;
     for (size_t i = 0; i <= k->nfiles; i++) {
@@ -226,6 +402,8 @@ static int stamp_all(const struct skill *k, struct rc_stamp *st)
         st[i].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
         st[i].ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
         st[i].size = (int64_t)sb.st_size;
+        if (sb.st_nlink != 1)
+            *linked = 1;
         if (now - st[i].mtime_ns < RACY_NS || now - st[i].ctime_ns < RACY_NS)
             return -1;
     }
@@ -244,14 +422,22 @@ const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
     *stamps = NULL;
     if (k->nfiles > RCACHE_ENTRY_FILES)
         return NULL;
-    struct rcache_stamps *s = xmalloc(sizeof *s + (k->nfiles + 1) * sizeof s->st[0]);
-    s->n = k->nfiles + 1;
-    s->ok = stamp_all(k, s->st) == 0;
-    *stamps = s;
     struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
     struct rc_entry *e = f ? atomic_load_explicit(&f->entry[kind], memory_order_acquire) : NULL;
+    uint64_t quiet = e && atomic_load(&f->watched) ? ch_quiet() : 0;
+    if (quiet && atomic_load(&e->verified) == quiet) {
+        *len = e->len;
+        return e->data;
+    }
+    struct rcache_stamps *s = xmalloc(sizeof *s + (k->nfiles + 1) * sizeof s->st[0]);
+    s->n = k->nfiles + 1;
+    int linked;
+    s->ok = stamp_all(k, s->st, &linked) == 0;
+    *stamps = s;
     if (!s->ok || !e || e->n != s->n || memcmp(e->st, s->st, s->n * sizeof s->st[0]))
         return NULL;
+    if (quiet && !linked)
+        atomic_store(&e->verified, quiet);
     *len = e->len;
     return e->data;
 }
@@ -273,6 +459,7 @@ int rcache_entry_put(struct skill *k, unsigned kind, const struct rcache_stamps 
     if (!charge(&files_bytes, size, 0, RCACHE_FILES_BYTES))
         return 0;
     struct rc_entry *e = xmalloc(size);
+    atomic_init(&e->verified, 0);
     e->older = old;
     e->depth = depth;
     e->n = stamps->n;

@@ -334,7 +334,7 @@ void rpc_handle(struct call *c, const char *body, size_t len, const struct rpc_h
      * needs without the snapshot. */
     if (!call_pending(c))
         call_finish(c);
-    skills_release(c->snap);
+    skills_release_held(c->snap, c->snap_hold);
     c->snap = NULL;
     json_decref(req);
 }

@@ -11,7 +11,8 @@
  *
  * Reclamation: a reader publishes the snapshot it is about to take in its
  * thread's hazard slot, checks that it is still current, takes a reference
- * and clears the slot. A retired snapshot is freed only by the rescanning
+ * and clears the slot; a request's reader (skills_acquire_held) keeps the
+ * slot instead of counting, so a request writes no shared line. A retired snapshot is freed only by the rescanning
  * thread, once no hazard slot names it and its count is zero (checked in
  * that order; see docs/internals.md for why the order matters).
  *
@@ -43,7 +44,13 @@
 
 /* ---- hazard slots -------------------------------------------------------- */
 
-static _Atomic(struct snapshot *) hp[HP_SLOTS];
+/* One cache line a slot: two threads storing into neighbouring slots on
+ * every request would otherwise pass one line between their cores. */
+struct hp_slot {
+    _Alignas(64) _Atomic(struct snapshot *) p;
+};
+static struct hp_slot hp_[HP_SLOTS];
+#define hp(i) (hp_[i].p)
 static atomic_bool hp_taken[HP_SLOTS];
 static pthread_mutex_t hp_fallback = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t hp_key;
@@ -53,10 +60,10 @@ static _Thread_local int hp_slot = -1;
 static void hp_thread_exit(void *arg)
 {
     int slot = (int)(intptr_t)arg - 1;
-    if (slot >= 0) {
-        atomic_store(&hp[slot], NULL);
+    /* A slot still holding a snapshot belongs to a call that outlives this
+     * thread: it stays taken (and the snapshot protected) for good. */
+    if (slot >= 0 && !atomic_load(&hp(slot)))
         atomic_store(&hp_taken[slot], 0);
-    }
 }
 
 static void hp_init(void)
@@ -85,9 +92,10 @@ struct snapshot *skills_acquire(struct skills *S)
 {
     struct snapshot *s;
     int slot = hp_mine();
-    if (slot < 0) {
-        /* More threads than slots: the rescanner holds this mutex while it
-         * reclaims, so a reference taken under it is safe. */
+    if (slot < 0 || atomic_load_explicit(&hp(slot), memory_order_relaxed)) {
+        /* More threads than slots, or this thread's slot holds a request's
+         * snapshot (skills_acquire_held): the rescanner holds this mutex
+         * while it reclaims, so a reference taken under it is safe. */
         pthread_mutex_lock(&hp_fallback);
         s = atomic_load(&S->cur);
         atomic_fetch_add(&s->refs, 1);
@@ -96,13 +104,42 @@ struct snapshot *skills_acquire(struct skills *S)
     }
     for (;;) {
         s = atomic_load(&S->cur);
-        atomic_store(&hp[slot], s);
+        atomic_store(&hp(slot), s);
         if (atomic_load(&S->cur) == s)
             break;
     }
     atomic_fetch_add(&s->refs, 1);
-    atomic_store(&hp[slot], NULL);
+    atomic_store(&hp(slot), NULL);
     return s;
+}
+
+struct snapshot *skills_acquire_held(struct skills *S, int *hold)
+{
+    int slot = hp_mine();
+    /* The slot is busy while an earlier request of this thread still holds
+     * it (a nested acquire, or a call finished on another thread): then a
+     * counted reference, as skills_acquire. */
+    if (slot < 0 || atomic_load_explicit(&hp(slot), memory_order_relaxed)) {
+        *hold = 0;
+        return skills_acquire(S);
+    }
+    struct snapshot *s;
+    for (;;) {
+        s = atomic_load(&S->cur);
+        atomic_store(&hp(slot), s);
+        if (atomic_load(&S->cur) == s)
+            break;
+    }
+    *hold = slot + 1;
+    return s;
+}
+
+void skills_release_held(struct snapshot *s, int hold)
+{
+    if (hold > 0)
+        atomic_store(&hp(hold - 1), NULL);
+    else
+        skills_release(s);
 }
 
 void skills_release(struct snapshot *s)
@@ -114,7 +151,7 @@ void skills_release(struct snapshot *s)
 static int hp_protects(const struct snapshot *s)
 {
     for (int i = 0; i < HP_SLOTS; i++)
-        if (atomic_load(&hp[i]) == s)
+        if (atomic_load(&hp(i)) == s)
             return 1;
     return 0;
 }
@@ -588,6 +625,16 @@ static void reclaim(struct skills *S)
     }
     pthread_mutex_unlock(&hp_fallback);
     pthread_mutex_unlock(&S->scan_mu);
+}
+
+size_t skills_retired(struct skills *S)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&S->scan_mu);
+    for (const struct snapshot *r = S->retired; r; r = r->retired_next)
+        n++;
+    pthread_mutex_unlock(&S->scan_mu);
+    return n;
 }
 
 /* Did the lock's judgement of an entry change between two snapshots? */

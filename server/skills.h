@@ -235,6 +235,15 @@ void skills_on_publish(skills_publish_fn fn);
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);
 void skills_release(struct snapshot *s);
+/*
+ * The same, holding the snapshot through this thread's hazard slot rather
+ * than its reference count (one store to a line no other thread writes,
+ * where the count is one line every thread adds to). *hold says how it is
+ * held: pass it to skills_release_held, from any thread. A thread's slot
+ * holds one snapshot at a time; a second acquire while it is busy counts.
+ */
+struct snapshot *skills_acquire_held(struct skills *S, int *hold);
+void skills_release_held(struct snapshot *s, int hold);
 
 /*
  * Re-stats the tree and rebuilds if anything moved; callers that arrive
@@ -261,6 +270,8 @@ void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n);
 
 /* Rescans completed so far (coalesced calls count once). Any thread. */
 uint64_t skills_scans(struct skills *S);
+/* Replaced snapshots not freed yet (a reader still holds them): tests. */
+size_t skills_retired(struct skills *S);
 
 /* Roots as given (borrowed, valid for the life of S). */
 const char *const *skills_roots(const struct skills *S, size_t *n);

@@ -20,6 +20,30 @@ static const char *const method_names[STATS_METHODS] = {
 static const char *const status_names[STATS_STATUS] = {"200", "202", "400", "403_404_405",
                                                        "406_413_415", "5xx"};
 
+/* This thread's copy of the counters, drawn on first use. */
+static _Thread_local int my_shard = -1;
+
+static unsigned shard_of(const struct stats *st)
+{
+    if (my_shard < 0)
+        my_shard = (int)(atomic_fetch_add(st->next_shard, 1) % STATS_SHARDS);
+    return (unsigned)my_shard;
+}
+
+/* The counter p (in shard 0) in this thread's shard. */
+#define MINE(st, p) ((__typeof__(p))((uintptr_t)(p) + shard_of(st) * (st)->shard_size))
+
+/* The counter p (in shard 0) summed over the shards. */
+static uint64_t sum(const struct stats *st, const atomic_uint_fast64_t *p)
+{
+    uint64_t v = 0;
+    for (unsigned k = 0; k < STATS_SHARDS; k++)
+        v += atomic_load_explicit(
+            (const atomic_uint_fast64_t *)((uintptr_t)p + k * st->shard_size),
+            memory_order_relaxed);
+    return v;
+}
+
 static unsigned status_slot(unsigned s)
 {
     return s == 200 ? 0 : s == 202 ? 1 : s == 400 ? 2 : (s >= 403 && s <= 405) ? 3
@@ -65,7 +89,7 @@ void stats_redacted(struct stats *st, const char *name, uint64_t n)
         name = "env";
     struct stats_redact *r =
         (struct stats_redact *)named_slot(st->redact, sizeof *st->redact, STATS_REDACT, name);
-    atomic_fetch_add_explicit(&r->n, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(MINE(st, &r->n), n, memory_order_relaxed);
 }
 
 void stats_skill(struct stats *st, const char *skill, enum stats_use use, int is_error)
@@ -73,10 +97,10 @@ void stats_skill(struct stats *st, const char *skill, enum stats_use use, int is
     if (!st->skills || !skill)
         return;
     struct stats_skill *k = skill_slot(st, skill);
-    atomic_fetch_add_explicit(use == STATS_USE_SCRIPT ? &k->scripts : &k->calls, 1,
+    atomic_fetch_add_explicit(MINE(st, use == STATS_USE_SCRIPT ? &k->scripts : &k->calls), 1,
                               memory_order_relaxed);
     if (is_error)
-        atomic_fetch_add_explicit(&k->errors, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(MINE(st, &k->errors), 1, memory_order_relaxed);
 }
 
 json_t *stats_skills_json(const struct stats *st)
@@ -84,8 +108,7 @@ json_t *stats_skills_json(const struct stats *st)
     json_t *o = json_object();
     for (unsigned i = 0; i <= STATS_SKILLS; i++) {
         const struct stats_skill *k = &st->skills[i];
-        uint64_t c = atomic_load(&k->calls), e = atomic_load(&k->errors),
-                 sc = atomic_load(&k->scripts);
+        uint64_t c = sum(st, &k->calls), e = sum(st, &k->errors), sc = sum(st, &k->scripts);
         if (atomic_load(&k->id.state) != 2 || (!c && !sc && !e))
             continue;
         json_object_set_new(o, k->id.name,
@@ -105,7 +128,7 @@ void stats_request(struct stats *st, const char *method, unsigned http_status)
             m = i;
             break;
         }
-    atomic_fetch_add_explicit(&st->requests[m][status_slot(http_status)], 1,
+    atomic_fetch_add_explicit(MINE(st, &st->requests[m][status_slot(http_status)]), 1,
                               memory_order_relaxed);
 }
 
@@ -115,7 +138,7 @@ void stats_prometheus(const struct stats *st, struct buf *b)
                 "HTTP status.\n# TYPE skill_mcp_requests_total counter\n");
     for (unsigned m = 0; m < STATS_METHODS; m++)
         for (unsigned s = 0; s < STATS_STATUS; s++) {
-            uint64_t v = atomic_load_explicit(&st->requests[m][s], memory_order_relaxed);
+            uint64_t v = sum(st, &st->requests[m][s]);
             if (v)
                 buf_printf(b, "skill_mcp_requests_total{method=\"%s\",status=\"%s\"} %llu\n",
                            method_names[m], status_names[s], (unsigned long long)v);
@@ -127,8 +150,7 @@ void stats_prometheus(const struct stats *st, struct buf *b)
         const struct stats_skill *k = &st->skills[i];
         if (atomic_load(&k->id.state) != 2)
             continue;
-        uint64_t v[3] = {atomic_load(&k->calls), atomic_load(&k->scripts),
-                         atomic_load(&k->errors)};
+        uint64_t v[3] = {sum(st, &k->calls), sum(st, &k->scripts), sum(st, &k->errors)};
         static const char *const kind[3] = {"call", "script", "error"};
         for (int j = 0; j < 3; j++)
             if (v[j])
@@ -140,7 +162,7 @@ void stats_prometheus(const struct stats *st, struct buf *b)
                 "# TYPE skill_mcp_redactions_total counter\n");
     for (unsigned i = 0; i <= STATS_REDACT; i++) {
         const struct stats_redact *r = &st->redact[i];
-        uint64_t v = atomic_load(&r->n);
+        uint64_t v = sum(st, &r->n);
         if (atomic_load(&r->id.state) == 2 && v)
             buf_printf(b, "skill_mcp_redactions_total{pattern=\"%s\"} %llu\n", r->id.name,
                        (unsigned long long)v);
@@ -148,7 +170,7 @@ void stats_prometheus(const struct stats *st, struct buf *b)
     buf_puts(b, "# HELP skill_mcp_tool_calls_total Tool calls, by tool and outcome.\n"
                 "# TYPE skill_mcp_tool_calls_total counter\n");
     for (size_t t = 0; t < st->ntools; t++) {
-        uint64_t calls = atomic_load(&st->tools[t].calls), errs = atomic_load(&st->tools[t].errors);
+        uint64_t calls = sum(st, &st->tools[t].calls), errs = sum(st, &st->tools[t].errors);
         buf_printf(b, "skill_mcp_tool_calls_total{tool=\"%s\",outcome=\"ok\"} %llu\n",
                    st->names[t], (unsigned long long)(calls - errs));
         buf_printf(b, "skill_mcp_tool_calls_total{tool=\"%s\",outcome=\"error\"} %llu\n",
@@ -161,7 +183,7 @@ void stats_prometheus(const struct stats *st, struct buf *b)
         double sum_est = 0;
         /* Export every 4th boundary: the powers of two of microseconds. */
         for (unsigned i = 0; i < STATS_BUCKETS; i++) {
-            uint64_t v = atomic_load_explicit(&st->tools[t].b[i], memory_order_relaxed);
+            uint64_t v = sum(st, &st->tools[t].b[i]);
             cum += v;
             sum_est += (double)v * pow(2.0, i / 4.0) / 1e6;
             if (i % 4 == 0)
@@ -183,8 +205,12 @@ void stats_init(struct stats *st, const char *const *names, size_t n)
     size_t tools = n * sizeof *st->tools;
     size_t reqs = sizeof(atomic_uint_fast64_t[STATS_METHODS][STATS_STATUS]);
     size_t skills = (STATS_SKILLS + 1) * sizeof(struct stats_skill);
-    st->shared_size = tools + reqs + skills + (STATS_REDACT + 1) * sizeof(struct stats_redact);
+    size_t redact = (STATS_REDACT + 1) * sizeof(struct stats_redact);
+    /* Whole cache lines, so no two shards share one. */
+    st->shard_size = (tools + reqs + skills + redact + 63) & ~(size_t)63;
+    st->shared_size = STATS_SHARDS * st->shard_size + 64;
     char *mem = x_shared_alloc(st->shared_size);
+    st->next_shard = (atomic_uint *)(void *)(mem + STATS_SHARDS * st->shard_size);
     st->tools = (struct stats_hist *)mem;
     st->requests = (atomic_uint_fast64_t(*)[STATS_STATUS])(mem + tools);
     st->skills = (struct stats_skill *)(mem + tools + reqs);
@@ -218,7 +244,7 @@ void stats_record(struct stats *st, size_t tool, uint64_t ns, int is_error)
 {
     if (tool >= st->ntools)
         return;
-    struct stats_hist *h = &st->tools[tool];
+    struct stats_hist *h = MINE(st, &st->tools[tool]);
     atomic_fetch_add_explicit(&h->calls, 1, memory_order_relaxed);
     if (is_error)
         atomic_fetch_add_explicit(&h->errors, 1, memory_order_relaxed);
@@ -245,14 +271,14 @@ json_t *stats_tools_json(const struct stats *st)
         const struct stats_hist *h = &st->tools[t];
         uint64_t b[STATS_BUCKETS], total = 0;
         for (unsigned i = 0; i < STATS_BUCKETS; i++) {
-            b[i] = atomic_load_explicit(&h->b[i], memory_order_relaxed);
+            b[i] = sum(st, &h->b[i]);
             total += b[i];
         }
         json_object_set_new(
             o, st->names[t],
             json_pack("{s:I, s:I, s:f, s:f, s:f}", "calls",
-                      (json_int_t)atomic_load(&h->calls), "errors",
-                      (json_int_t)atomic_load(&h->errors), "p50_ms", pct_ms(b, total, 0.50),
+                      (json_int_t)sum(st, &h->calls), "errors",
+                      (json_int_t)sum(st, &h->errors), "p50_ms", pct_ms(b, total, 0.50),
                       "p95_ms", pct_ms(b, total, 0.95), "p99_ms", pct_ms(b, total, 0.99)));
     }
     return o;

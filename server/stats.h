@@ -3,7 +3,10 @@
  *
  * Lock-free: every counter is an atomic, and a latency lands in one of a
  * fixed set of log-spaced buckets, so recording costs two atomic adds on the
- * request path. Percentiles are read off the buckets (upper bound of the
+ * request path. The counters are kept in STATS_SHARDS copies and each thread
+ * adds into its own (readers sum them): two HTTP threads counting the same
+ * call into one cache line would pass that line between cores on every
+ * request. Percentiles are read off the buckets (upper bound of the
  * bucket holding the rank, so they are accurate to within ~19%).
  */
 #ifndef SKILL_STATS_H
@@ -13,7 +16,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define STATS_BUCKETS 96    /* 4 per power of two, from 1 us to ~16 min */
+#define STATS_BUCKETS 96
+#define STATS_SHARDS 8      /* threads past this share a copy (all workers' threads count) */    /* 4 per power of two, from 1 us to ~16 min */
 
 struct stats_hist {
     atomic_uint_fast64_t calls, errors;
@@ -52,14 +56,17 @@ struct stats_redact {
 
 /*
  * The counters live in one shared mapping made before workers are forked,
- * so every worker of an instance counts into the same numbers.
+ * so every worker of an instance counts into the same numbers. The pointers
+ * below are shard 0 (which alone holds the names); shard k's counter is at
+ * the same offset plus k * shard_size.
  */
 struct stats {
     struct stats_hist *tools;   /* one per tool, indexed as the tool table */
     atomic_uint_fast64_t (*requests)[STATS_STATUS];     /* [STATS_METHODS] */
     struct stats_skill *skills;                         /* [STATS_SKILLS + 1], last = other */
     struct stats_redact *redact;                        /* [STATS_REDACT + 1], last = other */
-    size_t shared_size;
+    size_t shared_size, shard_size;
+    atomic_uint *next_shard;    /* in the mapping: threads of every worker draw from it */
     const char *const *names;
     size_t ntools;
     uint64_t started_ns;

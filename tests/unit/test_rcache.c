@@ -101,6 +101,39 @@ TEST(file_reply_kept_then_edited)
     age("skills/x/references/a.md", 60, 0);
 }
 
+/* Rewrites rel's bytes in place (same size: no new inode, no truncate). */
+static void overwrite(const char *rel, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", base, rel);
+    int fd = open(p, O_WRONLY);
+    if (fd < 0 || pwrite(fd, text, strlen(text), 0) != (ssize_t)strlen(text))
+        perror(p);
+    close(fd);
+}
+
+/* A reply verified once may be served without a stat while no watched
+ * folder has changed; an in-place write of the same size is still seen by
+ * the very next call, however many hits came before. */
+TEST(file_reply_edit_in_place_after_hits)
+{
+    age("skills/x/references/a.md", 60, 0);
+    json_t *r = call_tool("read_skill_file", READ_A, NULL);
+    json_decref(r);
+    for (int i = 0; i < 3; i++) {
+        r = call_tool("read_skill_file", READ_A, NULL);
+        CHECK_STR(content_of(r), "# A\nhello\n");
+        CHECK(last_borrowed);
+        json_decref(r);
+    }
+    overwrite("skills/x/references/a.md", "# A\nHELLO\n");
+    r = call_tool("read_skill_file", READ_A, NULL);
+    CHECK_STR(content_of(r), "# A\nHELLO\n");
+    json_decref(r);
+    overwrite("skills/x/references/a.md", "# A\nhello\n");
+    age("skills/x/references/a.md", 60, 0);
+}
+
 /* With --redact FILE (patterns swapped on SIGHUP) a reply is never kept. */
 TEST(file_reply_not_kept_with_redact_file)
 {
@@ -236,6 +269,17 @@ TEST(entry_reply_until_any_file_changes)
     free(st);
     CHECK(hit);
     CHECK_MEM(hit, len, "again");
+    for (int i = 0; i < 3; i++) {      /* verified, then maybe without stats */
+        hit = rcache_entry_get(k, 0, &len, &st);
+        free(st);
+        CHECK(hit);
+    }
+    /* A listed file rewritten in place, same size, no time set back. */
+    overwrite("skills/x/references/a.md", "# A\nHELLO\n");
+    CHECK(!rcache_entry_get(k, 0, &len, &st));
+    free(st);
+    overwrite("skills/x/references/a.md", "# A\nhello\n");
+    age("skills/x/references/a.md", 60, 0);
     /* Touched just now (ctime moved): neither served nor kept. */
     age("skills/x/assets/b.bin", 10, 0);
     CHECK(!rcache_entry_get(k, 0, &len, &st));
@@ -373,6 +417,7 @@ int main(void)
     age("skills/x/references/a.md", 60, 0);
     server_up();
     RUN(file_reply_kept_then_edited);
+    RUN(file_reply_edit_in_place_after_hits);
     RUN(file_reply_not_kept_with_redact_file);
     RUN(file_reply_max_bytes);
     RUN(file_reply_size_cap);

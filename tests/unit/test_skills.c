@@ -599,7 +599,9 @@ static void *reader(void *arg)
 {
     struct skills *S = arg;
     while (!atomic_load(&stop_flag)) {
-        struct snapshot *s = skills_acquire(S);
+        /* Both ways of holding a snapshot, as requests and the rest do. */
+        int hold = 0, held = atomic_load(&reads_done) & 1;
+        struct snapshot *s = held ? skills_acquire_held(S, &hold) : skills_acquire(S);
         /* Touch everything a request would: under ASan a freed snapshot or
          * entry is reported here. */
         size_t sum = 0;
@@ -610,7 +612,10 @@ static void *reader(void *arg)
             abort();
         if (sum == 0 && s->n)
             abort();
-        skills_release(s);
+        if (held)
+            skills_release_held(s, hold);
+        else
+            skills_release(s);
         atomic_fetch_add(&reads_done, 1);
     }
     return NULL;
@@ -649,6 +654,56 @@ TEST(concurrent_readers_and_swaps)
     skills_release(s);
     skills_release(first);
     CHECK(atomic_load(&reads_done) > 0);
+    skills_free(S);
+}
+
+static void *release_elsewhere(void *arg)
+{
+    struct snapshot **sp = arg;
+    skills_release_held(sp[0], (int)(intptr_t)sp[1]);
+    return NULL;
+}
+
+/* A snapshot held through a hazard slot (no count taken) outlives the
+ * rescans that replace it, and is freed once released, from any thread. */
+TEST(held_snapshot_survives_rescans_until_released)
+{
+    fresh_root();
+    skill("alpha", "alpha", "A");
+    struct skills *S = open_root();
+    struct skills_report r;
+    int hold = 0;
+    struct snapshot *s0 = skills_acquire_held(S, &hold);
+    CHECK(hold > 0);
+    CHECK_EQ(atomic_load(&s0->refs), 0);
+    /* A second one while the slot is busy is counted instead. */
+    int hold2 = -1;
+    struct snapshot *s1 = skills_acquire_held(S, &hold2);
+    CHECK_EQ(hold2, 0);
+    CHECK(s1 == s0);
+    CHECK_EQ(atomic_load(&s0->refs), 1);
+    skills_release_held(s1, hold2);
+    CHECK_EQ(atomic_load(&s0->refs), 0);
+
+    skills_rescan(S, 1, &r);
+    skills_report_cleanup(&r);
+    skills_rescan(S, 1, &r);
+    skills_report_cleanup(&r);
+    CHECK_EQ(skills_retired(S), 1);     /* s0 waits; the one between is gone */
+    CHECK_STR(s0->v[0]->description, "A");
+
+    /* Released by another thread, as a call finished elsewhere is. */
+    pthread_t th;
+    void *arg[2] = {s0, (void *)(intptr_t)hold};
+    pthread_create(&th, NULL, release_elsewhere, arg);
+    pthread_join(th, NULL);
+    skills_rescan(S, 1, &r);
+    skills_report_cleanup(&r);
+    CHECK_EQ(skills_retired(S), 0);
+    /* The slot is free again for this thread. */
+    struct snapshot *s2 = skills_acquire_held(S, &hold2);
+    CHECK_EQ(hold2, hold);
+    skills_release_held(s2, hold2);
     skills_free(S);
 }
 
@@ -701,6 +756,7 @@ int main(void)
     RUN(name_rules);
     RUN(canonical_uri);
     RUN(concurrent_readers_and_swaps);
+    RUN(held_snapshot_survives_rescans_until_released);
     RUN(reloads_arriving_together_share_scans);
     if (root[0])
         tt_rm_rf(root);

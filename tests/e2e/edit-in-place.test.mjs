@@ -1,0 +1,69 @@
+// A reference file rewritten in place (same size, same second, no rename)
+// right after many hits is answered with its new bytes by the very next call
+// on all three surfaces that keep replies: read_skill_file, resources/read
+// and skills/get (whose digest covers the file). The kept replies may have
+// been served without a stat while nothing changed; this is the write they
+// must not miss.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startServer, connect, callOk, postModern, indexerSettled, TEST_TIMEOUT } from './lib/harness.mjs';
+
+const opts = { timeout: TEST_TIMEOUT };
+const REL = 'references/format.md';
+const URI = `skill://csv-profile/${REL}`;
+const sha = (buf) => `sha256:${crypto.createHash('sha256').update(buf).digest('hex')}`;
+
+let s;
+let client;
+before(async () => {
+  s = await startServer({
+    setup(skills) {
+      // Saved long ago: replies of it may be kept from the first read on.
+      const old = new Date(Date.now() - 60_000);
+      fs.utimesSync(path.join(skills, 'csv-profile', REL), old, old);
+    },
+  });
+  client = await connect(s.url);
+  await indexerSettled(s);
+  await new Promise((r) => setTimeout(r, 1100)); // ctime (the copy's) settles too
+});
+after(async () => {
+  await client?.close();
+  await s?.stop();
+});
+
+async function threeSurfaces() {
+  const tool = await callOk(assert, client, 'read_skill_file', { name: 'csv-profile', path: REL });
+  const res = (await postModern(s.url, 'resources/read', { uri: URI })).json.result;
+  const get = (await postModern(s.url, 'skills/get', { uri: 'skill://csv-profile/SKILL.md' })).json.result;
+  return {
+    tool: tool.content,
+    res: res.contents[0].text,
+    digest: get.skill.resources.find((r) => r.uri === URI).digest,
+  };
+}
+
+test('an in-place same-size edit after many hits is seen at once on every surface', opts, async () => {
+  const file = path.join(s.skills, 'csv-profile', REL);
+  const before = fs.readFileSync(file, 'utf8');
+  for (let i = 0; i < 4; i++) {
+    const r = await threeSurfaces();
+    assert.equal(r.tool, before);
+    assert.equal(r.res, before);
+    assert.equal(r.digest, sha(Buffer.from(before)));
+  }
+  for (const round of [1, 2]) {
+    const edited = before.replace(/[a-z]/, (c) => c.toUpperCase()).replace(/^./, String(round));
+    assert.equal(Buffer.byteLength(edited), Buffer.byteLength(before));
+    const fd = fs.openSync(file, 'r+');
+    fs.writeSync(fd, edited, 0);
+    fs.closeSync(fd);
+    const r = await threeSurfaces();
+    assert.equal(r.tool, edited, `read_skill_file after edit ${round}`);
+    assert.equal(r.res, edited, `resources/read after edit ${round}`);
+    assert.equal(r.digest, sha(Buffer.from(edited)), `skills/get after edit ${round}`);
+  }
+});
