@@ -38,11 +38,37 @@
 
 /* ---- entries ------------------------------------------------------------- */
 
+static char exec_none_mark;
+/* k->execution once the frontmatter was found to have no 'execution' */
+#define EXEC_NONE ((json_t *)(void *)&exec_none_mark)
+
+json_t *skills_execution(const struct skill *k)
+{
+    /* the cache, like the cards and replies kept with the entry, is written once */
+    struct skill *m = (struct skill *)(uintptr_t)k;
+    json_t *ex = atomic_load_explicit(&m->execution, memory_order_acquire);
+    if (ex)
+        return ex == EXEC_NONE ? NULL : ex;
+    json_t *o = k->fm_rest ? json_loads(k->fm_rest, 0, NULL) : NULL;
+    json_t *v = json_object_get(o, "execution");
+    json_t *mine = v ? json_incref(v) : EXEC_NONE;
+    json_decref(o);
+    json_t *none = NULL;
+    if (!atomic_compare_exchange_strong(&m->execution, &none, mine)) {
+        if (mine != EXEC_NONE)
+            json_decref(mine);      /* another thread kept its copy first */
+        mine = none;
+    }
+    return mine == EXEC_NONE ? NULL : mine;
+}
+
 static void skill_unref(struct skill *k)
 {
     if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
         return;
-    json_decref(k->execution);
+    json_t *ex = atomic_load(&k->execution);
+    if (ex != EXEC_NONE)
+        json_decref(ex);
     json_decref(k->warnings);
     search_terms_free(k->terms);
     struct search_terms *xt = atomic_load(&k->xterms);
@@ -596,8 +622,6 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     k->fm_name = pack_str(&at, fm_name);
     k->title = pack_str(&at, title);
     k->fm_rest = pack_str(&at, rest);
-    if (fields)
-        k->execution = json_incref(json_object_get(fields, "execution"));
     skills_free_names(tags, ntags);
     free(rest);
     json_decref(dj);

@@ -546,15 +546,23 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
         CHECK_STR(k->fm_name, name);
         CHECK_STR(k->description,
                   json_string_value(json_object_get(f.fields, "description")));
-        CHECK(json_equal(k->execution, json_object_get(f.fields, "execution")) ||
-              (!k->execution && !json_object_get(f.fields, "execution")));
+        /* nothing parsed at build time: the subtree comes from the text on
+         * first use, then the same tree every time */
+        CHECK(atomic_load(&k->execution) == NULL);
+        json_t *ex = skills_execution(k);
+        CHECK(json_equal(ex, json_object_get(f.fields, "execution")) ||
+              (!ex && !json_object_get(f.fields, "execution")));
+        CHECK(skills_execution(k) == ex);
         if (i == 0) {
             CHECK_STR(k->title, "Rich \"quoted\" title");
             CHECK(k->version == NULL); /* a real, not a string */
             CHECK_EQ(k->ntags, 3);
             CHECK_STR(k->tags[0], "alpha");
             CHECK_STR(k->tags[2], "gamma");
-            CHECK(k->execution != NULL);
+            CHECK(ex != NULL);
+            CHECK(json_is_true(json_object_get(ex, "network")));
+            CHECK_EQ(json_integer_value(json_object_get(json_object_get(ex, "scripts/run.sh"),
+                                                        "timeout")), 5);
             /* the description is not stored twice */
             CHECK(strstr(k->fm_rest, "folded") == NULL);
         } else {
@@ -563,7 +571,7 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
             CHECK_EQ(k->ntags, 2);
             CHECK_STR(k->tags[1], "7");
             CHECK_STR(k->description, "tab\there \xc3\xa9 \\ end");
-            CHECK(k->execution == NULL);
+            CHECK(ex == NULL);
         }
         CHECK(k->warnings == NULL); /* nothing reported */
         fm_cleanup(&f);
@@ -574,6 +582,34 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
     CHECK_STR(json_string_value(json_object_get(got, "description")), "Plain skill");
     CHECK_EQ(json_object_size(got), 3);
     json_decref(got);
+    skills_release(s);
+    skills_free(S);
+}
+
+static void *exec_reader(void *arg)
+{
+    return skills_execution(arg);
+}
+
+/* Threads asking for the same entry's 'execution' at once all get the one
+ * tree that was kept (the others' parses are dropped). */
+TEST(execution_parsed_once_under_concurrent_callers)
+{
+    fresh_root();
+    writef("rich/SKILL.md", "%s", rich_fm[0]);
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    int amb;
+    struct skill *k = skills_find(s, "rich", 4, &amb);
+    CHECK(k != NULL);
+    pthread_t t[8];
+    void *got[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, exec_reader, k);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], &got[i]);
+    for (int i = 0; i < 8; i++)
+        CHECK(got[i] != NULL && got[i] == (void *)skills_execution(k));
     skills_release(s);
     skills_free(S);
 }
@@ -762,6 +798,7 @@ int main(void)
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(large_library_builds_deterministically_on_threads);
     RUN(frontmatter_kept_compact_and_given_back_whole);
+    RUN(execution_parsed_once_under_concurrent_callers);
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(name_rules);
