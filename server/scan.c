@@ -914,11 +914,7 @@ static void cand_free(struct cand *c)
         cand_free(&c->kids[i]);
     free(c->kids);
     skill_unref(c->k);
-    free(c->team);
-    free(c->name);
-    free(c->qname);
-    free(c->dir);
-    free(c->real);
+    free(c->name);          /* the block of all its names (cand_init) */
 }
 
 /* The candidate's outcome: reuse, serve the new entry, or report why not. */
@@ -1015,11 +1011,14 @@ static void cand_init(struct cand *c, unsigned root, const char *team, const cha
     memset(c, 0, sizeof *c);
     snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
     c->root = root;
-    c->team = team ? xstrdup(team) : NULL;
-    c->name = xstrdup(name);
-    c->qname = xstrdup(qname);
-    c->dir = xstrdup(dir);
-    c->real = real ? xstrdup(real) : NULL;
+    /* One block for the five names (a build makes one candidate a skill). */
+    char *at = xmalloc(pack_len(team) + pack_len(name) + pack_len(qname) + pack_len(dir) +
+                       pack_len(real));
+    c->name = pack_str(&at, name);
+    c->qname = pack_str(&at, qname);
+    c->dir = pack_str(&at, dir);
+    c->team = pack_str(&at, team);
+    c->real = pack_str(&at, real);
     if (mdst)
         c->mdst = *mdst;
     if (dirst)
