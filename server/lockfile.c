@@ -115,7 +115,7 @@ static int digest_valid(const char *s, size_t n)
 
 static void exec_digest(const struct skill *k, char out[MANIFEST_DIGEST_LEN + 1])
 {
-    json_t *ex = k->execution;
+    json_t *ex = skills_execution(k);
     if (!ex) {
         snprintf(out, MANIFEST_DIGEST_LEN + 1, "none");
         return;

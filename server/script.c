@@ -225,7 +225,7 @@ static const struct interp *interp_for(const struct scripts *sc, const char *pat
 
 json_t *script_exec_entry(const struct skill *k, const char *path)
 {
-    json_t *ex = k->execution;
+    json_t *ex = skills_execution(k);
     if (!json_is_object(ex))
         return NULL;
     json_t *e = json_object_get(ex, path);
@@ -249,7 +249,7 @@ static double num_field(json_t *o, const char *key, double dflt)
 /* execution: {network: true} asks for the network under the sandbox. */
 int script_wants_network(const struct skill *k)
 {
-    json_t *ex = k->execution;
+    json_t *ex = skills_execution(k);
     return json_is_object(ex) && json_is_true(json_object_get(ex, "network"));
 }
 
@@ -425,7 +425,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     char entry_key[1100];
     snprintf(entry_key, sizeof entry_key, "scripts/%s", canon);
     json_t *e = script_exec_entry(k, entry_key);
-    json_t *ex = k->execution;
+    json_t *ex = skills_execution(k);
     json_t *d = json_is_object(ex) ? json_object_get(ex, "default") : NULL;
     double ceil_s = c->max_script_timeout;
     double to = num_field(e, "timeout", num_field(d, "timeout", c->script_timeout));

@@ -82,7 +82,8 @@ struct skill {
     const char *version;    /* frontmatter 'version' when a string, or NULL */
     const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
     const char *title;      /* frontmatter 'title' when a string, or NULL */
-    json_t *execution;      /* frontmatter 'execution' (any JSON value), or NULL */
+    _Atomic(json_t *) execution; /* read it with skills_execution(): parsed from
+                                    fm_rest on first use */
     const char *fm_rest;    /* the frontmatter as compact JSON, 'description' set to ""
                                (it is kept once, above); see skills_frontmatter() */
     char **tags;            /* normalised tags */
@@ -223,6 +224,14 @@ void skills_entry_release(struct skill *k);
  * each call, so not for list_skills / load_skill. Any thread.
  */
 json_t *skills_frontmatter(const struct skill *k);
+
+/*
+ * The frontmatter's 'execution' value (any JSON value), or NULL when it has
+ * none; borrowed, read-only, lives as long as k. Parsed from k->fm_rest on
+ * the first call and kept: most skills' subtree is never read, and a
+ * jansson tree is ~1.7 KB where its text is ~100 bytes.
+ */
+json_t *skills_execution(const struct skill *k);
 
 /*
  * Called once per generation that moved, on the rescanning thread, right

@@ -1003,7 +1003,7 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
 static json_t *scripts_and_files(const struct skill *k, json_t **files_out)
 {
     json_t *scripts = json_array(), *files = json_array();
-    json_t *ex = k->execution;
+    json_t *ex = skills_execution(k);
     json_t *dflt = json_is_object(ex) ? json_object_get(ex, "default") : NULL;
     for (size_t i = 0; i < k->nfiles; i++) {
         const struct skill_file *f = &k->files[i];

@@ -57,15 +57,17 @@ static struct skill *skill_of(const char *fm)
         printf("# bad frontmatter %s: %s\n", fm, e.text);
         exit(2);
     }
-    k->execution = json_incref(json_object_get(o, "execution"));
     json_decref(o);
+    /* as a build leaves it: the text, parsed by skills_execution() on first use */
+    k->fm_rest = xstrdup(fm);
+    atomic_init(&k->refs, 1);
     return k;
 }
 
 static void skill_free(struct skill *k)
 {
-    json_decref(k->execution);
-    free(k);
+    free((char *)(uintptr_t)k->fm_rest);
+    skills_entry_release(k);
 }
 
 static char why[1024];

@@ -140,6 +140,84 @@ TEST(lists_files_but_not_vcs_or_escaping_links)
     skills_free(S);
 }
 
+/* A skill with more files, folders and name bytes than a walk keeps
+ * inline: every file listed once, sorted, with its size; every folder's
+ * path and key kept, so adding or removing a file deep down is a change. */
+TEST(wide_and_deep_skill_lists_every_file_and_folder)
+{
+    fresh_root();
+    skill("wide", "wide", "Wide");
+    char rel[400], pad[120];
+    memset(pad, 'x', 100);
+    pad[100] = '\0';
+    for (int i = 11; i >= 0; i--) {
+        snprintf(rel, sizeof rel, "wide/scripts/f%02d-%s.sh", i, pad);
+        writef(rel, "%.*s", i + 1, "0123456789ab");
+    }
+    writef("wide/references/deep/a/b/c/d/n.md", "note\n");
+    /* sorted by whole path, '-' before '/', not folder by folder */
+    writef("wide/docs/y.md", "y\n");
+    writef("wide/docs-x.md", "x\n");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    int amb;
+    struct skill *k = skills_find(s, "wide", 4, &amb);
+    CHECK(k != NULL);
+    CHECK_EQ(k->nfiles, 15);
+    CHECK_STR(k->files[0].path, "docs-x.md");
+    CHECK_STR(k->files[1].path, "docs/y.md");
+    CHECK_STR(k->files[2].path, "references/deep/a/b/c/d/n.md");
+    CHECK_EQ(k->files[2].size, 5);
+    for (int i = 0; i < 12; i++) {
+        snprintf(rel, sizeof rel, "scripts/f%02d-%s.sh", i, pad);
+        CHECK_STR(k->files[i + 3].path, rel);
+        CHECK_EQ(k->files[i + 3].size, i + 1);
+    }
+    /* the skill folder, docs, scripts, references and its five folders below */
+    CHECK_EQ(k->ndirs, 9);
+    CHECK_STR(k->dir_paths[0], k->dir);
+    for (size_t i = 0; i < k->ndirs; i++) {
+        struct stat st;
+        struct fkey now;
+        CHECK(strncmp(k->dir_paths[i], k->dir, strlen(k->dir)) == 0);
+        CHECK_EQ(stat(k->dir_paths[i], &st), 0);
+        key_of(&st, &now);
+        CHECK(key_eq(&now, &k->dir_keys[i]));
+    }
+    skills_release(s);
+
+    struct skills_report r;
+    skills_rescan(S, 1, &r);
+    CHECK_EQ(json_array_size(r.changed), 0);
+    skills_report_cleanup(&r);
+    s = skills_acquire(S);
+    CHECK(skills_find(s, "wide", 4, &amb) == k);
+    skills_release(s);
+
+    writef("wide/references/deep/a/b/c/d/m.md", "more\n");
+    skills_rescan(S, 1, &r);
+    CHECK_EQ(json_array_size(r.changed), 1);
+    skills_report_cleanup(&r);
+    s = skills_acquire(S);
+    k = skills_find(s, "wide", 4, &amb);
+    CHECK(k != NULL && k->nfiles == 16);
+    CHECK_STR(k->files[2].path, "references/deep/a/b/c/d/m.md");
+    skills_release(s);
+
+    snprintf(rel, sizeof rel, "%s/wide/scripts/f05-%s.sh", root, pad);
+    CHECK_EQ(unlink(rel), 0);
+    skills_rescan(S, 1, &r);
+    CHECK_EQ(json_array_size(r.changed), 1);
+    skills_report_cleanup(&r);
+    s = skills_acquire(S);
+    k = skills_find(s, "wide", 4, &amb);
+    CHECK(k != NULL && k->nfiles == 15);
+    snprintf(rel, sizeof rel, "scripts/f06-%s.sh", pad);
+    CHECK_STR(k->files[9].path, rel);  /* after the two docs, m.md, n.md and f00-f04 */
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(broken_skill_reported_and_previous_version_kept)
 {
     fresh_root();
@@ -464,15 +542,23 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
         CHECK_STR(k->fm_name, name);
         CHECK_STR(k->description,
                   json_string_value(json_object_get(f.fields, "description")));
-        CHECK(json_equal(k->execution, json_object_get(f.fields, "execution")) ||
-              (!k->execution && !json_object_get(f.fields, "execution")));
+        /* nothing parsed at build time: the subtree comes from the text on
+         * first use, then the same tree every time */
+        CHECK(atomic_load(&k->execution) == NULL);
+        json_t *ex = skills_execution(k);
+        CHECK(json_equal(ex, json_object_get(f.fields, "execution")) ||
+              (!ex && !json_object_get(f.fields, "execution")));
+        CHECK(skills_execution(k) == ex);
         if (i == 0) {
             CHECK_STR(k->title, "Rich \"quoted\" title");
             CHECK(k->version == NULL); /* a real, not a string */
             CHECK_EQ(k->ntags, 3);
             CHECK_STR(k->tags[0], "alpha");
             CHECK_STR(k->tags[2], "gamma");
-            CHECK(k->execution != NULL);
+            CHECK(ex != NULL);
+            CHECK(json_is_true(json_object_get(ex, "network")));
+            CHECK_EQ(json_integer_value(json_object_get(json_object_get(ex, "scripts/run.sh"),
+                                                        "timeout")), 5);
             /* the description is not stored twice */
             CHECK(strstr(k->fm_rest, "folded") == NULL);
         } else {
@@ -481,7 +567,7 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
             CHECK_EQ(k->ntags, 2);
             CHECK_STR(k->tags[1], "7");
             CHECK_STR(k->description, "tab\there \xc3\xa9 \\ end");
-            CHECK(k->execution == NULL);
+            CHECK(ex == NULL);
         }
         CHECK(k->warnings == NULL); /* nothing reported */
         fm_cleanup(&f);
@@ -492,6 +578,34 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
     CHECK_STR(json_string_value(json_object_get(got, "description")), "Plain skill");
     CHECK_EQ(json_object_size(got), 3);
     json_decref(got);
+    skills_release(s);
+    skills_free(S);
+}
+
+static void *exec_reader(void *arg)
+{
+    return skills_execution(arg);
+}
+
+/* Threads asking for the same entry's 'execution' at once all get the one
+ * tree that was kept (the others' parses are dropped). */
+TEST(execution_parsed_once_under_concurrent_callers)
+{
+    fresh_root();
+    writef("rich/SKILL.md", "%s", rich_fm[0]);
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    int amb;
+    struct skill *k = skills_find(s, "rich", 4, &amb);
+    CHECK(k != NULL);
+    pthread_t t[8];
+    void *got[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, exec_reader, k);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], &got[i]);
+    for (int i = 0; i < 8; i++)
+        CHECK(got[i] != NULL && got[i] == (void *)skills_execution(k));
     skills_release(s);
     skills_free(S);
 }
@@ -745,12 +859,14 @@ int main(void)
     log_set_level(LOG_ERROR);
     RUN(discovers_top_level_and_team_skills);
     RUN(lists_files_but_not_vcs_or_escaping_links);
+    RUN(wide_and_deep_skill_lists_every_file_and_folder);
     RUN(broken_skill_reported_and_previous_version_kept);
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
     RUN(body_terms_survive_rescans);
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(large_library_builds_deterministically_on_threads);
     RUN(frontmatter_kept_compact_and_given_back_whole);
+    RUN(execution_parsed_once_under_concurrent_callers);
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(name_rules);
