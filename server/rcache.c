@@ -123,6 +123,9 @@ static int ch_add(const char *path, uint32_t mask)
 {
     if (inotify_add_watch(ch.fd, path, mask | IN_MASK_ADD) >= 0)
         return 0;
+    /* A folder gone or replaced by a file concerns its own skill only. */
+    if (errno != ENOSPC && errno != ENOMEM)
+        return -1;
     if (!atomic_exchange(&ch.full, 1))
         log_warn("rcache: inotify watch on %s failed (%s); kept replies are checked with "
                  "stats", path, strerror(errno));
@@ -173,6 +176,9 @@ static int ch_watch(const struct skill *k)
 
 /* ---- file replies ----------------------------------------------------------- */
 
+struct rcache_files;
+static uint64_t ch_current(struct skill *k, struct rcache_files *f, uint64_t quiet);
+
 struct rc_file {
     struct fkey key;        /* the file when it was read */
     atomic_uint_fast64_t verified;  /* ch_quiet() when its stat last matched; 0: never */
@@ -201,6 +207,7 @@ struct rc_entry {
 
 struct rcache_files {
     atomic_int watched;     /* 1: every folder of the entry is watched (ch_watch) */
+    atomic_uint_fast64_t watched_at;    /* ch_quiet() when the watches were last renewed */
     _Atomic(struct rc_entry *) entry[RCACHE_ENTRY_KINDS];
     _Atomic(struct rc_file *) slot[];   /* RCACHE_KINDS per file */
 };
@@ -269,6 +276,7 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
             return r->data;
         }
     }
+    quiet = ch_current(k, f, quiet);
     /* The last component is not followed: a file swapped for a symlink has
      * another key, and is read (and refused) through the jail again. */
     if (fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -291,6 +299,30 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
         atomic_store(&r->verified, quiet);
     *len = r->len;
     return r->data;
+}
+
+/*
+ * quiet, once every folder k's replies depend on is watched as it is now,
+ * else 0. A watch follows an inode, not a path: a folder renamed away and
+ * replaced by a new one at its path (a checkout, an editor saving a tree,
+ * a skill moved in) makes one event, and then none for edits in the new
+ * folder. So the first verification at each epoch adds the watches again
+ * (a folder still watched keeps its watch), between two reads of the epoch
+ * that must agree: a change during the renewal moves it. An entry whose
+ * folders cannot all be watched any more is checked with stats.
+ */
+static uint64_t ch_current(struct skill *k, struct rcache_files *f, uint64_t quiet)
+{
+    if (!quiet || atomic_load(&f->watched_at) == quiet)
+        return quiet;
+    if (!ch_watch(k)) {
+        atomic_store(&f->watched, 0);
+        return 0;
+    }
+    if (ch_quiet() != quiet)
+        return 0;
+    atomic_store(&f->watched_at, quiet);
+    return quiet;
 }
 
 /* k's table of slots, made by the first reply kept. */
@@ -429,6 +461,7 @@ const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
         *len = e->len;
         return e->data;
     }
+    quiet = ch_current(k, f, quiet);
     struct rcache_stamps *s = xmalloc(sizeof *s + (k->nfiles + 1) * sizeof s->st[0]);
     s->n = k->nfiles + 1;
     int linked;

@@ -67,3 +67,36 @@ test('an in-place same-size edit after many hits is seen at once on every surfac
     assert.equal(r.digest, sha(Buffer.from(edited)), `skills/get after edit ${round}`);
   }
 });
+
+// A folder replaced by a new one at the same path (a checkout, an rsync
+// --delete-after, an editor saving a tree): the new folder's files must be
+// watched too, or an in-place edit in it goes unheard and the reply kept at
+// the epoch after the swap is served stale.
+test('an in-place edit inside a folder that replaced the old one is seen at once', opts, async () => {
+  const dir = path.join(s.skills, 'csv-profile', 'references');
+  const file = path.join(dir, 'format.md');
+  const before = fs.readFileSync(file, 'utf8');
+  await threeSurfaces();
+  fs.renameSync(dir, `${dir}.old`);
+  fs.mkdirSync(dir);
+  for (const f of fs.readdirSync(`${dir}.old`)) {
+    fs.copyFileSync(path.join(`${dir}.old`, f), path.join(dir, f));
+    const old = new Date(Date.now() - 60_000);
+    fs.utimesSync(path.join(dir, f), old, old);
+  }
+  await new Promise((r) => setTimeout(r, 1100)); // the copies' ctime settles
+  for (let i = 0; i < 4; i++) {
+    const r = await threeSurfaces();
+    assert.equal(r.tool, before);
+    assert.equal(r.res, before);
+  }
+  const edited = before.replace(/^./, 'Z');
+  assert.notEqual(edited, before);
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, edited, 0);
+  fs.closeSync(fd);
+  const r = await threeSurfaces();
+  assert.equal(r.tool, edited, 'read_skill_file after the edit');
+  assert.equal(r.res, edited, 'resources/read after the edit');
+  assert.equal(r.digest, sha(Buffer.from(edited)), 'skills/get after the edit');
+});
