@@ -176,11 +176,17 @@ static int ch_watch(const struct skill *k)
 
 /* ---- file replies ----------------------------------------------------------- */
 
+static int64_t ctime_of(const struct stat *st)
+{
+    return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
 struct rcache_files;
 static uint64_t ch_current(struct skill *k, struct rcache_files *f, uint64_t quiet);
 
 struct rc_file {
     struct fkey key;        /* the file when it was read */
+    int64_t ctime_ns;       /* too: a restored mtime (touch -d) must not hide an edit */
     atomic_uint_fast64_t verified;  /* ch_quiet() when its stat last matched; 0: never */
     struct rc_file *older;  /* the render this one replaced, kept while the entry lives */
     unsigned depth;         /* renders before this one in the slot */
@@ -291,7 +297,8 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
         return NULL;
     struct fkey key;
     key_of(st, &key);
-    if (!key_eq(&key, &r->key) || al != r->arglen || memcmp(r->data + r->len + 1, arg, al))
+    if (!key_eq(&key, &r->key) || ctime_of(st) != r->ctime_ns || al != r->arglen ||
+        memcmp(r->data + r->len + 1, arg, al))
         return NULL;
     /* The epoch was read before the stat: no event since means no change.
      * A file with other names may be written through one not watched. */
@@ -351,13 +358,16 @@ int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const cha
         return 0;
     struct fkey key;
     key_of(st, &key);
+    /* Not the ctime: a file just touched (or made) would not be kept for a
+     * second. Left open: two edits within one timestamp tick that both put
+     * the old mtime back look alike. */
     if (now_wall_ms() * 1000000ll - key.mtime_ns < RACY_NS)
         return 0;
     struct rcache_files *f = files_of(k);
     _Atomic(struct rc_file *) *slot = &f->slot[fi * RCACHE_KINDS + kind];
     struct rc_file *old = atomic_load_explicit(slot, memory_order_acquire);
     size_t al = strlen(arg);
-    if (old && key_eq(&old->key, &key) && old->arglen == al &&
+    if (old && key_eq(&old->key, &key) && old->ctime_ns == ctime_of(st) && old->arglen == al &&
         !memcmp(old->data + old->len + 1, arg, al))
         return 0;       /* another thread kept the same reply */
     unsigned depth = old ? old->depth + 1 : 0;
@@ -368,6 +378,7 @@ int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const cha
         return 0;
     struct rc_file *r = xmalloc(size);
     r->key = key;
+    r->ctime_ns = ctime_of(st);
     atomic_init(&r->verified, 0);
     r->older = old;
     r->depth = depth;

@@ -100,3 +100,27 @@ test('an in-place edit inside a folder that replaced the old one is seen at once
   assert.equal(r.res, edited, 'resources/read after the edit');
   assert.equal(r.digest, sha(Buffer.from(edited)), 'skills/get after the edit');
 });
+
+// An edit whose old modification time is put back (touch -d, rsync -t, a
+// tool restoring timestamps) keeps the device, inode, mtime and size the
+// kept reply was read with; only the change time tells it from the old one.
+test('an in-place edit with its old mtime put back is seen at once', opts, async () => {
+  const file = path.join(s.skills, 'csv-profile', REL);
+  const before = fs.readFileSync(file, 'utf8');
+  // A whole-second mtime: put back exactly, as touch -d does.
+  const old = new Date(Math.floor(Date.now() / 1000) * 1000 - 120_000);
+  fs.utimesSync(file, old, old);
+  await new Promise((r) => setTimeout(r, 1100)); // its ctime settles
+  for (let i = 0; i < 4; i++) assert.equal((await threeSurfaces()).tool, before);
+  const edited = before.replace(/^./, 'T');
+  assert.notEqual(edited, before);
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, edited, 0);
+  fs.closeSync(fd);
+  fs.utimesSync(file, old, old);
+  assert.equal(fs.statSync(file).mtimeMs, old.getTime());
+  const r = await threeSurfaces();
+  assert.equal(r.tool, edited, 'read_skill_file after the edit');
+  assert.equal(r.res, edited, 'resources/read after the edit');
+  assert.equal(r.digest, sha(Buffer.from(edited)), 'skills/get after the edit');
+});
