@@ -31,8 +31,11 @@ void reloadable_init(struct reloadable *r, const struct reloadable_kind *k, void
 
 int reloadable_same_file(const struct stat *x, const struct stat *y)
 {
+    /* ctime too: an edit whose old mtime is put back (touch -d, rsync -t)
+     * keeps inode, size and mtime, and is still another version. */
     return x->st_ino == y->st_ino && x->st_dev == y->st_dev && x->st_size == y->st_size &&
-           x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec;
+           x->st_mtim.tv_sec == y->st_mtim.tv_sec && x->st_mtim.tv_nsec == y->st_mtim.tv_nsec &&
+           x->st_ctim.tv_sec == y->st_ctim.tv_sec && x->st_ctim.tv_nsec == y->st_ctim.tv_nsec;
 }
 
 int reloadable_reload(struct reloadable *r, int force)

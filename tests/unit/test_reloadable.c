@@ -191,6 +191,24 @@ TEST(unchanged_file_is_not_read_again)
     unlink(path);
 }
 
+TEST(edit_with_its_old_mtime_put_back_is_read)
+{
+    char path[] = "/tmp/reloadable-XXXXXX";
+    close(mkstemp(path));
+    put(path, "3\n", 1000);
+    struct reloadable r;
+    CHECK(opened(&r, path));
+    /* past a timestamp tick: the edit's change time differs */
+    usleep(20000);
+    /* same inode, same size, the mtime put back (touch -d, rsync -t) */
+    put(path, "4\n", 1000);
+    const char *log;
+    CHECK_EQ(reload_logged(&r, 0, &log), 1);
+    CHECK_EQ(cur_n(&r), 4);
+    reloadable_fini(&r);
+    unlink(path);
+}
+
 TEST(bad_version_keeps_the_set_and_is_reported_once)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
@@ -375,6 +393,7 @@ int main(void)
     close(fd);
     RUN(good_version_swaps_and_logs);
     RUN(unchanged_file_is_not_read_again);
+    RUN(edit_with_its_old_mtime_put_back_is_read);
     RUN(bad_version_keeps_the_set_and_is_reported_once);
     RUN(vanished_file_keeps_the_set);
     RUN(no_file_never_reloads);
