@@ -121,7 +121,9 @@ static int local_fs(const char *dir)
 
 static int ch_add(const char *path, uint32_t mask)
 {
-    if (inotify_add_watch(ch.fd, path, mask | IN_MASK_ADD) >= 0)
+    /* Not through a symlink: a watch on its target hears nothing of the
+     * target's own parents, so a path through one is checked with stats. */
+    if (inotify_add_watch(ch.fd, path, mask | IN_MASK_ADD | IN_DONT_FOLLOW | IN_ONLYDIR) >= 0)
         return 0;
     /* A folder gone or replaced by a file concerns its own skill only. */
     if (errno != ENOSPC && errno != ENOMEM)

@@ -8,8 +8,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { startServer, connect, callOk, postModern, indexerSettled, TEST_TIMEOUT } from './lib/harness.mjs';
+import { startServer, connect, call, callOk, postModern, indexerSettled, TEST_TIMEOUT } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const REL = 'references/format.md';
@@ -123,4 +124,36 @@ test('an in-place edit with its old mtime put back is seen at once', opts, async
   assert.equal(r.tool, edited, 'read_skill_file after the edit');
   assert.equal(r.res, edited, 'resources/read after the edit');
   assert.equal(r.digest, sha(Buffer.from(edited)), 'skills/get after the edit');
+});
+
+// A folder replaced by a symlink to one outside every watched folder: the
+// watches must not follow it, or moving the link's target away (and making
+// a new one in its place) goes unheard, and what was answered through the
+// link is answered again without a look.
+test('a folder swapped for a symlink is checked with stats from then on', opts, async () => {
+  const dir = path.join(s.skills, 'csv-profile', 'references');
+  // Not under a watched folder: not in the server's tree, nor an ancestor.
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-away-'));
+  const away = path.join(out, 'sub');
+  const target = path.join(away, 'refs');
+  const before = fs.readFileSync(path.join(dir, 'format.md'), 'utf8');
+  const read = async () => JSON.stringify(
+    (await call(client, 'read_skill_file', { name: 'csv-profile', path: REL })).content);
+  await threeSurfaces();
+  fs.mkdirSync(away);
+  fs.renameSync(dir, target);
+  fs.symlinkSync(target, dir);
+  let was;
+  for (let i = 0; i < 4; i++) was = await read();
+  assert.ok(was.includes('CSV Format'), `answered through the link: ${was.slice(0, 200)}`);
+  fs.renameSync(away, `${away}.old`);
+  fs.mkdirSync(target, { recursive: true });
+  const edited = before.replace(/^./, 'S');
+  fs.writeFileSync(path.join(target, 'format.md'), edited);
+  const old = new Date(Date.now() - 60_000);
+  fs.utimesSync(path.join(target, 'format.md'), old, old);
+  const now = await read();
+  assert.notEqual(now, was, 'read_skill_file after the link target moved');
+  assert.ok(now.includes('S CSV Format') || !now.includes('CSV Format'), now.slice(0, 200));
+  fs.rmSync(out, { recursive: true, force: true });
 });
