@@ -15,6 +15,7 @@
 #include "acl.h"
 #include "auth.h"
 #include "lock.h"
+#include "notify.h"
 #include "runner.h"
 #include "sdnotify.h"
 #include "skills.h"
@@ -63,7 +64,8 @@ static void on_auth_tick(uv_timer_t *t)
 {
     struct loop *l = t->data;
     auth_reload(l->S->auth, 0);     /* one stat unless the file changed */
-    acl_reload(l->S->acl, 0);
+    if (acl_reload(l->S->acl, 0) > 0)
+        notify_rules_changed();
 }
 
 static void on_watchdog(uv_timer_t *t)

@@ -197,7 +197,8 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
             if (S->auth)
                 auth_reload(S->auth, 1);
             redact_reload(S->redact);
-            acl_reload(S->acl, 1);
+            if (acl_reload(S->acl, 1) > 0)
+                notify_rules_changed();
             accesslog_reopen();
             continue;
         }

@@ -423,6 +423,22 @@ void notify_publish(const struct snapshot *prev, const struct snapshot *next)
     free(changed);
 }
 
+void notify_rules_changed(void)
+{
+    /* A reloaded rule set may widen or narrow any caller's view, and telling
+     * each listener what moved would mean judging every view twice: every
+     * listener under rules re-lists instead (its lists may have changed). */
+    pthread_mutex_lock(&mu);
+    for (struct notify_listener *l = head; l; l = l->next) {
+        unsigned was = l->pending;
+        if (l->acl)
+            l->pending |= l->kinds & (NOTIFY_RES_LIST | NOTIFY_PROMPT_LIST);
+        if (l->pending != was && l->wake)
+            l->wake(l->arg);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
 static void end_where(const char *session)
 {
     pthread_mutex_lock(&mu);

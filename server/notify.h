@@ -107,6 +107,10 @@ int notify_drain(struct notify_listener *l, notify_sink_fn sink, void *arg);
  */
 void notify_publish(const struct snapshot *prev, const struct snapshot *next);
 
+/* The --acl rules were reloaded: every listener under rules is told its
+ * lists may have changed. Any thread. */
+void notify_rules_changed(void);
+
 /* Ends the listeners of a session (DELETE), or all of them (shutdown). */
 void notify_end_session(const char *session);
 void notify_end_all(void);

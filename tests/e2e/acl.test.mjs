@@ -318,6 +318,10 @@ test('a listener is told list_changed only when what its view lists changed (--s
     assert.ok(await poll(() => seen.bob.res === 1 && seen.alice.res === 2, 10_000), JSON.stringify(seen));
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(seen, { alice: { res: 2, prompts: 2 }, bob: { res: 1, prompts: 1 } });
+    // new rules narrow alice and widen bob: both lists changed, both are told
+    fs.writeFileSync(acl3, 'group:platform see public/\n* see ops/\n');
+    process.kill(s.proc.pid, 'SIGHUP');
+    assert.ok(await poll(() => seen.alice.res === 3 && seen.bob.res === 2, 10_000), JSON.stringify(seen));
   } finally {
     for (const c of clients) await c.close();
     await s.stop();
