@@ -68,8 +68,6 @@ run conformance tests/run-conformance.sh build/skill-mcp
 wait_bg
 run lint tests/lint.sh build
 run selftest tests/selftest.sh
-run deploy bash tests/deploy-check.sh build/skill-mcp
-run deb bash tests/deb-check.sh build/skill-mcp
 run docs-commands node tests/docs-commands.mjs build/skill-mcp
 if make -s $J asan-build >/dev/null; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -78,7 +76,12 @@ if make -s $J asan-build >/dev/null; then
 else
     echo "ASan build failed"; total_f=$((total_f + 1)); status=1
 fi
+# The fuzz smoke is time-boxed per target, so its length does not grow with
+# what runs beside it; the deployment and package checks mostly wait.
+run_bg deploy bash tests/deploy-check.sh build/skill-mcp
+run_bg deb bash tests/deb-check.sh build/skill-mcp
 run fuzz-smoke env FUZZ_TIME=6 tests/fuzz/build.sh --smoke
+wait_bg
 run tsan make -s $J tsan
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
