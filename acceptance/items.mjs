@@ -963,7 +963,17 @@ T('RFC-SKILL-1 §10.11.3', 'With --lock, skills/list leaves a quarantined skill 
     const L = lockLibrary(c);
     eq(runCli(c.bin, ['lock', 'approve', 'approved-one', '--lock', L.lock, '--skills', L.root, '--by', 'acceptance']).code, 0, 'lock approve exit');
     const s = await c.srv('lock');
-    const r = await rpc(s, 'skills/list', {});
+    // The server started items ago (--refresh-interval 0), and a rescan of its
+    // own (the body indexer's) may have judged the files the item before
+    // changed against the lock it had then: SIGHUP re-reads the lock and
+    // rescans, as an operator would after approving.
+    process.kill(s.pid, 'SIGHUP');
+    let r;
+    for (let i = 0; i < 100; i++) {
+      r = await rpc(s, 'skills/list', {});
+      if ((r?.result?.skills ?? []).some((e) => e.uri === 'skill://approved-one/SKILL.md')) break;
+      await sleep(100);
+    }
     const uris = (r?.result?.skills ?? []).map((e) => e.uri);
     eq([uris.includes('skill://approved-one/SKILL.md'), uris.includes('skill://unreviewed/SKILL.md')], [true, false], '[approved listed, quarantined listed]');
     const om = (r.result._meta?.['io.modelcontextprotocol.skills/omitted'] ?? []).find((o) => o.uri === 'skill://unreviewed/SKILL.md');
