@@ -25,6 +25,7 @@ declare -A prefix=(
     [script_env]='script_'
     [redact]='redact_'
     [stdio_mcp]='stdio_'
+    [metrics]='metrics_'
     [acl]='acl_'
     [reloadable]='reloadable_'
     [rcache]='rcache_'
