@@ -34,6 +34,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "oauth.h"
+#include "pcount.h"
 #include "rpc.h"
 #include "session.h"
 #include "skills.h"
@@ -45,7 +46,7 @@ struct http {
     struct srv *S;
     int loopback;
     atomic_int draining;        /* quiesced: /readyz says 503 */
-    atomic_long active;         /* requests in flight, scripts included */
+    struct pcount *active;      /* requests in flight, scripts included */
     /* parked script calls whose sockets are watched for a hang-up */
     pthread_mutex_t watch_mu;
     pthread_cond_t watch_cv;
@@ -62,6 +63,7 @@ struct http {
 struct req {
     struct buf body;
     int too_big;
+    int active_shard;           /* where it is counted in h->active */
     uint64_t t0;
     unsigned status;            /* what was answered, for the log and metrics */
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
@@ -1155,7 +1157,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (!rq) {
         rq = xcalloc(1, sizeof *rq);
         rq->t0 = now_ns();
-        atomic_fetch_add(&h->active, 1);
+        rq->active_shard = pcount_inc(h->active);
         buf_init(&rq->body, S->cfg.max_body);
         *ctx = rq;
         if (accesslog_on()) {
@@ -1345,7 +1347,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
     if (rq) {
         struct http *h = cls;
         watch_remove(h, rq);
-        atomic_fetch_sub(&h->active, 1);
+        pcount_dec(h->active, rq->active_shard);
         int gone = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
         if (atomic_load(&h->draining)) {
             atomic_fetch_add(&h->drain_ended, 1);
@@ -1492,6 +1494,7 @@ struct http *http_start(struct srv *S, int listen_fd)
     const struct cfg *c = &S->cfg;
     struct http *h = xcalloc(1, sizeof *h);
     h->S = S;
+    h->active = pcount_new();
     h->loopback = cfg_is_loopback(c->host);
     if (S->sessions)
         allow_methods = "GET, HEAD, POST, DELETE";
@@ -1500,6 +1503,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         char why[512];
         if (accesslog_start(c->access_log, c->access_log_json, why, sizeof why) < 0) {
             log_error("--access-log: %s", why);
+            pcount_free(h->active);
             free(h);
             return NULL;
         }
@@ -1530,6 +1534,7 @@ struct http *http_start(struct srv *S, int listen_fd)
             accesslog_stop();
             free(h->tls_cert);
             free(h->tls_key);
+            pcount_free(h->active);
             free(h);
             return NULL;
         }
@@ -1550,6 +1555,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         accesslog_stop();
         free(h->tls_cert);
         free(h->tls_key);
+        pcount_free(h->active);
         free(h);
         return NULL;
     }
@@ -1563,7 +1569,7 @@ struct http *http_start(struct srv *S, int listen_fd)
 
 long http_active(struct http *h)
 {
-    return h ? atomic_load(&h->active) : 0;
+    return h ? pcount_sum(h->active) : 0;
 }
 
 void http_quiesce(struct http *h)
@@ -1609,5 +1615,6 @@ void http_stop(struct http *h)
     pthread_cond_destroy(&h->watch_cv);
     free(h->tls_cert);
     free(h->tls_key);
+    pcount_free(h->active);
     free(h);
 }

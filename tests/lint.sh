@@ -26,6 +26,7 @@ declare -A prefix=(
     [redact]='redact_'
     [stdio_mcp]='stdio_'
     [metrics]='metrics_'
+    [pcount]='pcount_'
     [acl]='acl_'
     [reloadable]='reloadable_'
     [rcache]='rcache_'
