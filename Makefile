@@ -132,10 +132,12 @@ asan-build:
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    build-asan/skill-mcp unit-build
 
-# ThreadSanitizer over the snapshot swap test (readers racing rescans) and
-# the rule file swap (readers racing reloads).
+# ThreadSanitizer over the snapshot swap test (readers racing rescans),
+# the rule file swap (readers racing reloads), the page table (readers racing
+# replacements) and the in-flight count.
 tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills build-tsan/tests/test_auth \
+	    build-tsan/tests/test_rcache build-tsan/tests/test_pcount \
 	    build-tsan/tests/test_reloadable
 	@TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build-tsan
 

@@ -186,13 +186,23 @@ static int64_t ctime_of(const struct stat *st)
 struct rcache_files;
 static uint64_t ch_current(struct skill *k, struct rcache_files *f, uint64_t quiet);
 
+/*
+ * What both kinds of kept reply start with: the renders of a slot form a
+ * chain, newest first; a replaced one stays readable until the entry is
+ * freed (a reader may hold it), so a slot takes RCACHE_FILE_VERSIONS at most.
+ */
+struct rc_rec {
+    struct rc_rec *older;   /* the render this one replaced */
+    atomic_uint_fast64_t verified;  /* ch_quiet() when its stat last matched; 0: never */
+    unsigned depth;         /* renders before this one in the slot */
+    size_t len, size;       /* the reply's length; size: the whole allocation, for the budget */
+};
+
 struct rc_file {
+    struct rc_rec r;
     struct fkey key;        /* the file when it was read */
     int64_t ctime_ns;       /* too: a restored mtime (touch -d) must not hide an edit */
-    atomic_uint_fast64_t verified;  /* ch_quiet() when its stat last matched; 0: never */
-    struct rc_file *older;  /* the render this one replaced, kept while the entry lives */
-    unsigned depth;         /* renders before this one in the slot */
-    size_t len, arglen, size;   /* size: the whole allocation, for the budget */
+    size_t arglen;
     char data[];            /* the reply, NUL, the argument it answers, NUL */
 };
 
@@ -205,10 +215,8 @@ struct rc_stamp {
 };
 
 struct rc_entry {
-    struct rc_entry *older; /* as rc_file's */
-    atomic_uint_fast64_t verified;  /* as rc_file's */
-    unsigned depth;
-    size_t n, len, size;
+    struct rc_rec r;
+    size_t n;
     struct rc_stamp *st;    /* n stamps: SKILL.md, then every listed file */
     char data[];            /* the reply (the stamps follow it) */
 };
@@ -216,8 +224,8 @@ struct rc_entry {
 struct rcache_files {
     atomic_int watched;     /* 1: every folder of the entry is watched (ch_watch) */
     atomic_uint_fast64_t watched_at;    /* ch_quiet() when the watches were last renewed */
-    _Atomic(struct rc_entry *) entry[RCACHE_ENTRY_KINDS];
-    _Atomic(struct rc_file *) slot[];   /* RCACHE_KINDS per file */
+    _Atomic(struct rc_rec *) entry[RCACHE_ENTRY_KINDS];
+    _Atomic(struct rc_rec *) slot[];    /* RCACHE_KINDS per file */
 };
 
 static atomic_size_t files_bytes;
@@ -235,6 +243,47 @@ static int charge(atomic_size_t *used, size_t size, size_t freed, size_t cap)
         return 0;
     }
     return 1;
+}
+
+/*
+ * A new record of size bytes (len of them the reply) to go in front of old:
+ * charged to the budget, chained; NULL when the slot has had its renders or
+ * the budget is spent.
+ */
+static void *rec_new(struct rc_rec *old, size_t size, size_t len)
+{
+    unsigned depth = old ? old->depth + 1 : 0;
+    if (depth >= RCACHE_FILE_VERSIONS || !charge(&files_bytes, size, 0, RCACHE_FILES_BYTES))
+        return NULL;
+    struct rc_rec *r = xmalloc(size);
+    r->older = old;
+    atomic_init(&r->verified, 0);
+    r->depth = depth;
+    r->len = len;
+    r->size = size;
+    return r;
+}
+
+/* Publishes r in slot in place of old: 1, or 0 (r given back) when another
+ * thread kept one first. */
+static int rec_swap(_Atomic(struct rc_rec *) *slot, struct rc_rec *old, struct rc_rec *r)
+{
+    if (atomic_compare_exchange_strong_explicit(slot, &old, r, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return 1;
+    atomic_fetch_sub(&files_bytes, r->size);
+    free(r);
+    return 0;
+}
+
+static void rec_free_chain(struct rc_rec *r)
+{
+    while (r) {
+        struct rc_rec *older = r->older;
+        atomic_fetch_sub(&files_bytes, r->size);
+        free(r);
+        r = older;
+    }
 }
 
 static int path_cmp(const void *key, const void *elem)
@@ -274,13 +323,13 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
     struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
     uint64_t quiet = f && atomic_load(&f->watched) ? ch_quiet() : 0;
     if (quiet) {
-        struct rc_file *r = atomic_load_explicit(&f->slot[fi * RCACHE_KINDS + kind],
-                                                 memory_order_acquire);
-        if (r && atomic_load(&r->verified) == quiet && al == r->arglen &&
-            !memcmp(r->data + r->len + 1, arg, al)) {
+        struct rc_file *r = (struct rc_file *)atomic_load_explicit(
+            &f->slot[fi * RCACHE_KINDS + kind], memory_order_acquire);
+        if (r && atomic_load(&r->r.verified) == quiet && al == r->arglen &&
+            !memcmp(r->data + r->r.len + 1, arg, al)) {
             st->st_mode = S_IFREG;
             st->st_size = (off_t)r->key.size;
-            *len = r->len;
+            *len = r->r.len;
             return r->data;
         }
     }
@@ -293,20 +342,20 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
     }
     if (!f || !S_ISREG(st->st_mode))
         return NULL;
-    struct rc_file *r = atomic_load_explicit(&f->slot[fi * RCACHE_KINDS + kind],
-                                             memory_order_acquire);
+    struct rc_file *r = (struct rc_file *)atomic_load_explicit(
+        &f->slot[fi * RCACHE_KINDS + kind], memory_order_acquire);
     if (!r)
         return NULL;
     struct fkey key;
     key_of(st, &key);
     if (!key_eq(&key, &r->key) || ctime_of(st) != r->ctime_ns || al != r->arglen ||
-        memcmp(r->data + r->len + 1, arg, al))
+        memcmp(r->data + r->r.len + 1, arg, al))
         return NULL;
     /* The epoch was read before the stat: no event since means no change.
      * A file with other names may be written through one not watched. */
     if (quiet && st->st_nlink == 1)
-        atomic_store(&r->verified, quiet);
-    *len = r->len;
+        atomic_store(&r->r.verified, quiet);
+    *len = r->r.len;
     return r->data;
 }
 
@@ -366,61 +415,33 @@ int rcache_file_put(struct skill *k, size_t fi, enum rcache_kind kind, const cha
     if (now_wall_ms() * 1000000ll - key.mtime_ns < RACY_NS)
         return 0;
     struct rcache_files *f = files_of(k);
-    _Atomic(struct rc_file *) *slot = &f->slot[fi * RCACHE_KINDS + kind];
-    struct rc_file *old = atomic_load_explicit(slot, memory_order_acquire);
+    _Atomic(struct rc_rec *) *slot = &f->slot[fi * RCACHE_KINDS + kind];
+    struct rc_rec *head = atomic_load_explicit(slot, memory_order_acquire);
+    const struct rc_file *old = (const struct rc_file *)head;
     size_t al = strlen(arg);
     if (old && key_eq(&old->key, &key) && old->ctime_ns == ctime_of(st) && old->arglen == al &&
-        !memcmp(old->data + old->len + 1, arg, al))
+        !memcmp(old->data + old->r.len + 1, arg, al))
         return 0;       /* another thread kept the same reply */
-    unsigned depth = old ? old->depth + 1 : 0;
-    if (depth >= RCACHE_FILE_VERSIONS)
+    struct rc_file *r = rec_new(head, sizeof(struct rc_file) + len + 1 + al + 1, len);
+    if (!r)
         return 0;
-    size_t size = sizeof(struct rc_file) + len + 1 + al + 1;
-    if (!charge(&files_bytes, size, 0, RCACHE_FILES_BYTES))
-        return 0;
-    struct rc_file *r = xmalloc(size);
     r->key = key;
     r->ctime_ns = ctime_of(st);
-    atomic_init(&r->verified, 0);
-    r->older = old;
-    r->depth = depth;
-    r->len = len;
     r->arglen = al;
-    r->size = size;
     memcpy(r->data, bytes, len);
     r->data[len] = '\0';
     memcpy(r->data + len + 1, arg, al + 1);
-    if (!atomic_compare_exchange_strong_explicit(slot, &old, r, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        atomic_fetch_sub(&files_bytes, size);
-        free(r);
-        return 0;
-    }
-    return 1;
+    return rec_swap(slot, head, &r->r);
 }
 
 void rcache_files_free(struct rcache_files *f, size_t nfiles)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < RCACHE_ENTRY_KINDS; i++) {
-        struct rc_entry *e = atomic_load(&f->entry[i]);
-        while (e) {
-            struct rc_entry *older = e->older;
-            atomic_fetch_sub(&files_bytes, e->size);
-            free(e);
-            e = older;
-        }
-    }
-    for (size_t i = 0; i < RCACHE_KINDS * nfiles; i++) {
-        struct rc_file *r = atomic_load(&f->slot[i]);
-        while (r) {
-            struct rc_file *older = r->older;
-            atomic_fetch_sub(&files_bytes, r->size);
-            free(r);
-            r = older;
-        }
-    }
+    for (size_t i = 0; i < RCACHE_ENTRY_KINDS; i++)
+        rec_free_chain(atomic_load(&f->entry[i]));
+    for (size_t i = 0; i < RCACHE_KINDS * nfiles; i++)
+        rec_free_chain(atomic_load(&f->slot[i]));
     free(f);
 }
 
@@ -468,10 +489,12 @@ const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
     if (k->nfiles > RCACHE_ENTRY_FILES)
         return NULL;
     struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
-    struct rc_entry *e = f ? atomic_load_explicit(&f->entry[kind], memory_order_acquire) : NULL;
+    struct rc_entry *e =
+        f ? (struct rc_entry *)atomic_load_explicit(&f->entry[kind], memory_order_acquire)
+          : NULL;
     uint64_t quiet = e && atomic_load(&f->watched) ? ch_quiet() : 0;
-    if (quiet && atomic_load(&e->verified) == quiet) {
-        *len = e->len;
+    if (quiet && atomic_load(&e->r.verified) == quiet) {
+        *len = e->r.len;
         return e->data;
     }
     quiet = ch_current(k, f, quiet);
@@ -483,8 +506,8 @@ const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
     if (!s->ok || !e || e->n != s->n || memcmp(e->st, s->st, s->n * sizeof s->st[0]))
         return NULL;
     if (quiet && !linked)
-        atomic_store(&e->verified, quiet);
-    *len = e->len;
+        atomic_store(&e->r.verified, quiet);
+    *len = e->r.len;
     return e->data;
 }
 
@@ -494,34 +517,19 @@ int rcache_entry_put(struct skill *k, unsigned kind, const struct rcache_stamps 
     if (!stamps || !stamps->ok || len > RCACHE_FILE_MAX)
         return 0;
     struct rcache_files *f = files_of(k);
-    _Atomic(struct rc_entry *) *slot = &f->entry[kind];
-    struct rc_entry *old = atomic_load_explicit(slot, memory_order_acquire);
-    unsigned depth = old ? old->depth + 1 : 0;
-    if (depth >= RCACHE_FILE_VERSIONS)
-        return 0;
+    _Atomic(struct rc_rec *) *slot = &f->entry[kind];
+    struct rc_rec *head = atomic_load_explicit(slot, memory_order_acquire);
     size_t sts = stamps->n * sizeof stamps->st[0];
     size_t pad = (len + 1 + 7) & ~(size_t)7;
-    size_t size = sizeof(struct rc_entry) + pad + sts;
-    if (!charge(&files_bytes, size, 0, RCACHE_FILES_BYTES))
+    struct rc_entry *e = rec_new(head, sizeof(struct rc_entry) + pad + sts, len);
+    if (!e)
         return 0;
-    struct rc_entry *e = xmalloc(size);
-    atomic_init(&e->verified, 0);
-    e->older = old;
-    e->depth = depth;
     e->n = stamps->n;
-    e->len = len;
-    e->size = size;
     memcpy(e->data, bytes, len);
     e->data[len] = '\0';
     e->st = (struct rc_stamp *)(void *)(e->data + pad);
     memcpy(e->st, stamps->st, sts);
-    if (!atomic_compare_exchange_strong_explicit(slot, &old, e, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        atomic_fetch_sub(&files_bytes, size);
-        free(e);
-        return 0;
-    }
-    return 1;
+    return rec_swap(slot, head, &e->r);
 }
 
 size_t rcache_files_bytes(void)
@@ -531,18 +539,73 @@ size_t rcache_files_bytes(void)
 
 /* ---- pages ----------------------------------------------------------------- */
 
-/* A way's state: readers in the low 32 bits, WRITING while a writer swaps it. */
-#define WRITING (1ull << 32)
+/*
+ * A hit writes no line another thread writes: the reader names the page it
+ * copies in its thread's hazard slot (one cache line each) instead of
+ * counting itself into the way. A writer that takes a page out of its way
+ * frees it only once no slot names it; until then the page waits on the
+ * table's retired list (freed by a later put, or with the table). The
+ * reader's store to its slot and its second load of the way, and the
+ * writer's exchange of the way and its load of the slots, are sequentially
+ * consistent: either the reader sees the way changed (and does not use the
+ * page) or the writer sees the slot (and does not free it).
+ */
+#define PG_SLOTS 256
+
+static struct {
+    _Alignas(64) _Atomic(const void *) p;
+} pg_hp[PG_SLOTS];
+static atomic_bool pg_taken[PG_SLOTS];
+static pthread_key_t pg_key;
+static pthread_once_t pg_once = PTHREAD_ONCE_INIT;
+static _Thread_local int pg_slot = -1;
+
+static void pg_thread_exit(void *arg)
+{
+    atomic_store(&pg_taken[(intptr_t)arg - 1], 0);
+}
+
+static void pg_init(void)
+{
+    pthread_key_create(&pg_key, pg_thread_exit);
+}
+
+/* This thread's slot, claimed on first use; -1 when all are taken (the
+ * thread then reads no page). */
+static int pg_mine(void)
+{
+    if (pg_slot >= 0)
+        return pg_slot;
+    pthread_once(&pg_once, pg_init);
+    for (int i = 0; i < PG_SLOTS; i++) {
+        _Bool expect = 0;
+        if (atomic_compare_exchange_strong(&pg_taken[i], &expect, 1)) {
+            pg_slot = i;
+            pthread_setspecific(pg_key, (void *)(intptr_t)(i + 1));
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int pg_held(const void *pg)
+{
+    for (int i = 0; i < PG_SLOTS; i++)
+        if (atomic_load(&pg_hp[i].p) == pg)
+            return 1;
+    return 0;
+}
 
 struct rc_page {
     uint64_t hash;
     const void *view;
     size_t klen, len, size;
+    struct rc_page *retired;    /* next on the table's retired list */
     char data[];            /* the key, then the page */
 };
 
 struct rc_way {
-    _Atomic uint64_t state;
+    atomic_int writing;     /* a writer is replacing the page */
     _Atomic uint64_t hash;  /* of the page held (a hint: the page's key decides) */
     _Atomic(struct rc_page *) page;
     atomic_int used;        /* the clock's reference bit */
@@ -552,6 +615,7 @@ struct rcache_pages {
     size_t sets, ways, max_bytes;
     atomic_size_t bytes;
     atomic_size_t count;
+    _Atomic(struct rc_page *) retired;  /* out of their ways, still named by a slot */
     atomic_uint *hand;      /* per set */
     struct rc_way w[];
 };
@@ -576,8 +640,38 @@ void rcache_pages_free(struct rcache_pages *p)
         return;
     for (size_t i = 0; i < p->sets * p->ways; i++)
         free(atomic_load(&p->w[i].page));
+    for (struct rc_page *pg = atomic_load(&p->retired), *next; pg; pg = next) {
+        next = pg->retired;
+        free(pg);
+    }
     free(p->hand);
     free(p);
+}
+
+/* A page out of its way: freed now, or retired while a reader names it. */
+static void page_retire(struct rcache_pages *p, struct rc_page *pg)
+{
+    if (!pg_held(pg)) {
+        atomic_fetch_sub(&p->bytes, pg->size);
+        free(pg);
+        return;
+    }
+    pg->retired = atomic_load(&p->retired);
+    while (!atomic_compare_exchange_weak(&p->retired, &pg->retired, pg))
+        ;
+}
+
+/* The retired pages no reader names any more are freed. */
+static void pages_reclaim(struct rcache_pages *p)
+{
+    if (!atomic_load_explicit(&p->retired, memory_order_relaxed))
+        return;
+    struct rc_page *pg = atomic_exchange(&p->retired, NULL);
+    while (pg) {
+        struct rc_page *next = pg->retired;
+        page_retire(p, pg);
+        pg = next;
+    }
 }
 
 static uint64_t page_hash(const void *view, const char *key, size_t klen)
@@ -600,29 +694,35 @@ int rcache_pages_get(struct rcache_pages *p, const void *view, const char *key, 
 {
     uint64_t h = page_hash(view, key, klen);
     struct rc_way *set = &p->w[(h % p->sets) * p->ways];
+    int slot = -1;
     for (size_t i = 0; i < p->ways; i++) {
         struct rc_way *w = &set[i];
         if (atomic_load_explicit(&w->hash, memory_order_relaxed) != h)
             continue;
-        /* Counted in before the page is looked at: a writer swaps (and
-         * frees) a page only while no reader is counted in. */
-        if (atomic_fetch_add(&w->state, 1) & WRITING) {
-            atomic_fetch_sub(&w->state, 1);
-            continue;
-        }
+        if (slot < 0 && (slot = pg_mine()) < 0)
+            return 0;
+        /* Named before it is looked at; used only if still the way's page
+         * after that (a writer that took it out may not have seen the slot). */
         struct rc_page *pg = atomic_load(&w->page);
+        atomic_store(&pg_hp[slot].p, pg);
+        if (atomic_load(&w->page) != pg)
+            continue;
         int hit = page_is(pg, h, view, key, klen);
         if (hit) {
             *len = pg->len;
             *out = xmalloc(pg->len + 1);
             memcpy(*out, pg->data + pg->klen, pg->len);
             (*out)[pg->len] = '\0';
-            atomic_store_explicit(&w->used, 1, memory_order_relaxed);
+            /* written only when the clock has cleared it */
+            if (!atomic_load_explicit(&w->used, memory_order_relaxed))
+                atomic_store_explicit(&w->used, 1, memory_order_relaxed);
         }
-        atomic_fetch_sub(&w->state, 1);
+        atomic_store_explicit(&pg_hp[slot].p, NULL, memory_order_release);
         if (hit)
             return 1;
     }
+    if (slot >= 0)
+        atomic_store_explicit(&pg_hp[slot].p, NULL, memory_order_release);
     return 0;
 }
 
@@ -631,6 +731,7 @@ int rcache_pages_put(struct rcache_pages *p, const void *view, const char *key, 
 {
     if (len > RCACHE_PAGE_MAX)
         return 0;
+    pages_reclaim(p);
     uint64_t h = page_hash(view, key, klen);
     size_t si = h % p->sets;
     struct rc_way *set = &p->w[si * p->ways];
@@ -649,14 +750,14 @@ int rcache_pages_put(struct rcache_pages *p, const void *view, const char *key, 
     }
     if (!victim)
         return 0;
-    uint64_t idle = 0;
-    if (!atomic_compare_exchange_strong(&victim->state, &idle, WRITING))
-        return 0;       /* being read or written: this page is not kept */
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&victim->writing, &idle, 1))
+        return 0;       /* being written: this page is not kept */
     size_t size = sizeof(struct rc_page) + klen + len;
     struct rc_page *old = atomic_load(&victim->page);
     size_t freed = old ? old->size : 0;
     if (!charge(&p->bytes, size, freed, p->max_bytes)) {
-        atomic_fetch_and(&victim->state, ~WRITING);
+        atomic_store(&victim->writing, 0);
         return 0;
     }
     struct rc_page *pg = xmalloc(size);
@@ -665,18 +766,17 @@ int rcache_pages_put(struct rcache_pages *p, const void *view, const char *key, 
     pg->klen = klen;
     pg->len = len;
     pg->size = size;
+    pg->retired = NULL;
     memcpy(pg->data, key, klen);
     memcpy(pg->data + klen, page, len);
-    atomic_store(&victim->page, pg);
+    atomic_exchange(&victim->page, pg);
     atomic_store(&victim->hash, h);
     atomic_store_explicit(&victim->used, 1, memory_order_relaxed);
-    if (old) {
-        atomic_fetch_sub(&p->bytes, freed);
-        free(old);
-    } else {
+    if (old)
+        page_retire(p, old);
+    else
         atomic_fetch_add(&p->count, 1);
-    }
-    atomic_fetch_and(&victim->state, ~WRITING);
+    atomic_store(&victim->writing, 0);
     return 1;
 }
 

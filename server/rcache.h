@@ -20,9 +20,9 @@
  *   ranked in: a set-associative table (sets x ways, clock eviction in each
  *   set) bounded by entries and by bytes. The key is the caller's view (a
  *   pointer: one caller's page is never served to another view), the era
- *   and the arguments. Each way has a reader count: a reader holds it while
- *   it copies the page out, and a writer replaces a way only when no reader
- *   holds it (otherwise it simply does not cache this one).
+ *   and the arguments. A reader names the page it copies out in its
+ *   thread's hazard slot (it writes no shared line); a writer frees a page
+ *   it replaced only once no slot names it.
  */
 #ifndef SKILL_RCACHE_H
 #define SKILL_RCACHE_H

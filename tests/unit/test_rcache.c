@@ -411,6 +411,64 @@ TEST(pages_threads)
     rcache_pages_free(shared);
 }
 
+/* Pages taken out of their way while readers copy them: a reader copies
+ * a whole page of its own key, never one freed (and reused) under it. */
+#define BIG (16 * 1024)
+static atomic_int replacing;
+
+static void *big_reader(void *arg)
+{
+    char key = *(const char *)arg, *out;
+    size_t len;
+    while (atomic_load(&replacing)) {
+        if (!rcache_pages_get(shared, NULL, &key, 1, &out, &len))
+            continue;
+        if (len != BIG)
+            atomic_fetch_add(&wrong, 1);
+        for (size_t i = 0; i < len; i++)
+            if (out[i] != key) {
+                atomic_fetch_add(&wrong, 1);
+                break;
+            }
+        free(out);
+    }
+    return NULL;
+}
+
+TEST(pages_replaced_under_readers)
+{
+    /* one way: every put of another key takes the page out; three keys,
+     * so a freed page's memory is reused for another key's */
+    shared = rcache_pages_new(1, 1, 1 << 20);
+    atomic_store(&wrong, 0);
+    atomic_store(&replacing, 1);
+    static char keys[3] = {'a', 'b', 'c'};
+    static char page[3][BIG];
+    for (int i = 0; i < 3; i++)
+        memset(page[i], keys[i], BIG);
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, big_reader, &keys[i]);
+    int kept = 0;
+    for (int i = 0; i < 20000; i++) {
+        kept += rcache_pages_put(shared, NULL, &keys[i % 3], 1, page[i % 3], BIG);
+        char *out;
+        size_t len;
+        /* the clock gives a used way another turn: clear it by a miss */
+        if (rcache_pages_get(shared, NULL, &keys[i % 3], 1, &out, &len))
+            free(out);
+    }
+    atomic_store(&replacing, 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    CHECK_EQ(atomic_load(&wrong), 0);
+    CHECK(kept > 1000);
+    size_t pages, bytes;
+    rcache_pages_usage(shared, &pages, &bytes);
+    CHECK_EQ(pages, 1);
+    rcache_pages_free(shared);
+}
+
 int main(void)
 {
     make_tree();
@@ -427,6 +485,7 @@ int main(void)
     RUN(list_pages_per_view_and_snapshot);
     RUN(pages_bounded);
     RUN(pages_threads);
+    RUN(pages_replaced_under_readers);
     server_down();
     rm_tree(base);
     DONE();
