@@ -10,6 +10,7 @@
  * This is the only file that picks HTTP status codes.
  */
 #include "http.h"
+#include "http_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,93 +41,37 @@
 #include "skills.h"
 #include "util.h"
 
-struct http {
-    struct MHD_Daemon *d;
-    char *tls_cert, *tls_key;   /* PEM text; libmicrohttpd reads them while running */
-    struct srv *S;
-    int loopback;
-    atomic_int draining;        /* quiesced: /readyz says 503 */
-    struct pcount *active;      /* requests in flight, scripts included */
-    /* parked script calls whose sockets are watched for a hang-up */
-    pthread_mutex_t watch_mu;
-    pthread_cond_t watch_cv;
-    struct req *watch;          /* guarded by watch_mu */
-    int watch_stop;             /* guarded by watch_mu */
-    int watching;               /* the watcher runs: http_stop joins it */
-    pthread_t watcher;
-    /* requests ended while draining, and those cut off: the drain's last
-     * access log line */
-    atomic_long drain_ended, drain_cut;
-    uint64_t drain_t0;
-};
-
-struct req {
-    struct buf body;
-    int too_big;
-    int active_shard;           /* where it is counted in h->active */
-    uint64_t t0;
-    unsigned status;            /* what was answered, for the log and metrics */
-    const char *ops;            /* an operations endpoint (borrowed url), or NULL */
-    const char *client;         /* authenticated client id (borrowed from auth), or NULL */
-    const struct acl_class *acl;    /* --acl: the caller's class once authorized, or NULL */
-    /* --acl: who it is, for a notification stream that outlives a rule reload */
-    char who_groups[256], who_sub[256], who_scopes[512];
-    const char *challenge;      /* WWW-Authenticate of a 401/403 refusal (borrowed), or NULL */
-    int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
-    struct call *call;          /* the MCP request, once its body is read */
-    /* the answer; for a pending call the connection is parked until it comes */
-    struct MHD_Connection *con;
-    int parked;
-    char *resp;
-    size_t resp_len;
-    int ready;
-    int sse;                    /* --sse and the client accepts text/event-stream */
-    /* on the hang-up watch (struct http): the connection's thread adds and
-     * removes it; the watcher reads fd and sets hung under watch_mu */
-    struct req *watch_next;
-    int watched, watch_fd, hung;
-    /* for the access log (only with --access-log) */
-    char http_method[16];
-    char *path;
-    struct nstream *ns;         /* a notification stream (GET), or NULL */
-};
-
 /* Set when the drain begins: every answer from then on closes its
  * connection, so no keep-alive client sends a request the drain's end
  * would cut off. One HTTP server per process. */
-static atomic_int closing;
+atomic_int http_closing;
 
 /* What a 405 offers: DELETE ends a session with --stateful. Set once at start. */
 static const char *allow_methods = "POST";
 
 /* --allowed-origins: the origins that get CORS headers. Set once at start. */
-static const char *cors_origins;
-
-struct req;
-static void cors_headers(struct MHD_Response *r, struct MHD_Connection *con);
-static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
-                             char *body, size_t len, const char *ctype);
+const char *http_cors_origins;
 
 /* Queues body (malloc'd, or NULL for none; freed by libmicrohttpd). */
-static enum MHD_Result send_bytes(struct MHD_Connection *con, unsigned status, char *body,
-                                  size_t len, const char *ctype)
+enum MHD_Result http_send_bytes(struct MHD_Connection *con, unsigned status, char *body,
+                                size_t len, const char *ctype)
 {
-    return reply(con, NULL, status, body, len, ctype);
+    return http_reply(con, NULL, status, body, len, ctype);
 }
 
 /* A JSON-RPC error without an id, for transport-level refusals. */
-static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, int code,
-                                  const char *msg)
+enum MHD_Result http_send_error(struct MHD_Connection *con, unsigned status, int code,
+                                const char *msg)
 {
     size_t len;
     char *s = env_error(NULL, code, msg, NULL, &len);
-    return send_bytes(con, status, s, len, "application/json");
+    return http_send_bytes(con, status, s, len, "application/json");
 }
 
 /* Every answer goes out here; an MCP answer (rq set) also carries the
  * client's RateLimit-* headers. */
-static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
-                             char *body, size_t len, const char *ctype)
+enum MHD_Result http_reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
+                           char *body, size_t len, const char *ctype)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
@@ -137,7 +82,7 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (ctype)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    if (atomic_load(&closing))
+    if (atomic_load(&http_closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ctype && !strcmp(ctype, "text/event-stream")) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -163,7 +108,7 @@ static enum MHD_Result reply(struct MHD_Connection *con, const struct req *rq, u
     }
     if (rq && rq->challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, rq->challenge);
-    cors_headers(r, con);
+    http_cors_headers(r, con);
     enum MHD_Result ret = MHD_queue_response(con, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -179,7 +124,7 @@ static enum MHD_Result reply_rpc(struct MHD_Connection *con, const struct req *r
                                  unsigned status, char *body, size_t len)
 {
     if (!rq->sse || status != MHD_HTTP_OK || !body)
-        return reply(con, rq, status, body, len, "application/json");
+        return http_reply(con, rq, status, body, len, "application/json");
     struct buf b;
     buf_init(&b, 0);
     buf_puts(&b, "event: message\n");
@@ -197,19 +142,19 @@ static enum MHD_Result reply_rpc(struct MHD_Connection *con, const struct req *r
     free(body);
     size_t flen;
     char *framed = buf_steal(&b, &flen);
-    return reply(con, rq, status, framed, flen, "text/event-stream");
+    return http_reply(con, rq, status, framed, flen, "text/event-stream");
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *con, const struct req *rq,
-                                   unsigned status, const char *msg)
+enum MHD_Result http_reply_error(struct MHD_Connection *con, const struct req *rq,
+                                 unsigned status, const char *msg)
 {
     size_t len;
     char *s = env_error(NULL, RPC_INVALID_REQUEST, msg, NULL, &len);
-    return reply(con, rq, status, s, len, "application/json");
+    return http_reply(con, rq, status, s, len, "application/json");
 }
 
 /* "host[:port]" or "[v6]:port" -> host, lowercased, brackets kept for v6. */
-static void host_part(const char *in, char *out, size_t cap)
+void http_host_part(const char *in, char *out, size_t cap)
 {
     size_t n;
     if (in[0] == '[') {
@@ -254,7 +199,7 @@ static int in_list(const char *list, const char *item)
 }
 
 /* DNS-rebinding defence: Host must name this server, Origin must be ours. */
-static const char *check_peer(struct http *h, struct MHD_Connection *con)
+const char *http_check_peer(struct http *h, struct MHD_Connection *con)
 {
     const struct cfg *c = &h->S->cfg;
     const char *host = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
@@ -263,12 +208,12 @@ static const char *check_peer(struct http *h, struct MHD_Connection *con)
     if (h->loopback && !in_list(c->allowed_hosts, "*")) {
         if (!host)
             return "Forbidden: missing Host header";
-        host_part(host, name, sizeof name);
+        http_host_part(host, name, sizeof name);
         if (!loopback_name(name) && !in_list(c->allowed_hosts, name))
             return "Forbidden: Host is not allowed (DNS rebinding protection; see "
                    "--allowed-hosts)";
     } else if (c->allowed_hosts && host) {
-        host_part(host, name, sizeof name);
+        http_host_part(host, name, sizeof name);
         if (!in_list(c->allowed_hosts, name))
             return "Forbidden: Host is not allowed (see --allowed-hosts)";
     }
@@ -276,7 +221,7 @@ static const char *check_peer(struct http *h, struct MHD_Connection *con)
         const char *p = strstr(origin, "://");
         if (!p)
             return "Forbidden: Origin is not allowed (see --allowed-origins)";
-        host_part(p + 3, name, sizeof name);
+        http_host_part(p + 3, name, sizeof name);
         if (!loopback_name(name))
             return "Forbidden: Origin is not allowed (see --allowed-origins)";
     }
@@ -304,24 +249,24 @@ static const char *check_peer(struct http *h, struct MHD_Connection *con)
 /* The request's Origin when it may read the answer, else NULL. */
 static const char *cors_origin(struct MHD_Connection *con)
 {
-    if (!cors_origins)
+    if (!http_cors_origins)
         return NULL;
     const char *o = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
     if (!o || !*o)
         return NULL;
     /* "null" (a file: page, a sandboxed frame) is no one in particular:
      * only a list that names it lets it in. */
-    if (!strcmp(o, "null") && !strcmp(cors_origins, "*"))
+    if (!strcmp(o, "null") && !strcmp(http_cors_origins, "*"))
         return NULL;
-    return in_list(cors_origins, o) ? o : NULL;
+    return in_list(http_cors_origins, o) ? o : NULL;
 }
 
-static void cors_headers(struct MHD_Response *r, struct MHD_Connection *con)
+void http_cors_headers(struct MHD_Response *r, struct MHD_Connection *con)
 {
     /* Every answer varies with Origin once some origins get CORS headers: a
      * cache must not hand one origin's answer (or an answer without them)
      * to another. */
-    if (cors_origins)
+    if (http_cors_origins)
         MHD_add_response_header(r, "Vary", "Origin");
     const char *o = cors_origin(con);
     if (!o)
@@ -333,7 +278,7 @@ static void cors_headers(struct MHD_Response *r, struct MHD_Connection *con)
 /* The answer to OPTIONS on a path that serves methods: 204 with Allow, and
  * for an allowed origin the preflight's permissions. No auth: a browser
  * never sends credentials with a preflight. */
-static enum MHD_Result cors_preflight(struct MHD_Connection *con, const char *methods)
+enum MHD_Result http_cors_preflight(struct MHD_Connection *con, const char *methods)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (!r)
@@ -341,9 +286,9 @@ static enum MHD_Result cors_preflight(struct MHD_Connection *con, const char *me
     char allow[96];
     snprintf(allow, sizeof allow, "%s, OPTIONS", methods);
     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    if (atomic_load(&closing))
+    if (atomic_load(&http_closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    cors_headers(r, con);
+    http_cors_headers(r, con);
     if (cors_origin(con)) {
         MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
         MHD_add_response_header(r, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
@@ -537,14 +482,14 @@ static void sse_free(void *cls)
     free(e);
 }
 
-static int accepts_sse(struct MHD_Connection *con)
+int http_accepts_sse(struct MHD_Connection *con)
 {
     const char *accept =
         MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
     return accept && strcasestr(accept, "text/event-stream");
 }
 
-static enum MHD_Result start_stream(struct MHD_Connection *con, struct call *c)
+enum MHD_Result http_sse_start(struct MHD_Connection *con, struct call *c)
 {
     struct sse *e = xcalloc(1, sizeof *e);
     parked_init(&e->p, con);
@@ -553,9 +498,9 @@ static enum MHD_Result start_stream(struct MHD_Connection *con, struct call *c)
     call_on_event(c, sse_event, e);
     call_on_complete(c, sse_complete, e);
     struct MHD_Response *r = parked_response(sse_read, e, sse_free);
-    if (atomic_load(&closing))
+    if (atomic_load(&http_closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    cors_headers(r, con);
+    http_cors_headers(r, con);
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     rpc_start(c);
@@ -573,9 +518,6 @@ static void plain_complete(char *bytes, size_t len, void *arg)
     if (rq->parked)
         MHD_resume_connection(rq->con);
 }
-
-struct http;
-static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq);
 
 /* ---- notification streams ----------------------------------------------------
  *
@@ -602,7 +544,7 @@ struct nstream {
     size_t final_len;
 };
 
-static void ns_unref(struct nstream *e)
+void http_ns_unref(struct nstream *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) != 1)
         return;
@@ -698,7 +640,7 @@ static void ns_free(void *cls)
     struct nstream *e = cls;
     notify_unlisten(e->l);  /* no wake after this */
     parked_kill(&e->p);     /* nor a poke of the watcher's */
-    ns_unref(e);
+    http_ns_unref(e);
 }
 
 static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, struct req *rq,
@@ -722,12 +664,12 @@ static enum MHD_Result stream_head(struct http *h, struct MHD_Connection *con, s
 {
     if (atomic_load(&h->draining)) {
         rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        return reply_error(con, rq, rq->status,
+        return http_reply_error(con, rq, rq->status,
                            "Service Unavailable: the server is shutting down");
     }
     if (notify_session_listening(sid)) {
         rq->status = MHD_HTTP_CONFLICT;
-        return reply_error(con, rq, rq->status,
+        return http_reply_error(con, rq, rq->status,
                            "Conflict: this session already has its GET stream open (one per "
                            "session)");
     }
@@ -739,9 +681,9 @@ static enum MHD_Result stream_head(struct http *h, struct MHD_Connection *con, s
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
-    if (atomic_load(&closing))
+    if (atomic_load(&http_closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    cors_headers(r, con);
+    http_cors_headers(r, con);
     rq->status = MHD_HTTP_OK;
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
@@ -753,20 +695,20 @@ static enum MHD_Result stream_head(struct http *h, struct MHD_Connection *con, s
  * HEAD (head set) gets the status and headers GET would get, and changes
  * nothing: no stream, and the session is looked up, not marked used.
  */
-static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, struct req *rq,
-                                   int head)
+enum MHD_Result http_open_stream(struct http *h, struct MHD_Connection *con, struct req *rq,
+                                 int head)
 {
     struct srv *S = h->S;
     const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");
-    if (!accepts_sse(con)) {
+    if (!http_accepts_sse(con)) {
         rq->status = MHD_HTTP_NOT_ACCEPTABLE;
-        return reply_error(con, rq, rq->status,
+        return http_reply_error(con, rq, rq->status,
                            "Not Acceptable: the GET stream is text/event-stream; send Accept: "
                            "text/event-stream");
     }
     if (!sid) {
         rq->status = MHD_HTTP_BAD_REQUEST;
-        return reply_error(con, rq, rq->status,
+        return http_reply_error(con, rq, rq->status,
                            "Bad Request: GET needs the Mcp-Session-Id header of a live session "
                            "(send initialize to start one)");
     }
@@ -776,7 +718,7 @@ static enum MHD_Result open_stream(struct http *h, struct MHD_Connection *con, s
         size_t len;
         char *b = env_error(NULL, RPC_SESSION_NOT_FOUND, "Session not found: it ended or expired",
                             NULL, &len);
-        return reply(con, rq, rq->status, b, len, "application/json");
+        return http_reply(con, rq, rq->status, b, len, "application/json");
     }
     if (head)
         return stream_head(h, con, rq, sid);
@@ -797,7 +739,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     if (atomic_load(&h->draining)) {
         /* notify_end_all has run: a stream opened now would hold the drain */
         rq->status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        return reply_error(con, rq, rq->status,
+        return http_reply_error(con, rq, rq->status,
                            "Service Unavailable: the server is shutting down");
     }
     char key[128];
@@ -828,7 +770,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
         rq->status = conflict ? MHD_HTTP_CONFLICT : MHD_HTTP_TOO_MANY_REQUESTS;
         char msg[256];
         snprintf(msg, sizeof msg, "%s: %s", conflict ? "Conflict" : "Too Many Requests", why);
-        return reply_error(con, rq, rq->status, msg);
+        return http_reply_error(con, rq, rq->status, msg);
     }
     if (firstlen)
         ns_sink(first, firstlen, e);
@@ -839,7 +781,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     rq->ns = e;
     enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
-    watch_add(h, con, rq);
+    http_watch_add(h, con, rq);
     return ret;
 }
 
@@ -849,7 +791,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
  * subset), carries what was asked, every notification tagged with the
  * request id, and ends with the listen response when the server drains.
  */
-static enum MHD_Result open_listen(struct http *h, struct MHD_Connection *con, struct req *rq)
+enum MHD_Result http_open_listen(struct http *h, struct MHD_Connection *con, struct req *rq)
 {
     struct call *c = rq->call;
     const char *const *uris = NULL;
@@ -895,7 +837,7 @@ static enum MHD_Result open_listen(struct http *h, struct MHD_Connection *con, s
  */
 #define WATCH_MS 200
 
-static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq)
+void http_watch_add(struct http *h, struct MHD_Connection *con, struct req *rq)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -910,7 +852,7 @@ static void watch_add(struct http *h, struct MHD_Connection *con, struct req *rq
     pthread_mutex_unlock(&h->watch_mu);
 }
 
-static void watch_remove(struct http *h, struct req *rq)
+void http_watch_remove(struct http *h, struct req *rq)
 {
     if (!rq->watched)
         return;
@@ -924,7 +866,7 @@ static void watch_remove(struct http *h, struct req *rq)
     pthread_mutex_unlock(&h->watch_mu);
 }
 
-static void *watch_main(void *arg)
+void *http_watch_main(void *arg)
 {
     struct http *h = arg;
     pthread_mutex_lock(&h->watch_mu);
@@ -971,10 +913,10 @@ static enum MHD_Result ops_text(struct MHD_Connection *con, struct req *rq, unsi
     size_t len;
     char *p = buf_steal(b, &len);
     rq->status = 1;     /* not an MCP request: kept out of the request log */
-    return send_bytes(con, status, p, len, ctype);
+    return http_send_bytes(con, status, p, len, ctype);
 }
 
-static int is_ops_path(const char *url)
+int http_is_ops_path(const char *url)
 {
     return !strcmp(url, "/") || !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics") ||
            !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX)) ||
@@ -983,7 +925,7 @@ static int is_ops_path(const char *url)
 
 /* The operations endpoints that apply the Host/Origin check (the others
  * answer probes from anywhere, or are public by design). */
-static int ops_checks_peer(const char *url)
+int http_ops_checks_peer(const char *url)
 {
     return !strcmp(url, "/metrics") || !strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX));
 }
@@ -993,8 +935,8 @@ static int ops_checks_peer(const char *url)
  * needs them: 0 when the request may go on (rq->client set), else the
  * refusal (401 or 429) is queued in *ret and rq->status set.
  */
-static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
-                     enum MHD_Result *ret)
+int http_authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
+                   enum MHD_Result *ret)
 {
     const char *authz = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
                                                     MHD_HTTP_HEADER_AUTHORIZATION);
@@ -1010,14 +952,14 @@ static int authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
     if (v != AUTH_OK) {
         rq->status = v == AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED;
         rq->challenge = auth_challenge(S->auth, v);
-        *ret = reply_error(con, rq, rq->status, who.why);
+        *ret = http_reply_error(con, rq, rq->status, who.why);
         return -1;
     }
     int wait = auth_rate(S->auth, rq->client, &rq->rl_limit, &rq->rl_remaining, &rq->rl_reset);
     if (wait > 0) {
         rq->rl_reset = wait;
         rq->status = MHD_HTTP_TOO_MANY_REQUESTS;
-        *ret = reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
+        *ret = http_reply_error(con, rq, MHD_HTTP_TOO_MANY_REQUESTS,
                            "Too Many Requests: this client's rate limit is reached; "
                            "retry after the Retry-After seconds");
         return -1;
@@ -1033,15 +975,15 @@ static int ops_authorize(struct http *h, struct MHD_Connection *con, struct req 
 {
     if (!h->S->auth || open)
         return 0;
-    if (authorize(h->S, con, rq, ret) == 0)
+    if (http_authorize(h->S, con, rq, ret) == 0)
         return 0;
     rq->status = 1;
     return -1;
 }
 
 /* 1 with *ret set when url is an operations endpoint, else 0. */
-static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *url,
-                        struct req *rq, enum MHD_Result *ret)
+int http_ops_endpoint(struct http *h, struct MHD_Connection *con, const char *url,
+                      struct req *rq, enum MHD_Result *ret)
 {
     struct buf b;
     buf_init(&b, 0);
@@ -1068,10 +1010,10 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
     if (!strncmp(url, DISCOVERY_PREFIX, strlen(DISCOVERY_PREFIX))) {
         /* The Agent Skills discovery index and its artifacts: the bytes are
          * what the digests cover, so never any Content-Encoding. */
-        const char *why = check_peer(h, con);
+        const char *why = http_check_peer(h, con);
         if (why) {
             rq->status = 1;
-            *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            *ret = http_send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
             return 1;
         }
         if (ops_authorize(h, con, rq, h->S->cfg.public_index, ret) < 0) {
@@ -1088,9 +1030,9 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
         buf_cleanup(&b);
         rq->status = 1;
         if (rc == 0)
-            *ret = send_bytes(con, MHD_HTTP_OK, body, len, ctype);
+            *ret = http_send_bytes(con, MHD_HTTP_OK, body, len, ctype);
         else
-            *ret = send_error(con, rc == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+            *ret = http_send_error(con, rc == -ENOENT ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
                               RPC_INVALID_REQUEST,
                               rc == -ENOENT ? "Not Found: no such skill artifact"
                                             : "the artifact cannot be built; see the server log");
@@ -1104,16 +1046,16 @@ static int ops_endpoint(struct http *h, struct MHD_Connection *con, const char *
         buf_cleanup(&b);
         rq->status = 1;
         *ret = auth_metadata(h->S->auth, url, &body, &len) == 0
-                   ? send_bytes(con, MHD_HTTP_OK, body, len, "application/json")
-                   : send_error(con, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
+                   ? http_send_bytes(con, MHD_HTTP_OK, body, len, "application/json")
+                   : http_send_error(con, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
                                 "Not Found: no protected-resource metadata here");
         return 1;
     }
     if (!strcmp(url, "/metrics")) {
-        const char *why = check_peer(h, con);
+        const char *why = http_check_peer(h, con);
         if (why) {
             rq->status = 1;
-            *ret = send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            *ret = http_send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
             return 1;
         }
         if (ops_authorize(h, con, rq, h->S->cfg.metrics_public, ret) < 0)
@@ -1164,19 +1106,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             snprintf(rq->http_method, sizeof rq->http_method, "%s", method);
             rq->path = xstrndup(url, strnlen(url, 1024));
         }
-#define REFUSE(st, msg) (rq->status = (st), send_error(con, (st), RPC_INVALID_REQUEST, (msg)))
+#define REFUSE(st, msg) (rq->status = (st), http_send_error(con, (st), RPC_INVALID_REQUEST, (msg)))
         if (!strcmp(method, "OPTIONS")) {
             int mcp = !strcmp(url, S->cfg.path);
-            if (!mcp && !is_ops_path(url))
+            if (!mcp && !http_is_ops_path(url))
                 return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
-            const char *why = mcp || ops_checks_peer(url) ? check_peer(h, con) : NULL;
+            const char *why = mcp || http_ops_checks_peer(url) ? http_check_peer(h, con) : NULL;
             if (why)
                 return REFUSE(MHD_HTTP_FORBIDDEN, why);
             rq->status = 1;     /* not an MCP request: kept out of the request log */
-            return cors_preflight(con, mcp ? allow_methods : "GET, HEAD");
+            return http_cors_preflight(con, mcp ? allow_methods : "GET, HEAD");
         }
         if ((!strcmp(method, "GET") || !strcmp(method, "HEAD")) && strcmp(url, S->cfg.path) &&
-            is_ops_path(url)) {
+            http_is_ops_path(url)) {
             /* Answer on the next call, after the (empty) request body, so
              * the connection can be kept alive for the next probe. */
             rq->ops = url;
@@ -1184,11 +1126,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         }
         if (strcmp(url, S->cfg.path))
             return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
-        const char *why = check_peer(h, con);
+        const char *why = http_check_peer(h, con);
         if (why)
             return REFUSE(MHD_HTTP_FORBIDDEN, why);
         enum MHD_Result refused;
-        if (S->auth && authorize(S, con, rq, &refused) < 0)
+        if (S->auth && http_authorize(S, con, rq, &refused) < 0)
             return refused;
         if (!strcmp(method, "DELETE") && S->sessions) {
             /* Ends a --stateful session; there is no body to wait for. */
@@ -1199,15 +1141,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                               "session to end");
             if (!session_end(S->sessions, sid, rq->client)) {
                 rq->status = MHD_HTTP_NOT_FOUND;
-                return send_error(con, MHD_HTTP_NOT_FOUND, RPC_SESSION_NOT_FOUND,
+                return http_send_error(con, MHD_HTTP_NOT_FOUND, RPC_SESSION_NOT_FOUND,
                                   "Session not found: it ended or expired");
             }
             notify_end_session(sid);
             rq->status = MHD_HTTP_NO_CONTENT;
-            return reply(con, rq, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
+            return http_reply(con, rq, MHD_HTTP_NO_CONTENT, NULL, 0, NULL);
         }
         if ((!strcmp(method, "GET") || !strcmp(method, "HEAD")) && S->sessions)
-            return open_stream(h, con, rq, method[0] == 'H');
+            return http_open_stream(h, con, rq, method[0] == 'H');
         if (strcmp(method, "POST"))
             return REFUSE(MHD_HTTP_METHOD_NOT_ALLOWED,
                           S->sessions ? "Method Not Allowed: POST JSON-RPC requests to this "
@@ -1229,14 +1171,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
             return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE,
                           "Payload Too Large: the body is over --max-body");
-        rq->sse = S->cfg.sse && accepts_sse(con);
+        rq->sse = S->cfg.sse && http_accepts_sse(con);
         rq->status = 0;
         return MHD_YES;
     }
     if (rq->ops && !rq->status) {
         enum MHD_Result r = MHD_NO;
         *upload_size = 0;
-        ops_endpoint(h, con, rq->ops, rq, &r);
+        http_ops_endpoint(h, con, rq->ops, rq, &r);
         return r;
     }
     if (rq->status && !rq->ready) {
@@ -1272,24 +1214,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     c->client = rq->client;
     call_set_view(c, rq->acl ? rq->acl : acl_classify(S->acl, NULL));
     c->peer = ci ? ci->client_addr : NULL;
-    c->can_stream = accepts_sse(con);
+    c->can_stream = http_accepts_sse(con);
     c->stream_always = rq->sse;
     rq->con = con;
     call_on_complete(c, plain_complete, rq);
     rpc_handle(c, rq->body.p ? rq->body.p : "", rq->body.len, &hd);
     if (c->listen && rq->ready)
-        return open_listen(h, con, rq);
+        return http_open_listen(h, con, rq);
     unsigned status = MHD_HTTP_OK;
     switch (c->out.kind) {
     case CALL_ACCEPTED:
         rq->status = MHD_HTTP_ACCEPTED;
-        return reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
+        return http_reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case CALL_RUN:
     case CALL_WAIT:
         rq->status = MHD_HTTP_OK;
         if (c->out.kind == CALL_RUN && call_streams(c)) {
-            enum MHD_Result ret = start_stream(con, c);
-            watch_add(h, con, rq);
+            enum MHD_Result ret = http_sse_start(con, c);
+            http_watch_add(h, con, rq);
             return ret;
         }
         /* Never block this thread on a script or a task: park the
@@ -1297,7 +1239,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         rq->parked = 1;
         MHD_suspend_connection(con);
         rpc_start(c);
-        watch_add(h, con, rq);
+        http_watch_add(h, con, rq);
         return MHD_YES;
     case CALL_ERROR:
         if (c->out.transport || c->out.u.error.code == RPC_PARSE_ERROR ||
@@ -1346,7 +1288,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
     struct req *rq = *ctx;
     if (rq) {
         struct http *h = cls;
-        watch_remove(h, rq);
+        http_watch_remove(h, rq);
         pcount_dec(h->active, rq->active_shard);
         int gone = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
         if (atomic_load(&h->draining)) {
@@ -1364,7 +1306,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
                         toe != MHD_REQUEST_TERMINATED_COMPLETED_OK);
         }
         if (rq->ns)
-            ns_unref(rq->ns);
+            http_ns_unref(rq->ns);
         if (rq->call) {
             /* a pending answer that comes after this must not reach rq */
             call_detach(rq->call);
@@ -1441,7 +1383,7 @@ int http_listen(const struct cfg *c, int *port)
     char portstr[16], bare[256];
     const char *host = c->host;
     if (host[0] == '[') {
-        host_part(host, bare, sizeof bare);
+        http_host_part(host, bare, sizeof bare);
         bare[strlen(bare) - 1] = '\0';
         host = bare + 1;
     }
@@ -1498,7 +1440,7 @@ struct http *http_start(struct srv *S, int listen_fd)
     h->loopback = cfg_is_loopback(c->host);
     if (S->sessions)
         allow_methods = "GET, HEAD, POST, DELETE";
-    cors_origins = c->allowed_origins;
+    http_cors_origins = c->allowed_origins;
     if (c->access_log) {
         char why[512];
         if (accesslog_start(c->access_log, c->access_log_json, why, sizeof why) < 0) {
@@ -1559,7 +1501,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         free(h);
         return NULL;
     }
-    int e = pthread_create(&h->watcher, NULL, watch_main, h);
+    int e = pthread_create(&h->watcher, NULL, http_watch_main, h);
     if (e)
         log_warn("http: no hang-up watcher (%s): a script runs on after its client leaves",
                  strerror(e));
@@ -1576,7 +1518,7 @@ void http_quiesce(struct http *h)
 {
     if (!h)
         return;
-    atomic_store(&closing, 1);
+    atomic_store(&http_closing, 1);
     h->drain_t0 = now_ns();
     atomic_store(&h->draining, 1);
     notify_end_all();   /* notification streams never end by themselves */
