@@ -26,6 +26,7 @@ declare -A prefix=(
     [redact]='redact_'
     [stdio_mcp]='stdio_'
     [metrics]='metrics_'
+    [http_peer]='http_' [http_stream]='http_' [http_ops]='http_'
     [pcount]='pcount_'
     [acl]='acl_'
     [reloadable]='reloadable_'

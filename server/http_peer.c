@@ -1,0 +1,165 @@
+/*
+ * http_peer.c - who may call: the Host/Origin checks (DNS rebinding) and
+ * CORS for --allowed-origins (the headers of every answer, preflights).
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_int.h"
+
+/* --allowed-origins: the origins that get CORS headers. Set once at start. */
+const char *http_cors_origins;
+
+/* "host[:port]" or "[v6]:port" -> host, lowercased, brackets kept for v6. */
+void http_host_part(const char *in, char *out, size_t cap)
+{
+    size_t n;
+    if (in[0] == '[') {
+        const char *close = strchr(in, ']');
+        n = close ? (size_t)(close - in + 1) : strlen(in);
+    } else {
+        const char *colon = strchr(in, ':');
+        n = colon ? (size_t)(colon - in) : strlen(in);
+    }
+    if (n >= cap)
+        n = cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)((in[i] >= 'A' && in[i] <= 'Z') ? in[i] + 32 : in[i]);
+    out[n] = '\0';
+}
+
+static int loopback_name(const char *h)
+{
+    return cfg_is_loopback(h);
+}
+
+/* Is item in the comma-separated list (or the list "*")? */
+static int in_list(const char *list, const char *item)
+{
+    if (!list)
+        return 0;
+    if (!strcmp(list, "*"))
+        return 1;
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        size_t l2 = len;
+        while (l2 && p[l2 - 1] == ' ')
+            l2--;
+        if (l2 == n && !strncasecmp(p, item, n))
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
+/* DNS-rebinding defence: Host must name this server, Origin must be ours. */
+const char *http_check_peer(struct http *h, struct MHD_Connection *con)
+{
+    const struct cfg *c = &h->S->cfg;
+    const char *host = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *origin = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
+    char name[256];
+    if (h->loopback && !in_list(c->allowed_hosts, "*")) {
+        if (!host)
+            return "Forbidden: missing Host header";
+        http_host_part(host, name, sizeof name);
+        if (!loopback_name(name) && !in_list(c->allowed_hosts, name))
+            return "Forbidden: Host is not allowed (DNS rebinding protection; see "
+                   "--allowed-hosts)";
+    } else if (c->allowed_hosts && host) {
+        http_host_part(host, name, sizeof name);
+        if (!in_list(c->allowed_hosts, name))
+            return "Forbidden: Host is not allowed (see --allowed-hosts)";
+    }
+    if (origin && !in_list(c->allowed_origins, origin)) {
+        const char *p = strstr(origin, "://");
+        if (!p)
+            return "Forbidden: Origin is not allowed (see --allowed-origins)";
+        http_host_part(p + 3, name, sizeof name);
+        if (!loopback_name(name))
+            return "Forbidden: Origin is not allowed (see --allowed-origins)";
+    }
+    return NULL;
+}
+
+/* ---- CORS ----------------------------------------------------------------
+ *
+ * A page on another origin may read our answers only when its origin is
+ * listed in --allowed-origins (or the list is "*"). Loopback origins pass
+ * the Origin check without being listed, but get no CORS headers: any local
+ * web page would otherwise read the library. The origin is echoed, never
+ * "*", and no Access-Control-Allow-Credentials is sent: the browser sends
+ * Authorization only because the page set it, not a cookie it holds.
+ */
+#define CORS_ALLOW_HEADERS                                                                   \
+    "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, " \
+    "Mcp-Name, Last-Event-ID"
+#define CORS_EXPOSE_HEADERS                                                                  \
+    "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, RateLimit-Limit, "              \
+    "RateLimit-Remaining, RateLimit-Reset, Retry-After"
+/* Chromium caps a cached preflight at 2 hours. */
+#define CORS_MAX_AGE "7200"
+
+/* The request's Origin when it may read the answer, else NULL. */
+static const char *cors_origin(struct MHD_Connection *con)
+{
+    if (!http_cors_origins)
+        return NULL;
+    const char *o = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
+    if (!o || !*o)
+        return NULL;
+    /* "null" (a file: page, a sandboxed frame) is no one in particular:
+     * only a list that names it lets it in. */
+    if (!strcmp(o, "null") && !strcmp(http_cors_origins, "*"))
+        return NULL;
+    return in_list(http_cors_origins, o) ? o : NULL;
+}
+
+void http_cors_headers(struct MHD_Response *r, struct MHD_Connection *con)
+{
+    /* Every answer varies with Origin once some origins get CORS headers: a
+     * cache must not hand one origin's answer (or an answer without them)
+     * to another. */
+    if (http_cors_origins)
+        MHD_add_response_header(r, "Vary", "Origin");
+    const char *o = cors_origin(con);
+    if (!o)
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS);
+}
+
+/* The answer to OPTIONS on a path that serves methods: 204 with Allow, and
+ * for an allowed origin the preflight's permissions. No auth: a browser
+ * never sends credentials with a preflight. */
+enum MHD_Result http_cors_preflight(struct MHD_Connection *con, const char *methods)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    char allow[96];
+    snprintf(allow, sizeof allow, "%s, OPTIONS", methods);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (atomic_load(&http_closing))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    http_cors_headers(r, con);
+    if (cors_origin(con)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", CORS_ALLOW_HEADERS);
+        MHD_add_response_header(r, "Access-Control-Max-Age", CORS_MAX_AGE);
+        /* Private Network Access: a public page calling a server on loopback
+         * or a private address asks first. */
+        const char *pna = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                      "Access-Control-Request-Private-Network");
+        if (pna && !strcasecmp(pna, "true"))
+            MHD_add_response_header(r, "Access-Control-Allow-Private-Network", "true");
+    }
+    enum MHD_Result ret = MHD_queue_response(con, MHD_HTTP_NO_CONTENT, r);
+    MHD_destroy_response(r);
+    return ret;
+}
