@@ -575,6 +575,14 @@ static char *read_pem(const char *path)
     return buf_steal(&b, NULL);
 }
 
+static void http_free(struct http *h)
+{
+    free(h->tls_cert);
+    free(h->tls_key);
+    pcount_free(h->active);
+    free(h);
+}
+
 struct http *http_start(struct srv *S, int listen_fd)
 {
     const struct cfg *c = &S->cfg;
@@ -589,8 +597,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         char why[512];
         if (accesslog_start(c->access_log, c->access_log_json, why, sizeof why) < 0) {
             log_error("--access-log: %s", why);
-            pcount_free(h->active);
-            free(h);
+            http_free(h);
             return NULL;
         }
     }
@@ -618,10 +625,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         h->tls_key = read_pem(c->tls_key);
         if (!h->tls_cert || !h->tls_key) {
             accesslog_stop();
-            free(h->tls_cert);
-            free(h->tls_key);
-            pcount_free(h->active);
-            free(h);
+            http_free(h);
             return NULL;
         }
         flags |= MHD_USE_TLS;
@@ -639,10 +643,7 @@ struct http *http_start(struct srv *S, int listen_fd)
                   c->tls_cert ? " (check --tls-cert and --tls-key)" : "",
                   errno ? strerror(errno) : "libmicrohttpd refused to start");
         accesslog_stop();
-        free(h->tls_cert);
-        free(h->tls_key);
-        pcount_free(h->active);
-        free(h);
+        http_free(h);
         return NULL;
     }
     int e = pthread_create(&h->watcher, NULL, http_watch_main, h);
@@ -699,8 +700,5 @@ void http_stop(struct http *h)
         pthread_join(h->watcher, NULL);
     pthread_mutex_destroy(&h->watch_mu);
     pthread_cond_destroy(&h->watch_cv);
-    free(h->tls_cert);
-    free(h->tls_key);
-    pcount_free(h->active);
-    free(h);
+    http_free(h);
 }
