@@ -11,7 +11,6 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,20 +18,18 @@ import path from 'node:path';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  E2E_DIR, MODERN, connect, freePort, modernMeta, poll, post, postModern, runCli, startServer,
+  E2E_DIR, MODERN, connect, modernMeta, poll, post, postModern, runCli, startServer,
 } from './lib/harness.mjs';
 import { alive, sleep, waitGone } from './lib/procs.mjs';
+import { startRedis } from './lib/redis.mjs';
 
 const SKILLS = path.join(E2E_DIR, 'fixtures', 'task-skills');
 const TRACE = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-tasks-'));
 fs.chmodSync(TRACE, 0o777);  // a root server's hooks run as nobody and write their trace here
 process.env.HOOK_TRACE_DIR = TRACE;
 const servers = [];
-const redises = [];
-
 after(async () => {
   for (const s of servers) await s.stop().catch(() => {});
-  for (const r of redises) { try { process.kill(r.pid, 'SIGKILL'); } catch { /* gone */ } }
   fs.rmSync(TRACE, { recursive: true, force: true });
 });
 
@@ -433,24 +430,6 @@ test('start-up refuses task settings that cannot work', { timeout: 20_000 }, () 
 
 // ---- Redis: several workers ----------------------------------------------------------------
 
-async function startRedis(extra = []) {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  redises.push(proc);
-  let out = '';
-  proc.stdout.on('data', (c) => { out += c; });
-  const ready = await poll(() => /Ready to accept connections/.test(out), 5000, 50);
-  assert.ok(ready, `redis-server did not start: ${out}`);
-  return { proc, port, url: `redis://127.0.0.1:${port}/3` };
-}
-
-async function stopRedis(r) {
-  try { process.kill(r.proc.pid, 'SIGKILL'); } catch { /* gone */ }
-  assert.ok(await waitGone(r.proc.pid, 5000));
-  redises.splice(redises.indexOf(r.proc), 1);
-}
-
 /** The worker tag ("w0", "w1") that logged "task ID: created". */
 const creator = (s, id) => new RegExp(` (w\\d) task ${id}: created`).exec(s.log)?.[1];
 
@@ -498,12 +477,12 @@ test('--workers 2 with Redis: created through one worker, polled, cancelled and 
     assert.ok((await rpc(s.url, 'tasks/list')).json.result.tasks.length >= 2, 'tasks/list reads Redis');
   } finally {
     await stop(s);
-    await stopRedis(r);
+    await r.stop();
   }
 });
 
 test('--tasks-redis with a password and a database number; a wrong password is a clear error', { timeout: 30_000 }, async () => {
-  const r = await startRedis(['--requirepass', 'pw-secret']);
+  const r = await startRedis({ password: 'pw-secret' });
   try {
     const ok = await start(['--tasks-redis', `redis://:pw-secret@127.0.0.1:${r.port}/5`]);
     try {
@@ -527,7 +506,7 @@ test('--tasks-redis with a password and a database number; a wrong password is a
       await stop(bad);
     }
   } finally {
-    await stopRedis(r);
+    await r.stop();
   }
 });
 
@@ -538,7 +517,7 @@ test('Redis stopped mid-run: tasks calls fail with a clear error, everything els
     const m = uniq('redis-down');
     const t = await createTask(s.url, long(3, m));
     assert.ok(await poll(() => markedPids(m).length === 2, 8000, 50));
-    await stopRedis(r);
+    await r.stop();
     const want = new RegExp(`^tasks unavailable: redis at 127\\.0\\.0\\.1:${r.port}: `);
     for (let i = 0; i < 4; i++) {
       const g = await rpc(s.url, 'tasks/get', { taskId: t.taskId });
@@ -611,7 +590,7 @@ test('a worker that stops with live tasks marks them failed; a task whose owner 
       await stop(s2);
     }
   } finally {
-    await stopRedis(r);
+    await r.stop();
   }
 });
 
