@@ -12,6 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 
 import { JSON_HEADERS, MODERN, modernMeta, poll, post, raw, startServer } from './lib/harness.mjs';
+import { markedPids } from './lib/procs.mjs';
 import { startRedis } from './lib/redis.mjs';
 
 const servers = [];
@@ -38,18 +39,6 @@ async function start(args = []) {
   });
   servers.push(s);
   return s;
-}
-
-/** pids whose command line holds marker */
-function markedPids(marker) {
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(marker)) out.push(Number(d));
-    } catch { /* gone */ }
-  }
-  return out;
 }
 
 const napArgs = (secs, marker) => ({ name: 'slowpoke', script: 'nap.sh', args: [String(secs), marker] });

@@ -18,9 +18,9 @@ import path from 'node:path';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  E2E_DIR, MODERN, connect, modernMeta, poll, post, postModern, runCli, startServer,
+  E2E_DIR, MODERN, addToken, connect, modernMeta, poll, post, postModern, runCli, startServer,
 } from './lib/harness.mjs';
-import { alive, sleep, waitGone } from './lib/procs.mjs';
+import { alive, markedPids, sleep, waitGone } from './lib/procs.mjs';
 import { startRedis } from './lib/redis.mjs';
 
 const SKILLS = path.join(E2E_DIR, 'fixtures', 'task-skills');
@@ -47,19 +47,6 @@ async function stop(s) {
 const RUN = 'run_skill_script';
 const long = (secs, marker) => ({ name: RUN, arguments: { name: 'task-long', script: 'scripts/long.py', args: [String(secs), marker] } });
 const uniq = (tag) => `${tag}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-
-/** Pids whose command line carries marker (the script and its child). */
-function markedPids(marker) {
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      if (cmd.includes(marker) && alive(Number(d))) out.push(Number(d));
-    } catch { /* raced with its exit */ }
-  }
-  return out;
-}
 
 /** A legacy JSON-RPC request on a fresh connection (so any worker may answer). */
 let nextId = 1000;
@@ -303,13 +290,8 @@ test('tasks/list pages through a client\'s tasks with nextCursor', { timeout: 60
 
 test('--auth-tokens: a task is visible only to the client that created it', { timeout: 30_000 }, async () => {
   const file = path.join(TRACE, 'tokens');
-  const token = (name) => {
-    const r = runCli(['token', 'add', name, '--file', file]);
-    assert.equal(r.code, 0, r.stderr);
-    return r.stdout.trim();
-  };
-  const alice = { authorization: `Bearer ${token('alice')}` };
-  const bob = { authorization: `Bearer ${token('bob')}` };
+  const alice = { authorization: `Bearer ${addToken(file, 'alice')}` };
+  const bob = { authorization: `Bearer ${addToken(file, 'bob')}` };
   const s = await start(['--auth-tokens', file]);
   try {
     const m = uniq('auth');
