@@ -246,6 +246,7 @@ static void *indexer_main(void *arg)
     struct skills *S = arg;
     struct bodies_indexer *ix = S->ix;
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+    int first = 1;      /* its line comes once even with no body to read */
     pthread_mutex_lock(&ix->mu);
     for (;;) {
         while (!ix->want && !ix->stop)
@@ -260,9 +261,10 @@ static void *indexer_main(void *arg)
         for (size_t i = 0; i < s->n && !atomic_load(&ix->stop); i++)
             read += (size_t)index_body(s->v[i]);
         skills_release(s);
-        if (read && !atomic_load(&ix->stop)) {
+        if ((read || first) && !atomic_load(&ix->stop)) {
             double ms = now_ms() - t0;
-            skills_rescan(S, 1, NULL);
+            if (read)
+                skills_rescan(S, 1, NULL);
             /* Logged once published: from this line on, body words are found
              * and no rescan of the indexer's is pending (tests wait for it). */
             log_info("skills: indexed the bodies of %zu skills (%.1f ms)", read, ms);
@@ -270,6 +272,7 @@ static void *indexer_main(void *arg)
              * index, and reading left buffers free in this thread's arena. */
             malloc_trim(0);
         }
+        first = 0;
         pthread_mutex_lock(&ix->mu);
     }
     pthread_mutex_unlock(&ix->mu);
@@ -285,6 +288,7 @@ void skills_index_bodies(struct skills *S)
     pthread_cond_init(&ix->cv, NULL);
     /* Set before the thread starts: its rescans read it. */
     S->ix = ix;
+    ix->want = 1;       /* the first pass runs whatever the library holds */
     if (pthread_create(&ix->thread, NULL, indexer_main, S) != 0) {
         log_warn("skills: no body indexer thread; only names, tags and descriptions are "
                  "searched");
@@ -294,7 +298,6 @@ void skills_index_bodies(struct skills *S)
         free(ix);
         return;
     }
-    bodies_kick(S, atomic_load(&S->cur));
 }
 
 void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n)

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "lockstore.h"
+#include "reloadable.h"
 #include "skills.h"
 #include "util.h"
 
@@ -40,12 +41,6 @@ struct lock {
 static void remember(struct lock *L, const struct stat *st)
 {
     L->seen = *st;
-}
-
-static int same_file(const struct stat *a, const struct stat *b)
-{
-    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
 struct lock *lock_open(const struct cfg *c, struct err *err)
@@ -117,7 +112,7 @@ int lock_reload(struct lock *L, int force)
     pthread_mutex_lock(&L->mu);
     if (stat(L->file, &st) < 0)
         memset(&st, 0, sizeof st);
-    if (!force && same_file(&st, &L->seen)) {
+    if (!force && reloadable_same_file(&st, &L->seen)) {
         pthread_mutex_unlock(&L->mu);
         return 0;
     }

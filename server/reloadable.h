@@ -7,8 +7,8 @@
  * start-up errors are its own), hands the set to reloadable_init and from
  * then on calls reloadable_reload and reads reloadable_cur. The helper owns:
  *
- *   - the stat identity (inode, device, size, mtime) of the version last
- *     read, good or bad: an unchanged file is not read again, and a bad
+ *   - the stat identity (inode, device, size, mtime, ctime) of the version
+ *     last read, good or bad: an unchanged file is not read again, and a bad
  *     version (or a vanished file) is reported once, until it changes;
  *   - one reload at a time (a mutex no reader takes);
  *   - the set in force, published with a release store and read with one
@@ -74,7 +74,8 @@ static inline void *reloadable_cur(struct reloadable *r)
 }
 
 /* 1 when x and y name the same version of a file (inode, device, size,
- * mtime to the nanosecond). */
+ * mtime and ctime to the nanosecond). The lock file's reload (lock.c) uses
+ * it too. */
 int reloadable_same_file(const struct stat *x, const struct stat *y);
 
 /*

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import {
-  BIN, E2E_DIR, FIXTURES, TEST_TIMEOUT, poll, post, raw, runCli, startServer,
+  BIN, E2E_DIR, FIXTURES, TEST_TIMEOUT, addToken, poll, post, raw, runCli, startServer,
 } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
@@ -50,9 +50,7 @@ const callTool = (url, name, args, headers = {}, meta) => post(url, {
 }, headers);
 
 before(async () => {
-  const r = runCli(['token', 'add', 'alice', '--file', tokens]);
-  assert.equal(r.code, 0, r.stderr);
-  token = r.stdout.trim();
+  token = addToken(tokens, 'alice');
   text = await startServer({ skillsDirs: [RUNNER], args: ['--auth-tokens', tokens, '--access-log', textLog] });
   json = await startServer({
     skillsDirs: [RUNNER], args: ['--access-log', jsonLog, '--access-log-format', 'json'],

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { BIN, E2E_DIR, TEST_TIMEOUT, poll, post, runCli, startServer } from './lib/harness.mjs';
+import { BIN, E2E_DIR, TEST_TIMEOUT, addToken, poll, post, runCli, startServer } from './lib/harness.mjs';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-auth-'));
 const file = path.join(dir, 'tokens');
@@ -19,19 +19,15 @@ let srv;
 let alice;
 let bob;
 
-function addToken(name, rpm) {
-  const args = ['token', 'add', name, '--file', file];
-  if (rpm) args.push('--rpm', String(rpm));
-  const r = runCli(args);
-  assert.equal(r.code, 0, r.stderr);
-  const token = r.stdout.trim();
+function newToken(name, rpm) {
+  const token = addToken(file, name, { rpm });
   assert.match(token, /^smcp_/);
   return token;
 }
 
 before(async () => {
-  alice = addToken('alice');
-  bob = addToken('bob', 3);
+  alice = newToken('alice');
+  bob = newToken('bob', 3);
   srv = await startServer({
     skillsDirs: [path.join(E2E_DIR, 'fixtures', 'runner-skills')],
     args: ['--auth-tokens', file, '--max-scripts-per-client', '1', '--max-script-concurrency', '4'],

@@ -9,16 +9,17 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 
-import { freePort, JSON_HEADERS, MODERN, modernMeta, poll, post, raw, startServer } from './lib/harness.mjs';
+import { JSON_HEADERS, MODERN, modernMeta, poll, post, raw, startServer } from './lib/harness.mjs';
+import { markedPids } from './lib/procs.mjs';
+import { startRedis } from './lib/redis.mjs';
 
 const servers = [];
 const redises = [];
 after(async () => {
   for (const s of servers) await s.stop();
-  for (const r of redises) { try { process.kill(r.pid, 'SIGKILL'); } catch { /* gone */ } }
+  for (const r of redises) await r.stop();
 });
 
 let seq = 0;
@@ -38,18 +39,6 @@ async function start(args = []) {
   });
   servers.push(s);
   return s;
-}
-
-/** pids whose command line holds marker */
-function markedPids(marker) {
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(marker)) out.push(Number(d));
-    } catch { /* gone */ }
-  }
-  return out;
 }
 
 const napArgs = (secs, marker) => ({ name: 'slowpoke', script: 'nap.sh', args: [String(secs), marker] });
@@ -231,26 +220,22 @@ test('a tasks/result wait whose client hangs up, then the task ends: nothing lea
   await alive(s);
 });
 
-async function startRedis() {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  redises.push(proc);
-  let out = '';
-  proc.stdout.on('data', (c) => { out += c; });
-  assert.ok(await poll(() => /Ready to accept connections/.test(out), 5000, 50), `redis-server did not start: ${out}`);
-  return `redis://127.0.0.1:${port}/3`;
+/** A redis-server for one test (stopped after the file); its URL. */
+async function redisUrl() {
+  const r = await startRedis();
+  redises.push(r);
+  return r.url;
 }
 
 test('tasks/result right after tasks/cancel of a task whose run never started (Redis store)', { timeout: 40_000 }, async () => {
-  const url = await startRedis();
+  const url = await redisUrl();
   const s = await start(['--enable-tasks', '--tasks-redis', url, '--max-script-concurrency', '1']);
   await cancelQueuedThenResult(s);
   await alive(s);
 });
 
 test('tasks/result right after tasks/cancel of a running task (Redis store) waits for the killed run\'s result', { timeout: 40_000 }, async () => {
-  const url = await startRedis();
+  const url = await redisUrl();
   const s = await start(['--enable-tasks', '--tasks-redis', url]);
   const m = uniq('rcancel');
   const id = await createTask(s, napArgs(30, m));

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { MODERN, REPO, modernMeta, raw, runCli, startServer } from './lib/harness.mjs';
+import { MODERN, REPO, addToken, modernMeta, raw, startServer } from './lib/harness.mjs';
 import { NGINX, startNginx, stopProxy } from './lib/nginx.mjs';
 
 const ORIGIN = 'https://chat.example.com';
@@ -23,9 +23,7 @@ let token;
 before(async () => {
   assert.ok(fs.existsSync(NGINX), `${NGINX} is not installed (tests/deps.sh test installs nginx)`);
   const tokens = path.join(dir, 'tokens');
-  const t = runCli(['token', 'add', 'web', '--file', tokens]);
-  assert.equal(t.code, 0, t.stderr);
-  token = t.stdout.trim();
+  token = addToken(tokens, 'web');
   srv = await startServer({ args: ['--allowed-origins', ORIGIN, '--auth-tokens', tokens, '--public-index'] });
   // The shipped file, with its three upstream instances replaced by ours.
   let site = fs.readFileSync(path.join(REPO, 'deploy', 'nginx', 'skill-mcp.conf'), 'utf8');

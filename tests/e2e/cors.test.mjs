@@ -12,7 +12,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
-import { TEST_TIMEOUT, poll, post, raw, runCli, startServer } from './lib/harness.mjs';
+import { TEST_TIMEOUT, addToken, poll, post, raw, startServer } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-cors-'));
@@ -127,9 +127,7 @@ before(async () => {
   pages = await startPages();
   origin = `http://127.0.0.1:${pages.port}`;
   evil = `http://evil.test:${pages.port}`;
-  const r = runCli(['token', 'add', 'web', '--file', tokens]);
-  assert.equal(r.code, 0, r.stderr);
-  token = r.stdout.trim();
+  token = addToken(tokens, 'web');
   srv = await startServer({ args: ['--allowed-origins', `https://other.example, ${origin}`,
     '--access-log', accessLog] });
   authed = await startServer({ args: ['--allowed-origins', origin, '--auth-tokens', tokens] });

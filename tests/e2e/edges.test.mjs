@@ -13,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { startServer, post, raw, poll, indexerSettled, BIN, FIXTURES, TEST_TIMEOUT } from './lib/harness.mjs';
-import { sleep, waitGone } from './lib/procs.mjs';
+import { sleep } from './lib/procs.mjs';
+import { startRedis } from './lib/redis.mjs';
 
 const servers = [];
 const tmpDirs = [];
@@ -245,22 +246,6 @@ test('SKILL_MCP_FETCH_TOKEN goes to the index URL\'s origin only: not to an arti
     }
   });
 
-/** A redis-server on a free port with a password; killed by its test. */
-async function startRedis(password) {
-  const port = await new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-    srv.on('error', reject);
-  });
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
-    '--appendonly', 'no', '--requirepass', password], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout.on('data', (c) => { out += c; });
-  const ready = await poll(() => /Ready to accept connections/.test(out), 5000, 50);
-  assert.ok(ready, `redis-server did not start: ${out}`);
-  return { port, stop: async () => { try { process.kill(proc.pid, 'SIGKILL'); } catch { /* gone */ } await waitGone(proc.pid, 5000); } };
-}
-
 // Walks up from the script's parent, printing every ancestor's command line
 // and environment it can read.
 const PEEK = `#!/bin/sh
@@ -285,7 +270,7 @@ const procText = (pid, what) => fs.readFileSync(`/proc/${pid}/${what}`).toString
 test('the Redis password is never in the command line or environment of the server or what its scripts can read',
   { timeout: 40_000 }, async () => {
     const PW = `pw-${process.pid}-edges-secret`;
-    const r = await startRedis(PW);
+    const r = await startRedis({ password: PW });
     try {
       // 1. On the command line: obeyed, warned about, scrubbed.
       const a = await start({ setup: addPeek, args: ['--enable-tasks', '--tasks-redis', `redis://:${PW}@127.0.0.1:${r.port}/4`] });
@@ -453,7 +438,7 @@ test('--max-task-records-per-client: the oldest finished records of that client 
 
 test('--max-task-records-per-client: the oldest finished records of that client go first (Redis store)',
   { timeout: 40_000 }, async () => {
-    const r = await startRedis('edges-cap');
+    const r = await startRedis({ password: 'edges-cap' });
     try {
       await capCase(['--tasks-redis', `redis://:edges-cap@127.0.0.1:${r.port}/6`]);
     } finally {

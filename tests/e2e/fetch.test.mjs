@@ -16,7 +16,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startServer, copyFixtures, BIN, runCli, connect, callOk, callErr } from './lib/harness.mjs';
+import { startServer, copyFixtures, BIN, runCli, connect, callOk, callErr, assertInert } from './lib/harness.mjs';
 
 const opts = { timeout: 60_000 };
 const SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
@@ -770,16 +770,6 @@ test('--allow-address wants an address: a host name, a bad port or no value is a
 });
 
 // ---- what a person reads: no control characters from the index or the archive ------
-
-/** Text a terminal shows as it is: no C0 control but the line ends, no DEL,
- * no C1 control, no bidirectional override. */
-function assertInert(text, what) {
-  const bad = [...text].find((ch) => {
-    const c = ch.codePointAt(0);
-    return (c < 0x20 && ch !== '\n') || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e);
-  });
-  assert.equal(bad, undefined, `${what}: a raw U+${bad?.codePointAt(0).toString(16).padStart(4, '0')} in\n${text}`);
-}
 
 test('control characters in member names, entry names, types and descriptions are escaped, and forge no line',
   opts, async () => {

@@ -244,6 +244,36 @@ test('revoke quarantines at once on SIGHUP; a malformed edit keeps the loaded lo
   }
 });
 
+test('a lock edited by hand at the same size with its old mtime put back is read at the next refresh tick', T, async () => {
+  const lib = library();
+  assert.equal(lockCli(lib, 'approve', '--all', '--by', 'alice').code, 0);
+  // a whole second, so that the edit below can put it back exactly (touch -d)
+  fs.utimesSync(lib.lock, 1_000_000, 1_000_000);
+  const read = fs.statSync(lib.lock, { bigint: true });
+  const srv = await startServer({ skillsDirs: [lib.root], args: ['--lock', lib.lock], refresh: 0.2 });
+  try {
+    await indexerSettled(srv);
+    const c = await connect(srv.url);
+    await callOk(assert, c, 'load_skill', { name: 'notes' });
+    await new Promise((r) => setTimeout(r, 50));    // past a timestamp tick: the edit's ctime differs
+    const text = fs.readFileSync(lib.lock, 'utf8');
+    const edited = text.replace(/^notes /m, 'nopes ');
+    assert.notEqual(edited, text);
+    fs.writeFileSync(lib.lock, edited);   // in place: the same inode
+    fs.utimesSync(lib.lock, 1_000_000, 1_000_000);
+    const now = fs.statSync(lib.lock, { bigint: true });
+    assert.deepEqual([now.ino, now.size, now.mtimeNs], [read.ino, read.size, read.mtimeNs]);
+    assert.notEqual(now.ctimeNs, read.ctimeNs);
+    assert.ok(await quarantined(c, 'notes', /not approved/), `the edited lock was not applied; log:\n${srv.log}`);
+    assert.match(await callErr(assert, c, 'load_skill', { name: 'notes' }), /quarantined: not approved/);
+    await callOk(assert, c, 'load_skill', { name: 'billing/refunds' });
+    assert.ok(srv.log.includes(`${lib.lock}: 2 approved version(s) loaded`), srv.log);
+    await c.close();
+  } finally {
+    await srv.stop();
+  }
+});
+
 test('a malformed lock stops the start with file:line; flags are checked', T, () => {
   const lib = library();
   fs.writeFileSync(lib.lock, '# approved\nnotes sha256:abc approved-by=x approved-at=2026-01-01T00:00:00Z\n');

@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 
 import {
-  E2E_DIR, JSON_HEADERS, MODERN, TEST_TIMEOUT, connect, modernMeta, poll, post, startServer,
+  E2E_DIR, JSON_HEADERS, MODERN, TEST_TIMEOUT, connect, modernMeta, poll, post, sseMessages, startServer,
 } from './lib/harness.mjs';
 
 const RUNNER_FIXTURES = path.join(E2E_DIR, 'fixtures', 'runner-skills');
@@ -25,11 +25,6 @@ after(async () => {
   await srv?.stop();
 });
 
-function events(text) {
-  return text.split('\n\n').filter((b) => b.startsWith('event: message'))
-    .map((b) => JSON.parse(b.slice(b.indexOf('data: ') + 6)));
-}
-
 const heartbeat = { name: 'runner-timing', script: 'scripts/heartbeat.py' };
 
 test('progressToken + SSE accept: stderr lines arrive as notifications/progress before the result',
@@ -40,7 +35,7 @@ test('progressToken + SSE accept: stderr lines arrive as notifications/progress 
     });
     assert.equal(r.status, 200);
     assert.match(r.headers['content-type'], /^text\/event-stream/);
-    const ev = events(r.text);
+    const ev = sseMessages(r.text);
     const progress = ev.filter((e) => e.method === 'notifications/progress');
     assert.ok(progress.length >= 3, `expected several progress events, got ${progress.length}`);
     progress.forEach((p, i) => {
@@ -80,7 +75,7 @@ test('2026-07-28 logLevel streams stderr as notifications/message', { timeout: T
   const r = await post(srv.url, { jsonrpc: '2.0', id: 44, method: 'tools/call', params }, {
     'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'run_skill_script',
   });
-  const ev = events(r.text);
+  const ev = sseMessages(r.text);
   const logs = ev.filter((e) => e.method === 'notifications/message');
   assert.ok(logs.length >= 3);
   assert.equal(logs[0].params.level, 'info');

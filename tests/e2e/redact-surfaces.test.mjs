@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import {
-  startServer, connect, callOk as callOkA, post, modernMeta, MODERN, TEST_TIMEOUT,
+  startServer, connect, callOk as callOkA, post, modernMeta, MODERN, sseMessages, TEST_TIMEOUT,
 } from './lib/harness.mjs';
 
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
@@ -73,11 +73,6 @@ after(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function events(text) {
-  return text.split('\n\n').filter((b) => b.startsWith('event: message'))
-    .map((b) => JSON.parse(b.slice(b.indexOf('data: ') + 6)));
-}
-
 const SECRET_BITS = [GHP.slice(0, 12), GHP.slice(12), KEY_BODY, 'Zm9vYmFy', CALLER_TOKEN, CUSTOM];
 function noSecretBits(text, where) {
   for (const s of SECRET_BITS) assert.ok(!text.includes(s), `${where} holds ${s}:\n${text}`);
@@ -96,7 +91,7 @@ test('progress notifications carry redacted whole lines; streamed hits are count
   });
   assert.equal(r.status, 200);
   assert.match(r.headers['content-type'], /^text\/event-stream/);
-  const ev = events(r.text);
+  const ev = sseMessages(r.text);
   const msgs = ev.filter((e) => e.method === 'notifications/progress').map((e) => e.params.message);
   noSecretBits(JSON.stringify(msgs), 'the progress messages');
   assert.deepEqual(msgs, EXPECTED_LINES);
@@ -115,7 +110,7 @@ test('2026-07-28 log notifications carry the same redacted lines', opts, async (
   const r = await post(srv.url, { jsonrpc: '2.0', id: 52, method: 'tools/call', params }, {
     'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'run_skill_script',
   });
-  const ev = events(r.text);
+  const ev = sseMessages(r.text);
   const data = ev.filter((e) => e.method === 'notifications/message').map((e) => e.params.data);
   noSecretBits(JSON.stringify(data), 'the log notifications');
   assert.deepEqual(data, EXPECTED_LINES);

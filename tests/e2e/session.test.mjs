@@ -16,7 +16,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  E2E_DIR, FIXTURES, TEST_TIMEOUT, callOk, post, postModern, raw, runCli,
+  E2E_DIR, FIXTURES, TEST_TIMEOUT, addToken, callOk, post, postModern, raw, runCli,
   startServer,
 } from './lib/harness.mjs';
 
@@ -237,13 +237,8 @@ test('--stateful with several workers on one port is refused at start', { timeou
 test('with --auth-tokens a session belongs to the client that started it', { timeout: TEST_TIMEOUT }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-session-auth-'));
   const file = path.join(dir, 'tokens');
-  const token = (name) => {
-    const r = runCli(['token', 'add', name, '--file', file]);
-    assert.equal(r.code, 0, r.stderr);
-    return r.stdout.trim();
-  };
-  const alice = { authorization: `Bearer ${token('alice')}` };
-  const bob = { authorization: `Bearer ${token('bob')}` };
+  const alice = { authorization: `Bearer ${addToken(file, 'alice')}` };
+  const bob = { authorization: `Bearer ${addToken(file, 'bob')}` };
   const s = await startServer({ args: ['--stateful', '--auth-tokens', file] });
   try {
     const init = await post(s.url, INIT, alice);

@@ -382,15 +382,25 @@ test('raw: SIGHUP rescans the skills', { timeout: TEST_TIMEOUT }, async () => {
   assert.deepEqual(s.bad, []);
 });
 
+/**
+ * An SDK client, not yet connected, and its transport to a --stdio server
+ * over a fresh copy of the fixtures that refreshes every 0.2 s: { lib, t, c,
+ * log }, log being the server's stderr so far.
+ */
+function refreshingStdio(name) {
+  const lib = copyFixtures();
+  tmpDirs.push(lib.dir);
+  const t = new StdioClientTransport({ command: BIN, args: ['--stdio', '--skills', lib.skills,
+    '--refresh-interval', '0.2'], stderr: 'pipe' });
+  const io = { lib, t, c: new Client({ name, version: '1.0.0' }), log: '' };
+  t.stderr.on('data', (d) => { io.log += d.toString(); });
+  return io;
+}
+
 test('SDK: an edit is announced as one list_changed of each kind, with listChanged declared',
   { timeout: TEST_TIMEOUT }, async () => {
-    const lib = copyFixtures();
-    tmpDirs.push(lib.dir);
-    const t = new StdioClientTransport({ command: BIN, args: ['--stdio', '--skills', lib.skills,
-      '--refresh-interval', '0.2'], stderr: 'pipe' });
-    let log = '';
-    t.stderr.on('data', (d) => { log += d.toString(); });
-    const c = new Client({ name: 'skill-mcp-e2e-stdio-notify', version: '1.0.0' });
+    const io = refreshingStdio('skill-mcp-e2e-stdio-notify');
+    const { lib, t, c } = io;
     const got = { resources: 0, prompts: 0 };
     c.setNotificationHandler(ResourceListChangedNotificationSchema, () => { got.resources++; });
     c.setNotificationHandler(PromptListChangedNotificationSchema, () => { got.prompts++; });
@@ -409,7 +419,7 @@ test('SDK: an edit is announced as one list_changed of each kind, with listChang
         '---\nname: late-arrival\ndescription: Added while the server runs.\n---\n# Late\n');
       fs.renameSync(stage, path.join(lib.skills, 'late-arrival'));
       const seen = await poll(() => got.resources >= 1 && got.prompts >= 1, 10_000, 20);
-      assert.ok(seen, `no list_changed after an edit: ${JSON.stringify(got)}; log ${log.slice(-800)}`);
+      assert.ok(seen, `no list_changed after an edit: ${JSON.stringify(got)}; log ${io.log.slice(-800)}`);
       await new Promise((res) => setTimeout(res, 800));
       assert.deepEqual(got, { resources: 1, prompts: 1 }, 'one of each for one change');
       const r = await c.listResources();
@@ -421,20 +431,15 @@ test('SDK: an edit is announced as one list_changed of each kind, with listChang
 
 test('SDK: resources/subscribe brings resources/updated for that file only; unsubscribe stops it',
   { timeout: TEST_TIMEOUT }, async () => {
-    const lib = copyFixtures();
-    tmpDirs.push(lib.dir);
-    const t = new StdioClientTransport({ command: BIN, args: ['--stdio', '--skills', lib.skills,
-      '--refresh-interval', '0.2'], stderr: 'pipe' });
-    let log = '';
-    t.stderr.on('data', (d) => { log += d.toString(); });
-    const c = new Client({ name: 'skill-mcp-e2e-stdio-subscribe', version: '1.0.0' });
+    const io = refreshingStdio('skill-mcp-e2e-stdio-subscribe');
+    const { lib, t, c } = io;
     const updated = [];
     let lists = 0;
     c.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); });
     c.setNotificationHandler(ResourceListChangedNotificationSchema, () => { lists++; });
     await c.connect(t);
     try {
-      assert.ok(await poll(() => /indexed the bodies of/.test(log), 20_000, 20), log);
+      assert.ok(await poll(() => /indexed the bodies of/.test(io.log), 20_000, 20), io.log);
       const uri = 'skill://csv-profile/references/format.md';
       assert.deepEqual(await c.subscribeResource({ uri }), {});
       await assert.rejects(c.subscribeResource({ uri: 'skill://no-such-skill/SKILL.md' }),
@@ -442,18 +447,18 @@ test('SDK: resources/subscribe brings resources/updated for that file only; unsu
       // another skill moves: list_changed, but no updated
       const gh = path.join(lib.skills, 'git-helper', 'SKILL.md');
       fs.writeFileSync(gh, fs.readFileSync(gh, 'utf8').replace(/description: .*/, 'description: Moved on stdio.'));
-      assert.ok(await poll(() => lists >= 1, 10_000, 20), log.slice(-800));
+      assert.ok(await poll(() => lists >= 1, 10_000, 20), io.log.slice(-800));
       await new Promise((res) => setTimeout(res, 500));
       assert.deepEqual(updated, [], 'no updated for a file nobody subscribed to');
       const p = path.join(lib.skills, 'csv-profile', 'references', 'format.md');
       fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace('Line 001', 'LINE 001'));
-      assert.ok(await poll(() => updated.length >= 1, 10_000, 20), log.slice(-800));
+      assert.ok(await poll(() => updated.length >= 1, 10_000, 20), io.log.slice(-800));
       await new Promise((res) => setTimeout(res, 500));
       assert.deepEqual(updated, [uri]);
       assert.deepEqual(await c.unsubscribeResource({ uri }), {});
       const l0 = lists;
       fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace('Line 002', 'LINE 002'));
-      assert.ok(await poll(() => lists > l0, 10_000, 20), log.slice(-800));
+      assert.ok(await poll(() => lists > l0, 10_000, 20), io.log.slice(-800));
       await new Promise((res) => setTimeout(res, 500));
       assert.deepEqual(updated, [uri], 'unsubscribed: no more updated');
     } finally {

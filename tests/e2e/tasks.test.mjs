@@ -11,7 +11,6 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,20 +18,18 @@ import path from 'node:path';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  E2E_DIR, MODERN, connect, freePort, modernMeta, poll, post, postModern, runCli, startServer,
+  E2E_DIR, MODERN, addToken, connect, modernMeta, poll, post, postModern, runCli, startServer,
 } from './lib/harness.mjs';
-import { alive, sleep, waitGone } from './lib/procs.mjs';
+import { alive, markedPids, sleep, waitGone } from './lib/procs.mjs';
+import { startRedis } from './lib/redis.mjs';
 
 const SKILLS = path.join(E2E_DIR, 'fixtures', 'task-skills');
 const TRACE = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-tasks-'));
 fs.chmodSync(TRACE, 0o777);  // a root server's hooks run as nobody and write their trace here
 process.env.HOOK_TRACE_DIR = TRACE;
 const servers = [];
-const redises = [];
-
 after(async () => {
   for (const s of servers) await s.stop().catch(() => {});
-  for (const r of redises) { try { process.kill(r.pid, 'SIGKILL'); } catch { /* gone */ } }
   fs.rmSync(TRACE, { recursive: true, force: true });
 });
 
@@ -50,19 +47,6 @@ async function stop(s) {
 const RUN = 'run_skill_script';
 const long = (secs, marker) => ({ name: RUN, arguments: { name: 'task-long', script: 'scripts/long.py', args: [String(secs), marker] } });
 const uniq = (tag) => `${tag}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-
-/** Pids whose command line carries marker (the script and its child). */
-function markedPids(marker) {
-  const out = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      if (cmd.includes(marker) && alive(Number(d))) out.push(Number(d));
-    } catch { /* raced with its exit */ }
-  }
-  return out;
-}
 
 /** A legacy JSON-RPC request on a fresh connection (so any worker may answer). */
 let nextId = 1000;
@@ -306,13 +290,8 @@ test('tasks/list pages through a client\'s tasks with nextCursor', { timeout: 60
 
 test('--auth-tokens: a task is visible only to the client that created it', { timeout: 30_000 }, async () => {
   const file = path.join(TRACE, 'tokens');
-  const token = (name) => {
-    const r = runCli(['token', 'add', name, '--file', file]);
-    assert.equal(r.code, 0, r.stderr);
-    return r.stdout.trim();
-  };
-  const alice = { authorization: `Bearer ${token('alice')}` };
-  const bob = { authorization: `Bearer ${token('bob')}` };
+  const alice = { authorization: `Bearer ${addToken(file, 'alice')}` };
+  const bob = { authorization: `Bearer ${addToken(file, 'bob')}` };
   const s = await start(['--auth-tokens', file]);
   try {
     const m = uniq('auth');
@@ -433,24 +412,6 @@ test('start-up refuses task settings that cannot work', { timeout: 20_000 }, () 
 
 // ---- Redis: several workers ----------------------------------------------------------------
 
-async function startRedis(extra = []) {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  redises.push(proc);
-  let out = '';
-  proc.stdout.on('data', (c) => { out += c; });
-  const ready = await poll(() => /Ready to accept connections/.test(out), 5000, 50);
-  assert.ok(ready, `redis-server did not start: ${out}`);
-  return { proc, port, url: `redis://127.0.0.1:${port}/3` };
-}
-
-async function stopRedis(r) {
-  try { process.kill(r.proc.pid, 'SIGKILL'); } catch { /* gone */ }
-  assert.ok(await waitGone(r.proc.pid, 5000));
-  redises.splice(redises.indexOf(r.proc), 1);
-}
-
 /** The worker tag ("w0", "w1") that logged "task ID: created". */
 const creator = (s, id) => new RegExp(` (w\\d) task ${id}: created`).exec(s.log)?.[1];
 
@@ -498,12 +459,12 @@ test('--workers 2 with Redis: created through one worker, polled, cancelled and 
     assert.ok((await rpc(s.url, 'tasks/list')).json.result.tasks.length >= 2, 'tasks/list reads Redis');
   } finally {
     await stop(s);
-    await stopRedis(r);
+    await r.stop();
   }
 });
 
 test('--tasks-redis with a password and a database number; a wrong password is a clear error', { timeout: 30_000 }, async () => {
-  const r = await startRedis(['--requirepass', 'pw-secret']);
+  const r = await startRedis({ password: 'pw-secret' });
   try {
     const ok = await start(['--tasks-redis', `redis://:pw-secret@127.0.0.1:${r.port}/5`]);
     try {
@@ -527,7 +488,7 @@ test('--tasks-redis with a password and a database number; a wrong password is a
       await stop(bad);
     }
   } finally {
-    await stopRedis(r);
+    await r.stop();
   }
 });
 
@@ -538,7 +499,7 @@ test('Redis stopped mid-run: tasks calls fail with a clear error, everything els
     const m = uniq('redis-down');
     const t = await createTask(s.url, long(3, m));
     assert.ok(await poll(() => markedPids(m).length === 2, 8000, 50));
-    await stopRedis(r);
+    await r.stop();
     const want = new RegExp(`^tasks unavailable: redis at 127\\.0\\.0\\.1:${r.port}: `);
     for (let i = 0; i < 4; i++) {
       const g = await rpc(s.url, 'tasks/get', { taskId: t.taskId });
@@ -611,7 +572,7 @@ test('a worker that stops with live tasks marks them failed; a task whose owner 
       await stop(s2);
     }
   } finally {
-    await stopRedis(r);
+    await r.stop();
   }
 });
 

@@ -176,26 +176,38 @@ while True:
     with open(t2, 'w') as f: f.write("print('inside')\\n")
     os.rename(t2, p)
 `, sd, outsideFile], { stdio: 'ignore' });
-  const seen = { inside: 0, refused: 0, denied: 0 };
+  const seen = { inside: 0, refused: 0, denied: 0, batches: 0 };
+  // At least the first 12 s (or 400 batches) of calls, whatever they meet,
+  // then on until both a real run and a refusal have been seen: on a loaded
+  // machine the swapper may get little CPU, so what 12 s catch varies.
+  const calls = Date.now();
+  const bothSeen = () => seen.inside > 0 && seen.refused + seen.denied > 0;
   try {
-    const end = Date.now() + 12_000;
-    for (let i = 0; i < 400 && Date.now() < end; i++) {
+    for (;;) {
+      const spent = Date.now() - calls;
+      if (spent >= 45_000 || ((spent >= 12_000 || seen.batches >= 400) && bothSeen())) break;
       const batch = await Promise.all([0, 1, 2, 3].map(() =>
         call(client, 'run_skill_script', { name: 'trust-race', script: 'scripts/swap.py' })));
+      seen.batches++;
       for (const r of batch) {
         const text = JSON.stringify(r);
         assert.equal(text.includes(OUTSIDE), false, `a call ran the file outside the skill: ${text.slice(0, 400)}`);
         const sc = r.structuredContent;
         if (sc?.status === 'ok') { assert.equal(sc.stdout, 'inside\n'); seen.inside++; }
         else if (sc?.status === 'denied') { assert.match(sc.hint, /replaced after it was checked|disappeared/); seen.denied++; }
-        else seen.refused++;
+        else {
+          // the path always exists (each swap is a rename): a refusal can only be of the link
+          assert.equal(r.isError, true, text.slice(0, 400));
+          assert.match(r.content?.[0]?.text ?? '', /^Cannot run 'scripts\/swap\.py' of skill 'trust-race': the script leads outside the skill's scripts\/ folder/, text.slice(0, 400));
+          seen.refused++;
+        }
       }
     }
   } finally {
     swapper.kill('SIGKILL');
   }
-  assert.ok(seen.inside > 0, `some calls must have run the real script: ${JSON.stringify(seen)}`);
-  assert.ok(seen.refused + seen.denied > 0, `the swap must have been seen: ${JSON.stringify(seen)}`);
+  assert.ok(seen.inside > 0, `some calls must have run the real script within 45 s: ${JSON.stringify(seen)}`);
+  assert.ok(seen.refused + seen.denied > 0, `the swap must have been seen within 45 s: ${JSON.stringify(seen)}`);
 });
 
 test('check and use: a skill hook swapped for a symlink out of the skill is refused, never run', opts, async () => {

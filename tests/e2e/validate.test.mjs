@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { BIN, REPO, TEST_TIMEOUT } from './lib/harness.mjs';
+import { BIN, REPO, TEST_TIMEOUT, assertInert } from './lib/harness.mjs';
 
 const DATA = 'tests/data/validate';
 const BUNDLED = fs.readdirSync(path.join(REPO, 'skills'))
@@ -131,16 +131,6 @@ test('validate and list without DIR: ./skills like the server, else the installe
 test('list: an unreadable DIR exits 2', opts, () => {
   assert.equal(cli(['list', `${DATA}/no-such-dir`]).code, 2);
 });
-
-/** Text a terminal shows as it is: no C0 control but the line ends, no DEL,
- * no C1 control, no bidirectional override. */
-function assertInert(text, what) {
-  const bad = [...text].find((ch) => {
-    const c = ch.codePointAt(0);
-    return (c < 0x20 && ch !== '\n') || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e);
-  });
-  assert.equal(bad, undefined, `${what}: a raw U+${bad?.codePointAt(0).toString(16).padStart(4, '0')} in\n${text}`);
-}
 
 test('control characters in folder, file and skill names and in frontmatter values are escaped in validate, list and lock reports',
   opts, () => {

@@ -2,14 +2,18 @@
  * test_lock.c - the lock of approved versions (server/lock.c): parsing good
  * and bad lock files (file:line), rendering that parses back to the same
  * bytes, the manifest digest against an independent hash of its lines, and
- * how changes since approval are classified (what widens a skill).
+ * how changes since approval are classified (what widens a skill), and
+ * when the server reads the lock file again.
  */
 #include "harness.h"
+#include "quiet.h"
 #include "tmptree.h"
+#include "config.h"
 #include "lock.h"
 #include "skills.h"
 #include "util.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -337,6 +341,62 @@ TEST(changes_classified)
     free(ch);
 }
 
+/* lock_reload(L, 0) with the log at info level; the log in *out. */
+static int reload_logged(struct lock *L, char *out, size_t n)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/reload.log", base);
+    log_set_level(LOG_INFO);
+    struct quiet q = quiet_begin(NULL, path);
+    int r = lock_reload(L, 0);
+    quiet_end(q);
+    log_set_level(LOG_ERROR);
+    int fd = open(path, O_RDONLY);
+    size_t got = fd >= 0 ? x_pread_full(fd, out, n - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    out[got] = '\0';
+    return r;
+}
+
+TEST(hand_edit_with_its_old_mtime_put_back_is_reloaded)
+{
+    char a[4096], b[4096], one[8192], two[8192];
+    entry_text(a, sizeof a, "notes", "execution=none approved-by=alice approved-at=2026-11-29T10:00:00Z",
+               D1 " 3 SKILL.md\n");
+    entry_text(b, sizeof b, "billing/refunds",
+               "execution=none approved-by=bob approved-at=2026-11-29T11:00:00Z",
+               D2 " 12 SKILL.md\n");
+    /* the same size: one entry and a comment as long as the second entry */
+    snprintf(one, sizeof one, "%s#%.*s\n", a, (int)strlen(b) - 2,
+             "..............................................................................."
+             "..............................................................................."
+             "...............................................................................");
+    snprintf(two, sizeof two, "%s%s", a, b);
+    CHECK_EQ(strlen(one), strlen(two));
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s/same-size.lock", base);
+    tt_put_at(file, one, 1000);
+    struct cfg c = {.lock_file = file};
+    struct err e = {0};
+    struct lock *L = lock_open(&c, &e);
+    if (!L)
+        H_FAIL("lock_open: %s", e.msg);
+    char log[4096];
+    CHECK_EQ(reload_logged(L, log, sizeof log), 0);     /* unchanged: not read again */
+    /* past a timestamp tick, so that the edit's change time differs */
+    usleep(20000);
+    /* same inode, same size, the old mtime put back (touch -d, rsync -t) */
+    tt_put_at(file, two, 1000);
+    struct stat st;
+    CHECK_EQ(stat(file, &st), 0);
+    CHECK_EQ(st.st_mtim.tv_sec, 1000);
+    CHECK_EQ(reload_logged(L, log, sizeof log), 1);
+    CHECK(strstr(log, "2 approved version(s) loaded"));
+    CHECK_EQ(reload_logged(L, log, sizeof log), 0);
+    lock_free(L);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -349,6 +409,7 @@ int main(void)
     RUN(manifest_digest_is_stable_and_independent);
     RUN(changes_classified);
     RUN(unhashed_code_folders_refused);
+    RUN(hand_edit_with_its_old_mtime_put_back_is_reloaded);
     tt_rm_rf(base);
     DONE();
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "tmptree.h"
 #include "reloadable.h"
 #include "util.h"
 
@@ -64,20 +65,6 @@ static const struct reloadable_kind tkind = {
     .what = "test rules", .kept = "in force", .unit = "test rules",
     .load = tload, .free = tfree, .count = tcount,
 };
-
-/* Writes text in place (the inode stays) and sets the mtime to sec, so
- * each version's identity is known whatever the clock's resolution. */
-static void put(const char *path, const char *text, time_t sec)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0 || x_write_all(fd, text, strlen(text)) < 0) {
-        perror(path);
-        exit(2);
-    }
-    struct timespec ts[2] = {{sec, 0}, {sec, 0}};
-    futimens(fd, ts);
-    close(fd);
-}
 
 /* ---- the log, captured from stderr ---------------------------------------- */
 
@@ -146,13 +133,13 @@ TEST(good_version_swaps_and_logs)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
-    put(path, "3\n", 1000);
+    tt_put_at(path, "3\n", 1000);
     struct reloadable r;
     CHECK(opened(&r, path));
     const struct tset *old = reloadable_cur(&r);
     CHECK_EQ(old->n, 3);
 
-    put(path, "5\n", 1001);
+    tt_put_at(path, "5\n", 1001);
     const char *log;
     CHECK_EQ(reload_logged(&r, 0, &log), 1);
     CHECK_EQ(cur_n(&r), 5);
@@ -171,7 +158,7 @@ TEST(unchanged_file_is_not_read_again)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
-    put(path, "3\n", 1000);
+    tt_put_at(path, "3\n", 1000);
     struct reloadable r;
     CHECK(opened(&r, path));
     int before = loads;
@@ -181,7 +168,7 @@ TEST(unchanged_file_is_not_read_again)
     CHECK_EQ(loads, before);
     CHECK_STR(log, "");
     /* the same bytes, another mtime: another version, read */
-    put(path, "3\n", 1001);
+    tt_put_at(path, "3\n", 1001);
     CHECK_EQ(reload_logged(&r, 0, &log), 1);
     CHECK_EQ(loads, before + 1);
     /* forced (SIGHUP): read although unchanged */
@@ -195,13 +182,13 @@ TEST(edit_with_its_old_mtime_put_back_is_read)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
-    put(path, "3\n", 1000);
+    tt_put_at(path, "3\n", 1000);
     struct reloadable r;
     CHECK(opened(&r, path));
     /* past a timestamp tick: the edit's change time differs */
     usleep(20000);
     /* same inode, same size, the mtime put back (touch -d, rsync -t) */
-    put(path, "4\n", 1000);
+    tt_put_at(path, "4\n", 1000);
     const char *log;
     CHECK_EQ(reload_logged(&r, 0, &log), 1);
     CHECK_EQ(cur_n(&r), 4);
@@ -213,12 +200,12 @@ TEST(bad_version_keeps_the_set_and_is_reported_once)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
-    put(path, "3\n", 1000);
+    tt_put_at(path, "3\n", 1000);
     struct reloadable r;
     CHECK(opened(&r, path));
     const void *kept = reloadable_cur(&r);
 
-    put(path, "three\n", 1001);
+    tt_put_at(path, "three\n", 1001);
     const char *log;
     CHECK_EQ(reload_logged(&r, 0, &log), -1);
     CHECK(reloadable_cur(&r) == kept);
@@ -237,7 +224,7 @@ TEST(bad_version_keeps_the_set_and_is_reported_once)
     CHECK_EQ(count_of(log, "not reloaded"), 0);
 
     /* another bad version: reported again, once */
-    put(path, "four\n", 1002);
+    tt_put_at(path, "four\n", 1002);
     CHECK_EQ(reload_logged(&r, 0, &log), -1);
     CHECK_EQ(count_of(log, "not reloaded"), 1);
     CHECK_EQ(reload_logged(&r, 0, &log), 0);
@@ -248,7 +235,7 @@ TEST(bad_version_keeps_the_set_and_is_reported_once)
     CHECK(reloadable_cur(&r) == kept);
 
     /* fixed: in force */
-    put(path, "7\n", 1003);
+    tt_put_at(path, "7\n", 1003);
     CHECK_EQ(reload_logged(&r, 0, &log), 1);
     CHECK_EQ(cur_n(&r), 7);
     reloadable_fini(&r);
@@ -259,7 +246,7 @@ TEST(vanished_file_keeps_the_set)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
-    put(path, "3\n", 1000);
+    tt_put_at(path, "3\n", 1000);
     struct reloadable r;
     CHECK(opened(&r, path));
     const void *kept = reloadable_cur(&r);
@@ -273,7 +260,7 @@ TEST(vanished_file_keeps_the_set)
     CHECK_EQ(reload_logged(&r, 0, &log), 0);
     CHECK_EQ(count_of(log, "not reloaded"), 0);
     /* back */
-    put(path, "4\n", 1001);
+    tt_put_at(path, "4\n", 1001);
     CHECK_EQ(reload_logged(&r, 0, &log), 1);
     CHECK_EQ(cur_n(&r), 4);
     reloadable_fini(&r);
@@ -303,7 +290,7 @@ TEST(reader_refuses_what_it_cannot_take)
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
     /* at the cap: read */
-    put(path, "0123456789", 1000);
+    tt_put_at(path, "0123456789", 1000);
     char *t = reloadable_read(path, 10, "the test file", &st, &n, &e);
     CHECK(t);
     CHECK_EQ(n, 10);
@@ -354,7 +341,7 @@ TEST(readers_race_reloads)
 {
     char path[] = "/tmp/reloadable-XXXXXX";
     close(mkstemp(path));
-    put(path, "0\n", 1000);
+    tt_put_at(path, "0\n", 1000);
     struct reloadable r;
     CHECK(opened(&r, path));
     pthread_t th[3];
@@ -366,7 +353,7 @@ TEST(readers_race_reloads)
     for (int i = 1; i <= 300; i++) {
         char text[32];
         snprintf(text, sizeof text, "%d\n", i);
-        put(path, text, 1000 + i);
+        tt_put_at(path, text, 1000 + i);
         swapped += reloadable_reload(&r, 0) == 1;
     }
     log_set_level(LOG_INFO);

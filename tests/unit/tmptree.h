@@ -7,11 +7,13 @@
 #ifndef SKILL_TMPTREE_H
 #define SKILL_TMPTREE_H
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* buf (at least 32 bytes) becomes a new folder /tmp/skill-TAG-XXXXXX. */
@@ -43,6 +45,21 @@ static inline void tt_put(const char *dir, const char *rel, const void *data, si
         perror(p);
         exit(2);
     }
+}
+
+/* path with exactly text, written in place (the inode stays), its mtime set
+ * to sec: each version's identity is known whatever the clock's resolution
+ * (the tests of when a changed file is read again). */
+static inline void tt_put_at(const char *path, const char *text, time_t sec)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    size_t len = strlen(text);
+    struct timespec ts[2] = {{sec, 0}, {sec, 0}};
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len || futimens(fd, ts) < 0) {
+        perror(path);
+        exit(2);
+    }
+    close(fd);
 }
 
 /* The folder dir/rel (it must not exist yet). */

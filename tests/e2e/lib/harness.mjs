@@ -6,6 +6,7 @@
 // PID when done (stop(), called from an after() hook; a process 'exit' hook is
 // the last resort so no server outlives the test run).
 
+import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -250,6 +251,34 @@ export function freePort() {
 export function runCli(args, timeout = 10_000) {
   const r = spawnSync(BIN, args, { encoding: 'utf8', timeout });
   return { code: r.status, signal: r.signal, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/**
+ * `skill-mcp token add NAME --file FILE [--rpm N]`: the new client's bearer
+ * token; throws with the command's stderr when it fails.
+ */
+export function addToken(file, name, { rpm } = {}) {
+  const args = ['token', 'add', name, '--file', file];
+  if (rpm !== undefined) args.push('--rpm', String(rpm));
+  const r = runCli(args);
+  if (r.code !== 0) throw new Error(`token add ${name} exited ${r.code}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/** The JSON-RPC messages of an SSE body's `message` events, in order. */
+export function sseMessages(text) {
+  return text.split('\n\n').filter((b) => b.startsWith('event: message'))
+    .map((b) => JSON.parse(b.slice(b.indexOf('data: ') + 6)));
+}
+
+/** Text a terminal shows as it is: no C0 control but the line ends, no DEL,
+ * no C1 control, no bidirectional override. */
+export function assertInert(text, what) {
+  const bad = [...text].find((ch) => {
+    const c = ch.codePointAt(0);
+    return (c < 0x20 && ch !== '\n') || (c >= 0x7f && c <= 0x9f) || (c >= 0x202a && c <= 0x202e);
+  });
+  assert.equal(bad, undefined, `${what}: a raw U+${bad?.codePointAt(0).toString(16).padStart(4, '0')} in\n${text}`);
 }
 
 /** Every page of list_skills with the given args. */

@@ -43,6 +43,19 @@ export function childPids(pid) {
   return out.sort((a, b) => a - b);
 }
 
+/** Live pids, this process aside, whose command line carries marker (a script run with it as an argument, and its children). */
+export function markedPids(marker) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (cmd.includes(marker) && alive(Number(d))) out.push(Number(d));
+    } catch { /* raced with its exit */ }
+  }
+  return out;
+}
+
 /** skill_server_stats().scripts, which must be there. */
 export async function scriptStats(client) {
   const r = await client.callTool({ name: 'skill_server_stats', arguments: {} });
