@@ -130,6 +130,7 @@ static void watch_put(struct build *b, char *path, const struct stat *st, int ow
     struct watch *w = &b->w[b->nw++];
     w->path = path;
     w->owned = (unsigned char)owned;
+    w->md = 0;
     w->missing = st == NULL;
     if (st)
         key_of(st, &w->key);
@@ -420,13 +421,17 @@ static void walk_pack(const struct walk *w, struct skill *k)
 {
     if (!w->nfiles && !w->ndirs)
         return;
+    /* The first folder is the skill's own (prepare walks it first, so its
+     * path opens the strings): dir_paths[0] points at k->dir rather than
+     * keeping a second copy of it. */
+    size_t skip = w->ndirs && w->doff[0] == 0 && !strcmp(w->str, k->dir) ? strlen(k->dir) + 1 : 0;
     size_t head = w->nfiles * sizeof *k->files + w->ndirs * (sizeof *k->dir_keys +
                                                              sizeof *k->dir_paths);
-    char *blk = xmalloc(head + w->slen);
-    char *str = memcpy(blk + head, w->str, w->slen);
+    char *blk = xmalloc(head + w->slen - skip);
+    char *str = memcpy(blk + head, w->str + skip, w->slen - skip);
     k->files = (struct skill_file *)(void *)blk;
     for (size_t i = 0; i < w->nfiles; i++) {
-        k->files[i].path = str + w->files[i].off;
+        k->files[i].path = str + (w->files[i].off - skip);
         k->files[i].size = w->files[i].size;
         k->files[i].mtime_ns = w->files[i].mtime_ns;
     }
@@ -437,7 +442,7 @@ static void walk_pack(const struct walk *w, struct skill *k)
     k->dir_paths = (char **)(void *)(k->dir_keys + w->ndirs);
     for (size_t i = 0; i < w->ndirs; i++) {
         k->dir_keys[i] = w->dkeys[i];
-        k->dir_paths[i] = str + w->doff[i];
+        k->dir_paths[i] = skip && i == 0 ? k->dir : str + (w->doff[i] - skip);
     }
     k->ndirs = w->ndirs;
 }
@@ -579,7 +584,7 @@ static size_t pack_len(const char *s)
  * left as it was, but for its 'description', which may be emptied.
  */
 static struct skill *entry_new(const char *name, const char *qname, const char *team,
-                               const char *real, const char *md, json_t *fields)
+                               const char *real, json_t *fields)
 {
     const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
     char *rest = NULL, **tags = NULL;
@@ -601,7 +606,7 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
         rest = json_dumps(fields, JSON_COMPACT);
     }
     size_t len = ntags * sizeof(char *) + pack_len(name) + pack_len(qname) +
-                 pack_len(team) + pack_len(real) + pack_len(md) + pack_len(desc) +
+                 pack_len(team) + pack_len(real) + pack_len(desc) +
                  pack_len(version) + pack_len(fm_name) + pack_len(title) + pack_len(rest);
     for (size_t i = 0; i < ntags; i++)
         len += pack_len(tags[i]);
@@ -619,7 +624,6 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     k->qname = pack_str(&at, qname);
     k->team = pack_str(&at, team);
     k->dir = pack_str(&at, real);
-    k->md_path = pack_str(&at, md);
     k->description = pack_str(&at, desc);
     k->version = pack_str(&at, version);
     k->fm_name = pack_str(&at, fm_name);
@@ -629,6 +633,12 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     free(rest);
     json_decref(dj);
     return k;
+}
+
+char *skills_md_path(const struct skill *k, char *out, size_t n)
+{
+    snprintf(out, n, "%s/SKILL.md", k->dir);
+    return out;
 }
 
 json_t *skills_frontmatter(const struct skill *k)
@@ -734,7 +744,8 @@ static int have_qname(const struct build *b, const char *qname)
 
 static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
 {
-    watch_put(b, k->md_path, md, 0);
+    watch_put(b, k->dir, md, 0);
+    b->w[b->nw - 1].md = 1;
     for (size_t i = 0; i < k->ndirs; i++) {
         if (b->nw == b->wcap) {
             b->wcap = b->wcap ? b->wcap * 2 : 64;
@@ -743,6 +754,7 @@ static void add_watches_of(struct build *b, const struct skill *k, const struct 
         struct watch *w = &b->w[b->nw++];
         w->path = k->dir_paths[i];
         w->owned = 0;
+        w->md = 0;
         w->key = k->dir_keys[i];
         w->missing = 0;
     }
@@ -913,7 +925,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
         c->problem = c->err.msg;
     else if (!json_is_string(desc) || !*json_string_value(desc))
         c->problem = "frontmatter has no 'description' (a non-empty string is required)";
-    struct skill *k = entry_new(c->name, c->qname, c->team, real, md,
+    struct skill *k = entry_new(c->name, c->qname, c->team, real,
                                 c->problem ? NULL : f.fields);
     json_decref(f.fields);
     k->root = c->root;
@@ -967,7 +979,7 @@ static void apply(struct build *b, struct cand *c)
                strerror(c->real_errno));
         return;
     }
-    snprintf(md, sizeof md, "%s", k->md_path);
+    skills_md_path(k, md, sizeof md);
     if (c->problem) {
         char where[32] = "";
         if (c->err.line && c->problem == c->err.msg)

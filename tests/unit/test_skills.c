@@ -184,6 +184,42 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
         key_of(&st, &now);
         CHECK(key_eq(&now, &k->dir_keys[i]));
     }
+    /* the skill's own folder is not kept twice; the others are whole paths */
+    CHECK(k->dir_paths[0] == k->dir);
+    char want[1024], md[PATH_MAX + 16];
+    snprintf(want, sizeof want, "%s/references/deep/a/b/c/d", k->dir);
+    int found = 0;
+    for (size_t i = 1; i < k->ndirs; i++)
+        found += !strcmp(k->dir_paths[i], want);
+    CHECK_EQ(found, 1);
+    /* SKILL.md's path is derived on use, and is the file the key was taken of */
+    snprintf(want, sizeof want, "%s/SKILL.md", k->dir);
+    CHECK_STR(skills_md_path(k, md, sizeof md), want);
+    {
+        struct stat st;
+        struct fkey now;
+        CHECK_EQ(stat(md, &st), 0);
+        key_of(&st, &now);
+        CHECK(key_eq(&now, &k->md_key));
+    }
+    /* the watch list names every entry's SKILL.md, at the entry's key */
+    size_t mds = 0;
+    for (size_t i = 0; i < s->nw; i++) {
+        if (!s->w[i].md)
+            continue;
+        char buf[PATH_MAX + 16];
+        struct skill *e = NULL;
+        for (size_t j = 0; j < s->n; j++)
+            if (s->w[i].path == s->v[j]->dir)
+                e = s->v[j];
+        CHECK(e != NULL);
+        if (!e)
+            continue;
+        CHECK_STR(watch_path(&s->w[i], buf, sizeof buf), skills_md_path(e, md, sizeof md));
+        CHECK(key_eq(&s->w[i].key, &e->md_key));
+        mds++;
+    }
+    CHECK_EQ(mds, s->n);
     skills_release(s);
 
     struct skills_report r;
