@@ -589,20 +589,41 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
     char *rest = NULL, **tags = NULL;
     size_t ntags = 0;
-    json_t *dj = NULL;
+    json_t *dj = NULL, *vj = NULL, *nj = NULL, *tj = NULL;
     if (fields) {
         dj = json_incref(json_object_get(fields, "description"));
         desc = json_string_value(dj);
         json_t *x = json_object_get(fields, "version");
-        version = json_is_string(x) ? json_string_value(x) : NULL;
+        vj = json_is_string(x) ? json_incref(x) : NULL;
+        version = json_string_value(vj);
         x = json_object_get(fields, "name");
-        fm_name = json_is_string(x) ? json_string_value(x) : NULL;
+        nj = json_is_string(x) ? json_incref(x) : NULL;
+        fm_name = json_string_value(nj);
         x = json_object_get(fields, "title");
-        title = json_is_string(x) ? json_string_value(x) : NULL;
-        ntags = take_tags(json_object_get(fields, "tags"), &tags);
-        /* The description is kept once, as a field (the parser refuses NUL
-         * in values, so the C string is all of it). */
+        tj = json_is_string(x) ? json_incref(x) : NULL;
+        title = json_string_value(tj);
+        x = json_object_get(fields, "tags");
+        ntags = take_tags(x, &tags);
+        /* What is kept as a field is not kept again in the text (the parser
+         * refuses NUL in values, so a C string is all of a value): an empty
+         * string or list stands in its place, so the key keeps its position,
+         * and skills_frontmatter() puts the field back. Tags only when the
+         * list is exactly what was kept: all strings, none empty. */
         json_object_set_new(fields, "description", json_string(""));
+        if (vj)
+            json_object_set_new(fields, "version", json_string(""));
+        if (nj)
+            json_object_set_new(fields, "name", json_string(""));
+        if (tj)
+            json_object_set_new(fields, "title", json_string(""));
+        if (ntags && json_is_array(x) && json_array_size(x) == ntags) {
+            size_t i, strs = 0;
+            json_t *t;
+            json_array_foreach(x, i, t)
+                strs += json_is_string(t) != 0;
+            if (strs == ntags)
+                json_object_set_new(fields, "tags", json_array());
+        }
         rest = json_dumps(fields, JSON_COMPACT);
     }
     size_t len = ntags * sizeof(char *) + pack_len(name) + pack_len(qname) +
@@ -632,6 +653,9 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     skills_free_names(tags, ntags);
     free(rest);
     json_decref(dj);
+    json_decref(vj);
+    json_decref(nj);
+    json_decref(tj);
     return k;
 }
 
@@ -648,10 +672,26 @@ json_t *skills_frontmatter(const struct skill *k)
         json_decref(o);
         o = json_object();
     }
-    /* Set in place: the key keeps its position. */
+    /* Set in place: the key keeps its position. An empty string or list
+     * in the text stands for the field (entry_new); one that was empty in
+     * the file has an empty field, or none, so either way it reads back. */
     json_t *d = json_object_get(o, "description");
     if (k->description && (!json_is_string(d) || !json_string_length(d)))
         json_object_set_new(o, "description", json_string(k->description));
+    const char *const keys[3] = {"version", "name", "title"};
+    const char *const vals[3] = {k->version, k->fm_name, k->title};
+    for (int i = 0; i < 3; i++) {
+        d = json_object_get(o, keys[i]);
+        if (vals[i] && json_is_string(d) && !json_string_length(d))
+            json_object_set_new(o, keys[i], json_string(vals[i]));
+    }
+    d = json_object_get(o, "tags");
+    if (k->ntags && json_is_array(d) && !json_array_size(d)) {
+        json_t *t = json_array();
+        for (size_t i = 0; i < k->ntags; i++)
+            json_array_append_new(t, json_string(k->tags[i]));
+        json_object_set_new(o, "tags", t);
+    }
     return o;
 }
 
