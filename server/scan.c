@@ -98,6 +98,8 @@ struct build {
     size_t seen_cap;        /* power of two, at least twice n */
     struct cand *c;         /* skill folders found by the scan, in order */
     size_t nc, ccap;
+    int rootfd[64];         /* the roots' folders, open until every candidate is prepared */
+    size_t nrootfd;
 };
 
 static void report(struct build *b, const char *level, const char *skill, const char *path,
@@ -465,21 +467,25 @@ ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size)
 }
 
 /*
- * Parses the frontmatter of SKILL.md at path (whose stat is st). Returns 0
- * and fills *f, or -1 with *err set.
+ * Parses the frontmatter of SKILL.md at path (whose stat is st), or of fd
+ * when it is open already (>= 0; closed here). Returns 0 and fills *f, or
+ * -1 with *err set.
  */
-static int parse_skill_md(int dfd, const char *path, const struct stat *st, struct fm *f,
-                          struct err *err)
+static int parse_skill_md(int dfd, const char *path, int fd, const struct stat *st,
+                          struct fm *f, struct err *err)
 {
-    int fd, rc = -1;
+    int rc = -1;
     char *buf = NULL;
     if (st->st_size > (off_t)SKILL_MD_MAX) {
         err_set(err, 0, 0, "SKILL.md is %lld bytes, over the 4 MiB limit",
                 (long long)st->st_size);
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     struct stat now;
-    fd = x_open_regular(dfd, path, &now);
+    if (fd < 0)
+        fd = x_open_regular(dfd, path, &now);
     if (fd < 0) {
         err_set(err, 0, 0, "cannot open SKILL.md: %s",
                 fd == -EINVAL ? "not a regular file" : strerror(-fd));
@@ -856,6 +862,7 @@ struct cand {
     struct stat dirst;      /* of the folder itself, when real is known */
     int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
     int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
+    int rootfd;             /* its root, open while pending (-1: look up c->dir) */
     struct cand *kids;      /* a team: its skill folders, prepared with it */
     size_t nkids;
     /* set by prepare */
@@ -914,8 +921,35 @@ static void prepare(const struct snapshot *old, struct cand *c)
 {
     char real[PATH_MAX], md[PATH_MAX + 16];
     struct fm f = {0};
+    int dfd = -1, mdfd = -1;
 
-    if (c->pending) {
+    if (c->pending && c->rootfd >= 0) {
+        /* A plain folder of the root (no link: c->real is its canonical
+         * path). Opened once, by a one-component lookup, it answers the
+         * folder's stat and serves the walk; a skill seen for the first
+         * time has its SKILL.md opened (not stat'ed, then opened) for the
+         * same reason: system calls are most of a cold start. */
+        dfd = openat(c->rootfd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0 || fstat(dfd, &c->dirst) < 0) {
+            if (dfd >= 0)
+                close(dfd);
+            c->kind = CAND_NONE;
+            return;
+        }
+        int md_ok;
+        if (find_in(old, c->qname)) {
+            md_ok = fstatat(dfd, "SKILL.md", &c->mdst, 0) == 0 && S_ISREG(c->mdst.st_mode);
+        } else {
+            mdfd = x_open_regular(dfd, "SKILL.md", &c->mdst);
+            md_ok = mdfd >= 0;
+        }
+        if (!md_ok) {
+            close(dfd);
+            c->kind = CAND_TEAM;
+            prepare_team(old, c);
+            return;
+        }
+    } else if (c->pending) {
         /* The scan only listed this folder; whether it is a skill (it holds
          * a SKILL.md) or a team folder is found here, off the serial path. */
         snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
@@ -932,6 +966,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     c->old = find_in(old, c->qname);
     if (c->old && c->old->root == c->root && entry_unchanged(c->old, &c->mdst)) {
         c->reuse = 1;
+        if (dfd >= 0)
+            close(dfd);
         return;
     }
     if (c->real)
@@ -944,7 +980,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     struct walk w = {0};
     walk_init(&w);
     struct stat dst;
-    int dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (c->real)
         dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
     if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
@@ -956,8 +993,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
 
     snprintf(md, sizeof md, "%s/SKILL.md", real);
-    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
-                            &f, &c->err);
+    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, mdfd,
+                            &c->mdst, &f, &c->err);
     if (dfd >= 0)
         close(dfd);
     json_t *desc = rc < 0 ? NULL : json_object_get(f.fields, "description");
@@ -1084,6 +1121,7 @@ static void cand_init(struct cand *c, unsigned root, const char *team, const cha
     memset(c, 0, sizeof *c);
     snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
     c->root = root;
+    c->rootfd = -1;
     /* One block for the five names (a build makes one candidate a skill). */
     char *at = xmalloc(pack_len(team) + pack_len(name) + pack_len(qname) + pack_len(dir) +
                        pack_len(real));
@@ -1244,6 +1282,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
             snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
             struct cand *c = cand_add(b, root, NULL, names[i].name, dir, real, NULL, NULL);
             c->pending = 1;
+            c->rootfd = rfd;
             continue;
         }
         if (names[i].type != DT_DIR && names[i].type != DT_LNK && names[i].type != DT_UNKNOWN)
@@ -1263,7 +1302,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         }
     }
     dents_free(names, n);
-    close(rfd);
+    b->rootfd[b->nrootfd++] = rfd;  /* prepare looks the candidates up in it */
 }
 
 static int skill_cmp(const void *a, const void *b)
@@ -1277,6 +1316,8 @@ struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
     for (size_t i = 0; i < S->nroots; i++)
         scan_root(&b, (unsigned)i, S->roots[i]);
     prepare_all(&b, 0, b.nc);
+    for (size_t i = 0; i < b.nrootfd; i++)
+        close(b.rootfd[i]);
     for (size_t i = 0; i < b.nc; i++) {
         struct cand *c = &b.c[i];
         if (c->pending && c->kind == CAND_TEAM) {
