@@ -70,7 +70,8 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
         return 0;
     }
     struct stat st;
-    int fd = x_open_regular(AT_FDCWD, k->md_path, &st);
+    char md[PATH_MAX + 16];
+    int fd = x_open_regular(AT_FDCWD, skills_md_path(k, md, sizeof md), &st);
     if (fd < 0) {
         *why = fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
                                               : "SKILL.md cannot be opened";

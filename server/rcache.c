@@ -459,8 +459,8 @@ static int stamp_all(const struct skill *k, struct rc_stamp *st, int *linked)
     int64_t now = now_wall_ms() * 1000000ll;
     for (size_t i = 0; i <= k->nfiles; i++) {
         struct stat sb;
-        if ((i && full_path(path, k->dir, k->files[i - 1].path) < 0) ||
-            fstatat(AT_FDCWD, i ? path : k->md_path, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+        if (full_path(path, k->dir, i ? k->files[i - 1].path : "SKILL.md") < 0 ||
+            fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
             !S_ISREG(sb.st_mode))
             return -1;
         st[i].dev = sb.st_dev;

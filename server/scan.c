@@ -98,6 +98,8 @@ struct build {
     size_t seen_cap;        /* power of two, at least twice n */
     struct cand *c;         /* skill folders found by the scan, in order */
     size_t nc, ccap;
+    int rootfd[64];         /* the roots' folders, open until every candidate is prepared */
+    size_t nrootfd;
 };
 
 static void report(struct build *b, const char *level, const char *skill, const char *path,
@@ -130,6 +132,7 @@ static void watch_put(struct build *b, char *path, const struct stat *st, int ow
     struct watch *w = &b->w[b->nw++];
     w->path = path;
     w->owned = (unsigned char)owned;
+    w->md = 0;
     w->missing = st == NULL;
     if (st)
         key_of(st, &w->key);
@@ -420,13 +423,17 @@ static void walk_pack(const struct walk *w, struct skill *k)
 {
     if (!w->nfiles && !w->ndirs)
         return;
+    /* The first folder is the skill's own (prepare walks it first, so its
+     * path opens the strings): dir_paths[0] points at k->dir rather than
+     * keeping a second copy of it. */
+    size_t skip = w->ndirs && w->doff[0] == 0 && !strcmp(w->str, k->dir) ? strlen(k->dir) + 1 : 0;
     size_t head = w->nfiles * sizeof *k->files + w->ndirs * (sizeof *k->dir_keys +
                                                              sizeof *k->dir_paths);
-    char *blk = xmalloc(head + w->slen);
-    char *str = memcpy(blk + head, w->str, w->slen);
+    char *blk = xmalloc(head + w->slen - skip);
+    char *str = memcpy(blk + head, w->str + skip, w->slen - skip);
     k->files = (struct skill_file *)(void *)blk;
     for (size_t i = 0; i < w->nfiles; i++) {
-        k->files[i].path = str + w->files[i].off;
+        k->files[i].path = str + (w->files[i].off - skip);
         k->files[i].size = w->files[i].size;
         k->files[i].mtime_ns = w->files[i].mtime_ns;
     }
@@ -437,7 +444,7 @@ static void walk_pack(const struct walk *w, struct skill *k)
     k->dir_paths = (char **)(void *)(k->dir_keys + w->ndirs);
     for (size_t i = 0; i < w->ndirs; i++) {
         k->dir_keys[i] = w->dkeys[i];
-        k->dir_paths[i] = str + w->doff[i];
+        k->dir_paths[i] = skip && i == 0 ? k->dir : str + (w->doff[i] - skip);
     }
     k->ndirs = w->ndirs;
 }
@@ -460,21 +467,25 @@ ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size)
 }
 
 /*
- * Parses the frontmatter of SKILL.md at path (whose stat is st). Returns 0
- * and fills *f, or -1 with *err set.
+ * Parses the frontmatter of SKILL.md at path (whose stat is st), or of fd
+ * when it is open already (>= 0; closed here). Returns 0 and fills *f, or
+ * -1 with *err set.
  */
-static int parse_skill_md(int dfd, const char *path, const struct stat *st, struct fm *f,
-                          struct err *err)
+static int parse_skill_md(int dfd, const char *path, int fd, const struct stat *st,
+                          struct fm *f, struct err *err)
 {
-    int fd, rc = -1;
+    int rc = -1;
     char *buf = NULL;
     if (st->st_size > (off_t)SKILL_MD_MAX) {
         err_set(err, 0, 0, "SKILL.md is %lld bytes, over the 4 MiB limit",
                 (long long)st->st_size);
+        if (fd >= 0)
+            close(fd);
         return -1;
     }
     struct stat now;
-    fd = x_open_regular(dfd, path, &now);
+    if (fd < 0)
+        fd = x_open_regular(dfd, path, &now);
     if (fd < 0) {
         err_set(err, 0, 0, "cannot open SKILL.md: %s",
                 fd == -EINVAL ? "not a regular file" : strerror(-fd));
@@ -579,29 +590,50 @@ static size_t pack_len(const char *s)
  * left as it was, but for its 'description', which may be emptied.
  */
 static struct skill *entry_new(const char *name, const char *qname, const char *team,
-                               const char *real, const char *md, json_t *fields)
+                               const char *real, json_t *fields)
 {
     const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
     char *rest = NULL, **tags = NULL;
     size_t ntags = 0;
-    json_t *dj = NULL;
+    json_t *dj = NULL, *vj = NULL, *nj = NULL, *tj = NULL;
     if (fields) {
         dj = json_incref(json_object_get(fields, "description"));
         desc = json_string_value(dj);
         json_t *x = json_object_get(fields, "version");
-        version = json_is_string(x) ? json_string_value(x) : NULL;
+        vj = json_is_string(x) ? json_incref(x) : NULL;
+        version = json_string_value(vj);
         x = json_object_get(fields, "name");
-        fm_name = json_is_string(x) ? json_string_value(x) : NULL;
+        nj = json_is_string(x) ? json_incref(x) : NULL;
+        fm_name = json_string_value(nj);
         x = json_object_get(fields, "title");
-        title = json_is_string(x) ? json_string_value(x) : NULL;
-        ntags = take_tags(json_object_get(fields, "tags"), &tags);
-        /* The description is kept once, as a field (the parser refuses NUL
-         * in values, so the C string is all of it). */
+        tj = json_is_string(x) ? json_incref(x) : NULL;
+        title = json_string_value(tj);
+        x = json_object_get(fields, "tags");
+        ntags = take_tags(x, &tags);
+        /* What is kept as a field is not kept again in the text (the parser
+         * refuses NUL in values, so a C string is all of a value): an empty
+         * string or list stands in its place, so the key keeps its position,
+         * and skills_frontmatter() puts the field back. Tags only when the
+         * list is exactly what was kept: all strings, none empty. */
         json_object_set_new(fields, "description", json_string(""));
+        if (vj)
+            json_object_set_new(fields, "version", json_string(""));
+        if (nj)
+            json_object_set_new(fields, "name", json_string(""));
+        if (tj)
+            json_object_set_new(fields, "title", json_string(""));
+        if (ntags && json_is_array(x) && json_array_size(x) == ntags) {
+            size_t i, strs = 0;
+            json_t *t;
+            json_array_foreach(x, i, t)
+                strs += json_is_string(t) != 0;
+            if (strs == ntags)
+                json_object_set_new(fields, "tags", json_array());
+        }
         rest = json_dumps(fields, JSON_COMPACT);
     }
     size_t len = ntags * sizeof(char *) + pack_len(name) + pack_len(qname) +
-                 pack_len(team) + pack_len(real) + pack_len(md) + pack_len(desc) +
+                 pack_len(team) + pack_len(real) + pack_len(desc) +
                  pack_len(version) + pack_len(fm_name) + pack_len(title) + pack_len(rest);
     for (size_t i = 0; i < ntags; i++)
         len += pack_len(tags[i]);
@@ -619,7 +651,6 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     k->qname = pack_str(&at, qname);
     k->team = pack_str(&at, team);
     k->dir = pack_str(&at, real);
-    k->md_path = pack_str(&at, md);
     k->description = pack_str(&at, desc);
     k->version = pack_str(&at, version);
     k->fm_name = pack_str(&at, fm_name);
@@ -628,7 +659,16 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     skills_free_names(tags, ntags);
     free(rest);
     json_decref(dj);
+    json_decref(vj);
+    json_decref(nj);
+    json_decref(tj);
     return k;
+}
+
+char *skills_md_path(const struct skill *k, char *out, size_t n)
+{
+    snprintf(out, n, "%s/SKILL.md", k->dir);
+    return out;
 }
 
 json_t *skills_frontmatter(const struct skill *k)
@@ -638,10 +678,26 @@ json_t *skills_frontmatter(const struct skill *k)
         json_decref(o);
         o = json_object();
     }
-    /* Set in place: the key keeps its position. */
+    /* Set in place: the key keeps its position. An empty string or list
+     * in the text stands for the field (entry_new); one that was empty in
+     * the file has an empty field, or none, so either way it reads back. */
     json_t *d = json_object_get(o, "description");
     if (k->description && (!json_is_string(d) || !json_string_length(d)))
         json_object_set_new(o, "description", json_string(k->description));
+    const char *const keys[3] = {"version", "name", "title"};
+    const char *const vals[3] = {k->version, k->fm_name, k->title};
+    for (int i = 0; i < 3; i++) {
+        d = json_object_get(o, keys[i]);
+        if (vals[i] && json_is_string(d) && !json_string_length(d))
+            json_object_set_new(o, keys[i], json_string(vals[i]));
+    }
+    d = json_object_get(o, "tags");
+    if (k->ntags && json_is_array(d) && !json_array_size(d)) {
+        json_t *t = json_array();
+        for (size_t i = 0; i < k->ntags; i++)
+            json_array_append_new(t, json_string(k->tags[i]));
+        json_object_set_new(o, "tags", t);
+    }
     return o;
 }
 
@@ -734,7 +790,8 @@ static int have_qname(const struct build *b, const char *qname)
 
 static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
 {
-    watch_put(b, k->md_path, md, 0);
+    watch_put(b, k->dir, md, 0);
+    b->w[b->nw - 1].md = 1;
     for (size_t i = 0; i < k->ndirs; i++) {
         if (b->nw == b->wcap) {
             b->wcap = b->wcap ? b->wcap * 2 : 64;
@@ -743,6 +800,7 @@ static void add_watches_of(struct build *b, const struct skill *k, const struct 
         struct watch *w = &b->w[b->nw++];
         w->path = k->dir_paths[i];
         w->owned = 0;
+        w->md = 0;
         w->key = k->dir_keys[i];
         w->missing = 0;
     }
@@ -804,6 +862,7 @@ struct cand {
     struct stat dirst;      /* of the folder itself, when real is known */
     int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
     int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
+    int rootfd;             /* its root, open while pending (-1: look up c->dir) */
     struct cand *kids;      /* a team: its skill folders, prepared with it */
     size_t nkids;
     /* set by prepare */
@@ -862,8 +921,35 @@ static void prepare(const struct snapshot *old, struct cand *c)
 {
     char real[PATH_MAX], md[PATH_MAX + 16];
     struct fm f = {0};
+    int dfd = -1, mdfd = -1;
 
-    if (c->pending) {
+    if (c->pending && c->rootfd >= 0) {
+        /* A plain folder of the root (no link: c->real is its canonical
+         * path). Opened once, by a one-component lookup, it answers the
+         * folder's stat and serves the walk; a skill seen for the first
+         * time has its SKILL.md opened (not stat'ed, then opened) for the
+         * same reason: system calls are most of a cold start. */
+        dfd = openat(c->rootfd, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0 || fstat(dfd, &c->dirst) < 0) {
+            if (dfd >= 0)
+                close(dfd);
+            c->kind = CAND_NONE;
+            return;
+        }
+        int md_ok;
+        if (find_in(old, c->qname)) {
+            md_ok = fstatat(dfd, "SKILL.md", &c->mdst, 0) == 0 && S_ISREG(c->mdst.st_mode);
+        } else {
+            mdfd = x_open_regular(dfd, "SKILL.md", &c->mdst);
+            md_ok = mdfd >= 0;
+        }
+        if (!md_ok) {
+            close(dfd);
+            c->kind = CAND_TEAM;
+            prepare_team(old, c);
+            return;
+        }
+    } else if (c->pending) {
         /* The scan only listed this folder; whether it is a skill (it holds
          * a SKILL.md) or a team folder is found here, off the serial path. */
         snprintf(md, sizeof md, "%s/SKILL.md", c->dir);
@@ -880,6 +966,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     c->old = find_in(old, c->qname);
     if (c->old && c->old->root == c->root && entry_unchanged(c->old, &c->mdst)) {
         c->reuse = 1;
+        if (dfd >= 0)
+            close(dfd);
         return;
     }
     if (c->real)
@@ -892,7 +980,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     struct walk w = {0};
     walk_init(&w);
     struct stat dst;
-    int dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (c->real)
         dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
     if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
@@ -904,8 +993,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
 
     snprintf(md, sizeof md, "%s/SKILL.md", real);
-    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, &c->mdst,
-                            &f, &c->err);
+    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, mdfd,
+                            &c->mdst, &f, &c->err);
     if (dfd >= 0)
         close(dfd);
     json_t *desc = rc < 0 ? NULL : json_object_get(f.fields, "description");
@@ -913,7 +1002,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
         c->problem = c->err.msg;
     else if (!json_is_string(desc) || !*json_string_value(desc))
         c->problem = "frontmatter has no 'description' (a non-empty string is required)";
-    struct skill *k = entry_new(c->name, c->qname, c->team, real, md,
+    struct skill *k = entry_new(c->name, c->qname, c->team, real,
                                 c->problem ? NULL : f.fields);
     json_decref(f.fields);
     k->root = c->root;
@@ -967,7 +1056,7 @@ static void apply(struct build *b, struct cand *c)
                strerror(c->real_errno));
         return;
     }
-    snprintf(md, sizeof md, "%s", k->md_path);
+    skills_md_path(k, md, sizeof md);
     if (c->problem) {
         char where[32] = "";
         if (c->err.line && c->problem == c->err.msg)
@@ -1032,6 +1121,7 @@ static void cand_init(struct cand *c, unsigned root, const char *team, const cha
     memset(c, 0, sizeof *c);
     snprintf(qname, sizeof qname, "%s%s%s", team ? team : "", team ? "/" : "", name);
     c->root = root;
+    c->rootfd = -1;
     /* One block for the five names (a build makes one candidate a skill). */
     char *at = xmalloc(pack_len(team) + pack_len(name) + pack_len(qname) + pack_len(dir) +
                        pack_len(real));
@@ -1192,6 +1282,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
             snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
             struct cand *c = cand_add(b, root, NULL, names[i].name, dir, real, NULL, NULL);
             c->pending = 1;
+            c->rootfd = rfd;
             continue;
         }
         if (names[i].type != DT_DIR && names[i].type != DT_LNK && names[i].type != DT_UNKNOWN)
@@ -1211,7 +1302,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         }
     }
     dents_free(names, n);
-    close(rfd);
+    b->rootfd[b->nrootfd++] = rfd;  /* prepare looks the candidates up in it */
 }
 
 static int skill_cmp(const void *a, const void *b)
@@ -1225,6 +1316,8 @@ struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
     for (size_t i = 0; i < S->nroots; i++)
         scan_root(&b, (unsigned)i, S->roots[i]);
     prepare_all(&b, 0, b.nc);
+    for (size_t i = 0; i < b.nrootfd; i++)
+        close(b.rootfd[i]);
     for (size_t i = 0; i < b.nc; i++) {
         struct cand *c = &b.c[i];
         if (c->pending && c->kind == CAND_TEAM) {

@@ -402,9 +402,10 @@ static int tree_changed(const struct snapshot *s)
 {
     struct stat st;
     struct fkey k;
+    char buf[PATH_MAX + 16];
     for (size_t i = 0; i < s->nw; i++) {
         const struct watch *w = &s->w[i];
-        if (stat(w->path, &st) < 0) {
+        if (stat(watch_path(w, buf, sizeof buf), &st) < 0) {
             if (!w->missing)
                 return 1;
             continue;
@@ -438,7 +439,7 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
     for (size_t i = 0; i < s->nw; i++) {
         const struct watch *w = &s->w[i];
         struct stat st;
-        if (w->missing || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
+        if (w->missing || w->md || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         int wd = inotify_add_watch(S->ino_fd, w->path, mask);
         if (wd < 0) {
@@ -474,8 +475,9 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
 static int missing_appeared(const struct snapshot *s)
 {
     struct stat st;
+    char buf[PATH_MAX + 16];
     for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].missing && stat(s->w[i].path, &st) == 0)
+        if (s->w[i].missing && stat(watch_path(&s->w[i], buf, sizeof buf), &st) == 0)
             return 1;
     return 0;
 }

@@ -75,9 +75,12 @@ struct skill {
     char *name;             /* folder name */
     char *qname;            /* "skill" or "team/skill" */
     char *team;             /* NULL for top-level skills */
-    char *dir;              /* absolute, symlinks resolved */
-    char *md_path;          /* dir + "/SKILL.md" */
+    char *dir;              /* absolute, symlinks resolved; its SKILL.md is
+                               skills_md_path() (not stored: ~50 bytes a skill) */
     unsigned root;          /* index of its --skills root */
+    /* the scanner's alone: a file in one of its folders was written in
+     * place (inotify), so the next rescan stats its files before reuse */
+    unsigned char files_moved;
     const char *description;/* frontmatter 'description' (always a non-empty string) */
     const char *version;    /* frontmatter 'version' when a string, or NULL */
     const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
@@ -93,11 +96,8 @@ struct skill {
     struct fkey md_key;
     size_t body_off;        /* offset of the body in SKILL.md */
     struct fkey *dir_keys;  /* the skill folder and every folder below it */
-    char **dir_paths;
+    char **dir_paths;       /* dir_paths[0] is dir itself (the same pointer) */
     size_t ndirs;
-    /* the scanner's alone: a file in one of its folders was written in
-     * place (inotify), so the next rescan stats its files before reuse */
-    unsigned char files_moved;
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
     struct search_terms *terms; /* name, tags and description tokenized for search */
@@ -217,6 +217,10 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
  */
 struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root);
 void skills_entry_release(struct skill *k);
+
+/* k's SKILL.md, dir + "/SKILL.md", into out (PATH_MAX + 16 bytes is always
+ * enough). Returns out. */
+char *skills_md_path(const struct skill *k, char *out, size_t n);
 
 /*
  * k's whole frontmatter as a JSON object, equal to what the parser gave

@@ -8,9 +8,11 @@
 #ifndef SKILL_SKILLS_INT_H
 #define SKILL_SKILLS_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -24,7 +26,18 @@ struct watch {
     struct fkey key;
     unsigned char missing;  /* path did not exist when the snapshot was built */
     unsigned char owned;    /* path is the watch's own copy */
+    unsigned char md;       /* path is a skill folder, the watched file its SKILL.md */
 };
+
+/* The path w watches, composed into buf (PATH_MAX + 16) when it is a
+ * SKILL.md: entries do not store that path. Allocates nothing. */
+static inline const char *watch_path(const struct watch *w, char *buf, size_t n)
+{
+    if (!w->md)
+        return w->path;
+    snprintf(buf, n, "%s/SKILL.md", w->path);
+    return buf;
+}
 
 struct bodies_indexer;
 

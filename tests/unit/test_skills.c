@@ -184,6 +184,42 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
         key_of(&st, &now);
         CHECK(key_eq(&now, &k->dir_keys[i]));
     }
+    /* the skill's own folder is not kept twice; the others are whole paths */
+    CHECK(k->dir_paths[0] == k->dir);
+    char want[1024], md[PATH_MAX + 16];
+    snprintf(want, sizeof want, "%s/references/deep/a/b/c/d", k->dir);
+    int found = 0;
+    for (size_t i = 1; i < k->ndirs; i++)
+        found += !strcmp(k->dir_paths[i], want);
+    CHECK_EQ(found, 1);
+    /* SKILL.md's path is derived on use, and is the file the key was taken of */
+    snprintf(want, sizeof want, "%s/SKILL.md", k->dir);
+    CHECK_STR(skills_md_path(k, md, sizeof md), want);
+    {
+        struct stat st;
+        struct fkey now;
+        CHECK_EQ(stat(md, &st), 0);
+        key_of(&st, &now);
+        CHECK(key_eq(&now, &k->md_key));
+    }
+    /* the watch list names every entry's SKILL.md, at the entry's key */
+    size_t mds = 0;
+    for (size_t i = 0; i < s->nw; i++) {
+        if (!s->w[i].md)
+            continue;
+        char buf[PATH_MAX + 16];
+        struct skill *e = NULL;
+        for (size_t j = 0; j < s->n; j++)
+            if (s->w[i].path == s->v[j]->dir)
+                e = s->v[j];
+        CHECK(e != NULL);
+        if (!e)
+            continue;
+        CHECK_STR(watch_path(&s->w[i], buf, sizeof buf), skills_md_path(e, md, sizeof md));
+        CHECK(key_eq(&s->w[i].key, &e->md_key));
+        mds++;
+    }
+    CHECK_EQ(mds, s->n);
     skills_release(s);
 
     struct skills_report r;
@@ -511,6 +547,10 @@ static const char *const rich_fm[] = {
     "---\n# Rich\n",
     "---\nname: esc\ndescription: \"tab\\there \\u00e9 \\\\ end\"\nversion: \"2.1.0\"\n"
     "tags: [x, 7]\n---\nbody\n",
+    /* every field the entry keeps apart, and empty ones in the file */
+    "---\ntitle: ''\nname: tagged\ndescription: D\nversion: '3.0'\n"
+    "tags: [one-tag, two-tag, three-tag]\nlicense: MIT\nkeywords: []\n---\nbody\n",
+    "---\nname: ''\ndescription: E\ntags: []\nversion: ''\n---\nbody\n",
 };
 
 TEST(frontmatter_kept_compact_and_given_back_whole)
@@ -518,12 +558,15 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
     fresh_root();
     writef("rich/SKILL.md", "%s", rich_fm[0]);
     writef("esc/SKILL.md", "%s", rich_fm[1]);
+    writef("tagged/SKILL.md", "%s", rich_fm[2]);
+    writef("empty/SKILL.md", "%s", rich_fm[3]);
     skill("plain", "plain", "Plain skill");
     struct skills *S = open_root();
     struct snapshot *s = skills_acquire(S);
-    CHECK_EQ(s->n, 3);
-    for (size_t i = 0; i < 2; i++) {
-        const char *name = i ? "esc" : "rich";
+    CHECK_EQ(s->n, 5);
+    static const char *const names[] = {"rich", "esc", "tagged", "empty"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *name = names[i];
         int amb;
         struct skill *k = skills_find(s, name, strlen(name), &amb);
         CHECK(k != NULL);
@@ -539,7 +582,7 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
         free(got_s);
         json_decref(got);
         /* what the serving paths read without parsing */
-        CHECK_STR(k->fm_name, name);
+        CHECK_STR(k->fm_name, i == 3 ? "" : name);
         CHECK_STR(k->description,
                   json_string_value(json_object_get(f.fields, "description")));
         /* nothing parsed at build time: the subtree comes from the text on
@@ -561,6 +604,19 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
                                                         "timeout")), 5);
             /* the description is not stored twice */
             CHECK(strstr(k->fm_rest, "folded") == NULL);
+        } else if (i == 2) {
+            CHECK_STR(k->title, "");
+            CHECK_STR(k->version, "3.0");
+            CHECK_EQ(k->ntags, 3);
+            CHECK_STR(k->tags[2], "three-tag");
+            /* kept once: as fields, not again in the text */
+            CHECK(strstr(k->fm_rest, "one-tag") == NULL);
+            CHECK(strstr(k->fm_rest, "3.0") == NULL);
+            CHECK(strstr(k->fm_rest, "tagged") == NULL);
+            CHECK(strstr(k->fm_rest, "MIT") != NULL);
+        } else if (i == 3) {
+            CHECK_STR(k->version, "");
+            CHECK_EQ(k->ntags, 0);
         } else {
             CHECK(k->title == NULL);
             CHECK_STR(k->version, "2.1.0");
@@ -569,7 +625,7 @@ TEST(frontmatter_kept_compact_and_given_back_whole)
             CHECK_STR(k->description, "tab\there \xc3\xa9 \\ end");
             CHECK(ex == NULL);
         }
-        CHECK(k->warnings == NULL); /* nothing reported */
+        CHECK(i == 3 || k->warnings == NULL); /* nothing reported (but the empty name) */
         fm_cleanup(&f);
     }
     int amb;
