@@ -9,6 +9,7 @@
  * model what to do next (isError).
  */
 #include "tools.h"
+#include "tools_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -39,57 +40,20 @@
 #include "shape.h"
 #include "util.h"
 
-#define LIST_DEFAULT_LIMIT 500  /* the whole library, as far as the budget goes */
 #define LIST_MAX_LIMIT 500
 #define READ_DEFAULT_MAX 65536
 #define READ_MAX_MAX (1 << 20)
 #define NAME_MAX_LEN 200
 
-/* What a handler produced: a structured result or a message (isError). */
-struct tool_out {
-    json_t *structured;
-    const struct shape_budget *budget;  /* fit the result to this (NULL: as is) */
-    const char *hint;       /* how to narrow the call, when it had to be cut */
-    const struct shape_text *texts; /* members holding printed output, cut as JSON when
-                                       they are JSON (shape_json_texts) */
-    size_t ntexts;
-    const char *raw;        /* or a result rendered ahead (borrowed, or raw_owned) */
-    size_t rawlen;
-    char *raw_owned;        /* raw when it is this call's to free, else NULL */
-    char *dumped;           /* or the structured result already serialised, known to
-                               fit the budget (owned; render_ex wraps it as is) */
-    size_t dumplen;
-    char *escaped;          /* with dumped: dumped escaped for the text block, or NULL */
-    size_t esclen;
-    struct hook_plan *plan; /* or a script to run: the answer comes later */
-    int is_error;           /* a structured result that is still an error (busy) */
-    const char *skill;      /* the skill a load/read call resolved to, for per-skill stats */
-    json_t *meta;           /* the result's _meta (owned), or NULL */
-    char msg[1024];
-};
-
-struct tool_ctx {
-    struct srv *S;
-    struct snapshot *snap;
-    const struct view *view;    /* what the caller may see and run (--acl), NULL: all */
-    size_t idx;             /* need_skill: the entry's index in snap */
-    int modern;
-    const char *client;     /* authenticated client id, or NULL */
-    json_t *client_info;    /* the request's clientInfo (borrowed), or NULL */
-};
-
-typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
-
 /* A script's output that is JSON is cut as JSON; its own _truncated says
  * how to ask for less (the options the bundled rest-client takes). */
-static const struct shape_text run_texts[] = {
+const struct shape_text tools_run_texts[NRUN_TEXTS] = {
     {"stdout", "stdout_format",
      "The output was cut to fit the context; the items kept are whole. Ask the script for "
      "less if it can: a count alone (--count-only), fewer fields per item (--fields a,b), "
      "fewer items (--limit N)."},
     {"stderr", "stderr_format", NULL},
 };
-#define NRUN_TEXTS (sizeof run_texts / sizeof *run_texts)
 
 static const struct shape_text file_texts[] = {
     {"content", NULL,
@@ -97,12 +61,6 @@ static const struct shape_text file_texts[] = {
      "scripts to query it, if it has one."},
 };
 
-/* Rendered once per snapshot (tools_ext_build), read by every request. */
-struct snapshot_ext {
-    char *list[2];          /* [legacy, modern] default list_skills CallToolResult bytes */
-    size_t len[2];
-    struct rcache_pages *pages; /* other list_skills pages, rendered on first use */
-};
 
 /* An entry's list_skills card, rendered on first use and kept with the
  * entry (which outlives snapshots while its files do not change). */
@@ -126,14 +84,9 @@ struct tool {
     const char *narrow;     /* how to ask for less, when a result had to be cut */
 };
 
-static char *render(struct tool_out *o, int rc, int modern, size_t *len);
-static int over_budget(const struct shape_budget *b, const char *s, size_t n);
-
 /* ---- helpers ------------------------------------------------------------- */
 
-static int fail(struct tool_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(struct tool_out *o, const char *fmt, ...)
+int tools_fail(struct tool_out *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -144,7 +97,7 @@ static int fail(struct tool_out *o, const char *fmt, ...)
 }
 
 /* Checks that args has only the given keys; the first stranger is reported. */
-static int only_keys(json_t *args, struct tool_out *o, const char *const *keys)
+int tools_only_keys(json_t *args, struct tool_out *o, const char *const *keys)
 {
     const char *k;
     json_t *v;
@@ -160,7 +113,7 @@ static int only_keys(json_t *args, struct tool_out *o, const char *const *keys)
                 if (p[1])
                     strncat(list, ", ", sizeof list - strlen(list) - 1);
             }
-            return fail(o, "Unknown argument '%.64s'. This tool takes: %s.", k,
+            return tools_fail(o, "Unknown argument '%.64s'. This tool takes: %s.", k,
                         *list ? list : "no arguments");
         }
     }
@@ -168,7 +121,7 @@ static int only_keys(json_t *args, struct tool_out *o, const char *const *keys)
 }
 
 /* An optional string argument; -1 (with o set) when of the wrong type. */
-static int opt_str(json_t *args, const char *key, const char **out, size_t *len,
+int tools_opt_str(json_t *args, const char *key, const char **out, size_t *len,
                    struct tool_out *o)
 {
     json_t *v = json_object_get(args, key);
@@ -178,14 +131,14 @@ static int opt_str(json_t *args, const char *key, const char **out, size_t *len,
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_string(v))
-        return fail(o, "Argument '%s' must be a string.", key);
+        return tools_fail(o, "Argument '%s' must be a string.", key);
     *out = json_string_value(v);
     if (len)
         *len = json_string_length(v);
     return 0;
 }
 
-static int opt_int(json_t *args, const char *key, long lo, long hi, long dflt, long *out,
+int tools_opt_int(json_t *args, const char *key, long lo, long hi, long dflt, long *out,
                    struct tool_out *o)
 {
     json_t *v = json_object_get(args, key);
@@ -197,9 +150,9 @@ static int opt_int(json_t *args, const char *key, long lo, long hi, long dflt, l
                : json_is_real(v)  ? json_real_value(v)
                                   : NAN;
     if (isnan(d) || d != floor(d))
-        return fail(o, "Argument '%s' must be a whole number from %ld to %ld.", key, lo, hi);
+        return tools_fail(o, "Argument '%s' must be a whole number from %ld to %ld.", key, lo, hi);
     if (d < (double)lo || d > (double)hi)
-        return fail(o, "Argument '%s' must be from %ld to %ld (got %.0f).", key, lo, hi, d);
+        return tools_fail(o, "Argument '%s' must be from %ld to %ld (got %.0f).", key, lo, hi, d);
     *out = (long)d;
     return 0;
 }
@@ -208,19 +161,19 @@ static int opt_int(json_t *args, const char *key, long lo, long hi, long dflt, l
  * Resolves the skill argument. On failure o->msg tells the model what to do:
  * the qualified names to pick from, or the closest matches.
  */
-static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
+struct skill *tools_need_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     const char *name;
     size_t len;
     int amb;
-    if (opt_str(args, "name", &name, &len, o) < 0)
+    if (tools_opt_str(args, "name", &name, &len, o) < 0)
         return NULL;
     if (!name || !len) {
-        fail(o, "Argument 'name' is required: a skill name from list_skills.");
+        tools_fail(o, "Argument 'name' is required: a skill name from list_skills.");
         return NULL;
     }
     if (len > NAME_MAX_LEN || memchr(name, '\0', len)) {
-        fail(o, "Argument 'name' is not a skill name (at most %d characters, no NUL). "
+        tools_fail(o, "Argument 'name' is not a skill name (at most %d characters, no NUL). "
                 "Call list_skills to see the available skills.",
              NAME_MAX_LEN);
         return NULL;
@@ -240,7 +193,7 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
             if (i + 1 < n)
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
         }
-        fail(o, "'%s' names several skills: %s. Call again with the qualified name.", name,
+        tools_fail(o, "'%s' names several skills: %s. Call again with the qualified name.", name,
              list);
         return NULL;
     }
@@ -253,10 +206,10 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
             if (i + 1 < n)
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
         }
-        fail(o, "Unknown skill '%s'. Closest matches: %s. Call list_skills to see all skills.",
+        tools_fail(o, "Unknown skill '%s'. Closest matches: %s. Call list_skills to see all skills.",
              name, list);
     } else {
-        fail(o, "Unknown skill '%s'. Call list_skills (optionally with a query) to see the "
+        tools_fail(o, "Unknown skill '%s'. Call list_skills (optionally with a query) to see the "
                 "available skills.",
              name);
     }
@@ -267,14 +220,14 @@ static struct skill *need_skill(struct tool_ctx *c, json_t *args, struct tool_ou
  * The entry a call may use: k itself, the approved version the store serves
  * in its place, or NULL (o says why) when the lock quarantines it.
  */
-static struct skill *gated(struct tool_ctx *c, struct skill *k, struct tool_out *o)
+struct skill *tools_gated(struct tool_ctx *c, struct skill *k, struct tool_out *o)
 {
     const struct skill_gate *g = k ? skills_gate_of(c->snap, k) : NULL;
     if (!g || !g->reason)
         return k;
     if (g->serve)
         return g->serve;
-    fail(o, "Skill '%s' is quarantined: %s. Nothing was read or run; use another skill, or "
+    tools_fail(o, "Skill '%s' is quarantined: %s. Nothing was read or run; use another skill, or "
             "ask the operator to review this one.", k->qname, g->reason);
     return NULL;
 }
@@ -499,6 +452,9 @@ static int has_all_tags(const struct skill *k, json_t *tags)
 }
 
 /* ---- list_skills ----------------------------------------------------------- */
+
+const char tools_list_narrow[] =
+    "pass a query or tags to list fewer skills, a smaller limit, or the next_cursor";
 
 /*
  * The entries of one list page, in page order: the search hits (or every
@@ -798,7 +754,7 @@ static void fit_list(struct tool_out *o, size_t offset)
         return;
     size_t n;
     char *s = jf_dumps(r, &n);
-    if (!over_budget(b, s, n)) {
+    if (!tools_over_budget(b, s, n)) {
         o->dumped = s;      /* fits: render_ex need not dump it again */
         o->dumplen = n;
         return;
@@ -927,15 +883,15 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
     return 0;
 }
 
-static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
+int tools_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"query", "tags", "limit", "cursor", NULL};
     const char *query, *cursor;
     long limit;
     size_t offset = 0;
-    if (only_keys(args, o, keys) < 0 || opt_str(args, "query", &query, NULL, o) < 0 ||
-        opt_str(args, "cursor", &cursor, NULL, o) < 0 ||
-        opt_int(args, "limit", 1, LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT, &limit, o) < 0)
+    if (tools_only_keys(args, o, keys) < 0 || tools_opt_str(args, "query", &query, NULL, o) < 0 ||
+        tools_opt_str(args, "cursor", &cursor, NULL, o) < 0 ||
+        tools_opt_int(args, "limit", 1, LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT, &limit, o) < 0)
         return -1;
     json_t *tags = json_object_get(args, "tags");
     if (json_is_null(tags))
@@ -944,9 +900,9 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
         size_t i;
         json_t *t;
         if (!json_is_array(tags))
-            return fail(o, "Argument 'tags' must be a list of strings.");
+            return tools_fail(o, "Argument 'tags' must be a list of strings.");
         json_array_foreach(tags, i, t) if (!json_is_string(t))
-            return fail(o, "Argument 'tags' must be a list of strings.");
+            return tools_fail(o, "Argument 'tags' must be a list of strings.");
         if (!json_array_size(tags))
             tags = NULL;
     }
@@ -955,7 +911,7 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
         errno = 0;
         unsigned long long v = strtoull(cursor, &end, 10);
         if (errno || end == cursor || *end || v > 100000000ull)
-            return fail(o, "Argument 'cursor' is not a cursor this server gave out; pass the "
+            return tools_fail(o, "Argument 'cursor' is not a cursor this server gave out; pass the "
                            "next_cursor of the previous page, or omit it to start over.");
         offset = (size_t)v;
     }
@@ -990,7 +946,7 @@ static int t_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
         fit_list(o, offset);
     }
     if (pages) {
-        o->raw_owned = render(o, 0, c->modern, &o->rawlen);
+        o->raw_owned = tools_render(o, 0, c->modern, &o->rawlen);
         o->raw = o->raw_owned;
         rcache_pages_put(pages, c->view, key.p, key.len, o->raw, o->rawlen);
     }
@@ -1051,7 +1007,7 @@ static json_t *load_result(const struct skill *k, const struct skill_body *b,
  * answered, and saying so beats a reply that is not JSON. */
 static int not_text(struct tool_out *o, const struct skill *k)
 {
-    return fail(o, "Skill '%s' cannot be loaded: its SKILL.md is not valid UTF-8 text (saved "
+    return tools_fail(o, "Skill '%s' cannot be loaded: its SKILL.md is not valid UTF-8 text (saved "
                    "in another encoding?). Tell its author; `skill-mcp validate` shows where.",
                 k->qname);
 }
@@ -1080,7 +1036,7 @@ static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *sl
         }
         struct tool_out full = {.structured = res, .budget = &c->S->budget, .hint = o->hint};
         size_t n;
-        char *bytes = render(&full, 0, c->modern, &n);
+        char *bytes = tools_render(&full, 0, c->modern, &n);
         struct skill_rendered *mine = xmalloc(sizeof *mine + n + 1 + klen + 1);
         mine->len = n;
         mine->key_len = klen;
@@ -1100,20 +1056,20 @@ static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *sl
     return r;
 }
 
-static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
+int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name", "section", NULL};
     const char *section, *why = NULL;
     struct skill_body *b;
     struct skill_body *tmp;
-    if (only_keys(args, o, keys) < 0)
+    if (tools_only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = gated(c, need_skill(c, args, o), o);
-    if (!k || opt_str(args, "section", &section, NULL, o) < 0)
+    struct skill *k = tools_gated(c, tools_need_skill(c, args, o), o);
+    if (!k || tools_opt_str(args, "section", &section, NULL, o) < 0)
         return -1;
     o->skill = k->qname;
     if (skills_body(k, &b, &tmp, &why) < 0)
-        return fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
+        return tools_fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
                     k->qname, why);
     const struct skill_gate *bg = tmp ? skills_gate_of(c->snap, k) : NULL;
@@ -1121,7 +1077,7 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
         /* Edited since it was checked against the lock, to something not approved. */
         skills_body_free(tmp);
-        return fail(o, "Skill '%s' changed on disk since it was checked against the lock of "
+        return tools_fail(o, "Skill '%s' changed on disk since it was checked against the lock of "
                        "approved versions. Call reload_skills, then load it again.",
                     k->qname);
     }
@@ -1138,7 +1094,7 @@ static int t_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
                 if (buf_printf(&l, "%s\"%.*s\"", i ? ", " : "", (int)b->sec[i].title_len,
                                b->text + b->sec[i].title_off) < 0)
                     break;
-            fail(o, "Skill '%s' has no section '%.100s'. Its sections: %s. Call load_skill "
+            tools_fail(o, "Skill '%s' has no section '%.100s'. Its sections: %s. Call load_skill "
                     "with one of them, or without 'section' for the whole body.",
                  k->qname, section, l.len ? l.p : "(none: the body has no headings)");
             buf_cleanup(&l);
@@ -1181,26 +1137,26 @@ static char *base64(const char *data, size_t len)
     return out;
 }
 
-static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
+int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name", "path", "max_bytes", NULL};
     const char *path, *why;
     size_t plen;
     long max;
     struct jail_file f;
-    if (only_keys(args, o, keys) < 0)
+    if (tools_only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *k = gated(c, need_skill(c, args, o), o);
+    struct skill *k = tools_gated(c, tools_need_skill(c, args, o), o);
     if (k)
         o->skill = k->qname;
-    if (!k || opt_str(args, "path", &path, &plen, o) < 0 ||
-        opt_int(args, "max_bytes", 1, READ_MAX_MAX, READ_DEFAULT_MAX, &max, o) < 0)
+    if (!k || tools_opt_str(args, "path", &path, &plen, o) < 0 ||
+        tools_opt_int(args, "max_bytes", 1, READ_MAX_MAX, READ_DEFAULT_MAX, &max, o) < 0)
         return -1;
     if (!path)
-        return fail(o, "Argument 'path' is required: a file path inside the skill, such as "
+        return tools_fail(o, "Argument 'path' is required: a file path inside the skill, such as "
                        "one of the 'files' that load_skill lists.");
     if ((why = jail_check(path, plen)))
-        return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+        return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
     /* A listed file read whole, with no lock in force (whose check reads
      * the file) and no --redact file (its patterns change on SIGHUP),
      * answers the same until the file changes: kept per entry. */
@@ -1227,17 +1183,17 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
             for (size_t i = 0; i < k->nfiles && i < 30; i++)
                 if (buf_printf(&l, "%s%s", i ? ", " : "", k->files[i].path) < 0)
                     break;
-            fail(o, "Cannot read '%.200s' from skill '%s': %s. Its files: %s.", path, k->qname,
+            tools_fail(o, "Cannot read '%.200s' from skill '%s': %s. Its files: %s.", path, k->qname,
                  why, l.len ? l.p : "SKILL.md only (use load_skill)");
             buf_cleanup(&l);
             return -1;
         }
-        return fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+        return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
     }
     const struct skill_gate *g = skills_gate_of(c->snap, k);
     if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
         jail_file_cleanup(&f);
-        return fail(o, "Cannot read '%.200s' from skill '%s': it changed on disk since the "
+        return tools_fail(o, "Cannot read '%.200s' from skill '%s': it changed on disk since the "
                        "skill was checked against the lock of approved versions. Call "
                        "reload_skills, then read it again.",
                     path, k->qname);
@@ -1281,7 +1237,7 @@ static int t_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *
     /* Only what is the same on every read: the whole file, nothing redacted
      * (each redaction is counted as it happens). */
     if (fi >= 0 && st.st_mode && !o->meta && !cut && (int64_t)st.st_size == f_size) {
-        o->raw_owned = render(o, 0, c->modern, &o->rawlen);
+        o->raw_owned = tools_render(o, 0, c->modern, &o->rawlen);
         o->raw = o->raw_owned;
         rcache_file_put(k, (size_t)fi, kind, path, &st, o->raw, o->rawlen);
     }
@@ -1321,7 +1277,7 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
     static const char *const keys[] = {NULL};
     size_t nroots;
     char at[32];
-    if (only_keys(args, o, keys) < 0)
+    if (tools_only_keys(args, o, keys) < 0)
         return -1;
     const char *const *roots = skills_roots(c->S->skills, &nroots);
     json_t *r = json_array();
@@ -1370,7 +1326,7 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {NULL};
     struct skills_report r;
-    if (only_keys(args, o, keys) < 0)
+    if (tools_only_keys(args, o, keys) < 0)
         return -1;
     lock_reload(c->S->lock, 0);     /* an edited lock is judged by this rebuild too */
     skills_rescan(c->S->skills, 1, &r);
@@ -1387,19 +1343,19 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
 
 /* ---- run_skill_script ------------------------------------------------------ */
 
-static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
+int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name",    "script",        "args", "stdin",
                                        "timeout", "stall_timeout", "env",  NULL};
-    if (only_keys(args, o, keys) < 0)
+    if (tools_only_keys(args, o, keys) < 0)
         return -1;
-    struct skill *live = need_skill(c, args, o);
+    struct skill *live = tools_need_skill(c, args, o);
     if (live && !view_runs(c->view, c->idx))
-        return fail(o, "You may not run the scripts of skill '%s': the server's access rules let "
+        return tools_fail(o, "You may not run the scripts of skill '%s': the server's access rules let "
                        "you read it but not run it. Nothing ran; follow its instructions "
                        "without the scripts, or ask the operator for run access.",
                     live->qname);
-    struct skill *k = gated(c, live, o);
+    struct skill *k = tools_gated(c, live, o);
     if (!k)
         return -1;
     /* What runs is hashed now: the audit line names it, and a lock refuses
@@ -1411,10 +1367,10 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
         const struct skill_gate *g = skills_gate_of(c->snap, live);
         const struct lock_entry *a = g ? g->approved : NULL;
         if (lock_manifest_of(k, &m, &why) < 0 && lock_active(c->S->lock))
-            return fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname, why);
+            return tools_fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname, why);
         if (lock_active(c->S->lock) && (!a || strcmp(a->digest, m.digest))) {
             lock_manifest_cleanup(&m);
-            return fail(o, "Skill '%s' changed on disk since it was checked against the lock "
+            return tools_fail(o, "Skill '%s' changed on disk since it was checked against the lock "
                            "of approved versions; nothing ran. Call reload_skills, then "
                            "list_skills shows whether it is quarantined.",
                         k->qname);
@@ -1438,7 +1394,7 @@ static int t_run(struct tool_ctx *c, json_t *args, struct tool_out *o)
             "(--max-scripts-per-client). Wait for one to finish, then call again; nothing ran.",
             "request_id", job->request_id);
         o->is_error = 1;
-        o->texts = run_texts;
+        o->texts = tools_run_texts;
         o->ntexts = NRUN_TEXTS;
         run_job_free(job);
         lock_manifest_cleanup(&m);
@@ -1478,8 +1434,7 @@ static const struct tool table[] = {
      "\"present when the query matched nothing: says so; the skills listed are the closest "
      "by name and tags\"}},\"required\":[\"skills\",\"total\","
      "\"generation\"]}",
-     1, t_list_skills, 0,
-     "pass a query or tags to list fewer skills, a smaller limit, or the next_cursor"},
+     1, tools_list_skills, 0, tools_list_narrow},
     {"load_skill", "Load a skill",
      "Load a skill's instructions (or one section, by heading) before acting on it. Also "
      "lists its scripts and files.",
@@ -1502,7 +1457,7 @@ static const struct tool table[] = {
      "\"required\":[\"path\",\"size\"]}}},"
      "\"required\":[\"name\",\"qualified_name\",\"content\",\"sections\",\"scripts\","
      "\"files\"]}",
-     1, t_load_skill, 0,
+     1, tools_load_skill, 0,
      "load one section at a time: call load_skill with section set to one of 'sections'"},
     {"read_skill_file", "Read a skill file",
      "Read a file of a skill by its path, e.g. references/api.md (load_skill lists them).",
@@ -1516,7 +1471,7 @@ static const struct tool table[] = {
      "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
      "\"content\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}},"
      "\"required\":[\"name\",\"path\",\"size\",\"encoding\",\"content\",\"truncated\"]}",
-     1, t_read_skill_file, 0,
+     1, tools_read_skill_file, 0,
      "read less at once: pass a smaller max_bytes"},
     {"skill_server_stats", "Server statistics",
      "Server health: skill count, index problems, calls and latency per tool.",
@@ -1573,7 +1528,7 @@ static const struct tool table[] = {
      "\"request_id\":{\"type\":\"string\"},\"note\":{\"type\":\"string\"}},"
      "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\",\"duration_ms\","
      "\"timeout\",\"stall_timeout\",\"truncated\",\"hint\",\"request_id\"]}",
-     0, t_run, 1, NULL},
+     0, tools_run_skill_script, 1, NULL},
 };
 
 #define NTOOLS (sizeof table / sizeof table[0])
@@ -1665,7 +1620,7 @@ void tools_cleanup(struct srv *S)
  */
 static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len);
 
-static char *render(struct tool_out *o, int rc, int modern, size_t *len)
+char *tools_render(struct tool_out *o, int rc, int modern, size_t *len)
 {
     if (rc == 0)
         return render_ex(o, !o->is_error, modern, len);
@@ -1686,7 +1641,7 @@ static char *render(struct tool_out *o, int rc, int modern, size_t *len)
     return buf_steal(&b, len);
 }
 
-static int over_budget(const struct shape_budget *b, const char *s, size_t n)
+int tools_over_budget(const struct shape_budget *b, const char *s, size_t n)
 {
     /* chars never exceed bytes, so a short result needs no counting */
     if (b->max_chars && n > b->max_chars && shape_chars(s, n) > b->max_chars)
@@ -1714,7 +1669,7 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
             s1 = jf_dumps(o->structured, &n1);
         } else {
             s1 = jf_dumps(o->structured, &n1);
-            if (s1 && o->budget && over_budget(o->budget, s1, n1) &&
+            if (s1 && o->budget && tools_over_budget(o->budget, s1, n1) &&
                 shape_json(o->structured, o->budget, o->hint)) {
                 free(s1);
                 s1 = jf_dumps(o->structured, &n1);
@@ -1728,7 +1683,7 @@ static char *render_ex(struct tool_out *o, int ok, int modern, size_t *len)
         o->escaped = NULL;
         snprintf(o->msg, sizeof o->msg, "The result could not be serialised as JSON (text "
                                         "that is not valid UTF-8).");
-        return render(o, -1, modern, len);
+        return tools_render(o, -1, modern, len);
     }
     json_decref(o->structured);
     o->structured = NULL;
@@ -1772,7 +1727,7 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
     struct tool_out o = {.structured = result, .budget = &S->budget,
                          .hint = "the script printed more than fits: call it with arguments "
                                  "that make it print less (a filter, a limit, a smaller input)",
-                         .texts = run_texts, .ntexts = NRUN_TEXTS};
+                         .texts = tools_run_texts, .ntexts = NRUN_TEXTS};
     if ((o.meta = json_object_get(result, "_meta"))) {    /* redact_run_result's */
         json_incref(o.meta);
         json_object_del(result, "_meta");
@@ -1792,9 +1747,9 @@ struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
     for (int modern = 0; modern < 2; modern++) {
         struct tool_out o = {.structured = list_page(s, NULL, NULL, NULL, 0, LIST_DEFAULT_LIMIT,
                                                      &S->budget),
-                             .budget = &S->budget, .hint = table[0].narrow};
+                             .budget = &S->budget, .hint = tools_list_narrow};
         fit_list(&o, 0);
-        e->list[modern] = render(&o, 0, modern, &e->len[modern]);
+        e->list[modern] = tools_render(&o, 0, modern, &e->len[modern]);
     }
     e->pages = rcache_pages_new(RCACHE_PAGE_SETS, RCACHE_PAGE_WAYS, RCACHE_PAGES_BYTES);
     return e;
@@ -1806,7 +1761,7 @@ struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *arg)
  * threads may render it at once; one copy wins), so later ones copy bytes
  * as they do without --acl.
  */
-static const struct view_bytes *view_list(struct srv *S, const struct snapshot *s,
+const struct view_bytes *tools_view_list(struct srv *S, const struct snapshot *s,
                                           const struct view *v, int modern)
 {
     struct view_bytes *b = atomic_load_explicit(&v->list[modern], memory_order_acquire);
@@ -1814,10 +1769,10 @@ static const struct view_bytes *view_list(struct srv *S, const struct snapshot *
         return b;
     struct tool_out o = {.structured = list_page(s, v, NULL, NULL, 0, LIST_DEFAULT_LIMIT,
                                                  &S->budget),
-                         .budget = &S->budget, .hint = table[0].narrow};
+                         .budget = &S->budget, .hint = tools_list_narrow};
     fit_list(&o, 0);
     size_t len;
-    char *bytes = render(&o, 0, modern, &len);
+    char *bytes = tools_render(&o, 0, modern, &len);
     b = xmalloc(sizeof *b + len + 1);
     b->len = len;
     memcpy(b->data, bytes, len + 1);
@@ -1854,7 +1809,7 @@ int tools_call(struct call *call, const char *name, json_t *args)
         return -1;
     struct snapshot *snap = call_snapshot(call);
     if (t == 0 && snap->ext && (!args || (json_is_object(args) && !json_object_size(args)))) {
-        const struct view_bytes *vb = call->view ? view_list(S, snap, call->view, modern) : NULL;
+        const struct view_bytes *vb = call->view ? tools_view_list(S, snap, call->view, modern) : NULL;
         if (vb)
             call_raw(call, vb->data, vb->len, NULL);
         else
@@ -1871,7 +1826,7 @@ int tools_call(struct call *call, const char *name, json_t *args)
         args = empty = json_object();
     int rc;
     if (!json_is_object(args))
-        rc = fail(&o, "Tool arguments must be a JSON object.");
+        rc = tools_fail(&o, "Tool arguments must be a JSON object.");
     else
         rc = table[t].fn(&c, args, &o);
     json_decref(empty);
@@ -1887,7 +1842,7 @@ int tools_call(struct call *call, const char *name, json_t *args)
         call_raw(call, o.raw, o.rawlen, o.raw_owned);
     } else {
         size_t len;
-        char *owned = render(&o, rc, modern, &len);
+        char *owned = tools_render(&o, rc, modern, &len);
         call_raw(call, owned, len, owned);
     }
     stats_record(&S->stats, t, now_ns() - t0, rc < 0);
