@@ -2,6 +2,7 @@
  * shape.c - token estimate and result fitting (see shape.h, docs/shaping.md).
  */
 #include "shape.h"
+#include "shape_int.h"
 #include "json.h"
 #include "util.h"
 
@@ -45,7 +46,6 @@
 static int is_upper(unsigned c) { return c >= 'A' && c <= 'Z'; }
 static int is_lower(unsigned c) { return c >= 'a' && c <= 'z'; }
 static int is_alpha(unsigned c) { return is_upper(c) || is_lower(c); }
-static int is_digit(unsigned c) { return c >= '0' && c <= '9'; }
 static int is_space(unsigned c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 static size_t cdiv(size_t a, size_t b)
@@ -204,40 +204,18 @@ size_t shape_budget_bytes(const struct shape_budget *b)
     return n;
 }
 
-/* ---- sizes ---------------------------------------------------------------- */
+/* ---- sizes (the cost unit: shape_int.h) ------------------------------------ */
 
-/*
- * Sizes are in one unit, "cost": max(kc * characters, kt * tokens), scaled
- * so that the budget is B cost units whichever of its two limits binds
- * (kc = 1 and kt = max_chars / max_tokens when both are set). Costs of
- * parts add up to at least the cost of the whole.
- */
-struct jdoc;
-
-struct ctx {
-    double kc, kt, B;
-    json_t *fields;         /* paths that were cut */
-    struct buf path;
-    json_t *root;           /* the result: its members may be printed output */
-    const struct shape_text *texts;
-    size_t ntexts;
-    struct jdoc **docs;     /* per text: parsed when it is JSON, else NULL */
-    int *as_text;           /* per text: JSON that had to be cut as text */
-};
-
-#define MIN_CUT 64          /* strings shorter than this (bytes) are never cut */
-#define MAX_FIELDS 32
-#define HEAD_SHARE 0.6      /* of a cut string's room, for its head */
 #define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(6))
 
-static double cost_of(const struct ctx *x, double chars, double tokens)
+double shape_cost_of(const struct ctx *x, double chars, double tokens)
 {
     double a = x->kc * chars, b = x->kt * tokens;
     return a > b ? a : b;
 }
 
 /* Characters of s[0..n) once escaped into a JSON string (no quotes). */
-static size_t json_chars(const char *s, size_t n)
+size_t shape_json_chars(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t c = 0;
@@ -254,29 +232,29 @@ static size_t json_chars(const char *s, size_t n)
 }
 
 /* Cost of s[0..n) as the inside of a JSON string. */
-static double text_cost(const struct ctx *x, const char *s, size_t n)
+double shape_text_cost(const struct ctx *x, const char *s, size_t n)
 {
-    return cost_of(x, (double)json_chars(s, n), (double)shape_tokens(s, n));
+    return shape_cost_of(x, (double)shape_json_chars(s, n), (double)shape_tokens(s, n));
 }
 
 /* Cost of fixed punctuation: chars characters, tokens tokens. */
-static double punct(const struct ctx *x, double chars, double tokens)
+double shape_punct(const struct ctx *x, double chars, double tokens)
 {
-    return cost_of(x, chars, tokens);
+    return shape_cost_of(x, chars, tokens);
 }
 
 /* The marker put in place of the middle of a string. */
-static int marker(char *out, size_t size, size_t omitted, int newlines)
+int shape_marker(char *out, size_t size, size_t omitted, int newlines)
 {
     return snprintf(out, size, "%s[... %zu characters omitted: narrow the call ...]%s",
                     newlines ? "\n" : "", omitted, newlines ? "\n" : "");
 }
 
-static double marker_cost(const struct ctx *x, size_t omitted, int newlines)
+double shape_marker_cost(const struct ctx *x, size_t omitted, int newlines)
 {
     char m[128];
-    int n = marker(m, sizeof m, omitted, newlines);
-    return text_cost(x, m, (size_t)n);
+    int n = shape_marker(m, sizeof m, omitted, newlines);
+    return shape_text_cost(x, m, (size_t)n);
 }
 
 /* Size of a value and how small it can be cut, measured once. */
@@ -315,14 +293,14 @@ static void measure(const struct ctx *x, json_t *v, struct snode *sn)
     case JSON_OBJECT: {
         sn->n = json_object_size(v);
         sn->kid = xcalloc(sn->n ? sn->n : 1, sizeof *sn->kid);
-        sn->ov = punct(x, 2, 1);
+        sn->ov = shape_punct(x, 2, 1);
         double mins = 0, costs = 0;
         size_t i = 0;
         const char *k;
         json_t *m;
         json_object_foreach(v, k, m) {
             size_t kl = strlen(k);
-            sn->ov += text_cost(x, k, kl) + punct(x, 4, 2);   /* "k":  , */
+            sn->ov += shape_text_cost(x, k, kl) + shape_punct(x, 4, 2);   /* "k":  , */
             int t = v == x->root ? text_of(x, k) : -1;
             if (t >= 0 && x->docs[t])
                 measure_text(x, t, m, &sn->kid[i]);
@@ -339,22 +317,22 @@ static void measure(const struct ctx *x, json_t *v, struct snode *sn)
     case JSON_ARRAY: {
         sn->n = json_array_size(v);
         sn->kid = xcalloc(sn->n ? sn->n : 1, sizeof *sn->kid);
-        sn->ov = punct(x, 2, 1);
+        sn->ov = shape_punct(x, 2, 1);
         sn->cost = sn->ov;
         for (size_t i = 0; i < sn->n; i++) {
             measure(x, json_array_get(v, i), &sn->kid[i]);
-            sn->cost += sn->kid[i].cost + punct(x, 1, 1);
+            sn->cost += sn->kid[i].cost + shape_punct(x, 1, 1);
         }
-        sn->min = sn->n ? sn->ov + sn->kid[0].min + punct(x, 1, 1) : sn->cost;
+        sn->min = sn->n ? sn->ov + sn->kid[0].min + shape_punct(x, 1, 1) : sn->cost;
         break;
     }
     case JSON_STRING: {
         const char *s = json_string_value(v);
         size_t n = json_string_length(v);
-        sn->cost = text_cost(x, s, n) + punct(x, 2, 1);
+        sn->cost = shape_text_cost(x, s, n) + shape_punct(x, 2, 1);
         sn->min = sn->cost;
         if (n >= MIN_CUT) {
-            double m = marker_cost(x, shape_chars(s, n), 0) + punct(x, 2, 1);
+            double m = shape_marker_cost(x, shape_chars(s, n), 0) + shape_punct(x, 2, 1);
             if (m < sn->cost)
                 sn->min = m;
         }
@@ -362,18 +340,18 @@ static void measure(const struct ctx *x, json_t *v, struct snode *sn)
     }
     case JSON_INTEGER: {
         int k = snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        sn->cost = text_cost(x, num, (size_t)k);
+        sn->cost = shape_text_cost(x, num, (size_t)k);
         sn->min = sn->cost;
         break;
     }
     case JSON_REAL: {
         int k = snprintf(num, sizeof num, "%.6g", json_real_value(v));
-        sn->cost = text_cost(x, num, (size_t)k) + punct(x, 2, 1);   /* ".0", exponent */
+        sn->cost = shape_text_cost(x, num, (size_t)k) + shape_punct(x, 2, 1);   /* ".0", exponent */
         sn->min = sn->cost;
         break;
     }
     default:
-        sn->cost = punct(x, 5, 1);
+        sn->cost = shape_punct(x, 5, 1);
         sn->min = sn->cost;
         break;
     }
@@ -413,8 +391,8 @@ static size_t char_start_fwd(const char *s, size_t n, size_t p)
  * suffix: starting after one). total is the cost of all of s. Measures
  * only what it keeps, a few times.
  */
-static size_t fit_part(const struct ctx *x, const char *s, size_t n, double target, double total,
-                       int tail)
+size_t shape_fit_part(const struct ctx *x, const char *s, size_t n, double target, double total,
+                      int tail)
 {
     if (target <= 0 || n == 0)
         return 0;
@@ -425,7 +403,7 @@ static size_t fit_part(const struct ctx *x, const char *s, size_t n, double targ
         p = n;
     for (int iter = 0; iter < 8 && p > 0; iter++) {
         size_t q = tail ? n - char_start_fwd(s, n, n - p) : char_start_back(s, p);
-        double c = q ? text_cost(x, tail ? s + n - q : s, q) : 0;
+        double c = q ? shape_text_cost(x, tail ? s + n - q : s, q) : 0;
         size_t next;
         if (c <= target) {
             if (q > good)
@@ -472,16 +450,16 @@ static json_t *cut_head_tail(const struct ctx *x, const char *s, size_t n, doubl
 {
     size_t chars = shape_chars(s, n);
     char m[128];
-    double room = target - marker_cost(x, chars, 1);
+    double room = target - shape_marker_cost(x, chars, 1);
     if (room <= 0) {
-        marker(m, sizeof m, chars, 0);
+        shape_marker(m, sizeof m, chars, 0);
         return json_string(m);
     }
-    size_t h = fit_part(x, s, n, room * HEAD_SHARE, total, 0);
-    double used = h ? text_cost(x, s, h) : 0;
-    size_t t = fit_part(x, s + h, n - h, room - used, total, 1);
+    size_t h = shape_fit_part(x, s, n, room * HEAD_SHARE, total, 0);
+    double used = h ? shape_text_cost(x, s, h) : 0;
+    size_t t = shape_fit_part(x, s + h, n - h, room - used, total, 1);
     size_t omitted = shape_chars(s + h, n - h - t);
-    int ml = marker(m, sizeof m, omitted, 1);
+    int ml = shape_marker(m, sizeof m, omitted, 1);
     struct buf b;
     buf_init(&b, 0);
     buf_append(&b, s, h);
@@ -544,10 +522,10 @@ static json_t *cut_outline(const struct ctx *x, const char *s, size_t n, double 
     json_t *out = NULL;
     if (ns == 1)
         goto done;
-    double heads = 0, maxb = 0, mk = marker_cost(x, n, 1);
+    double heads = 0, maxb = 0, mk = shape_marker_cost(x, n, 1);
     for (size_t i = 0; i < ns; i++) {
-        sec[i].hc = text_cost(x, s + sec[i].hs, sec[i].he - sec[i].hs);
-        sec[i].bc = text_cost(x, s + sec[i].he, sec[i].be - sec[i].he);
+        sec[i].hc = shape_text_cost(x, s + sec[i].hs, sec[i].he - sec[i].hs);
+        sec[i].bc = shape_text_cost(x, s + sec[i].he, sec[i].be - sec[i].he);
         heads += sec[i].hc;
         if (sec[i].bc > maxb)
             maxb = sec[i].bc;
@@ -579,8 +557,8 @@ static json_t *cut_outline(const struct ctx *x, const char *s, size_t n, double 
             buf_append(&b, body, bl);
             continue;
         }
-        size_t keep = fit_part(x, body, bl, lo - mk, sec[i].bc, 0);
-        int ml = marker(m, sizeof m, shape_chars(body + keep, bl - keep), 1);
+        size_t keep = shape_fit_part(x, body, bl, lo - mk, sec[i].bc, 0);
+        int ml = shape_marker(m, sizeof m, shape_chars(body + keep, bl - keep), 1);
         buf_append(&b, body, keep);
         /* The marker ends the body on its own line. */
         buf_append(&b, keep ? m : m + 1, keep ? (size_t)ml : (size_t)ml - 1);
@@ -592,43 +570,14 @@ done:
     return out;
 }
 
-static double clamp(double l, double lo, double hi)
+double shape_clamp(double l, double lo, double hi)
 {
     return l < lo ? lo : l > hi ? hi : l;
 }
 
 /* ---- printed output that is JSON ------------------------------------------ */
 
-/*
- * A script's stdout (or a .json file) that is JSON is cut as JSON: the text
- * is parsed into a flat tree of spans over the text itself, so a value kept
- * whole is copied byte for byte (numbers like 1e400, 12345678901234567890 or
- * -0 and every escape stay as printed), and only the structure around the
- * cut is written anew, compact. Nodes are in document order; node i's
- * subtree ends just before v[i].next.
- */
-enum { J_OBJ, J_ARR, J_STR, J_NUM, J_LIT, J_LINES };
-#define J_MAX_DEPTH 256
-
-struct jnode {
-    uint32_t s, e;          /* the value [s, e) */
-    uint32_t ks, ke;        /* an object member's key, quotes included */
-    uint32_t next;          /* first node after this subtree */
-    uint32_t n;             /* containers: children */
-    uint8_t type, kesc;     /* kesc: the key holds an escape */
-    float cost, min, floor_;    /* floats: a node a dozen bytes of output, 5 MB of it
-                                   in 40-byte nodes */
-};
-
-struct jdoc {
-    const char *src;
-    size_t len;
-    struct jnode *v;
-    size_t nv, cap;
-    int format;             /* SHAPE_JSON or SHAPE_JSONL */
-    double tokens;          /* estimated, of the text escaped in a string (jmeasure) */
-};
-
+/* (the parsed form: shape_int.h) */
 struct jparse {
     struct jdoc *d;
     const unsigned char *p;
@@ -639,7 +588,7 @@ struct jparse {
     struct buf k1, k2;
 };
 
-static void jdoc_free(struct jdoc *d)
+void shape_jdoc_free(struct jdoc *d)
 {
     if (d)
         free(d->v);
@@ -944,7 +893,7 @@ static int jvalue(struct jparse *p, int depth)
 
 /* Parses s[0..n) as one JSON value or as JSON Lines; NULL when it is
  * neither (then it is text). */
-static struct jdoc *jdoc_parse(const char *s, size_t n)
+struct jdoc *shape_jdoc_parse(const char *s, size_t n)
 {
     if (n == 0 || n >= UINT32_MAX)
         return NULL;
@@ -995,7 +944,7 @@ static struct jdoc *jdoc_parse(const char *s, size_t n)
     buf_cleanup(&p.k1);
     buf_cleanup(&p.k2);
     if (!ok) {
-        jdoc_free(d);
+        shape_jdoc_free(d);
         return NULL;
     }
     return d;
@@ -1003,9 +952,9 @@ static struct jdoc *jdoc_parse(const char *s, size_t n)
 
 enum shape_format shape_format_of(const char *s, size_t n)
 {
-    struct jdoc *d = jdoc_parse(s, n);
+    struct jdoc *d = shape_jdoc_parse(s, n);
     enum shape_format f = d ? (enum shape_format)d->format : SHAPE_TEXT;
-    jdoc_free(d);
+    shape_jdoc_free(d);
     return f;
 }
 
@@ -1025,26 +974,26 @@ static double jleaf_cost(const struct ctx *x, const char *s, size_t n, double *t
     double t = (double)(shape_tokens(s, n) + bs);
     if (tokens)
         *tokens += t;
-    return cost_of(x, (double)json_chars(s, n), t);
+    return shape_cost_of(x, (double)shape_json_chars(s, n), t);
 }
 
 /* Costs of every node, children first, as compact JSON escaped into a
  * string; d->tokens sums their tokens. */
-static void jmeasure(const struct ctx *x, struct jdoc *d, uint32_t i)
+void shape_jmeasure(const struct ctx *x, struct jdoc *d, uint32_t i)
 {
     struct jnode *v = d->v, *me = &v[i];
-    double p1 = punct(x, 1, 1);
+    double p1 = shape_punct(x, 1, 1);
     switch (me->type) {
     case J_OBJ:
     case J_ARR:
     case J_LINES: {
         double ov = me->type == J_LINES ? 0 : 2 * p1;
-        double sep = me->type == J_LINES ? punct(x, 2, 1) : p1;
+        double sep = me->type == J_LINES ? shape_punct(x, 2, 1) : p1;
         double cost = ov, mins = ov;
         int first = 1;
         d->tokens += me->type == J_LINES ? 0 : 2;
         for (uint32_t k = i + 1; k < me->next; k = v[k].next) {
-            jmeasure(x, d, k);
+            shape_jmeasure(x, d, k);
             d->tokens += me->type == J_OBJ ? 2 : 1;
             double kc = sep;
             if (me->type == J_OBJ)
@@ -1066,10 +1015,10 @@ static void jmeasure(const struct ctx *x, struct jdoc *d, uint32_t i)
         me->cost = (float)jleaf_cost(x, d->src + me->s, me->e - me->s, &d->tokens);
         me->min = me->floor_ = me->cost;
         if (me->e - me->s >= MIN_CUT) {
-            double m = marker_cost(x, me->e - me->s, 0) + punct(x, 4, 2);
+            double m = shape_marker_cost(x, me->e - me->s, 0) + shape_punct(x, 4, 2);
             if (m < me->cost)
                 me->min = m;
-            me->floor_ = punct(x, 4, 2);
+            me->floor_ = shape_punct(x, 4, 2);
         }
         break;
     default:
@@ -1079,7 +1028,7 @@ static void jmeasure(const struct ctx *x, struct jdoc *d, uint32_t i)
 }
 
 /* Whitespace outside strings: what compacting saves. */
-static double jws_cost(const struct ctx *x, const struct jdoc *d)
+double shape_jws_cost(const struct ctx *x, const struct jdoc *d)
 {
     size_t chars = 0, runs = 0;
     int instr = 0;
@@ -1100,7 +1049,7 @@ static double jws_cost(const struct ctx *x, const struct jdoc *d)
             chars += c == ' ' ? 1 : 2;
         }
     }
-    return cost_of(x, (double)chars, (double)(runs + chars / 8));
+    return shape_cost_of(x, (double)chars, (double)(runs + chars / 8));
 }
 
 /* ---- cutting JSON ---- */
@@ -1186,11 +1135,11 @@ static void jcut_string(struct jred *r, const char *s, size_t n, double total, d
 {
     const struct ctx *x = r->x;
     char m[128];
-    double room = target - marker_cost(x, n, 1) - punct(x, 2, 2);
+    double room = target - shape_marker_cost(x, n, 1) - shape_punct(x, 2, 2);
     size_t h = 0, t0 = n;
     if (room > 0) {
-        size_t hp = fit_part(x, s, n, room * HEAD_SHARE, total, 0);
-        size_t tp = fit_part(x, s, n, room - (hp ? text_cost(x, s, hp) : 0), total, 1);
+        size_t hp = shape_fit_part(x, s, n, room * HEAD_SHARE, total, 0);
+        size_t tp = shape_fit_part(x, s, n, room - (hp ? shape_text_cost(x, s, hp) : 0), total, 1);
         /* back to unit boundaries: the head ends, the tail starts, on one */
         size_t i = 0;
         while (i < n) {
@@ -1207,7 +1156,7 @@ static void jcut_string(struct jred *r, const char *s, size_t n, double total, d
     size_t omitted = 0;
     for (size_t i = h; i < t0; i += junit(s, n, i))
         omitted++;
-    int ml = marker(m, sizeof m, omitted, 0);
+    int ml = shape_marker(m, sizeof m, omitted, 0);
     buf_append(&r->out, "\"", 1);
     buf_append(&r->out, s, h);
     if (h)
@@ -1245,7 +1194,7 @@ static void jreduce_object(struct jred *r, uint32_t i, double target)
     const struct ctx *x = r->x;
     const struct jnode *v = r->d->v, *me = &v[i];
     const char *s = r->d->src;
-    double p1 = punct(x, 1, 1), room = target - me->floor_, fixed = 0, mins = 0;
+    double p1 = shape_punct(x, 1, 1), room = target - me->floor_, fixed = 0, mins = 0;
     /* the members that fit at their smallest, from the first */
     size_t k = 0;
     uint32_t end = i + 1;
@@ -1264,7 +1213,7 @@ static void jreduce_object(struct jred *r, uint32_t i, double target)
     for (int it = 0; it < 60 && hi - lo > 0.25; it++) {
         double mid = (lo + hi) / 2, sum = 0;
         for (uint32_t m = i + 1; m < end; m = v[m].next)
-            sum += clamp(mid, v[m].min, v[m].cost);
+            sum += shape_clamp(mid, v[m].min, v[m].cost);
         if (sum <= room)
             lo = mid;
         else
@@ -1276,7 +1225,7 @@ static void jreduce_object(struct jred *r, uint32_t i, double target)
             buf_append(&r->out, ",", 1);
         buf_append(&r->out, s + v[m].ks, v[m].ke - v[m].ks);
         buf_append(&r->out, ":", 1);
-        double t = clamp(lo, v[m].min, v[m].cost);
+        double t = shape_clamp(lo, v[m].min, v[m].cost);
         if (t >= v[m].cost) {
             jwhole(r, m);
             continue;
@@ -1296,7 +1245,7 @@ static void jreduce_array(struct jred *r, uint32_t i, double target)
     const struct ctx *x = r->x;
     const struct jnode *v = r->d->v, *me = &v[i];
     int lines = me->type == J_LINES;
-    double sep = lines ? punct(x, 2, 1) : punct(x, 1, 1);
+    double sep = lines ? shape_punct(x, 2, 1) : shape_punct(x, 1, 1);
     double avail = target - me->floor_, acc = 0;
     size_t kept = 0;
     uint32_t k = i + 1;
@@ -1416,7 +1365,7 @@ static int jhas_truncated(const struct jdoc *d)
  * d cut to target (cost of the string's content), as new text in *out.
  * 0, or -1 when not even its floor fits (a huge number alone).
  */
-static int jdoc_cut(const struct ctx *x, const struct jdoc *d, double target, const char *hint,
+int shape_jdoc_cut(const struct ctx *x, const struct jdoc *d, double target, const char *hint,
                     struct buf *out)
 {
     const struct jnode *root = &d->v[0];
@@ -1435,8 +1384,8 @@ static int jdoc_cut(const struct ctx *x, const struct jdoc *d, double target, co
         static const char sample[] =
             ",{\"_truncated\":{\"path\":\"data.items.values\",\"kept\":123,\"total\":12345,"
             "\"paths\":[\"data.items.values\",\"data\"],\"hint\":\"\"}}";
-        rc = jleaf_cost(x, sample, sizeof sample - 1, NULL) + text_cost(x, h, strlen(h)) +
-             punct(x, 4, 2);
+        rc = jleaf_cost(x, sample, sizeof sample - 1, NULL) + shape_text_cost(x, h, strlen(h)) +
+             shape_punct(x, 4, 2);
         if (rc > target / 3) {
             h = NULL;
             rc = jleaf_cost(x, sample, sizeof sample - 1, NULL);
@@ -1479,14 +1428,14 @@ static int jdoc_cut(const struct ctx *x, const struct jdoc *d, double target, co
 static void measure_text(const struct ctx *x, int t, json_t *m, struct snode *sn)
 {
     struct jdoc *d = x->docs[t];
-    double q = punct(x, 2, 1);
+    double q = shape_punct(x, 2, 1);
     memset(sn, 0, sizeof *sn);
     d->tokens = 0;
-    jmeasure(x, d, 0);
-    sn->cost = d->v[0].cost + jws_cost(x, d) + q;
+    shape_jmeasure(x, d, 0);
+    sn->cost = d->v[0].cost + shape_jws_cost(x, d) + q;
     sn->min = d->v[0].floor_ + q;
     if (json_string_length(m) >= MIN_CUT) {
-        double tm = marker_cost(x, json_string_length(m), 0) + q;
+        double tm = shape_marker_cost(x, json_string_length(m), 0) + q;
         if (tm < sn->min)
             sn->min = tm;
     }
@@ -1501,18 +1450,18 @@ static json_t *reduce_string(struct ctx *x, json_t *v, const struct snode *sn, d
         return json_incref(v);
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
-    double q = punct(x, 2, 1), total = sn->cost - q, room = target - q;
+    double q = shape_punct(x, 2, 1), total = sn->cost - q, room = target - q;
     note_path(x);
     if (sn->text) {
         int t = sn->text - 1;
         struct buf out;
-        if (jdoc_cut(x, x->docs[t], room, x->texts[t].hint, &out) == 0) {
+        if (shape_jdoc_cut(x, x->docs[t], room, x->texts[t].hint, &out) == 0) {
             json_t *r = str_n(out.p ? out.p : "", out.len);
             buf_cleanup(&out);
             return r;
         }
         x->as_text[t] = 1;      /* a number too long for any budget */
-        return cut_head_tail(x, s, n, text_cost(x, s, n), room);
+        return cut_head_tail(x, s, n, shape_text_cost(x, s, n), room);
     }
     json_t *r = cut_outline(x, s, n, room);
     return r ? r : cut_head_tail(x, s, n, total, room);
@@ -1520,7 +1469,7 @@ static json_t *reduce_string(struct ctx *x, json_t *v, const struct snode *sn, d
 
 static json_t *reduce_array(struct ctx *x, json_t *v, const struct snode *sn, double target)
 {
-    double avail = target - sn->ov, acc = 0, sep = punct(x, 1, 1);
+    double avail = target - sn->ov, acc = 0, sep = shape_punct(x, 1, 1);
     size_t kept = 0;
     while (kept < sn->n && acc + sn->kid[kept].cost + sep <= avail)
         acc += sn->kid[kept++].cost + sep;
@@ -1542,7 +1491,7 @@ static json_t *reduce_array(struct ctx *x, json_t *v, const struct snode *sn, do
 
 static json_t *reduce_object(struct ctx *x, json_t *v, const struct snode *sn, double target)
 {
-    /* Water-filling: the largest L with sum(clamp(L, min_i, cost_i)) <=
+    /* Water-filling: the largest L with sum(shape_clamp(L, min_i, cost_i)) <=
      * room; every member bigger than L is cut to L. */
     double room = target - sn->ov, lo = 0, hi = 0;
     for (size_t i = 0; i < sn->n; i++)
@@ -1551,7 +1500,7 @@ static json_t *reduce_object(struct ctx *x, json_t *v, const struct snode *sn, d
     for (int it = 0; it < 60 && hi - lo > 0.25; it++) {
         double mid = (lo + hi) / 2, sum = 0;
         for (size_t i = 0; i < sn->n; i++)
-            sum += clamp(mid, sn->kid[i].min, sn->kid[i].cost);
+            sum += shape_clamp(mid, sn->kid[i].min, sn->kid[i].cost);
         if (sum <= room)
             lo = mid;
         else
@@ -1563,7 +1512,7 @@ static json_t *reduce_object(struct ctx *x, json_t *v, const struct snode *sn, d
     json_t *m;
     json_object_foreach(v, k, m) {
         const struct snode *c = &sn->kid[i++];
-        double t = clamp(lo, c->min, c->cost);
+        double t = shape_clamp(lo, c->min, c->cost);
         if (t >= c->cost) {
             json_object_set(r, k, m);
             continue;
@@ -1645,7 +1594,7 @@ static size_t tokens_estimate(const struct ctx *x, json_t *result)
 static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *b,
                      const char *hint);
 
-static int fits(const struct shape_budget *b, size_t chars, size_t tokens)
+int shape_fits(const struct shape_budget *b, size_t chars, size_t tokens)
 {
     return (!b->max_chars || chars <= b->max_chars) && (!b->max_tokens || tokens <= b->max_tokens);
 }
@@ -1681,7 +1630,7 @@ int shape_json_texts(json_t *result, const struct shape_budget *b, const char *h
     for (size_t i = 0; i < ntexts; i++) {
         json_t *v = json_object_get(result, texts[i].field);
         if (json_is_string(v))
-            x.docs[i] = jdoc_parse(json_string_value(v), json_string_length(v));
+            x.docs[i] = shape_jdoc_parse(json_string_value(v), json_string_length(v));
         if (texts[i].format)
             json_object_set_new(result, texts[i].format,
                                 json_string(shape_format_name(
@@ -1692,7 +1641,7 @@ int shape_json_texts(json_t *result, const struct shape_budget *b, const char *h
     for (size_t i = 0; i < ntexts; i++) {
         if (x.as_text[i] && texts[i].format)
             json_object_set_new(result, texts[i].format, json_string("text"));
-        jdoc_free(x.docs[i]);
+        shape_jdoc_free(x.docs[i]);
     }
     free(x.docs);
     free(x.as_text);
@@ -1724,7 +1673,7 @@ static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *
     }
     if (counted)
         counted = dump_chars(result, docs ? b->max_chars : 0, &c0, &t0);
-    if (counted && fits(b, c0, t0))
+    if (counted && shape_fits(b, c0, t0))
         return 0;
 
     if (b->max_chars) {
@@ -1757,7 +1706,7 @@ static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *
     measure(&x, trunc, &ts);
 
     /* Room for the members, less _truncated and its paths (~30 chars each). */
-    double target = x.B - ts.cost - punct(&x, 16, 4) - 2 * punct(&x, 30, 8);
+    double target = x.B - ts.cost - shape_punct(&x, 16, 4) - 2 * shape_punct(&x, 30, 8);
     snode_free(&ts);
     json_t *r = NULL;
     int rc = 2;
@@ -1776,13 +1725,13 @@ static int shape_fit(struct ctx *xp, json_t *result, const struct shape_budget *
         }
         json_object_set(r, "_truncated", trunc);
         dump_size(r, &c, &t);
-        if (fits(b, c, t)) {
+        if (shape_fits(b, c, t)) {
             rc = 1;
             break;
         }
         if (target <= root.min)
             break;                      /* cut as far as the rules go */
-        double over = cost_of(&x, (double)c, (double)t) - x.B;
+        double over = shape_cost_of(&x, (double)c, (double)t) - x.B;
         if (over < 1)
             over = 1;
         target -= over + 0.01 * x.B;
