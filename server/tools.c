@@ -164,13 +164,13 @@ struct skill *tools_need_skill(struct tool_ctx *c, json_t *args, struct tool_out
     }
     /* A skill the caller may not see is not there: the same lookup, the
      * same suggestions (drawn from what it sees), the same words. */
-    const unsigned char *mask = view_mask(c->view);
-    struct skill *k = skills_find_in(c->snap, mask, name, len, &amb, &c->idx);
+    const unsigned char *mask = view_mask(c->call->view);
+    struct skill *k = skills_find_in(c->call->snap, mask, name, len, &amb, &c->idx);
     if (k)
         return k;
     if (amb) {
         const char *names[8];
-        size_t n = skills_sharing_in(c->snap, mask, name, names, 8);
+        size_t n = skills_sharing_in(c->call->snap, mask, name, names, 8);
         char list[512] = "";
         for (size_t i = 0; i < n; i++) {
             strncat(list, names[i], sizeof list - strlen(list) - 3);
@@ -182,7 +182,7 @@ struct skill *tools_need_skill(struct tool_ctx *c, json_t *args, struct tool_out
         return NULL;
     }
     const char *sug[3];
-    size_t n = skills_suggest_in(c->snap, mask, name, sug, 3);
+    size_t n = skills_suggest_in(c->call->snap, mask, name, sug, 3);
     if (n) {
         char list[400] = "";
         for (size_t i = 0; i < n; i++) {
@@ -206,7 +206,7 @@ struct skill *tools_need_skill(struct tool_ctx *c, json_t *args, struct tool_out
  */
 struct skill *tools_gated(struct tool_ctx *c, struct skill *k, struct tool_out *o)
 {
-    const struct skill_gate *g = k ? skills_gate_of(c->snap, k) : NULL;
+    const struct skill_gate *g = k ? skills_gate_of(c->call->snap, k) : NULL;
     if (!g || !g->reason)
         return k;
     if (g->serve)
@@ -222,13 +222,13 @@ struct skill *tools_gated(struct tool_ctx *c, struct skill *k, struct tool_out *
  * of skills it sees (a problem names its skill's folder). */
 static json_t *visible_problems(const struct tool_ctx *c)
 {
-    if (!c->view)
-        return json_deep_copy(c->snap->errors);
+    if (!c->call->view)
+        return json_deep_copy(c->call->snap->errors);
     json_t *a = json_array(), *e;
     size_t i;
-    json_array_foreach(c->snap->errors, i, e) {
+    json_array_foreach(c->call->snap->errors, i, e) {
         const char *k = json_string_value(json_object_get(e, "skill"));
-        if (k && acl_class_sees(c->view->cls, k))
+        if (k && acl_class_sees(c->call->view->cls, k))
             json_array_append_new(a, json_deep_copy(e));
     }
     return a;
@@ -237,9 +237,9 @@ static json_t *visible_problems(const struct tool_ctx *c)
 /* Names in a (qualified names) the caller may not see are taken out. */
 static void visible_names(const struct tool_ctx *c, json_t *a)
 {
-    for (size_t i = json_array_size(a); c->view && i-- > 0;) {
+    for (size_t i = json_array_size(a); c->call->view && i-- > 0;) {
         const char *k = json_string_value(json_array_get(a, i));
-        if (!k || !acl_class_sees(c->view->cls, k))
+        if (!k || !acl_class_sees(c->call->view->cls, k))
             json_array_remove(a, i);
     }
 }
@@ -251,7 +251,7 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
     char at[32];
     if (tools_only_keys(args, o, keys) < 0)
         return -1;
-    const char *const *roots = skills_roots(c->S->skills, &nroots);
+    const char *const *roots = skills_roots(c->call->S->skills, &nroots);
     json_t *r = json_array();
     for (size_t i = 0; i < nroots; i++)
         json_array_append_new(r, json_string(roots[i]));
@@ -261,26 +261,26 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
         if (!strcmp(json_string_value(json_object_get(e, "level")), "error"))
             errors++;
     }
-    iso_utc(c->snap->built_at, at, sizeof at);
+    iso_utc(c->call->snap->built_at, at, sizeof at);
     o->structured = json_pack(
         "{s:{s:s, s:s, s:f}, s:{s:I, s:I, s:I, s:I, s:o, s:s, s:f, s:o}, s:o}", "server",
         "name", SERVER_NAME, "version", SKILL_VERSION, "uptime_s",
-        (double)(now_ns() - c->S->stats.started_ns) / 1e9, "index", "generation",
-        (json_int_t)c->snap->generation, "skills", (json_int_t)view_count(c->view, c->snap),
+        (double)(now_ns() - c->call->S->stats.started_ns) / 1e9, "index", "generation",
+        (json_int_t)c->call->snap->generation, "skills", (json_int_t)view_count(c->call->view, c->call->snap),
         "errors", (json_int_t)errors, "warnings", (json_int_t)(json_array_size(problems) - errors),
-        "roots", r, "last_refresh_at", at, "last_refresh_ms", c->snap->build_ms, "problems",
-        problems, "tools", stats_tools_json(&c->S->stats));
-    json_t *usage = stats_skills_json(&c->S->stats);
-    if (c->view) {
+        "roots", r, "last_refresh_at", at, "last_refresh_ms", c->call->snap->build_ms, "problems",
+        problems, "tools", stats_tools_json(&c->call->S->stats));
+    json_t *usage = stats_skills_json(&c->call->S->stats);
+    if (c->call->view) {
         const char *name;
         void *tmp;
-        json_object_foreach_safe(usage, tmp, name, e) if (!acl_class_sees(c->view->cls, name))
+        json_object_foreach_safe(usage, tmp, name, e) if (!acl_class_sees(c->call->view->cls, name))
             json_object_del(usage, name);
     }
     json_object_set_new(o->structured, "skills", usage);
-    if (c->S->runner) {
+    if (c->call->S->runner) {
         struct run_counters rc;
-        run_counters(c->S->runner, &rc);
+        run_counters(c->call->S->runner, &rc);
         json_object_set_new(o->structured, "scripts",
                             json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
                                       "started", (json_int_t)rc.started, "ok", (json_int_t)rc.ok,
@@ -289,7 +289,7 @@ static int t_stats(struct tool_ctx *c, json_t *args, struct tool_out *o)
                                       "denied", (json_int_t)rc.denied, "busy",
                                       (json_int_t)rc.busy, "live", (json_int_t)rc.live,
                                       "queued", (json_int_t)rc.queued, "max_concurrency",
-                                      c->S->cfg.max_script_concurrency));
+                                      c->call->S->cfg.max_script_concurrency));
     }
     return 0;
 }
@@ -300,8 +300,8 @@ static int t_reload(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct skills_report r;
     if (tools_only_keys(args, o, keys) < 0)
         return -1;
-    lock_reload(c->S->lock, 0);     /* an edited lock is judged by this rebuild too */
-    skills_rescan(c->S->skills, 1, &r);
+    lock_reload(c->call->S->lock, 0);     /* an edited lock is judged by this rebuild too */
+    skills_rescan(c->call->S->skills, 1, &r);
     visible_names(c, r.added);
     visible_names(c, r.removed);
     visible_names(c, r.changed);
@@ -663,9 +663,7 @@ int tools_call(struct call *call, const char *name, json_t *args)
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.S = S, .snap = snap, .view = call->view, .modern = modern,
-                         .client = call->client,
-                         .client_info = call->client_info};
+    struct tool_ctx c = {.call = call};
     struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
     json_t *empty = NULL;
     if (!args)
@@ -679,9 +677,7 @@ int tools_call(struct call *call, const char *name, json_t *args)
     if (o.skill)
         stats_skill(&S->stats, o.skill, STATS_USE_CALL, rc < 0);
     if (rc == 0 && o.plan) {
-        call_clear(call);
-        call->out.kind = CALL_RUN;  /* stats are recorded when it ends */
-        call->out.u.run = o.plan;
+        call_run(call, o.plan);     /* stats are recorded when it ends */
         return 0;
     }
     if (rc == 0 && o.raw) {

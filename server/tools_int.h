@@ -12,6 +12,7 @@
 
 #include "shape.h"
 #include "skills.h"
+#include "call.h"
 #include "srv.h"
 
 #define LIST_DEFAULT_LIMIT 500  /* the whole library, as far as the budget goes */
@@ -39,14 +40,11 @@ struct tool_out {
     char msg[1024];
 };
 
+/* A handler's context: the call (its server, snapshot, view, era, client
+ * and clientInfo, read where they are kept) and what the handler found. */
 struct tool_ctx {
-    struct srv *S;
-    struct snapshot *snap;
-    const struct view *view;    /* what the caller may see and run (--acl), NULL: all */
-    size_t idx;             /* need_skill: the entry's index in snap */
-    int modern;
-    const char *client;     /* authenticated client id, or NULL */
-    json_t *client_info;    /* the request's clientInfo (borrowed), or NULL */
+    const struct call *call;    /* its snapshot taken (call_snapshot) */
+    size_t idx;             /* need_skill: the entry's index in the snapshot */
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);

@@ -733,7 +733,7 @@ int tools_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     if (query && !*query)
         query = NULL;
-    struct rcache_pages *pages = c->snap->ext ? c->snap->ext->pages : NULL;
+    struct rcache_pages *pages = c->call->snap->ext ? c->call->snap->ext->pages : NULL;
     struct buf key;
     buf_init(&key, 0);
     if (pages) {
@@ -741,7 +741,7 @@ int tools_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
          * the era, the budget and these arguments, length-prefixed so no two
          * spellings of them meet. */
         const struct shape_budget *bu = o->budget;
-        buf_printf(&key, "%d %zu %zu %zu %ld %zu:", c->modern, bu ? bu->max_tokens : 0,
+        buf_printf(&key, "%d %zu %zu %zu %ld %zu:", c->call->modern, bu ? bu->max_tokens : 0,
                    bu ? bu->max_chars : 0, offset, limit, query ? strlen(query) : (size_t)0);
         if (query)
             buf_puts(&key, query);
@@ -751,20 +751,20 @@ int tools_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
             buf_printf(&key, "%zu:", json_string_length(t));
             buf_append(&key, json_string_value(t), json_string_length(t));
         }
-        if (rcache_pages_get(pages, c->view, key.p, key.len, &o->raw_owned, &o->rawlen)) {
+        if (rcache_pages_get(pages, c->call->view, key.p, key.len, &o->raw_owned, &o->rawlen)) {
             o->raw = o->raw_owned;
             buf_cleanup(&key);
             return 0;
         }
     }
-    if (!c->snap->ext || list_from_cards(c->snap, c->view, query, tags, offset, (size_t)limit, o) < 0) {
-        o->structured = list_page(c->snap, c->view, query, tags, offset, (size_t)limit, o->budget);
+    if (!c->call->snap->ext || list_from_cards(c->call->snap, c->call->view, query, tags, offset, (size_t)limit, o) < 0) {
+        o->structured = list_page(c->call->snap, c->call->view, query, tags, offset, (size_t)limit, o->budget);
         fit_list(o, offset);
     }
     if (pages) {
-        o->raw_owned = tools_render(o, 0, c->modern, &o->rawlen);
+        o->raw_owned = tools_render(o, 0, c->call->modern, &o->rawlen);
         o->raw = o->raw_owned;
-        rcache_pages_put(pages, c->view, key.p, key.len, o->raw, o->rawlen);
+        rcache_pages_put(pages, c->call->view, key.p, key.len, o->raw, o->rawlen);
     }
     buf_cleanup(&key);
     return 0;

@@ -124,9 +124,9 @@ static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *sl
             *bad = 1;       /* never cached: the caller answers with an error */
             return NULL;
         }
-        struct tool_out full = {.structured = res, .budget = &c->S->budget, .hint = o->hint};
+        struct tool_out full = {.structured = res, .budget = &c->call->S->budget, .hint = o->hint};
         size_t n;
-        char *bytes = tools_render(&full, 0, c->modern, &n);
+        char *bytes = tools_render(&full, 0, c->call->modern, &n);
         struct skill_rendered *mine = xmalloc(sizeof *mine + n + 1 + klen + 1);
         mine->len = n;
         mine->key_len = klen;
@@ -162,8 +162,8 @@ int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return tools_fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
                     k->qname, why);
-    const struct skill_gate *bg = tmp ? skills_gate_of(c->snap, k) : NULL;
-    if (tmp && c->snap->gate &&
+    const struct skill_gate *bg = tmp ? skills_gate_of(c->call->snap, k) : NULL;
+    if (tmp && c->call->snap->gate &&
         !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
         /* Edited since it was checked against the lock, to something not approved. */
         skills_body_free(tmp);
@@ -198,7 +198,7 @@ int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
         /* The answer depends only on this entry and the argument: render it
          * once and keep it with the body. */
         _Atomic(struct skill_rendered *) *slot =
-            whole ? &b->rendered[c->modern] : &b->sec_rendered[2 * at + c->modern];
+            whole ? &b->rendered[c->call->modern] : &b->sec_rendered[2 * at + c->call->modern];
         const char *key = whole ? "" : section;
         int bad;
         struct skill_rendered *r = cached_render(slot, key, k, b, whole ? NULL : section, text,
@@ -250,8 +250,8 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
     /* A listed file read whole, with no lock in force (whose check reads
      * the file) and no --redact file (its patterns change on SIGHUP),
      * answers the same until the file changes: kept per entry. */
-    long fi = c->snap->gate || c->S->cfg.redact_file ? -1 : rcache_file_index(k, path);
-    enum rcache_kind kind = c->modern ? RCACHE_TOOL_MODERN : RCACHE_TOOL_LEGACY;
+    long fi = c->call->snap->gate || c->call->S->cfg.redact_file ? -1 : rcache_file_index(k, path);
+    enum rcache_kind kind = c->call->modern ? RCACHE_TOOL_MODERN : RCACHE_TOOL_LEGACY;
     struct stat st = {0};
     if (fi >= 0) {
         size_t hl;
@@ -264,7 +264,7 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     /* read past the cut when redacting: the cut comes after, and never
      * shows the first bytes of a secret too short to be recognised */
-    size_t ahead = c->S->redact ? REDACT_FILE_LOOKAHEAD : 0;
+    size_t ahead = c->call->S->redact ? REDACT_FILE_LOOKAHEAD : 0;
     int rc = jail_read(k->dir, path, (size_t)max + ahead, &f, &why);
     if (rc < 0) {
         if (rc == -ENOENT || rc == -EISDIR) {
@@ -280,7 +280,7 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
         }
         return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
     }
-    const struct skill_gate *g = skills_gate_of(c->snap, k);
+    const struct skill_gate *g = skills_gate_of(c->call->snap, k);
     if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
         jail_file_cleanup(&f);
         return tools_fail(o, "Cannot read '%.200s' from skill '%s': it changed on disk since the "
@@ -290,7 +290,7 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
     }
     size_t n, rl;
     json_t *hits;
-    char *red = redact_file(c->S->redact, f.data, f.len, &rl, &hits, &c->S->stats);
+    char *red = redact_file(c->call->S->redact, f.data, f.len, &rl, &hits, &c->call->S->stats);
     const char *data = red ? red : f.data;
     n = red ? rl : f.len;
     int cut = f.truncated || n > (size_t)max;
@@ -327,7 +327,7 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
     /* Only what is the same on every read: the whole file, nothing redacted
      * (each redaction is counted as it happens). */
     if (fi >= 0 && st.st_mode && !o->meta && !cut && (int64_t)st.st_size == f_size) {
-        o->raw_owned = tools_render(o, 0, c->modern, &o->rawlen);
+        o->raw_owned = tools_render(o, 0, c->call->modern, &o->rawlen);
         o->raw = o->raw_owned;
         rcache_file_put(k, (size_t)fi, kind, path, &st, o->raw, o->rawlen);
     }

@@ -45,7 +45,7 @@ int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (tools_only_keys(args, o, keys) < 0)
         return -1;
     struct skill *live = tools_need_skill(c, args, o);
-    if (live && !view_runs(c->view, c->idx))
+    if (live && !view_runs(c->call->view, c->idx))
         return tools_fail(o, "You may not run the scripts of skill '%s': the server's access rules let "
                        "you read it but not run it. Nothing ran; follow its instructions "
                        "without the scripts, or ask the operator for run access.",
@@ -57,13 +57,13 @@ int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
      * a tree edited since the snapshot judged it. */
     struct lock_manifest m = {0};
     const char *approved_at = NULL;
-    if (c->S->lock) {
+    if (c->call->S->lock) {
         const char *why = "";
-        const struct skill_gate *g = skills_gate_of(c->snap, live);
+        const struct skill_gate *g = skills_gate_of(c->call->snap, live);
         const struct lock_entry *a = g ? g->approved : NULL;
-        if (lock_manifest_of(k, &m, &why) < 0 && lock_active(c->S->lock))
+        if (lock_manifest_of(k, &m, &why) < 0 && lock_active(c->call->S->lock))
             return tools_fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname, why);
-        if (lock_active(c->S->lock) && (!a || strcmp(a->digest, m.digest))) {
+        if (lock_active(c->call->S->lock) && (!a || strcmp(a->digest, m.digest))) {
             lock_manifest_cleanup(&m);
             return tools_fail(o, "Skill '%s' changed on disk since it was checked against the lock "
                            "of approved versions; nothing ran. Call reload_skills, then "
@@ -72,14 +72,14 @@ int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
         }
         approved_at = a ? a->at : NULL;
     }
-    struct run_job *job = script_prepare(c->S->scripts, &c->S->cfg, k, args, o->msg, sizeof o->msg);
+    struct run_job *job = script_prepare(c->call->S->scripts, &c->call->S->cfg, k, args, o->msg, sizeof o->msg);
     if (!job) {
         lock_manifest_cleanup(&m);
         utf8_sanitize(o->msg);
         return -1;
     }
     /* One client must not take every slot: its own cap comes first. */
-    if (c->S->auth && c->client && !auth_script_take(c->S->auth, c->client)) {
+    if (c->call->S->auth && c->call->client && !auth_script_take(c->call->S->auth, c->call->client)) {
         o->structured = json_pack(
             "{s:s, s:n, s:s, s:s, s:f, s:f, s:f, s:b, s:i, s:i, s:s, s:s}", "status", "busy",
             "exit_code", "stdout", "", "stderr", "", "duration_ms", 0.0, "timeout",
@@ -96,8 +96,8 @@ int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
         return 0;
     }
     /* Which hooks exist was found when the snapshot was built. */
-    o->plan = hook_plan_new(c->S, c->snap, k, job, args, c->client, c->client_info);
-    if (c->S->lock)
+    o->plan = hook_plan_new(c->call->S, c->call->snap, k, job, args, c->call->client, c->call->client_info);
+    if (c->call->S->lock)
         hook_set_audit(o->plan, m.digest, approved_at);
     lock_manifest_cleanup(&m);
     return 0;
