@@ -142,13 +142,21 @@ static int completed(struct call *c)
     return __atomic_load_n(&c->completed, __ATOMIC_ACQUIRE);
 }
 
+/* May an outcome be set? Yes (the one before freed) until completion. */
+static int settable(struct call *c)
+{
+    if (completed(c))
+        return 0;
+    call_clear(c);
+    return 1;
+}
+
 int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
 {
-    if (completed(c)) {
+    if (!settable(c)) {
         json_decref(data);
         return -1;
     }
-    call_clear(c);
     struct call_outcome *o = &c->out;
     va_list ap;
     va_start(ap, fmt);
@@ -163,11 +171,10 @@ int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
 
 int call_result(struct call *c, json_t *result)
 {
-    if (completed(c)) {
+    if (!settable(c)) {
         json_decref(result);
         return -1;
     }
-    call_clear(c);
     c->out.kind = CALL_RESULT;
     c->out.u.result = result;
     return 0;
@@ -175,11 +182,10 @@ int call_result(struct call *c, json_t *result)
 
 int call_raw(struct call *c, const char *raw, size_t len, char *owned)
 {
-    if (completed(c)) {
+    if (!settable(c)) {
         free(owned);
         return -1;
     }
-    call_clear(c);
     c->out.kind = CALL_RAW;
     c->out.u.raw.p = raw;
     c->out.u.raw.len = len;
@@ -189,11 +195,10 @@ int call_raw(struct call *c, const char *raw, size_t len, char *owned)
 
 int call_response(struct call *c, char *bytes, size_t len)
 {
-    if (completed(c)) {
+    if (!settable(c)) {
         free(bytes);
         return -1;
     }
-    call_clear(c);
     c->out.kind = CALL_RESPONSE;
     c->out.u.response.p = bytes;
     c->out.u.response.len = len;
@@ -202,20 +207,18 @@ int call_response(struct call *c, char *bytes, size_t len)
 
 int call_accepted(struct call *c)
 {
-    if (completed(c))
+    if (!settable(c))
         return -1;
-    call_clear(c);
     c->out.kind = CALL_ACCEPTED;
     return 0;
 }
 
 int call_run(struct call *c, struct hook_plan *plan)
 {
-    if (completed(c)) {
+    if (!settable(c)) {
         hook_plan_free(plan);
         return -1;
     }
-    call_clear(c);
     c->out.kind = CALL_RUN;
     c->out.u.run = plan;
     return 0;
@@ -223,12 +226,11 @@ int call_run(struct call *c, struct hook_plan *plan)
 
 int call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w))
 {
-    if (completed(c)) {
+    if (!settable(c)) {
         if (drop)
             drop(w);
         return -1;
     }
-    call_clear(c);
     c->out.kind = CALL_WAIT;
     c->out.u.wait.w = w;
     c->out.u.wait.drop = drop;
