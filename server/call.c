@@ -135,9 +135,28 @@ void call_clear(struct call *c)
     o->cacheable = cacheable;
 }
 
+/* Outcomes are set by the thread that owns the call until it completes;
+ * completion is published under mu, read here without it. */
+static int completed(struct call *c)
+{
+    return __atomic_load_n(&c->completed, __ATOMIC_ACQUIRE);
+}
+
+/* May an outcome be set? Yes (the one before freed) until completion. */
+static int settable(struct call *c)
+{
+    if (completed(c))
+        return 0;
+    call_clear(c);
+    return 1;
+}
+
 int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
 {
-    call_clear(c);
+    if (!settable(c)) {
+        json_decref(data);
+        return -1;
+    }
     struct call_outcome *o = &c->out;
     va_list ap;
     va_start(ap, fmt);
@@ -150,36 +169,101 @@ int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
     return -1;
 }
 
-void call_result(struct call *c, json_t *result)
+int call_result(struct call *c, json_t *result)
 {
-    call_clear(c);
+    if (!settable(c)) {
+        json_decref(result);
+        return -1;
+    }
     c->out.kind = CALL_RESULT;
     c->out.u.result = result;
+    return 0;
 }
 
-void call_raw(struct call *c, const char *raw, size_t len, char *owned)
+int call_raw(struct call *c, const char *raw, size_t len, char *owned)
 {
-    call_clear(c);
+    if (!settable(c)) {
+        free(owned);
+        return -1;
+    }
     c->out.kind = CALL_RAW;
     c->out.u.raw.p = raw;
     c->out.u.raw.len = len;
     c->out.u.raw.owned = owned;
+    return 0;
 }
 
-void call_response(struct call *c, char *bytes, size_t len)
+int call_response(struct call *c, char *bytes, size_t len)
 {
-    call_clear(c);
+    if (!settable(c)) {
+        free(bytes);
+        return -1;
+    }
     c->out.kind = CALL_RESPONSE;
     c->out.u.response.p = bytes;
     c->out.u.response.len = len;
+    return 0;
 }
 
-void call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w))
+int call_accepted(struct call *c)
 {
-    call_clear(c);
+    if (!settable(c))
+        return -1;
+    c->out.kind = CALL_ACCEPTED;
+    return 0;
+}
+
+int call_run(struct call *c, struct hook_plan *plan)
+{
+    if (!settable(c)) {
+        hook_plan_free(plan);
+        return -1;
+    }
+    c->out.kind = CALL_RUN;
+    c->out.u.run = plan;
+    return 0;
+}
+
+int call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w))
+{
+    if (!settable(c)) {
+        if (drop)
+            drop(w);
+        return -1;
+    }
     c->out.kind = CALL_WAIT;
     c->out.u.wait.w = w;
     c->out.u.wait.drop = drop;
+    return 0;
+}
+
+struct hook_plan *call_take_run(struct call *c)
+{
+    if (c->out.kind != CALL_RUN)
+        return NULL;
+    struct hook_plan *p = c->out.u.run;
+    c->out.u.run = NULL;
+    return p;
+}
+
+struct tasks_wait *call_take_wait(struct call *c)
+{
+    if (c->out.kind != CALL_WAIT)
+        return NULL;
+    struct tasks_wait *w = c->out.u.wait.w;
+    c->out.u.wait.w = NULL;
+    c->out.u.wait.drop = NULL;
+    return w;
+}
+
+void call_cacheable(struct call *c, enum call_cache how)
+{
+    c->out.cacheable = (int)how;
+}
+
+void call_transport_error(struct call *c)
+{
+    c->out.transport = 1;
 }
 
 int call_pending(const struct call *c)
@@ -195,8 +279,21 @@ static void private_scope(const struct call *c, json_t *result)
         json_object_set_new(result, "cacheScope", json_string("private"));
 }
 
+/* CALL_CACHE_BOTH: the members a 2026-07-28 cacheable result has, on the
+ * earlier era too (its clients check them whatever version was
+ * negotiated); on 2026-07-28 the envelope adds the rest. */
+static void cache_members(const struct call *c, json_t *result)
+{
+    if (c->out.cacheable != CALL_CACHE_BOTH || !json_is_object(result))
+        return;
+    json_object_set_new(result, "resultType", json_string("complete"));
+    json_object_set_new(result, "ttlMs", json_integer(c->S->ttl_ms));
+    json_object_set_new(result, "cacheScope", json_string("public"));
+}
+
 char *call_render_kept(struct call *c, json_t *result, size_t *len)
 {
+    cache_members(c, result);
     if (c->modern)
         env_decorate_modern(result, c->S->ttl_ms);
     private_scope(c, result);
@@ -211,6 +308,7 @@ static char *render(struct call *c, size_t *len)
     *len = 0;
     switch (o->kind) {
     case CALL_RESULT: {
+        cache_members(c, o->u.result);
         int64_t ttl = o->cacheable ? c->S->ttl_ms : -1;
         if (c->view && c->modern && ttl >= 0) {
             env_decorate_modern(o->u.result, ttl);
@@ -251,7 +349,7 @@ int call_finish(struct call *c)
         pthread_mutex_unlock(&c->mu);
         return -1;
     }
-    c->completed = 1;
+    __atomic_store_n(&c->completed, 1, __ATOMIC_RELEASE);
     size_t len;
     char *bytes = render(c, &len);
     if (c->detached)

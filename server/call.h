@@ -42,6 +42,15 @@ enum call_kind {
     CALL_WAIT,              /* pending: tasks/result of a working task (wait) */
 };
 
+/* Which results carry ttlMs/cacheScope (and resultType), added when the
+ * call is rendered for its era (call_finish, call_render_kept). */
+enum call_cache {
+    CALL_CACHE_NONE,        /* neither era */
+    CALL_CACHE_MODERN,      /* on 2026-07-28, with its other result members */
+    CALL_CACHE_BOTH,        /* on either era (the skills extension: its clients check
+                               them whatever version was negotiated) */
+};
+
 struct call_outcome {
     enum call_kind kind;
     union {
@@ -67,7 +76,7 @@ struct call_outcome {
             void (*drop)(struct tasks_wait *w); /* frees one never started */
         } wait;
     } u;
-    int cacheable;          /* a result that takes ttlMs/cacheScope on 2026-07-28 */
+    int cacheable;          /* enum call_cache: the ttlMs/cacheScope members it takes */
     int transport;          /* an error about headers or _meta: the transport refuses */
 };
 
@@ -147,18 +156,39 @@ struct snapshot *call_snapshot(struct call *c);
 struct acl_class;
 void call_set_view(struct call *c, const struct acl_class *k);
 
-/* Outcomes (each replaces the one before). call_error returns -1 for
- * convenience; data is stolen. */
+/*
+ * Outcomes. These setters are the only writers of c->out: each replaces the
+ * outcome before it (freed), and takes what it is handed. Once the call is
+ * completed (call_finish) a setter is refused: it frees what it was handed,
+ * leaves the outcome as it was and returns -1 (call_error returns -1
+ * either way, for convenience); otherwise 0. data is stolen.
+ */
 int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void call_result(struct call *c, json_t *result);
-void call_raw(struct call *c, const char *raw, size_t len, char *owned);
+int call_result(struct call *c, json_t *result);
+int call_raw(struct call *c, const char *raw, size_t len, char *owned);
+int call_response(struct call *c, char *bytes, size_t len);
+/* A notification or a response: nothing is sent. */
+int call_accepted(struct call *c);
+/* Pending outcomes, started by rpc_start (mcp_start) once the transport is
+ * ready: a script run through its hooks, a tasks/result wait. */
+int call_run(struct call *c, struct hook_plan *plan);
+int call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w));
+/* The pending run or wait handed over to whoever starts it (NULL when
+ * there is none, or it was taken); the call stays pending until its
+ * answer is set. */
+struct hook_plan *call_take_run(struct call *c);
+struct tasks_wait *call_take_wait(struct call *c);
+/* Which era members a result takes (enum call_cache); kept across
+ * outcomes. */
+void call_cacheable(struct call *c, enum call_cache how);
+/* The error is about headers or _meta: the transport refuses the request
+ * (HTTP 400) rather than answering it. */
+void call_transport_error(struct call *c);
 /* A cacheable result rendered once, as call_finish would render it for
  * this call (the era's members, a private scope under --acl), for a reply
  * kept and later sent with call_raw. NULL if it cannot be dumped. */
 char *call_render_kept(struct call *c, json_t *result, size_t *len);
-void call_response(struct call *c, char *bytes, size_t len);
-void call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wait *w));
 void call_clear(struct call *c);
 
 int call_pending(const struct call *c);

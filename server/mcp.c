@@ -95,7 +95,7 @@ static int m_set_level(struct call *c)
 
 static int m_discover(struct call *c)
 {
-    c->out.cacheable = 1;
+    call_cacheable(c, CALL_CACHE_MODERN);
     int live = c->modern ? MCP_MODERN_LISTEN : c->S->sessions != NULL || c->S->cfg.stdio;
     json_t *caps = mcp_capabilities(live, live);
     tasks_capabilities(c->S, caps, 1);
@@ -276,9 +276,10 @@ static void run_done(json_t *result, int ok, double ms, void *arg)
 
 void mcp_start(struct call *c)
 {
-    if (c->out.kind == CALL_RUN) {
-        struct hook_plan *p = c->out.u.run;
-        c->out.u.run = NULL;    /* the chain owns it now */
+    struct hook_plan *p;
+    struct tasks_wait *w;
+    if ((p = call_take_run(c))) {
+        /* the chain owns it now */
         char *ids = jf_dumps(c->id, NULL);
         hook_set_rpc_id(p, ids);
         free(ids);
@@ -287,10 +288,7 @@ void mcp_start(struct call *c)
             hook_set_stream(p, run_line, c);
         call_ref(c);
         hook_start(p, run_done, c);
-    } else if (c->out.kind == CALL_WAIT) {
-        struct tasks_wait *w = c->out.u.wait.w;
-        c->out.u.wait.w = NULL;
-        c->out.u.wait.drop = NULL;
+    } else if ((w = call_take_wait(c))) {
         call_ref(c);
         tasks_wait_start(w, c);
     }

@@ -86,10 +86,11 @@ int res_list(struct call *c)
                                            k->name, "title", k->qname, "description",
                                            k->description, "mimeType", "text/markdown"));
     }
-    call_result(c, json_pack("{s:o}", "resources", a));
+    json_t *r = json_pack("{s:o}", "resources", a);
     if (w.next)
-        json_object_set_new(c->out.u.result, "nextCursor", json_sprintf("%zu", w.next));
-    c->out.cacheable = 1;
+        json_object_set_new(r, "nextCursor", json_sprintf("%zu", w.next));
+    call_result(c, r);
+    call_cacheable(c, CALL_CACHE_MODERN);
     return 0;
 }
 
@@ -105,7 +106,7 @@ int res_templates(struct call *c)
         "mimeType", "text/markdown", "uriTemplate", "skill://{skill}/{+path}", "name",
         "skill-file", "description",
         "A file bundled with a skill, by its path inside the skill folder"));
-    c->out.cacheable = 1;
+    call_cacheable(c, CALL_CACHE_MODERN);
     return 0;
 }
 
@@ -279,7 +280,7 @@ int res_read(struct call *c)
         goto out;
     }
     call_result(c, result);
-    c->out.cacheable = 1;
+    call_cacheable(c, CALL_CACHE_MODERN);
     rc = 0;
 out:
     free(rest);

@@ -26,7 +26,8 @@
 static void set_error(struct call *c, int code, const char *msg, json_t *data, int transport)
 {
     call_error(c, code, data, "%s", msg);
-    c->out.transport = transport;
+    if (transport)
+        call_transport_error(c);
 }
 
 /* Depth of nesting, to refuse pathological bodies before walking them. */
@@ -233,7 +234,7 @@ static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
     if (!mj) {
         /* A response to a server request (none are sent) or junk. */
         if (id && (json_object_get(req, "result") || json_object_get(req, "error"))) {
-            out->out.kind = CALL_ACCEPTED;
+            call_accepted(out);
             return;
         }
         set_error(out, RPC_INVALID_REQUEST, "Invalid Request: method is required", NULL, 0);
@@ -310,7 +311,7 @@ static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
     if (!id) {
         /* Notifications need no answer. */
         mcp_notify(out, method);
-        out->out.kind = CALL_ACCEPTED;
+        call_accepted(out);
     } else {
         dispatch(out, method, meta);
     }

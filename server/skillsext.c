@@ -82,13 +82,11 @@ static int list_was_cut(const struct skill *k)
     return 0;
 }
 
-/* resultType, ttlMs and cacheScope on both eras (Inspector checks them). */
+/* resultType, ttlMs and cacheScope on both eras (Inspector checks them):
+ * the protocol layer adds them as it renders the call for its era. */
 static void cacheable(struct call *c, json_t *result)
 {
-    json_object_set_new(result, "resultType", json_string("complete"));
-    json_object_set_new(result, "ttlMs", json_integer(c->S->ttl_ms));
-    json_object_set_new(result, "cacheScope", json_string("public"));
-    c->out.cacheable = 1;
+    call_cacheable(c, CALL_CACHE_BOTH);
     call_result(c, result);
 }
 
@@ -439,10 +437,11 @@ int skillsext_prompts_list(struct call *c)
                          "What to do with this skill; appended to the instructions", "required",
                          0));
     }
-    call_result(c, json_pack("{s:o}", "prompts", a));
+    json_t *r = json_pack("{s:o}", "prompts", a);
     if (w.next)
-        json_object_set_new(c->out.u.result, "nextCursor", json_sprintf("%zu", w.next));
-    c->out.cacheable = 1;
+        json_object_set_new(r, "nextCursor", json_sprintf("%zu", w.next));
+    call_cacheable(c, CALL_CACHE_MODERN);
+    call_result(c, r);
     return 0;
 }
 
@@ -517,12 +516,13 @@ int skillsext_prompts_get(struct call *c)
     char *text = buf_steal(&t, &len);
     if (tmp)
         skills_body_free(tmp);
-    call_result(c, json_pack("{s:s, s:[{s:s, s:{s:s, s:s%}}]}", "description", k->description,
+    json_t *r = json_pack("{s:s, s:[{s:s, s:{s:s, s:s%}}]}", "description", k->description,
                           "messages", "role", "user", "content", "type", "text", "text", text,
-                          len));
+                          len);
     free(text);
-    if (!c->out.u.result)
+    if (!r)
         return call_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' is not valid UTF-8",
                          k->qname);
+    call_result(c, r);
     return 0;
 }

@@ -752,7 +752,7 @@ int tasks_create(struct call *c)
         l->next = t->live;
         t->live = l;
         pthread_mutex_unlock(&t->mu);
-        c->out.u.run = NULL;    /* the task owns it now */
+        call_take_run(c);      /* the task owns it now */
         hook_set_mode(plan, "task");
         hook_start(plan, on_task_done, l);
     } else {

@@ -19,6 +19,7 @@ declare -A prefix=(
     [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [skills]='skills_' [scan]='(scan_|skills_)' [bodies]='(bodies_|skills_)'
     [jail]='jail_' [http]='http_' [rpc]='rpc_' [mcp]='mcp_' [resources]='res_' [tools]='tools_'
     [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_' [envelope]='env_' [call]='call_'
+    [shape_tokens]='shape_' [shape_json]='shape_' [tools_list]='tools_' [tools_load]='tools_' [tools_run]='tools_'
     [fmfast]='fm_' [lockfile]='lock_' [lockstore]='lock_' [tstore]='(tstore_|trec_)' [tstore_mem]='tstore_mem_' [tstore_redis]='tstore_redis_'
     [cli_export]='cli_' [cli_fetch]='cli_' [cli_lock]='cli_' [cli_token]='cli_' [cli_validate]='cli_'
     [util]='(x|x_|err_|buf_|log_|now_|utf8_|hash_|hex_|pct_|iso_|list_)'

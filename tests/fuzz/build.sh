@@ -35,7 +35,7 @@ export OCFLAGS CC OBJ
 # shellcheck disable=SC2016
 ls server/*.c | grep -v server/main.c | xargs -P "$(nproc)" -I{} sh -c \
     'o="$OBJ/$(basename {} .c).o"; $CC $OCFLAGS -c -o "$o" {} || { rm -f "$o"; exit 255; }'
-SMALL="$OBJ/frontmatter.o $OBJ/fmfast.o $OBJ/yamlcore.o $OBJ/markdown.o $OBJ/shape.o $OBJ/json.o $OBJ/util.o"
+SMALL="$OBJ/frontmatter.o $OBJ/fmfast.o $OBJ/yamlcore.o $OBJ/markdown.o $OBJ/shape.o $OBJ/shape_json.o $OBJ/shape_tokens.o $OBJ/json.o $OBJ/util.o"
 link() {    # link TARGET OBJECTS LIBS
     # shellcheck disable=SC2086
     $CC $CFLAGS -o "$OUT/fuzz_$1" "tests/fuzz/fuzz_$1.c" $2 $3 && echo "built $OUT/fuzz_$1"

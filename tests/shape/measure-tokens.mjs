@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// measure-tokens.mjs - compares shape_tokens() (server/shape.c) with real BPE
+// measure-tokens.mjs - compares shape_tokens() (server/shape_tokens.c) with real BPE
 // tokenizers on the samples in samples/ and prints a Markdown table.
 //
 //   cd tests/shape && npm ci && node measure-tokens.mjs
 //
 // The C estimate comes from estimate.c, compiled here with cc against
-// server/shape.c and server/util.c (jansson via pkg-config). The real counts
+// server/shape*.c and server/util.c (jansson via pkg-config). The real counts
 // come from gpt-tokenizer (o200k_base: GPT-4o and later; cl100k_base: GPT-4,
 // a smaller vocabulary closer to the local models'). Exits 1 when the
 // estimate is below either real count on any sample (it must never
@@ -28,7 +28,7 @@ try {
   const exe = join(tmp, 'estimate');
   const flags = execFileSync('pkg-config', ['--cflags', '--libs', 'jansson']).toString().trim().split(/\s+/).filter(Boolean);
   execFileSync(process.env.CC || 'cc', ['-std=c11', '-D_GNU_SOURCE', '-O2', '-I', join(root, 'server'),
-    '-o', exe, join(here, 'estimate.c'), join(root, 'server/shape.c'), join(root, 'server/json.c'), join(root, 'server/util.c'),
+    '-o', exe, join(here, 'estimate.c'), join(root, 'server/shape.c'), join(root, 'server/shape_json.c'), join(root, 'server/shape_tokens.c'), join(root, 'server/json.c'), join(root, 'server/util.c'),
     ...flags, '-lm'], { stdio: 'inherit' });
   const files = readdirSync(samples).sort().map((f) => join(samples, f));
   const out = execFileSync(exe, files).toString().trim().split('\n');

@@ -204,7 +204,7 @@ TEST(pending_completed_once)
     c->id = json_integer(42);
     call_on_complete(c, rx_done, &rx);
     call_on_event(c, rx_event, &rx);
-    c->out.kind = CALL_RUN;     /* a run whose plan the chain already owns */
+    call_run(c, NULL);          /* a run whose plan the chain already owns */
     CHECK(call_pending(c));
     call_event(c, "{}", 2);
     CHECK_EQ(atomic_load(&rx.events), 1);
@@ -225,6 +225,130 @@ TEST(pending_completed_once)
     CHECK_EQ(atomic_load(&rx.events), 1);
     call_unref(c);
     free(rx.last);
+}
+
+/* A tasks/result wait stands in for the real one: only its drop is seen. */
+static int drops;
+static void count_drop(struct tasks_wait *w)
+{
+    (void)w;
+    drops++;
+}
+
+/*
+ * The setters are the one way to write an outcome: each replaces the one
+ * before until the call completes; after call_finish one is refused, frees
+ * what it was handed (LeakSanitizer checks it under make asan) and leaves
+ * the outcome that was sent.
+ */
+TEST(outcome_set_until_completed)
+{
+    struct receiver rx = {0};
+    struct call *c = call_new(&S);
+    c->id = json_integer(7);
+    call_on_complete(c, rx_done, &rx);
+    CHECK_EQ(call_result(c, json_pack("{s:i}", "a", 1)), 0);
+    CHECK_EQ(call_error(c, RPC_INTERNAL_ERROR, json_object(), "replaced"), -1);
+    CHECK_EQ(c->out.kind, CALL_ERROR);
+    CHECK_EQ(call_result(c, json_pack("{s:i}", "b", 2)), 0);
+    CHECK_EQ(c->out.kind, CALL_RESULT);
+    CHECK_EQ(call_finish(c), 0);
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    drops = 0;
+    struct tasks_wait *fake = (struct tasks_wait *)&rx;
+    CHECK_EQ(call_wait(c, fake, count_drop), -1);
+    CHECK_EQ(drops, 1);
+    char *owned = xstrdup("{\"late\":true}");
+    CHECK_EQ(call_raw(c, owned, strlen(owned), owned), -1);
+    CHECK_EQ(call_result(c, json_object()), -1);
+    CHECK_EQ(call_response(c, xstrdup("{}"), 2), -1);
+    CHECK_EQ(call_accepted(c), -1);
+    CHECK_EQ(call_run(c, NULL), -1);
+    CHECK_EQ(call_error(c, RPC_INTERNAL_ERROR, json_object(), "too late"), -1);
+    CHECK_EQ(c->out.kind, CALL_RESULT);
+    CHECK_EQ(json_integer_value(json_object_get(c->out.u.result, "b")), 2);
+    CHECK(!call_pending(c) && call_finish(c) == -1);
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    json_t *j = parse(rx.last, rx.last_len);
+    CHECK(j != NULL);
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(j, "result"), "b")), 2);
+    json_decref(j);
+    call_unref(c);
+    free(rx.last);
+}
+
+/* A pending outcome is handed over once to whoever starts it; the call
+ * stays pending until its answer is set, and what was taken is no longer
+ * the call's to drop. */
+TEST(pending_taken_once)
+{
+    struct receiver rx = {0};
+    struct call *c = call_new(&S);
+    c->id = json_integer(8);
+    call_on_complete(c, rx_done, &rx);
+    drops = 0;
+    struct tasks_wait *fake = (struct tasks_wait *)&rx;
+    CHECK_EQ(call_wait(c, fake, count_drop), 0);
+    CHECK(call_pending(c));
+    CHECK(call_take_run(c) == NULL);
+    CHECK(call_take_wait(c) == fake);
+    CHECK(call_take_wait(c) == NULL);
+    CHECK(call_pending(c));
+    CHECK_EQ(call_result(c, json_object()), 0);
+    CHECK_EQ(drops, 0);
+    CHECK_EQ(call_finish(c), 0);
+    CHECK_EQ(atomic_load(&rx.calls), 1);
+    /* one never started is the call's: dropped with it */
+    struct call *d = call_new(&S);
+    CHECK_EQ(call_wait(d, fake, count_drop), 0);
+    call_unref(d);
+    CHECK_EQ(drops, 1);
+    call_unref(c);
+    free(rx.last);
+}
+
+/* The era members of a cacheable result are added where the call is
+ * rendered: CALL_CACHE_MODERN on 2026-07-28 only, CALL_CACHE_BOTH (the
+ * skills extension) on either era; and a kept reply gets the same. */
+TEST(cache_members_by_era)
+{
+    for (int modern = 0; modern < 2; modern++)
+        for (int how = CALL_CACHE_NONE; how <= CALL_CACHE_BOTH; how++)
+            for (int kept = 0; kept < 2; kept++) {
+                struct call *c = call_new(&S);
+                c->id = json_integer(9);
+                c->modern = modern;
+                call_cacheable(c, (enum call_cache)how);
+                json_t *r = json_pack("{s:i}", "a", 1);
+                if (kept) {
+                    if (how == CALL_CACHE_NONE) {   /* kept replies are cacheable */
+                        json_decref(r);
+                        call_unref(c);
+                        continue;
+                    }
+                    size_t n;
+                    char *bytes = call_render_kept(c, r, &n);
+                    json_decref(r);
+                    call_raw(c, bytes, n, bytes);
+                } else {
+                    call_result(c, r);
+                }
+                CHECK_EQ(call_finish(c), 0);
+                json_t *j = parse(c->body, c->len);
+                json_t *res = json_object_get(j, "result");
+                int ttl = modern ? how != CALL_CACHE_NONE : how == CALL_CACHE_BOTH;
+                printf("# modern %d, cache %d, kept %d\n", modern, how, kept);
+                CHECK_EQ(json_integer_value(json_object_get(res, "a")), 1);
+                CHECK_EQ(json_object_get(res, "ttlMs") != NULL, ttl);
+                if (ttl) {
+                    CHECK_EQ(json_integer_value(json_object_get(res, "ttlMs")), S.ttl_ms);
+                    CHECK_STR(sget(res, "cacheScope"), "public");
+                }
+                CHECK_EQ(sget(res, "resultType") != NULL, modern || ttl);
+                CHECK_EQ(json_object_get(res, "_meta") != NULL, modern);
+                json_decref(j);
+                call_unref(c);
+            }
 }
 
 /* The script side of a run: it ends on its own thread, like the loop
@@ -330,6 +454,9 @@ int main(void)
     RUN(env_error_shapes);
     RUN(batch_refused_once);
     RUN(pending_completed_once);
+    RUN(outcome_set_until_completed);
+    RUN(pending_taken_once);
+    RUN(cache_members_by_era);
     RUN(disconnect_mid_run);
     RUN(disconnect_races_completion);
     RUN(no_callback_keeps_body);

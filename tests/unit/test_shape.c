@@ -1,5 +1,5 @@
 /*
- * test_shape.c - the token estimate and result fitting (server/shape.c).
+ * test_shape.c - the token estimate and result fitting (server/shape.c, shape_tokens.c).
  */
 #include "harness.h"
 #include "shape.h"

@@ -1,5 +1,5 @@
 /*
- * test_shapejson.c - printed output that is JSON (server/shape.c,
+ * test_shapejson.c - printed output that is JSON (server/shape_json.c,
  * shape_json_texts): detection, cutting as JSON, exact numbers and text,
  * the fallback to text, and the worked example of docs/shaping.md.
  */

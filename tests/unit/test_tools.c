@@ -1,5 +1,5 @@
 /*
- * test_tools.c - the MCP tools (server/tools.c) driven through tools_call()
+ * test_tools.c - the MCP tools (server/tools*.c) driven through tools_call()
  * over a temporary skill tree.
  */
 #include "harness.h"

@@ -5,7 +5,7 @@
 //                        sentences, ~300 characters, clauses, tags, a
 //                        version); every tenth lives in a team folder.
 //   estimator()          compiles tests/shape/estimate.c against
-//                        server/shape.c, so a test measures what it received
+//                        server/shape*.c, so a test measures what it received
 //                        with shape_tokens() itself, not a JavaScript copy.
 
 import { execFileSync } from 'node:child_process';
@@ -78,7 +78,7 @@ export function estimator() {
     .split(/\s+/).filter(Boolean);
   execFileSync(process.env.CC || 'cc', ['-std=c11', '-D_GNU_SOURCE', '-O2',
     '-I', path.join(REPO, 'server'), '-o', exe, path.join(REPO, 'tests/shape/estimate.c'),
-    path.join(REPO, 'server/shape.c'), path.join(REPO, 'server/json.c'), path.join(REPO, 'server/util.c'), ...flags, '-lm'],
+    path.join(REPO, 'server/shape.c'), path.join(REPO, 'server/shape_json.c'), path.join(REPO, 'server/shape_tokens.c'), path.join(REPO, 'server/json.c'), path.join(REPO, 'server/util.c'), ...flags, '-lm'],
   { stdio: 'inherit' });
   return {
     measure(texts) {
