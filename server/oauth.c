@@ -771,9 +771,9 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
 {
     memset(r, 0, sizeof *r);
     struct jwt j;
-    char why[160];
-    if (jwt_parse(token, n, &j, why, sizeof why)) {
-        snprintf(r->why, sizeof r->why, "%s", why);
+    struct err why;
+    if (jwt_parse(token, n, &j, &why)) {
+        err_copy(r->why, sizeof r->why, &why);
         return OAUTH_INVALID;
     }
     enum oauth_verdict v = OAUTH_INVALID;
@@ -815,8 +815,10 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
         goto out;
     }
     if (jwt_check_claims(j.claims, o->issuer, o->audience, (int64_t)time(NULL), JWT_LEEWAY_S,
-                         r->why, sizeof r->why))
+                         &why)) {
+        err_copy(r->why, sizeof r->why, &why);
         goto out;
+    }
     const char *id = jwt_client_id(j.claims);
     if (!id) {
         snprintf(r->why, sizeof r->why, "the token names no usable client (client_id, azp or "

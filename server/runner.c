@@ -624,14 +624,6 @@ static pid_t spawn_child(void *stack, struct child *c)
     return pid;
 }
 
-/* j->error is what the caller shows the client: a cut there must not split
- * a character of the message. */
-static void keep_error(struct run_job *j, const struct err *why)
-{
-    snprintf(j->error, sizeof j->error, "%.*s", (int)utf8_trim(why->msg, sizeof j->error - 1),
-             why->msg);
-}
-
 /* The pid, or -1 with *why; a child that failed before exec is reaped. */
 static pid_t spawn_checked(void *stack, struct child *c, struct err *why)
 {
@@ -711,7 +703,7 @@ static int spawn_job(struct run_job *j)
     pid_t pid = spawn_checked(j->_r->stack, &c, &why);
     free(envp);
     if (pid < 0) {
-        keep_error(j, &why);
+        err_copy(j->error, sizeof j->error, &why);
         goto out;
     }
     j->_pid = pid;
@@ -807,7 +799,7 @@ static void start_job(struct run_job *j)
     /* After the queue, as late as possible: what runs is what was checked. */
     struct err why;
     if (run_job_verify(j, &why) < 0) {
-        keep_error(j, &why);
+        err_copy(j->error, sizeof j->error, &why);
         log_warn("run %s %s/%s: refused: %s", j->request_id, j->skill, j->script, j->error);
         j->status = RUN_DENIED;
         j->exit_code = -1;
