@@ -43,13 +43,13 @@ static int open_append(const char *path)
     return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
 }
 
-int accesslog_check(const char *path, char *why, size_t whylen)
+int accesslog_check(const char *path, struct err *why)
 {
     if (!strcmp(path, "-"))
         return 0;
     int fd = open_append(path);
     if (fd < 0) {
-        snprintf(why, whylen, "cannot open %s for appending: %s", path, strerror(errno));
+        err_set(why, 0, 0, "cannot open %s for appending: %s", path, strerror(errno));
         return -1;
     }
     close(fd);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct err;
 struct sockaddr;
 
 /* What one line says. Every string may be NULL (written as "-" in text,
@@ -36,8 +37,9 @@ struct accesslog_rec {
  * json: JSON lines, else text. 0, or -1 with the reason in why.
  */
 int accesslog_start(const char *path, int json, char *why, size_t whylen);
-/* Checks that path can be opened for appending (creating it), at start-up. */
-int accesslog_check(const char *path, char *why, size_t whylen);
+/* Checks that path can be opened for appending (creating it), at start-up;
+ * 0, or -1 with the reason in *why. */
+int accesslog_check(const char *path, struct err *why);
 int accesslog_on(void);
 /* Formats the line on the calling thread and queues it; never blocks on I/O. */
 void accesslog_write(const struct accesslog_rec *r);

@@ -87,7 +87,7 @@ void acl_rules_free(struct acl_rules *r)
 
 /* One line: WHO VERB PATTERN. 0, or -1 with err set. */
 static int parse_line(const char *s, const char *e, const char *file, size_t line,
-                      struct rule *out, size_t *jitted, char *err, size_t errlen)
+                      struct rule *out, size_t *jitted, struct err *err)
 {
     const char *w = s;
     while (s < e && !is_space(*s))
@@ -120,14 +120,14 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
                 break;
         }
         if (k == sizeof kinds / sizeof *kinds) {
-            err_fileline(err, errlen, file, line,
+            err_fileline(err, file, line,
                  "'%.*s' names nobody: write client:ID, group:NAME, sub:SUBJECT, scope:SCOPE "
                  "or *", (int)(wl > 80 ? 80 : wl), w);
             return -1;
         }
         size_t pl = strlen(kinds[k].prefix);
         if (!name_ok(w + pl, wl - pl)) {
-            err_fileline(err, errlen, file, line,
+            err_fileline(err, file, line,
                          "'%.*s' needs a name after '%s' (1-255 printable characters, no comma)",
                          (int)(wl > 80 ? 80 : wl), w, kinds[k].prefix);
             return -1;
@@ -136,7 +136,7 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
         out->name = xstrndup(w + pl, wl - pl);
     }
     if (!vl) {
-        err_fileline(err, errlen, file, line, "missing 'see' or 'run' after '%.*s'",
+        err_fileline(err, file, line, "missing 'see' or 'run' after '%.*s'",
                      (int)(wl > 80 ? 80 : wl), w);
         goto fail;
     }
@@ -145,12 +145,12 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
     else if (vl == 3 && !memcmp(v, "run", 3))
         out->run = 1;
     else {
-        err_fileline(err, errlen, file, line, "'%.*s' is not 'see' or 'run'",
+        err_fileline(err, file, line, "'%.*s' is not 'see' or 'run'",
                      (int)(vl > 40 ? 40 : vl), v);
         goto fail;
     }
     if (s >= e) {
-        err_fileline(err, errlen, file, line,
+        err_fileline(err, file, line,
              "missing the skills pattern (a PCRE2 pattern on the qualified name; .* for all)");
         goto fail;
     }
@@ -161,7 +161,7 @@ static int parse_line(const char *s, const char *e, const char *file, size_t lin
     if (!out->re) {
         PCRE2_UCHAR m[256];
         pcre2_get_error_message(ec, m, sizeof m);
-        err_fileline(err, errlen, file, line, "the pattern does not compile at offset %zu: %s",
+        err_fileline(err, file, line, "the pattern does not compile at offset %zu: %s",
                      (size_t)off, (char *)m);
         goto fail;
     }
@@ -174,8 +174,7 @@ fail:
     return -1;
 }
 
-struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *err,
-                            size_t errlen)
+struct acl_rules *acl_parse(const char *text, size_t n, const char *file, struct err *err)
 {
     if (!file)
         file = "(acl)";
@@ -187,7 +186,7 @@ struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *
         size_t zl = 1;
         for (const char *p = s; p < z; p++)
             zl += *p == '\n';
-        err_fileline(err, errlen, file, zl, "a NUL byte: this is not a text file");
+        err_fileline(err, file, zl, "a NUL byte: this is not a text file");
         free(r);
         return NULL;
     }
@@ -202,18 +201,18 @@ struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *
         if (p == e || *p == '#')
             continue;
         if (!utf8_valid(p, (size_t)(e - p))) {
-            err_fileline(err, errlen, file, line, "the line is not valid UTF-8");
+            err_fileline(err, file, line, "the line is not valid UTF-8");
             goto fail;
         }
         if (r->n == ACL_MAX_RULES) {
-            err_fileline(err, errlen, file, line, "more than %d rules", ACL_MAX_RULES);
+            err_fileline(err, file, line, "more than %d rules", ACL_MAX_RULES);
             goto fail;
         }
         if (r->n == cap) {
             cap = cap ? cap * 2 : 16;
             r->r = xrealloc(r->r, cap * sizeof *r->r);
         }
-        if (parse_line(p, e, file, line, &r->r[r->n], &r->jitted, err, errlen) < 0)
+        if (parse_line(p, e, file, line, &r->r[r->n], &r->jitted, err) < 0)
             goto fail;
         r->n++;
     }
@@ -403,7 +402,7 @@ static void *load(void *ctx, const char *file, struct stat *st, struct err *err)
     char *text = reloadable_read(file, ACL_FILE_MAX, "the access rules file", st, &n, err);
     if (!text)
         return NULL;
-    struct acl_rules *r = acl_parse(text, n, file, err->msg, sizeof err->msg);
+    struct acl_rules *r = acl_parse(text, n, file, err);
     free(text);
     return r;
 }
@@ -424,15 +423,12 @@ static const struct reloadable_kind kind = {
     .load = load, .free = rules_free, .count = rules_count,
 };
 
-struct acl *acl_open(const char *file, char *err, size_t errlen)
+struct acl *acl_open(const char *file, struct err *err)
 {
     struct stat st;
-    struct err e = {0};
-    struct acl_rules *r = load(NULL, file, &st, &e);
-    if (!r) {
-        snprintf(err, errlen, "%s", e.msg);
+    struct acl_rules *r = load(NULL, file, &st, err);
+    if (!r)
         return NULL;
-    }
     struct acl *a = xcalloc(1, sizeof *a);
     reloadable_init(&a->rl, &kind, NULL, file, r, &st);
     return a;

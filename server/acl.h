@@ -39,6 +39,7 @@
 #define ACL_MAX_RULES 1024
 #define ACL_FILE_MAX (1 << 20)
 
+struct err;
 struct acl;             /* the server's instance: the rule set in force */
 struct acl_rules;       /* one parsed file, immutable */
 struct acl_class;       /* the set of rules one caller matches */
@@ -104,10 +105,9 @@ static inline const unsigned char *view_mask(const struct view *v)
 
 /*
  * Parses text[0..n) (file names it in messages). NULL on error with
- * "file:line: what" in err.
+ * "file:line: what" (and the line) in *err.
  */
-struct acl_rules *acl_parse(const char *text, size_t n, const char *file, char *err,
-                            size_t errlen);
+struct acl_rules *acl_parse(const char *text, size_t n, const char *file, struct err *err);
 void acl_rules_free(struct acl_rules *r);
 size_t acl_rules_count(const struct acl_rules *r);
 /* Rules whose pattern is JIT compiled (the others are matched interpreted). */
@@ -119,8 +119,8 @@ const struct acl_class *acl_rules_classify(struct acl_rules *r, const struct acl
 int acl_class_sees(const struct acl_class *k, const char *qname);
 int acl_class_runs(const struct acl_class *k, const char *qname);
 
-/* Loads file; NULL with "file:line: what" (or "file: what") in err. */
-struct acl *acl_open(const char *file, char *err, size_t errlen);
+/* Loads file; NULL with "file:line: what" (or "file: what") in *err. */
+struct acl *acl_open(const char *file, struct err *err);
 /*
  * Reads the file again when its (mtime, size, inode) changed, or always with
  * force. Returns 1 when new rules are in force, 0 when nothing changed

@@ -24,7 +24,7 @@ static int fail(struct cfgfile *cf, const char *path, size_t line, const char *f
 {
     va_list ap;
     va_start(ap, fmt);
-    err_vfileline(cf->err, sizeof cf->err, path, line, fmt, ap);
+    err_vfileline(&cf->err, path, line, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -58,7 +58,7 @@ int cfgfile_read(struct cfgfile *cf, const char *path)
 {
     cf->e = NULL;
     cf->n = cf->cap = 0;
-    cf->err[0] = '\0';
+    memset(&cf->err, 0, sizeof cf->err);
     FILE *f = fopen(path, "rb");
     struct stat st;
     /* a directory opens, and libyaml would only say "input error" */

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "util.h"
+
 struct cfgfile_entry {
     char *key;          /* the flag's long name without dashes */
     char *val;          /* NULL: the key had no value (YAML null) */
@@ -18,7 +20,7 @@ struct cfgfile_entry {
 struct cfgfile {
     struct cfgfile_entry *e;
     size_t n, cap;
-    char err[600];      /* FILE:LINE: message, when cfgfile_read fails */
+    struct err err;     /* "FILE:LINE: message" and the line, when cfgfile_read fails */
 };
 
 /* 0, or -1 with cf->err set (and nothing to free). */

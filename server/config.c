@@ -411,7 +411,7 @@ static int apply_file(struct cfg *c, const char *path, const struct opt **given,
     static struct cfgfile cf;      /* its strings are the values c borrows */
     cfgfile_free(&cf);             /* a parse before this one's, now unused */
     if (cfgfile_read(&cf, path) < 0) {
-        fprintf(stderr, "skill-mcp: %s\n", cf.err);
+        fprintf(stderr, "skill-mcp: %s\n", cf.err.msg);
         return -1;
     }
     int rc = 0;
@@ -586,9 +586,9 @@ out:
         return -1;
     }
     if (c->access_log) {
-        char why[512];
-        if (accesslog_check(c->access_log, why, sizeof why) < 0)
-            return bad("--access-log", c->access_log, why);
+        struct err why;
+        if (accesslog_check(c->access_log, &why) < 0)
+            return bad("--access-log", c->access_log, why.msg);
     }
     if (c->lock_mode && strcmp(c->lock_mode, "strict") && strcmp(c->lock_mode, "pin"))
         return bad("--lock-mode", c->lock_mode, "expected strict or pin");

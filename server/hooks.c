@@ -216,7 +216,7 @@ static void reason_of(const struct run_job *h, char *out, size_t n)
 }
 
 /* Parses a hook's stdout: empty means "no change"; otherwise a JSON object. */
-static int parse_out(const struct run_job *h, json_t **obj, const char **why)
+static int parse_out(const struct run_job *h, json_t **obj, struct err *why)
 {
     *obj = NULL;
     size_t i = 0;
@@ -225,7 +225,7 @@ static int parse_out(const struct run_job *h, json_t **obj, const char **why)
     if (i == h->out.len)
         return 0;
     if (h->out.truncated) {
-        *why = "its output is too large";
+        err_set(why, 0, 0, "its output is too large");
         return -1;
     }
     json_error_t e;
@@ -233,7 +233,7 @@ static int parse_out(const struct run_job *h, json_t **obj, const char **why)
     if (!json_is_object(*obj)) {
         json_decref(*obj);
         *obj = NULL;
-        *why = "its output is not a JSON object";
+        err_set(why, 0, 0, "its output is not a JSON object");
         return -1;
     }
     return 0;
@@ -243,7 +243,7 @@ static void advance(struct hook_plan *p);
 
 /* ---- pre -------------------------------------------------------------------- */
 
-static int apply_pre(struct hook_plan *p, json_t *o, const char **why)
+static int apply_pre(struct hook_plan *p, json_t *o, struct err *why)
 {
     json_t *env = json_object_get(o, "env"), *args = json_object_get(o, "args");
     json_t *note = json_object_get(o, "note");
@@ -251,18 +251,19 @@ static int apply_pre(struct hook_plan *p, json_t *o, const char **why)
     json_t *v;
     if ((env && !json_is_object(env)) || (args && !json_is_array(args)) ||
         (note && !json_is_string(note))) {
-        *why = "'env' must be an object, 'args' a list of strings, 'note' a string";
+        err_set(why, 0, 0, "'env' must be an object, 'args' a list of strings, 'note' a string");
         return -1;
     }
     json_object_foreach(env, name, v) {
         if (!json_is_string(v) || script_env_problem(name)) {
-            *why = "its 'env' sets a variable that is not allowed, or a non-string value";
+            err_set(why, 0, 0, "its 'env' sets a variable that is not allowed, or a "
+                               "non-string value");
             return -1;
         }
     }
     size_t i;
     json_array_foreach(args, i, v) if (!json_is_string(v)) {
-        *why = "its 'args' must be a list of strings";
+        err_set(why, 0, 0, "its 'args' must be a list of strings");
         return -1;
     }
     /* later hooks see the names this one added, as they see its args */
@@ -354,17 +355,17 @@ static void on_hook_done(struct run_job *h, void *arg)
         return;
     }
     json_t *o;
-    const char *why = NULL;
+    struct err why;
     if (parse_out(h, &o, &why) < 0) {
         fail_call(p, "failed", "The %s hook (%s) returned malformed output: %s.", stage, path,
-                  why);
+                  why.msg);
         run_job_free(h);
         return;
     }
     run_job_free(h);
     if (o && pre && apply_pre(p, o, &why) < 0) {
         fail_call(p, "failed", "The %s hook (%s) returned malformed output: %s.", stage, path,
-                  why);
+                  why.msg);
         json_decref(o);
         return;
     }

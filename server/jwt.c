@@ -3,25 +3,13 @@
  */
 #include "jwt.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jose/b64.h>
 
-static void setwhy(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void setwhy(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
+#include "util.h"
 
 static int b64url_char(unsigned char c)
 {
@@ -54,15 +42,15 @@ static json_t *part_json(const char *p, size_t n)
     return j;
 }
 
-int jwt_parse(const char *token, size_t n, struct jwt *j, char *why, size_t whylen)
+int jwt_parse(const char *token, size_t n, struct jwt *j, struct err *why)
 {
     memset(j, 0, sizeof *j);
     if (!token || n == 0) {
-        setwhy(why, whylen, "the token is empty");
+        err_set(why, 0, 0, "the token is empty");
         return -1;
     }
     if (n > JWT_MAX_LEN) {
-        setwhy(why, whylen, "the token is longer than %d bytes", JWT_MAX_LEN);
+        err_set(why, 0, 0, "the token is longer than %d bytes", JWT_MAX_LEN);
         return -1;
     }
     size_t dot[2], nd = 0;
@@ -70,47 +58,47 @@ int jwt_parse(const char *token, size_t n, struct jwt *j, char *why, size_t whyl
         unsigned char c = (unsigned char)token[i];
         if (c == '.') {
             if (nd == 2) {
-                setwhy(why, whylen, "the token is not a JWS in compact form (more than 3 parts)");
+                err_set(why, 0, 0, "the token is not a JWS in compact form (more than 3 parts)");
                 return -1;
             }
             dot[nd++] = i;
         } else if (!b64url_char(c)) {
-            setwhy(why, whylen, "the token is not base64url text");
+            err_set(why, 0, 0, "the token is not base64url text");
             return -1;
         }
     }
     if (nd != 2) {
-        setwhy(why, whylen, "the token is not a JWT (three dot-separated parts)");
+        err_set(why, 0, 0, "the token is not a JWT (three dot-separated parts)");
         return -1;
     }
     if (dot[1] + 1 >= n) {
-        setwhy(why, whylen, "the token has no signature");
+        err_set(why, 0, 0, "the token has no signature");
         return -1;
     }
     j->header = part_json(token, dot[0]);
     if (!j->header) {
-        setwhy(why, whylen, "the token header is not a base64url JSON object");
+        err_set(why, 0, 0, "the token header is not a base64url JSON object");
         goto fail;
     }
     j->claims = part_json(token + dot[0] + 1, dot[1] - dot[0] - 1);
     if (!j->claims) {
-        setwhy(why, whylen, "the token claims are not a base64url JSON object");
+        err_set(why, 0, 0, "the token claims are not a base64url JSON object");
         goto fail;
     }
     json_t *alg = json_object_get(j->header, "alg");
     if (!json_is_string(alg) || !json_string_length(alg)) {
-        setwhy(why, whylen, "the token header has no \"alg\"");
+        err_set(why, 0, 0, "the token header has no \"alg\"");
         goto fail;
     }
     j->alg = json_string_value(alg);
     json_t *kid = json_object_get(j->header, "kid");
     if (kid && !json_is_string(kid)) {
-        setwhy(why, whylen, "the token header's \"kid\" is not a string");
+        err_set(why, 0, 0, "the token header's \"kid\" is not a string");
         goto fail;
     }
     j->kid = kid ? json_string_value(kid) : NULL;
     if (json_object_get(j->header, "crit")) {
-        setwhy(why, whylen, "the token header names critical extensions, none is understood");
+        err_set(why, 0, 0, "the token header names critical extensions, none is understood");
         goto fail;
     }
     j->signing_len = dot[1];
@@ -151,11 +139,11 @@ static int numeric_date(const json_t *claims, const char *name, int64_t *out)
 }
 
 int jwt_check_claims(const json_t *claims, const char *issuer, const char *audience,
-                     int64_t now, int64_t leeway, char *why, size_t whylen)
+                     int64_t now, int64_t leeway, struct err *why)
 {
     json_t *iss = json_object_get(claims, "iss");
     if (!json_is_string(iss) || strcmp(json_string_value(iss), issuer)) {
-        setwhy(why, whylen, "the token was not issued by this server's authorization server");
+        err_set(why, 0, 0, "the token was not issued by this server's authorization server");
         return -1;
     }
     json_t *aud = json_object_get(claims, "aud");
@@ -170,28 +158,28 @@ int jwt_check_claims(const json_t *claims, const char *issuer, const char *audie
                 aud_ok = 1;
     }
     if (!aud_ok) {
-        setwhy(why, whylen, "the token is not for this resource (its audience is not %s)",
-               audience);
+        err_set(why, 0, 0, "the token is not for this resource (its audience is not %s)",
+                audience);
         return -1;
     }
     int64_t exp = 0, nbf = 0;
     int has_exp = numeric_date(claims, "exp", &exp);
     if (has_exp <= 0) {
-        setwhy(why, whylen, has_exp < 0 ? "the token's \"exp\" is not a number"
-                                        : "the token has no expiry (\"exp\")");
+        err_set(why, 0, 0, "%s", has_exp < 0 ? "the token's \"exp\" is not a number"
+                                              : "the token has no expiry (\"exp\")");
         return -1;
     }
     if (now > exp + leeway) {
-        setwhy(why, whylen, "the token has expired");
+        err_set(why, 0, 0, "the token has expired");
         return -1;
     }
     int has_nbf = numeric_date(claims, "nbf", &nbf);
     if (has_nbf < 0) {
-        setwhy(why, whylen, "the token's \"nbf\" is not a number");
+        err_set(why, 0, 0, "the token's \"nbf\" is not a number");
         return -1;
     }
     if (has_nbf && now + leeway < nbf) {
-        setwhy(why, whylen, "the token is not valid yet (\"nbf\")");
+        err_set(why, 0, 0, "the token is not valid yet (\"nbf\")");
         return -1;
     }
     return 0;

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct err;
+
 #define JWT_MAX_LEN 8192        /* longest compact token accepted */
 #define JWT_LEEWAY_S 60         /* clock skew allowed on exp and nbf */
 #define JWT_MAX_ID 64           /* longest client id taken from a token */
@@ -28,21 +30,21 @@ struct jwt {
 
 /*
  * Splits and decodes token (n bytes, not NUL-terminated necessarily).
- * Returns 0 and fills *j (free with jwt_free), or -1 with why[] set: not
+ * Returns 0 and fills *j (free with jwt_free), or -1 with *why set: not
  * three base64url parts, header or claims not a JSON object, no "alg",
  * a "crit" header (no extension is understood, RFC 7515 4.1.11).
  */
-int jwt_parse(const char *token, size_t n, struct jwt *j, char *why, size_t whylen);
+int jwt_parse(const char *token, size_t n, struct jwt *j, struct err *why);
 void jwt_free(struct jwt *j);
 
 /*
  * Checks iss (equal to issuer), aud (a string or an array holding audience,
  * RFC 8707), exp (required; now <= exp + leeway), nbf (when present;
- * now + leeway >= nbf). now is Unix seconds. Returns 0 or -1 with why[]
+ * now + leeway >= nbf). now is Unix seconds. Returns 0 or -1 with *why
  * set to a sentence a client may read.
  */
 int jwt_check_claims(const json_t *claims, const char *issuer, const char *audience,
-                     int64_t now, int64_t leeway, char *why, size_t whylen);
+                     int64_t now, int64_t leeway, struct err *why);
 
 /*
  * The client the token names: "client_id", else "azp", else "sub", when it

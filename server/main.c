@@ -553,19 +553,19 @@ int main(int argc, char **argv)
     }
     {
         /* Fail closed: a redaction file that does not compile stops the start. */
-        char err[600];
-        S.redact = redact_open(S.cfg.redact_file, !S.cfg.no_redact_builtins, err, sizeof err);
+        struct err e = {0};
+        S.redact = redact_open(S.cfg.redact_file, !S.cfg.no_redact_builtins, &e);
         if (!S.redact) {
-            fprintf(stderr, "skill-mcp: --redact %s\n", err);
+            fprintf(stderr, "skill-mcp: --redact %s\n", e.msg);
             return 2;
         }
     }
     if (S.cfg.acl_file) {
         /* Fail closed: access rules that do not parse stop the start. */
-        char err[700];
-        S.acl = acl_open(S.cfg.acl_file, err, sizeof err);
+        struct err e = {0};
+        S.acl = acl_open(S.cfg.acl_file, &e);
         if (!S.acl) {
-            fprintf(stderr, "skill-mcp: --acl %s\n", err);
+            fprintf(stderr, "skill-mcp: --acl %s\n", e.msg);
             redact_close(S.redact);
             x_shared_free(S.run_shared, S.run_shared_size);
             stats_cleanup(&S.stats);

@@ -114,11 +114,11 @@ static enum kfam jwk_family(const json_t *jwk)
 
 /* Builds a key set from a JWKS document; keys it cannot use are skipped
  * (a JWKS may carry encryption keys too). NULL with why when none is left. */
-static struct keyset *keyset_build(const json_t *doc, char *why, size_t whylen)
+static struct keyset *keyset_build(const json_t *doc, struct err *why)
 {
     json_t *keys = json_object_get(doc, "keys");
     if (!json_is_array(keys)) {
-        snprintf(why, whylen, "the JWKS has no \"keys\" array");
+        err_set(why, 0, 0, "the JWKS has no \"keys\" array");
         return NULL;
     }
     struct keyset *ks = xcalloc(1, sizeof *ks);
@@ -162,8 +162,8 @@ static struct keyset *keyset_build(const json_t *doc, char *why, size_t whylen)
         ks->n++;
     }
     if (!ks->n) {
-        snprintf(why, whylen, "the JWKS holds no usable signing key (RSA >= 2048 bits, EC "
-                 "P-256/384/521 or Ed25519)");
+        err_set(why, 0, 0, "the JWKS holds no usable signing key (RSA >= 2048 bits, EC "
+                "P-256/384/521 or Ed25519)");
         keyset_free(ks);
         return NULL;
     }
@@ -209,14 +209,14 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 
 /* GETs a JSON object. Redirects are not followed: a redirect could lead a
  * key fetch off the https origin the operator named. */
-static json_t *get_json(const char *url, struct fetched *f, char *why, size_t whylen)
+static json_t *get_json(const char *url, struct fetched *f, struct err *why)
 {
     memset(f, 0, sizeof *f);
     f->max_age = -1;
     buf_init(&f->body, FETCH_MAX_BYTES);
     CURL *c = curl_easy_init();
     if (!c) {
-        snprintf(why, whylen, "%s: libcurl did not start", url);
+        err_set(why, 0, 0, "%s: libcurl did not start", url);
         buf_cleanup(&f->body);
         return NULL;
     }
@@ -241,14 +241,14 @@ static json_t *get_json(const char *url, struct fetched *f, char *why, size_t wh
     curl_slist_free_all(hdr);
     json_t *doc = NULL;
     if (rc != CURLE_OK)
-        snprintf(why, whylen, "%s: %s", url, curl_easy_strerror(rc));
+        err_set(why, 0, 0, "%s: %s", url, curl_easy_strerror(rc));
     else if (status != 200)
-        snprintf(why, whylen, "%s: HTTP status %ld", url, status);
+        err_set(why, 0, 0, "%s: HTTP status %ld", url, status);
     else {
         json_error_t je;
         doc = json_loadb(f->body.p ? f->body.p : "", f->body.len, 0, &je);
         if (!doc || !json_is_object(doc)) {
-            snprintf(why, whylen, "%s: not a JSON object", url);
+            err_set(why, 0, 0, "%s: not a JSON object", url);
             json_decref(doc);
             doc = NULL;
         }
@@ -307,7 +307,8 @@ static char *wellknown_url(const char *issuer, const char *suffix, int insert)
 
 static int discover(struct oauth *o, struct err *err)
 {
-    char why[512] = "", first[512] = "";
+    struct err why = {0};
+    char first[512] = "";
     struct fetched f;
     const struct { const char *suffix; int insert; } tries[] = {
         {"oauth-authorization-server", 1}, {"openid-configuration", 1},
@@ -315,11 +316,11 @@ static int discover(struct oauth *o, struct err *err)
     };
     for (size_t i = 0; i < sizeof tries / sizeof *tries; i++) {
         char *url = wellknown_url(o->issuer, tries[i].suffix, tries[i].insert);
-        json_t *doc = get_json(url, &f, why, sizeof why);
+        json_t *doc = get_json(url, &f, &why);
         free(url);
         if (!doc) {
             if (!first[0])
-                snprintf(first, sizeof first, "%s", why);
+                snprintf(first, sizeof first, "%s", why.msg);
             continue;
         }
         const char *iss = jstr(doc, "issuer"), *jwks = jstr(doc, "jwks_uri");
@@ -353,14 +354,13 @@ static int discover(struct oauth *o, struct err *err)
 }
 
 /* Fetches the JWKS. 0 and *out, or -1 with why. *max_age_s: the cache life. */
-static int fetch_keys(struct oauth *o, struct keyset **out, long *max_age_s, char *why,
-                      size_t whylen)
+static int fetch_keys(struct oauth *o, struct keyset **out, long *max_age_s, struct err *why)
 {
     struct fetched f;
-    json_t *doc = get_json(o->jwks_url, &f, why, whylen);
+    json_t *doc = get_json(o->jwks_url, &f, why);
     if (!doc)
         return -1;
-    *out = keyset_build(doc, why, whylen);
+    *out = keyset_build(doc, why);
     json_decref(doc);
     if (!*out)
         return -1;
@@ -424,12 +424,12 @@ static void *refresher(void *arg)
         pthread_mutex_unlock(&o->mu);
         struct keyset *ks = NULL;
         long max_age = RETRY_S;
-        char why[512];
-        int rc = fetch_keys(o, &ks, &max_age, why, sizeof why);
+        struct err why;
+        int rc = fetch_keys(o, &ks, &max_age, &why);
         if (rc == 0)
             publish(o, ks);
         else
-            log_error("oauth: JWKS refetch failed, keeping the keys loaded: %s", why);
+            log_error("oauth: JWKS refetch failed, keeping the keys loaded: %s", why.msg);
         pthread_mutex_lock(&o->mu);
         o->next_ns = now_ns() + (uint64_t)(rc == 0 ? max_age : RETRY_S) * 1000000000ull;
         o->want = 0;
@@ -611,9 +611,9 @@ struct oauth *oauth_new(const struct cfg *c, int port, struct err *err)
         goto fail;
     struct keyset *ks = NULL;
     long max_age = 0;
-    char why[512];
-    if (fetch_keys(o, &ks, &max_age, why, sizeof why)) {
-        err_set(err, 0, 0, "--oauth-issuer %s: cannot load its keys: %s", o->issuer, why);
+    struct err why;
+    if (fetch_keys(o, &ks, &max_age, &why)) {
+        err_set(err, 0, 0, "--oauth-issuer %s: cannot load its keys: %s", o->issuer, why.msg);
         goto fail;
     }
     publish(o, ks);
@@ -771,9 +771,9 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
 {
     memset(r, 0, sizeof *r);
     struct jwt j;
-    char why[160];
-    if (jwt_parse(token, n, &j, why, sizeof why)) {
-        snprintf(r->why, sizeof r->why, "%s", why);
+    struct err why;
+    if (jwt_parse(token, n, &j, &why)) {
+        err_copy(r->why, sizeof r->why, &why);
         return OAUTH_INVALID;
     }
     enum oauth_verdict v = OAUTH_INVALID;
@@ -815,8 +815,10 @@ enum oauth_verdict oauth_verify(struct oauth *o, const char *token, size_t n,
         goto out;
     }
     if (jwt_check_claims(j.claims, o->issuer, o->audience, (int64_t)time(NULL), JWT_LEEWAY_S,
-                         r->why, sizeof r->why))
+                         &why)) {
+        err_copy(r->why, sizeof r->why, &why);
         goto out;
+    }
     const char *id = jwt_client_id(j.claims);
     if (!id) {
         snprintf(r->why, sizeof r->why, "the token names no usable client (client_id, azp or "

@@ -130,7 +130,7 @@ static int name_ok(const char *s, size_t n)
 }
 
 /* Compiles one pattern, JIT included. */
-static int compile_one(struct src *p, const char *file, char *err, size_t errlen)
+static int compile_one(struct src *p, const char *file, struct err *err)
 {
     int ec;
     PCRE2_SIZE off;
@@ -138,7 +138,7 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
     if (!re) {
         PCRE2_UCHAR m[256];
         pcre2_get_error_message(ec, m, sizeof m);
-        err_fileline(err, errlen, p->line ? file : "built-in pattern", p->line,
+        err_fileline(err, p->line ? file : "built-in pattern", p->line,
                      "pattern '%s' does not compile at offset %zu: %s", p->name, (size_t)off,
                      (char *)m);
         return -1;
@@ -147,7 +147,7 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
     pcre2_pattern_info(re, PCRE2_INFO_MINLENGTH, &minlen);
     if (!minlen) {
         pcre2_code_free(re);
-        err_fileline(err, errlen, file, p->line,
+        err_fileline(err, file, p->line,
              "pattern '%s' can match the empty string; it must match at least one character",
              p->name);
         return -1;
@@ -162,7 +162,7 @@ static int compile_one(struct src *p, const char *file, char *err, size_t errlen
 }
 
 struct redact_set *redact_set_parse(const char *text, size_t n, const char *file, int builtins,
-                                    char *err, size_t errlen)
+                                    struct err *err)
 {
     struct src *p = xcalloc(NBUILTIN + REDACT_MAX_PATTERNS, sizeof *p);
     size_t np = 0, line = 0;
@@ -190,7 +190,7 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         if (q == e || *q == '#')
             continue;
         if (memchr(q, '\0', (size_t)(e - q))) {
-            err_fileline(err, errlen, file, line, "a NUL byte in the line");
+            err_fileline(err, file, line, "a NUL byte in the line");
             goto out;
         }
         const char *ne = q;
@@ -200,21 +200,21 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         while (r < e && (*r == ' ' || *r == '\t'))
             r++;
         if (!name_ok(q, (size_t)(ne - q))) {
-            err_fileline(err, errlen, file, line,
+            err_fileline(err, file, line,
                          "'%.*s' is not a pattern name (1-%d of A-Z a-z 0-9 _ . -), then tabs or "
                          "spaces and the pattern",
                          (int)(ne - q > 80 ? 80 : ne - q), q, REDACT_NAME_MAX);
             goto out;
         }
         if (r == e) {
-            err_fileline(err, errlen, file, line,
+            err_fileline(err, file, line,
                          "'%.*s' has no pattern: write NAME, then tabs or spaces, then a PCRE2 "
                          "pattern",
                          (int)(ne - q), q);
             goto out;
         }
         if (np - nb >= REDACT_MAX_PATTERNS) {
-            err_fileline(err, errlen, file, line, "more than %d patterns", REDACT_MAX_PATTERNS);
+            err_fileline(err, file, line, "more than %d patterns", REDACT_MAX_PATTERNS);
             goto out;
         }
         struct src *cur = &p[np];
@@ -222,11 +222,11 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         for (size_t i = 0; i < np; i++)
             if (!strcmp(p[i].name, cur->name)) {
                 if (p[i].line)
-                    err_fileline(err, errlen, file, line,
+                    err_fileline(err, file, line,
                                  "the name '%s' is already used on line %zu", cur->name,
                                  p[i].line);
                 else
-                    err_fileline(err, errlen, file, line, "the name '%s' is a built-in pattern's",
+                    err_fileline(err, file, line, "the name '%s' is a built-in pattern's",
                                  cur->name);
                 goto out;
             }
@@ -236,7 +236,7 @@ struct redact_set *redact_set_parse(const char *text, size_t n, const char *file
         np++;
     }
     for (size_t i = 0; i < np; i++)
-        if (compile_one(&p[i], file, err, errlen) < 0)
+        if (compile_one(&p[i], file, err) < 0)
             goto out;
     set = xcalloc(1, sizeof *set);
     set->npat = np;
@@ -918,8 +918,7 @@ static void *load(void *ctx, const char *file, struct stat *st, struct err *err)
     char *text = reloadable_read(file, REDACT_FILE_MAX, "the redaction file", st, &n, err);
     if (!text)
         return NULL;
-    struct redact_set *s = redact_set_parse(text, n, file, r->builtins, err->msg,
-                                            sizeof err->msg);
+    struct redact_set *s = redact_set_parse(text, n, file, r->builtins, err);
     free(text);
     return s;
 }
@@ -940,16 +939,14 @@ static const struct reloadable_kind kind = {
     .load = load, .free = set_free, .count = set_count,
 };
 
-struct redact *redact_open(const char *file, int builtins, char *err, size_t errlen)
+struct redact *redact_open(const char *file, int builtins, struct err *err)
 {
     struct redact *r = xcalloc(1, sizeof *r);
     r->builtins = builtins;
     struct stat st;
-    struct err e = {0};
-    struct redact_set *s = file ? load(r, file, &st, &e)
-                                : redact_set_parse(NULL, 0, NULL, builtins, e.msg, sizeof e.msg);
+    struct redact_set *s = file ? load(r, file, &st, err)
+                                : redact_set_parse(NULL, 0, NULL, builtins, err);
     if (!s) {
-        snprintf(err, errlen, "%s", e.msg);
         free(r);
         return NULL;
     }

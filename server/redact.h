@@ -22,6 +22,7 @@
 #define REDACT_ENV_MIN 8            /* shorter environment values are not redacted */
 #define REDACT_META "skill-mcp/redacted"    /* result _meta key: {name: count} */
 
+struct err;
 struct redact_set;
 struct redact;
 struct redact_env;
@@ -31,11 +32,11 @@ struct stats;
  * Parses a redaction file's text (name, then tabs or spaces, then a PCRE2
  * pattern, per line; blank lines and '#' comments skipped) and compiles it,
  * after the built-in patterns when builtins is set. file names the text in
- * messages. NULL on error, with "file:line: what" in err. text may be NULL
+ * messages. NULL on error, with "file:line: what" in *err. text may be NULL
  * (no file).
  */
 struct redact_set *redact_set_parse(const char *text, size_t n, const char *file, int builtins,
-                                    char *err, size_t errlen);
+                                    struct err *err);
 void redact_set_free(struct redact_set *s);
 /* The i-th built-in pattern's source and name, or NULL past the last. */
 const char *redact_builtin(size_t i, const char **name);
@@ -95,8 +96,8 @@ void redact_meta_add(json_t *result, json_t *counts);
 
 /* ---- the server's instance ------------------------------------------------- */
 
-/* Loads file (NULL: built-ins only); NULL with "file:line: what" in err. */
-struct redact *redact_open(const char *file, int builtins, char *err, size_t errlen);
+/* Loads file (NULL: built-ins only); NULL with "file:line: what" in *err. */
+struct redact *redact_open(const char *file, int builtins, struct err *err);
 /* SIGHUP: reads the file again; 1 swapped in, -1 kept the loaded set (logged). */
 int redact_reload(struct redact *r);
 void redact_close(struct redact *r);

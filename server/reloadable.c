@@ -102,10 +102,9 @@ char *reloadable_read(const char *file, size_t max, const char *noun, struct sta
     int fd = x_open_regular(AT_FDCWD, file, st);
     if (fd < 0) {
         if (fd == -EINVAL)
-            err_fileline(err->msg, sizeof err->msg, file, 0, "%s is not a regular file", noun);
+            err_fileline(err, file, 0, "%s is not a regular file", noun);
         else
-            err_fileline(err->msg, sizeof err->msg, file, 0, "cannot read %s: %s", noun,
-                         strerror(-fd));
+            err_fileline(err, file, 0, "cannot read %s: %s", noun, strerror(-fd));
         return NULL;
     }
     /* One byte past max tells a file at the cap from one over it. */
@@ -113,12 +112,12 @@ char *reloadable_read(const char *file, size_t max, const char *noun, struct sta
     size_t got = x_pread_full(fd, text, max + 1);
     close(fd);
     if (got > max) {
-        err_fileline(err->msg, sizeof err->msg, file, 0, "%s is over %zu bytes", noun, max);
+        err_fileline(err, file, 0, "%s is over %zu bytes", noun, max);
     } else if (got < (size_t)st->st_size) {
         /* an error, or the file cut short while it was read: the next
          * check sees another identity and reads it again */
-        err_fileline(err->msg, sizeof err->msg, file, 0, "cannot read %s: %zu of %lld bytes read",
-                     noun, got, (long long)st->st_size);
+        err_fileline(err, file, 0, "cannot read %s: %zu of %lld bytes read", noun, got,
+                     (long long)st->st_size);
     } else {
         text[got] = '\0';
         *n = got;

@@ -624,32 +624,32 @@ static pid_t spawn_child(void *stack, struct child *c)
     return pid;
 }
 
-/* The pid, or -1 with why[]; a child that failed before exec is reaped. */
-static pid_t spawn_checked(void *stack, struct child *c, char *why, size_t wl)
+/* The pid, or -1 with *why; a child that failed before exec is reaped. */
+static pid_t spawn_checked(void *stack, struct child *c, struct err *why)
 {
     pid_t pid = stack ? spawn_child(stack, c) : -1;
     if (pid < 0) {
-        snprintf(why, wl, "cannot start %s: %s", c->argv[0], strerror(stack ? errno : ENOMEM));
+        err_set(why, 0, 0, "cannot start %s: %s", c->argv[0], strerror(stack ? errno : ENOMEM));
         return -1;
     }
     if (c->err) {
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        snprintf(why, wl, "cannot start %s: %s failed: %s", c->argv[0], c->step ? c->step : "?",
-                 strerror(c->err));
+        err_set(why, 0, 0, "cannot start %s: %s failed: %s", c->argv[0],
+                c->step ? c->step : "?", strerror(c->err));
         return -1;
     }
     return pid;
 }
 
 pid_t run_spawn_as(const struct run_job *j, char **argv, char **envp, const char *cwd,
-                   int fd_in, int fd_out, int fd_err, char *why, size_t wl)
+                   int fd_in, int fd_out, int fd_err, struct err *why)
 {
     struct child c = {.argv = argv, .envp = envp, .cwd = cwd, .fd_in = fd_in, .fd_out = fd_out,
                       .fd_err = fd_err, .fd_script = -1, .uid = j->run_uid, .gid = j->run_gid};
     child_limits(j, &c);
     void *stack = stack_new();
-    pid_t pid = spawn_checked(stack, &c, why, wl);
+    pid_t pid = spawn_checked(stack, &c, why);
     if (stack)
         munmap(stack, CHILD_STACK);
     return pid;
@@ -699,10 +699,13 @@ static int spawn_job(struct run_job *j)
     c.envp = envp;
     if (!j->_r->stack)
         j->_r->stack = stack_new();
-    pid_t pid = spawn_checked(j->_r->stack, &c, j->error, sizeof j->error);
+    struct err why;
+    pid_t pid = spawn_checked(j->_r->stack, &c, &why);
     free(envp);
-    if (pid < 0)
+    if (pid < 0) {
+        err_copy(j->error, sizeof j->error, &why);
         goto out;
+    }
     j->_pid = pid;
     if (j->_slot >= 0)
         atomic_store(&j->_r->sh->slots[j->_slot].pgid, pid);
@@ -758,23 +761,23 @@ static uint64_t ms_of(double s)
     return s > 0 ? s < 1e9 ? (uint64_t)(s * 1000.0) : (uint64_t)1e12 : 0;
 }
 
-int run_job_verify(const struct run_job *j, char *why, size_t wl)
+int run_job_verify(const struct run_job *j, struct err *why)
 {
     struct stat kept, now;
     if (!j->script_path)
         return 0;
     if (fstat(j->script_fd, &kept) < 0) {
-        snprintf(why, wl, "the checked script cannot be examined again: %s", strerror(errno));
+        err_set(why, 0, 0, "the checked script cannot be examined again: %s", strerror(errno));
         return -1;
     }
     /* stat follows links at every step, as the interpreter's open will */
     if (stat(j->script_path, &now) < 0) {
-        snprintf(why, wl, "the script disappeared after it was checked (%s)", strerror(errno));
+        err_set(why, 0, 0, "the script disappeared after it was checked (%s)", strerror(errno));
         return -1;
     }
     if (now.st_dev != kept.st_dev || now.st_ino != kept.st_ino) {
-        snprintf(why, wl, "the script was replaced after it was checked; its path no longer "
-                          "names the file the scripts/ jail approved");
+        err_set(why, 0, 0, "the script was replaced after it was checked; its path no longer "
+                           "names the file the scripts/ jail approved");
         return -1;
     }
     return 0;
@@ -794,7 +797,9 @@ static void start_job(struct run_job *j)
     init_timer(j, &j->_stall);
     init_timer(j, &j->_grace);
     /* After the queue, as late as possible: what runs is what was checked. */
-    if (run_job_verify(j, j->error, sizeof j->error) < 0) {
+    struct err why;
+    if (run_job_verify(j, &why) < 0) {
+        err_copy(j->error, sizeof j->error, &why);
         log_warn("run %s %s/%s: refused: %s", j->request_id, j->skill, j->script, j->error);
         j->status = RUN_DENIED;
         j->exit_code = -1;

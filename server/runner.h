@@ -33,6 +33,7 @@ struct run_stream {
     int truncated;          /* total > len */
 };
 
+struct err;
 struct run_job;
 typedef void (*run_done_fn)(struct run_job *job, void *arg);
 
@@ -156,20 +157,20 @@ void run_job_free(struct run_job *job);
 
 /*
  * 0 when job->script_path still names the file the jail checked (the kept
- * script_fd: same device and inode), else -1 with why[] saying what
+ * script_fd: same device and inode), else -1 with *why saying what
  * changed. The runner calls it at the last moment before spawning; any
  * thread.
  */
-int run_job_verify(const struct run_job *job, char *why, size_t whylen);
+int run_job_verify(const struct run_job *job, struct err *why);
 
 /*
  * Starts argv as job j's children start (its rlimits, its user, a new
  * session, default signals, no fd but the three given), in cwd, and returns
- * its pid for the caller to wait for, or -1 with why[] naming the step that
+ * its pid for the caller to wait for, or -1 with *why naming the step that
  * failed. For probes at start-up; the runner's jobs go through run_submit.
  */
 pid_t run_spawn_as(const struct run_job *j, char **argv, char **envp, const char *cwd,
-                   int fd_in, int fd_out, int fd_err, char *why, size_t wl);
+                   int fd_in, int fd_out, int fd_err, struct err *why);
 
 /*
  * Stops the running or queued job whose request_id matches, as soon as the

@@ -172,7 +172,7 @@ static int may(const struct stat *st, int uid, int gid, unsigned bits)
 
 /* Walks dir from / as uid/gid would: search on every folder on the way,
  * read and search on dir. 0, or -1 with the folder that shuts it out. */
-static int reachable(const char *dir, int uid, int gid, char *why, size_t wl)
+static int reachable(const char *dir, int uid, int gid, struct err *why)
 {
     char real[4096], part[4096];
     if (!realpath(dir, real))
@@ -188,8 +188,8 @@ static int reachable(const char *dir, int uid, int gid, char *why, size_t wl)
             return 0;
         unsigned bits = i == len ? 5 : 1;
         if (!may(&st, uid, gid, bits)) {
-            snprintf(why, wl, "%s (mode %04o, owner uid %d) is closed to it", part,
-                     (unsigned)st.st_mode & 07777, (int)st.st_uid);
+            err_set(why, 0, 0, "%s (mode %04o, owner uid %d) is closed to it", part,
+                    (unsigned)st.st_mode & 07777, (int)st.st_uid);
             return -1;
         }
     }
@@ -199,16 +199,16 @@ static int reachable(const char *dir, int uid, int gid, char *why, size_t wl)
 /* Runs argv (a sandbox with /bin/true inside) once as a job like probe
  * runs (its limits and user) and waits; 0 when it exits 0, else -1 with
  * what it printed. */
-static int try_run(const struct run_job *probe, char **argv, char *why, size_t wl)
+static int try_run(const struct run_job *probe, char **argv, struct err *why)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
-        snprintf(why, wl, "pipe: %s", strerror(errno));
+        err_set(why, 0, 0, "pipe: %s", strerror(errno));
         return -1;
     }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
-    pid_t pid = run_spawn_as(probe, argv, envp, "/", devnull, p[1], p[1], why, wl);
+    pid_t pid = run_spawn_as(probe, argv, envp, "/", devnull, p[1], p[1], why);
     close(p[1]);
     if (devnull >= 0)
         close(devnull);
@@ -236,7 +236,7 @@ static int try_run(const struct run_job *probe, char **argv, char *why, size_t w
     char *nl = strchr(out, '\n');
     if (nl)
         *nl = '\0';
-    snprintf(why, wl, "%s", out[0] ? out : "it exited with an error and printed nothing");
+    err_set(why, 0, 0, "%s", out[0] ? out : "it exited with an error and printed nothing");
     return -1;
 }
 
@@ -339,15 +339,15 @@ static int sandbox_setup(struct scripts *sc, const struct cfg *c)
         v[probe.scratch_args[i]] = xstrdup("/tmp");
     }
     script_push(&v, &n, &cap, tru);
-    char why[600];
-    int rc = try_run(&probe, v, why, sizeof why);
+    struct err why;
+    int rc = try_run(&probe, v, &why);
     for (size_t i = 0; i < n; i++)
         free(v[i]);
     free(v);
     if (rc < 0) {
         log_error("--sandbox bwrap: %s does not work here: %s (bwrap needs unprivileged user "
                   "namespaces: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu an "
-                  "AppArmor profile for bwrap)", sc->bwrap, why);
+                  "AppArmor profile for bwrap)", sc->bwrap, why.msg);
         return -1;
     }
     log_info("scripts and hooks run sandboxed by %s", sc->bwrap);
@@ -388,14 +388,15 @@ struct scripts *script_setup(const struct cfg *c)
              * does not need it) and refuse those scripts with this reason. */
             for (size_t i = 0; i <= c->nroots; i++) {
                 const char *dir = i < c->nroots ? c->roots[i] : c->hooks_dir;
-                char why[4300], msg[4800];
-                if (!dir || reachable(dir, sc->uid, sc->gid, why, sizeof why) == 0)
+                struct err why;
+                char msg[4800];
+                if (!dir || reachable(dir, sc->uid, sc->gid, &why) == 0)
                     continue;
                 snprintf(msg, sizeof msg,
                          "scripts and hooks run as %s (uid %d), who cannot read %s %s: %s. "
                          "Make it readable by that user (e.g. chmod o+rx on each folder on "
                          "the way) or give --script-user", user, sc->uid,
-                         i < c->nroots ? "the skills root" : "the hooks folder", dir, why);
+                         i < c->nroots ? "the skills root" : "the hooks folder", dir, why.msg);
                 if (c->script_user) {
                     log_error("%s", msg);
                     script_free(sc);

@@ -226,7 +226,7 @@ static void free_finish(struct finish *f)
 
 static void tick(struct tasks *t, int final)
 {
-    char why[400];
+    struct err why;
     /* 1. write finished runs */
     pthread_mutex_lock(&t->mu);
     struct finish *fl = t->finishes;
@@ -237,16 +237,16 @@ static void tick(struct tasks *t, int final)
         struct finish *f = fl;
         fl = f->next;
         int rc = tstore_finish(t->store, f->id, f->client, f->status, f->msg, f->result, f->ttl,
-                               why, sizeof why);
+                               &why);
         if (rc < 0 && !final) {
             /* Redis is away: keep the result and try again next tick. */
-            log_warn("task %s: cannot store its result yet: %s", f->id, why);
+            log_warn("task %s: cannot store its result yet: %s", f->id, why.msg);
             f->next = keep;
             keep = f;
             continue;
         }
         if (rc < 0)
-            log_error("task %s: its result is lost (%s): %s", f->id, f->status, why);
+            log_error("task %s: its result is lost (%s): %s", f->id, f->status, why.msg);
         free_finish(f);
     }
     if (keep) {
@@ -270,7 +270,7 @@ static void tick(struct tasks *t, int final)
                 snprintf(ids[n++], sizeof ids[0], "%s", l->id);
         pthread_mutex_unlock(&t->mu);
         for (int i = 0; i < n; i++) {
-            int cancelled = tstore_cancelled(t->store, ids[i], why, sizeof why);
+            int cancelled = tstore_cancelled(t->store, ids[i], &why);
             if (cancelled < 0)
                 break;
             if (!cancelled)
@@ -298,9 +298,9 @@ static void tick(struct tasks *t, int final)
         wl = w->next;
         struct trec r;
         int answered = 1;
-        int rc = tstore_get(t->store, w->id, w->client, &r, why, sizeof why);
+        int rc = tstore_get(t->store, w->id, w->client, &r, &why);
         if (rc < 0)
-            call_error(w->call, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why);
+            call_error(w->call, RPC_INTERNAL_ERROR, NULL, "tasks unavailable: %s", why.msg);
         else if (rc == 1)
             call_error(w->call, RPC_INVALID_PARAMS, NULL,
                        "Failed to retrieve task: Task not found or expired");
@@ -654,8 +654,7 @@ static void on_task_done(json_t *result, int ok, double ms, void *arg)
     if (!t->store->shared) {
         /* The record gets its result before the run stops counting as
          * live, so settling() never sees neither. */
-        char why[300];
-        tstore_finish(t->store, l->id, l->client, status, msg, bytes, l->ttl, why, sizeof why);
+        tstore_finish(t->store, l->id, l->client, status, msg, bytes, l->ttl, NULL);
         free(bytes);
     }
     pthread_mutex_lock(&t->mu);
@@ -698,7 +697,7 @@ int tasks_create(struct call *c)
 {
     struct tasks *t = c->S->tasks;
     struct trec r;
-    char why[400];
+    struct err why;
     pthread_mutex_lock(&t->mu);
     int quiescing = t->quiescing;
     pthread_mutex_unlock(&t->mu);
@@ -726,10 +725,10 @@ int tasks_create(struct call *c)
     else if (r.ttl > EARLY_TTL_MS)
         r.ttl = EARLY_TTL_MS;
     quota_of(c, r.quota, sizeof r.quota);
-    int rc = tstore_create(t->store, &r, why, sizeof why);
+    int rc = tstore_create(t->store, &r, &why);
     if (rc != 0) {
         if (rc < 0)
-            return unavailable(c, why);
+            return unavailable(c, why.msg);
         if (rc == 2)
             return call_error(c, RPC_INVALID_PARAMS, NULL,
                              "Too many task records: this client keeps %d, all working "
@@ -766,9 +765,9 @@ int tasks_create(struct call *c)
         const char *st = err ? "tool_error" : "completed";
         if (tstore_finish(t->store, r.id, r.client, st,
                           err ? "run_skill_script returned an error; the result says why" : "",
-                          copy, r.ttl, why, sizeof why) < 0) {
+                          copy, r.ttl, &why) < 0) {
             free(copy);
-            return unavailable(c, why);
+            return unavailable(c, why.msg);
         }
         snprintf(r.status, sizeof r.status, "%s", st);
         free(copy);
@@ -822,12 +821,12 @@ static int hidden(const struct call *c, const struct trec *r)
 
 static int lookup(struct call *c, const char **id, struct trec *r, const char *what)
 {
-    char why[400];
+    struct err why;
     if (!(*id = need_task(c)))
         return -1;
-    int rc = tstore_get(c->S->tasks->store, *id, client_of(c), r, why, sizeof why);
+    int rc = tstore_get(c->S->tasks->store, *id, client_of(c), r, &why);
     if (rc < 0)
-        return unavailable(c, why);
+        return unavailable(c, why.msg);
     if (rc == 0 && hidden(c, r))
         rc = 1;
     if (rc == 1) {
@@ -905,10 +904,9 @@ int tasks_m_list(struct call *c)
     struct trec recs[PAGE];
     size_t n;
     int more;
-    char why[400];
-    if (tstore_list(c->S->tasks->store, client_of(c), off, recs, PAGE, &n, &more, why,
-                    sizeof why) < 0)
-        return unavailable(c, why);
+    struct err why;
+    if (tstore_list(c->S->tasks->store, client_of(c), off, recs, PAGE, &n, &more, &why) < 0)
+        return unavailable(c, why.msg);
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++)
         if (!hidden(c, &recs[i]))
@@ -929,10 +927,11 @@ int tasks_m_cancel(struct call *c)
     if (!id)
         return -1;
     struct tasks *t = c->S->tasks;
-    char was[16] = "", why[400];
+    char was[16] = "";
+    struct err why = {0};
     if (c->view) {
         struct trec h;
-        int g = tstore_get(t->store, id, client_of(c), &h, why, sizeof why);
+        int g = tstore_get(t->store, id, client_of(c), &h, &why);
         int gone = g == 0 && hidden(c, &h);
         if (g == 0)
             trec_cleanup(&h);
@@ -940,9 +939,9 @@ int tasks_m_cancel(struct call *c)
             return call_error(c, RPC_INVALID_PARAMS, NULL,
                              "Failed to cancel task: Task not found or expired");
     }
-    int rc = tstore_cancel(t->store, id, client_of(c), was, sizeof was, why, sizeof why);
+    int rc = tstore_cancel(t->store, id, client_of(c), was, sizeof was, &why);
     if (rc < 0)
-        return unavailable(c, why);
+        return unavailable(c, why.msg);
     if (rc == 1)
         return call_error(c, RPC_INVALID_PARAMS, NULL,
                          "Failed to cancel task: Task not found or expired");
@@ -964,8 +963,8 @@ int tasks_m_cancel(struct call *c)
         return 0;
     }
     struct trec r;
-    if (tstore_get(t->store, id, client_of(c), &r, why, sizeof why) != 0)
-        return unavailable(c, why);
+    if (tstore_get(t->store, id, client_of(c), &r, &why) != 0)
+        return unavailable(c, why.msg);
     call_result(c, task_json(&r, 0, 0));
     trec_cleanup(&r);
     return 0;

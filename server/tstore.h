@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct err;
+
 /* A task record. */
 struct trec {
     char id[40];                    /* 32 hex digits */
@@ -52,32 +54,33 @@ struct tstore_cfg {
 struct tstore;
 
 /*
- * Every op returning int answers -1 on a store error, with why[0..wl) set.
+ * Every op returning int answers -1 on a store error, with *why set (NULL:
+ * the caller does not want the words).
  * Records read out (get, list) are copies: trec_cleanup each.
  */
 struct tstore_ops {
     /* 0 created, 1 the client is at max_live working tasks, 2 its quota
      * keeps max_records records all working. */
-    int (*create)(struct tstore *s, const struct trec *r, char *why, size_t wl);
+    int (*create)(struct tstore *s, const struct trec *r, struct err *why);
     /* Ends a working record (a terminal one keeps its status), keeps result
      * (may be NULL) and lets the record expire ttl ms from now. 0. */
     int (*finish)(struct tstore *s, const char *id, const char *client, const char *status,
-                  const char *msg, const char *result, int64_t ttl, char *why, size_t wl);
+                  const char *msg, const char *result, int64_t ttl, struct err *why);
     /* 0 found, 1 no such task for client (or expired). A working task whose
      * owner is gone reads (and is stored) as failed. */
     int (*get)(struct tstore *s, const char *id, const char *client, struct trec *r,
-               char *why, size_t wl);
+               struct err *why);
     /* 0 cancelled now, 1 no such task for client, 2 already terminal
      * (*was gets its status). */
     int (*cancel)(struct tstore *s, const char *id, const char *client, char *was, size_t wasl,
-                  char *why, size_t wl);
+                  struct err *why);
     /* Up to cap records of client from offset, oldest first, without their
      * results; *more when others follow. 0. */
     int (*list)(struct tstore *s, const char *client, size_t offset, struct trec *out,
-                size_t cap, size_t *n, int *more, char *why, size_t wl);
+                size_t cap, size_t *n, int *more, struct err *why);
     /* 1 when task id's record says cancelled (another process may have
      * cancelled it), 0 not, -1 error. */
-    int (*cancelled)(struct tstore *s, const char *id, char *why, size_t wl);
+    int (*cancelled)(struct tstore *s, const char *id, struct err *why);
     /* Upkeep, on the tasks thread every tick: expiry, the owner heartbeat. */
     void (*tick)(struct tstore *s);
     void (*free)(struct tstore *s);
@@ -101,40 +104,39 @@ struct tstore *tstore_redis_new(const struct tstore_cfg *cfg, const char *url);
 /* 0 when url parses as tstore_redis_new wants it, else -1. */
 int tstore_redis_url_ok(const char *url);
 
-static inline int tstore_create(struct tstore *s, const struct trec *r, char *why, size_t wl)
+static inline int tstore_create(struct tstore *s, const struct trec *r, struct err *why)
 {
-    return s->ops->create(s, r, why, wl);
+    return s->ops->create(s, r, why);
 }
 
 static inline int tstore_finish(struct tstore *s, const char *id, const char *client,
                                 const char *status, const char *msg, const char *result,
-                                int64_t ttl, char *why, size_t wl)
+                                int64_t ttl, struct err *why)
 {
-    return s->ops->finish(s, id, client, status, msg, result, ttl, why, wl);
+    return s->ops->finish(s, id, client, status, msg, result, ttl, why);
 }
 
 static inline int tstore_get(struct tstore *s, const char *id, const char *client,
-                             struct trec *r, char *why, size_t wl)
+                             struct trec *r, struct err *why)
 {
-    return s->ops->get(s, id, client, r, why, wl);
+    return s->ops->get(s, id, client, r, why);
 }
 
 static inline int tstore_cancel(struct tstore *s, const char *id, const char *client, char *was,
-                                size_t wasl, char *why, size_t wl)
+                                size_t wasl, struct err *why)
 {
-    return s->ops->cancel(s, id, client, was, wasl, why, wl);
+    return s->ops->cancel(s, id, client, was, wasl, why);
 }
 
 static inline int tstore_list(struct tstore *s, const char *client, size_t offset,
-                              struct trec *out, size_t cap, size_t *n, int *more, char *why,
-                              size_t wl)
+                              struct trec *out, size_t cap, size_t *n, int *more, struct err *why)
 {
-    return s->ops->list(s, client, offset, out, cap, n, more, why, wl);
+    return s->ops->list(s, client, offset, out, cap, n, more, why);
 }
 
-static inline int tstore_cancelled(struct tstore *s, const char *id, char *why, size_t wl)
+static inline int tstore_cancelled(struct tstore *s, const char *id, struct err *why)
 {
-    return s->ops->cancelled(s, id, why, wl);
+    return s->ops->cancelled(s, id, why);
 }
 
 static inline void tstore_tick(struct tstore *s)

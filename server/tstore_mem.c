@@ -75,7 +75,7 @@ static int mem_evict_oldest(struct mstore *t, const char *quota)
     return -1;
 }
 
-static int mem_create(struct tstore *s, const struct trec *r, char *why, size_t wl)
+static int mem_create(struct tstore *s, const struct trec *r, struct err *why)
 {
     struct mstore *t = (struct mstore *)s;
     pthread_mutex_lock(&t->mu);
@@ -98,7 +98,7 @@ static int mem_create(struct tstore *s, const struct trec *r, char *why, size_t 
         }
     if (t->nmem >= t->cfg.max_total && mem_evict_oldest(t, NULL) < 0) {
         pthread_mutex_unlock(&t->mu);
-        snprintf(why, wl, "the server keeps %zu working tasks already; try again later",
+        err_set(why, 0, 0, "the server keeps %zu working tasks already; try again later",
                  t->cfg.max_total);
         return -1;
     }
@@ -113,7 +113,7 @@ static int mem_create(struct tstore *s, const struct trec *r, char *why, size_t 
 }
 
 static int mem_finish(struct tstore *s, const char *id, const char *client, const char *status,
-                      const char *msg, const char *result, int64_t ttl, char *why, size_t wl)
+                      const char *msg, const char *result, int64_t ttl, struct err *why)
 {
     struct mstore *t = (struct mstore *)s;
     pthread_mutex_lock(&t->mu);
@@ -136,7 +136,7 @@ static int mem_finish(struct tstore *s, const char *id, const char *client, cons
 }
 
 static int mem_get(struct tstore *s, const char *id, const char *client, struct trec *r,
-                   char *why, size_t wl)
+                   struct err *why)
 {
     struct mstore *t = (struct mstore *)s;
     memset(r, 0, sizeof *r);
@@ -156,7 +156,7 @@ static int mem_get(struct tstore *s, const char *id, const char *client, struct 
 }
 
 static int mem_cancel(struct tstore *s, const char *id, const char *client, char *was,
-                      size_t wasl, char *why, size_t wl)
+                      size_t wasl, struct err *why)
 {
     struct mstore *t = (struct mstore *)s;
     if (!tstore_id_ok(id))
@@ -182,7 +182,7 @@ static int mem_cancel(struct tstore *s, const char *id, const char *client, char
 }
 
 static int mem_list(struct tstore *s, const char *client, size_t offset, struct trec *out,
-                    size_t cap, size_t *n, int *more, char *why, size_t wl)
+                    size_t cap, size_t *n, int *more, struct err *why)
 {
     struct mstore *t = (struct mstore *)s;
     *n = 0;
@@ -207,7 +207,7 @@ static int mem_list(struct tstore *s, const char *client, size_t offset, struct 
     return 0;
 }
 
-static int mem_cancelled(struct tstore *s, const char *id, char *why, size_t wl)
+static int mem_cancelled(struct tstore *s, const char *id, struct err *why)
 {
     struct mstore *t = (struct mstore *)s;
     pthread_mutex_lock(&t->mu);

@@ -123,7 +123,7 @@ static void conn_drop(struct rstore *t, redisContext *c)
 }
 
 /* This thread's connection, made on first use and after an error. */
-static redisContext *conn(struct rstore *t, char *why, size_t wl)
+static redisContext *conn(struct rstore *t, struct err *why)
 {
     redisContext *c = pthread_getspecific(t->conn_key);
     if (c)
@@ -131,7 +131,7 @@ static redisContext *conn(struct rstore *t, char *why, size_t wl)
     struct timeval tv = {REDIS_TIMEOUT_MS / 1000, (REDIS_TIMEOUT_MS % 1000) * 1000};
     c = redisConnectWithTimeout(t->host, t->port, tv);
     if (!c || c->err) {
-        snprintf(why, wl, "%s: %s", t->where, c ? c->errstr : "cannot connect");
+        err_set(why, 0, 0, "%s: %s", t->where, c ? c->errstr : "cannot connect");
         if (c)
             redisFree(c);
         return NULL;
@@ -148,7 +148,7 @@ static redisContext *conn(struct rstore *t, char *why, size_t wl)
             continue;
         redisReply *r = redisCommandArgv(c, 2, steps[i], NULL);
         if (!r || c->err || r->type == REDIS_REPLY_ERROR) {
-            snprintf(why, wl, "%s: %s failed: %s", t->where, steps[i][0],
+            err_set(why, 0, 0, "%s: %s failed: %s", t->where, steps[i][0],
                      c->err ? c->errstr : r ? r->str : "no reply");
             if (r)
                 freeReplyObject(r);
@@ -165,18 +165,18 @@ static redisContext *conn(struct rstore *t, char *why, size_t wl)
 /* One command; NULL (why set, connection dropped) on any failure. A
  * connection kept from earlier may have been closed by a Redis restart:
  * that one is retried once on a fresh connection. */
-static redisReply *cmd(struct rstore *t, char *why, size_t wl, int argc, const char **argv)
+static redisReply *cmd(struct rstore *t, struct err *why, int argc, const char **argv)
 {
     redisReply *r = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused = pthread_getspecific(t->conn_key) != NULL;
-        redisContext *c = conn(t, why, wl);
+        redisContext *c = conn(t, why);
         if (!c)
             return NULL;
         r = redisCommandArgv(c, argc, argv, NULL);
         if (r && !c->err)
             break;
-        snprintf(why, wl, "%s: %s", t->where, c->err ? c->errstr : "no reply");
+        err_set(why, 0, 0, "%s: %s", t->where, c->err ? c->errstr : "no reply");
         if (r)
             freeReplyObject(r);
         r = NULL;
@@ -187,7 +187,7 @@ static redisReply *cmd(struct rstore *t, char *why, size_t wl, int argc, const c
     if (!r)
         return NULL;
     if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, wl, "%s: %s", t->where, r->str);
+        err_set(why, 0, 0, "%s: %s", t->where, r->str);
         freeReplyObject(r);
         return NULL;
     }
@@ -267,7 +267,7 @@ static const char LUA_CANCEL[] =
     "redis.call('HSET', KEYS[1], 'status', 'cancelled', 'msg', ARGV[3], 'updated', ARGV[2])\n"
     "return 'ok'\n";
 
-static int r_create(struct tstore *s, const struct trec *r, char *why, size_t wl)
+static int r_create(struct tstore *s, const struct trec *r, struct err *why)
 {
     struct rstore *t = (struct rstore *)s;
     char k1[200], k2[200], k3[200], k4[200], k5[200], max[16], created[24], ttl[24], px[16],
@@ -285,7 +285,7 @@ static int r_create(struct tstore *s, const struct trec *r, char *why, size_t wl
     snprintf(life, sizeof life, "%lld", (long long)(r->ttl + t->cfg.run_ms));
     const char *argv[] = {"EVAL", LUA_CREATE, "5", k1, k2, k3, k4, k5, r->id, max, created, ttl,
                           r->owner, r->client, r->rid, px, life, recs, r->skill};
-    redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
+    redisReply *rep = cmd(t, why, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;
     long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
@@ -294,7 +294,7 @@ static int r_create(struct tstore *s, const struct trec *r, char *why, size_t wl
 }
 
 static int r_finish(struct tstore *s, const char *id, const char *client, const char *status,
-                    const char *msg, const char *result, int64_t ttl, char *why, size_t wl)
+                    const char *msg, const char *result, int64_t ttl, struct err *why)
 {
     struct rstore *t = (struct rstore *)s;
     char k1[200], k2[200], upd[24], px[24];
@@ -304,7 +304,7 @@ static int r_finish(struct tstore *s, const char *id, const char *client, const 
     snprintf(px, sizeof px, "%lld", (long long)(ttl > 0 ? ttl : 1));
     const char *argv[] = {"EVAL", LUA_FINISH, "2", k1, k2, status, msg, result ? result : "",
                           upd, px, id};
-    redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
+    redisReply *rep = cmd(t, why, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;
     freeReplyObject(rep);
@@ -345,7 +345,7 @@ static const char OWNER_GONE[] =
     "is lost. Run the script again.";
 
 static int r_get(struct tstore *s, const char *id, const char *client, struct trec *r,
-                 char *why, size_t wl)
+                 struct err *why)
 {
     struct rstore *t = (struct rstore *)s;
     memset(r, 0, sizeof *r);
@@ -354,7 +354,7 @@ static int r_get(struct tstore *s, const char *id, const char *client, struct tr
     char k[200];
     key(k, sizeof k, "task", id);
     const char *argv[] = {"HGETALL", k};
-    redisReply *rep = cmd(t, why, wl, 2, argv);
+    redisReply *rep = cmd(t, why, 2, argv);
     if (!rep)
         return -1;
     if (rep->type != REDIS_REPLY_ARRAY || !rep->elements) {
@@ -372,14 +372,14 @@ static int r_get(struct tstore *s, const char *id, const char *client, struct tr
         char hb[200];
         key(hb, sizeof hb, "owner", r->owner);
         const char *ex[] = {"EXISTS", hb};
-        if (!(rep = cmd(t, why, wl, 2, ex))) {
+        if (!(rep = cmd(t, why, 2, ex))) {
             trec_cleanup(r);
             return -1;
         }
         int alive = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
         freeReplyObject(rep);
         if (!alive) {
-            if (r_finish(s, id, client, "failed", OWNER_GONE, NULL, r->ttl, why, wl) < 0) {
+            if (r_finish(s, id, client, "failed", OWNER_GONE, NULL, r->ttl, why) < 0) {
                 trec_cleanup(r);
                 return -1;
             }
@@ -392,7 +392,7 @@ static int r_get(struct tstore *s, const char *id, const char *client, struct tr
 }
 
 static int r_cancel(struct tstore *s, const char *id, const char *client, char *was, size_t wasl,
-                    char *why, size_t wl)
+                    struct err *why)
 {
     struct rstore *t = (struct rstore *)s;
     if (!tstore_id_ok(id))
@@ -401,7 +401,7 @@ static int r_cancel(struct tstore *s, const char *id, const char *client, char *
     key(k, sizeof k, "task", id);
     snprintf(upd, sizeof upd, "%lld", (long long)now_wall_ms());
     const char *argv[] = {"EVAL", LUA_CANCEL, "1", k, client, upd, tstore_cancelled_msg};
-    redisReply *rep = cmd(t, why, wl, (int)(sizeof argv / sizeof *argv), argv);
+    redisReply *rep = cmd(t, why, (int)(sizeof argv / sizeof *argv), argv);
     if (!rep)
         return -1;
     int rc;
@@ -419,7 +419,7 @@ static int r_cancel(struct tstore *s, const char *id, const char *client, char *
 }
 
 static int r_list(struct tstore *s, const char *client, size_t offset, struct trec *out,
-                  size_t cap, size_t *n, int *more, char *why, size_t wl)
+                  size_t cap, size_t *n, int *more, struct err *why)
 {
     struct rstore *t = (struct rstore *)s;
     *n = 0;
@@ -429,7 +429,7 @@ static int r_list(struct tstore *s, const char *client, size_t offset, struct tr
     snprintf(from, sizeof from, "%zu", offset);
     snprintf(to, sizeof to, "%zu", offset + cap);    /* one more: is there a next page? */
     const char *argv[] = {"ZRANGE", k, from, to};
-    redisReply *ids = cmd(t, why, wl, 4, argv);
+    redisReply *ids = cmd(t, why, 4, argv);
     if (!ids)
         return -1;
     for (size_t i = 0; ids->type == REDIS_REPLY_ARRAY && i < ids->elements; i++) {
@@ -440,7 +440,7 @@ static int r_list(struct tstore *s, const char *client, size_t offset, struct tr
         const char *id = ids->element[i]->str;
         if (!id)
             continue;
-        int rc = r_get(s, id, client, &out[*n], why, wl);
+        int rc = r_get(s, id, client, &out[*n], why);
         if (rc < 0) {
             freeReplyObject(ids);
             for (size_t j = 0; j < *n; j++)
@@ -450,7 +450,7 @@ static int r_list(struct tstore *s, const char *client, size_t offset, struct tr
         if (rc == 1) {
             /* expired: drop it from the index */
             const char *rm[] = {"ZREM", k, id};
-            redisReply *r = cmd(t, why, wl, 3, rm);
+            redisReply *r = cmd(t, why, 3, rm);
             if (r)
                 freeReplyObject(r);
             continue;
@@ -462,13 +462,13 @@ static int r_list(struct tstore *s, const char *client, size_t offset, struct tr
     return 0;
 }
 
-static int r_cancelled(struct tstore *s, const char *id, char *why, size_t wl)
+static int r_cancelled(struct tstore *s, const char *id, struct err *why)
 {
     struct rstore *t = (struct rstore *)s;
     char k[200];
     key(k, sizeof k, "task", id);
     const char *argv[] = {"HGET", k, "status"};
-    redisReply *r = cmd(t, why, wl, 3, argv);
+    redisReply *r = cmd(t, why, 3, argv);
     if (!r)
         return -1;
     int cancelled = r->str && !strcmp(r->str, "cancelled");
@@ -480,11 +480,11 @@ static int r_cancelled(struct tstore *s, const char *id, char *why, size_t wl)
 static void r_tick(struct tstore *s)
 {
     struct rstore *t = (struct rstore *)s;
-    char k[200], px[16], why[300];
+    char k[200], px[16];
     key(k, sizeof k, "owner", t->owner);
     snprintf(px, sizeof px, "%d", HEARTBEAT_PX);
     const char *argv[] = {"SET", k, "1", "PX", px};
-    redisReply *r = cmd(t, why, sizeof why, 5, argv);
+    redisReply *r = cmd(t, NULL, 5, argv);
     if (r)
         freeReplyObject(r);
 }
@@ -535,11 +535,11 @@ struct tstore *tstore_redis_new(const struct tstore_cfg *cfg, const char *url)
     t->cfg.owner = t->owner;
     pthread_mutex_init(&t->mu, NULL);
     pthread_key_create(&t->conn_key, NULL);
-    char why[300];
-    redisContext *c = conn(t, why, sizeof why);
+    struct err why;
+    redisContext *c = conn(t, &why);
     if (!c)
         log_warn("tasks: %s; tasks are unavailable until it answers (everything else "
-                 "works)", why);
+                 "works)", why.msg);
     else
         log_info("tasks: records in %s", t->where);
     return &t->base;

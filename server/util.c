@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,24 +101,34 @@ void err_set(struct err *e, int line, int col, const char *fmt, ...)
     utf8_sanitize(e->msg);
 }
 
-void err_vfileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt,
-                   va_list ap)
+void err_vfileline(struct err *e, const char *file, size_t line, const char *fmt, va_list ap)
 {
+    if (!e)
+        return;
     char msg[400];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    int l = line > INT_MAX ? 0 : (int)line;
     if (line)
-        snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
+        err_set(e, l, 0, "%s:%zu: %s", file, line, msg);
     else
-        snprintf(err, errlen, "%s: %s", file, msg);
-    utf8_sanitize(err);
+        err_set(e, 0, 0, "%s: %s", file, msg);
 }
 
-void err_fileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
+void err_fileline(struct err *e, const char *file, size_t line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    err_vfileline(err, errlen, file, line, fmt, ap);
+    err_vfileline(e, file, line, fmt, ap);
     va_end(ap);
+}
+
+void err_copy(char *dst, size_t n, const struct err *e)
+{
+    if (!n)
+        return;
+    size_t len = utf8_trim(e->msg, strnlen(e->msg, n - 1));
+    memcpy(dst, e->msg, len);
+    dst[len] = '\0';
 }
 
 /* ---- buffers ----------------------------------------------------------- */

@@ -63,12 +63,16 @@ struct err {
  * what is not, a cut "%.200s" of input included), so it can go into JSON. */
 void err_set(struct err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* "file:line: msg" into err[0..errlen) ("file: msg" when line is 0), made
- * valid UTF-8 like err_set: the message of a bad line in a file read. */
-void err_fileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-void err_vfileline(char *err, size_t errlen, const char *file, size_t line, const char *fmt,
-                   va_list ap) __attribute__((format(printf, 5, 0)));
+/* err_set with the text "file:line: msg" ("file: msg" when line is 0) and
+ * e->line = line: the message of a bad line in a file read, which a person
+ * reads whole and a caller may still ask for the line. */
+void err_fileline(struct err *e, const char *file, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void err_vfileline(struct err *e, const char *file, size_t line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+/* e->msg into dst[0..n), cut where a character starts: for a record that
+ * keeps the words in a field of its own size. */
+void err_copy(char *dst, size_t n, const struct err *e);
 
 /* ---- capped growable buffer (curl dynbuf) ---------------------------- */
 

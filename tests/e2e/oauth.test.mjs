@@ -342,4 +342,10 @@ test('a plain-http issuer off loopback is refused at start', { timeout: TEST_TIM
     { encoding: 'utf8', timeout: 10_000 });
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, /no authorization server metadata/);
+  // a JWKS that holds no keys stops the start, and says why
+  const k = spawnSync(BIN, ['--skills', os.tmpdir(), '--port', '0', '--oauth-issuer', issuer,
+    '--oauth-jwks', `${issuer}/__test/stats`], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(k.status, 2, k.stderr);
+  assert.ok(k.stderr.includes(`--oauth-issuer ${issuer}: cannot load its keys: the JWKS has no "keys" array`),
+    k.stderr);
 });

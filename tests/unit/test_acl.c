@@ -26,8 +26,10 @@
 
 static struct acl_rules *P(const char *text, char *err)
 {
-    err[0] = '\0';
-    return acl_parse(text, strlen(text), "acl.txt", err, 512);
+    struct err e = {0};
+    struct acl_rules *r = acl_parse(text, strlen(text), "acl.txt", &e);
+    snprintf(err, 512, "%s", e.msg);
+    return r;
 }
 
 #define BAD(text, want)                                                         \
@@ -71,9 +73,10 @@ TEST(every_error_names_file_and_line)
     BAD("client:x see \xff\xfe\n", "acl.txt:1: the line is not valid UTF-8");
     {
         static const char nul[] = "* see .*\n* see a\0b\n";
-        char e[512];
-        CHECK(acl_parse(nul, sizeof nul - 1, "acl.txt", e, sizeof e) == NULL);
-        CHECK(strstr(e, "acl.txt:2: a NUL byte") != NULL);
+        struct err e;
+        CHECK(acl_parse(nul, sizeof nul - 1, "acl.txt", &e) == NULL);
+        CHECK(strstr(e.msg, "acl.txt:2: a NUL byte") != NULL);
+        CHECK_EQ(e.line, 2);
     }
     struct buf b;
     buf_init(&b, 0);
@@ -232,7 +235,7 @@ TEST(views_hide_entries_from_lookup_and_suggestions)
     struct srv srv;
     memset(&srv, 0, sizeof srv);
     srv.skills = S;
-    srv.acl = acl_open(path, err, sizeof err);
+    srv.acl = acl_open(path, NULL);
     CHECK(srv.acl != NULL);
     struct call *c = call_new(&srv);
     CHECK(c->view != NULL);
@@ -264,17 +267,19 @@ TEST(open_fails_closed_and_bad_reload_keeps_rules)
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
-    char err[600];
+    struct err err;
     write_file(path, "* see a/\n* frob b\n");
-    CHECK(acl_open(path, err, sizeof err) == NULL);
+    CHECK(acl_open(path, &err) == NULL);
     char want[128];
     snprintf(want, sizeof want, "%s:2: 'frob' is not 'see' or 'run'", path);
-    CHECK(strstr(err, want) != NULL);
-    CHECK(acl_open("/nonexistent/acl", err, sizeof err) == NULL);
-    CHECK(strstr(err, "/nonexistent/acl: cannot read the access rules") != NULL);
+    CHECK_STR(err.msg, want);
+    CHECK_EQ(err.line, 2);
+    CHECK(acl_open("/nonexistent/acl", &err) == NULL);
+    CHECK(strstr(err.msg, "/nonexistent/acl: cannot read the access rules") != NULL);
+    CHECK_EQ(err.line, 0);
 
     write_file(path, "* see a/\n");
-    struct acl *a = acl_open(path, err, sizeof err);
+    struct acl *a = acl_open(path, &err);
     CHECK(a != NULL);
     CHECK(acl_class_sees(acl_classify(a, NULL), "a/x"));
     CHECK_EQ(acl_reload(a, 0), 0);          /* unchanged: nothing read */

@@ -141,6 +141,21 @@ TEST(refusals_name_file_and_line)
     refused("help: true\n", "1", "unknown option 'help'");
 }
 
+/* cfgfile_read's error keeps the line beside the words that name it. */
+TEST(read_error_keeps_the_line)
+{
+    struct cfgfile cf;
+    char *p = write_file("l.yaml", "port: 1\n\n---\nport: 2\n");
+    CHECK_EQ(cfgfile_read(&cf, p), -1);
+    char want[400];
+    snprintf(want, sizeof want, "%s:3: one YAML document expected, found a second", p);
+    CHECK_STR(cf.err.msg, want);
+    CHECK_EQ(cf.err.line, 3);
+    CHECK_EQ(cfgfile_read(&cf, "/nonexistent/skill-mcp.yaml"), -1);
+    CHECK_EQ(cf.err.line, 0);
+    CHECK(!strncmp(cf.err.msg, "/nonexistent/skill-mcp.yaml: ", 29));
+}
+
 TEST(missing_file)
 {
     struct cfg c;
@@ -184,6 +199,7 @@ int main(void)
     RUN(command_line_wins);
     RUN(empty_file_sets_nothing);
     RUN(refusals_name_file_and_line);
+    RUN(read_error_keeps_the_line);
     RUN(missing_file);
     RUN(directory_or_alias_refused);
     RUN(reader_lines);

@@ -307,7 +307,16 @@ TEST(a_pre_hook_changes_args_and_env)
     r = run_chain(&Snap, &K, "{\"script\":\"echo.sh\"}", NULL, &ok);
     CHECK(r && !ok);
     CHECK_STR(str(r, "status"), "failed");
-    CHECK(strstr(str(r, "hint"), "malformed output"));
+    CHECK(strstr(str(r, "hint"), "returned malformed output: its 'env' sets a variable that "
+                                 "is not allowed, or a non-string value."));
+    CHECK(!slurp("script"));
+    json_decref(r);
+    reset_log();
+    flag("out skill pre", "{\"args\": [1]}");
+    r = run_chain(&Snap, &K, "{\"script\":\"echo.sh\"}", NULL, &ok);
+    CHECK(r && !ok);
+    CHECK(strstr(str(r, "hint"), "returned malformed output: its 'args' must be a list of "
+                                 "strings."));
     CHECK(!slurp("script"));
     json_decref(r);
 }

@@ -19,10 +19,10 @@
 
 static struct redact_set *builtins(void)
 {
-    char err[512];
-    struct redact_set *s = redact_set_parse(NULL, 0, NULL, 1, err, sizeof err);
+    struct err err = {0};
+    struct redact_set *s = redact_set_parse(NULL, 0, NULL, 1, &err);
     if (!s)
-        printf("# %s\n", err);
+        printf("# %s\n", err.msg);
     return s;
 }
 
@@ -255,11 +255,11 @@ TEST(match_at_buffer_end)
 
 TEST(overlapping_matches)
 {
-    char err[512];
+    struct err err = {0};
     const char *file = "abc\tfoo[0-9]+bar\nlong   \\d{3}bar-tail\n";
-    struct redact_set *s = redact_set_parse(file, strlen(file), "f", 1, err, sizeof err);
+    struct redact_set *s = redact_set_parse(file, strlen(file), "f", 1, &err);
     if (!s)
-        printf("# %s\n", err);
+        printf("# %s\n", err.msg);
     CHECK(s);
     json_t *c = json_object();
     /* leftmost first: abc takes "foo123bar"; "long" would start inside it
@@ -335,8 +335,8 @@ TEST(env_values)
               "got [REDACTED:env:API_TOKEN] twice: [REDACTED:env:API_TOKEN], abc, /usr/bin");
     CHECK_EQ(count_of(c, "env:API_TOKEN"), 2);
     /* with no patterns at all, the environment is still redacted */
-    char err[256];
-    struct redact_set *none = redact_set_parse("", 0, "f", 0, err, sizeof err);
+    struct err err = {0};
+    struct redact_set *none = redact_set_parse("", 0, "f", 0, &err);
     CHECK(none);
     CHECK_EQ(redact_set_count(none), 0);
     CHECK_STR(red(none, e, "s3cr3t-v4lue " GHP, NULL), "[REDACTED:env:API_TOKEN] " GHP);
@@ -460,9 +460,9 @@ TEST(json_keys_stay_distinct)
 
 TEST(json_match_outside_strings_left)
 {
-    char err[256];
+    struct err err = {0};
     const char *file = "digits\t[0-9]{6,}\n";
-    struct redact_set *s = redact_set_parse(file, strlen(file), "f", 0, err, sizeof err);
+    struct redact_set *s = redact_set_parse(file, strlen(file), "f", 0, &err);
     CHECK(s);
     json_t *c = json_object();
     /* a number cannot hold the marker: left alone, and not counted */
@@ -474,7 +474,7 @@ TEST(json_match_outside_strings_left)
     redact_set_free(s);
     /* a match that ends, or starts, inside an escape takes the whole escape */
     file = "end\tabc\\\\u00\nstart\t00e9z\n";
-    s = redact_set_parse(file, strlen(file), "f", 0, err, sizeof err);
+    s = redact_set_parse(file, strlen(file), "f", 0, &err);
     CHECK(s);
     CHECK_STR(red(s, NULL, "{\"a\": \"abc\\u00e9!\"}", NULL), "{\"a\": \"[REDACTED:end]!\"}");
     CHECK_STR(red(s, NULL, "{\"a\": \"x\\u00e9z!\"}", NULL), "{\"a\": \"x[REDACTED:start]!\"}");
@@ -487,25 +487,25 @@ TEST(json_match_outside_strings_left)
 
 static void bad_file(const char *text, const char *want)
 {
-    char err[512] = "";
-    struct redact_set *s = redact_set_parse(text, strlen(text), "pats.txt", 1, err, sizeof err);
+    struct err err = {0};
+    struct redact_set *s = redact_set_parse(text, strlen(text), "pats.txt", 1, &err);
     if (s) {
         H_FAIL("accepted: %s", text);
         redact_set_free(s);
-    } else if (!strstr(err, want)) {
-        H_FAIL("message \"%s\" lacks \"%s\"", err, want);
+    } else if (!strstr(err.msg, want)) {
+        H_FAIL("message \"%s\" lacks \"%s\"", err.msg, want);
     }
 }
 
 TEST(file_format)
 {
-    char err[512];
+    struct err err = {0};
     const char *text = "# comment\n\n   # indented comment\r\n"
                        "internal-host\tinternal\\.example\\.com\n"
                        "ticket   (?i)TICKET-[0-9]{4}   \r\n";
-    struct redact_set *s = redact_set_parse(text, strlen(text), "f", 1, err, sizeof err);
+    struct redact_set *s = redact_set_parse(text, strlen(text), "f", 1, &err);
     if (!s)
-        printf("# %s\n", err);
+        printf("# %s\n", err.msg);
     CHECK(s);
     CHECK_EQ(redact_set_count(s), 10);
     CHECK_STR(redact_set_name(s, 8), "internal-host");
@@ -514,7 +514,7 @@ TEST(file_format)
               "see [REDACTED:internal-host] [REDACTED:ticket] ");
     redact_set_free(s);
     /* built-ins off: the file's patterns alone */
-    s = redact_set_parse(text, strlen(text), "f", 0, err, sizeof err);
+    s = redact_set_parse(text, strlen(text), "f", 0, &err);
     CHECK(s);
     CHECK_EQ(redact_set_count(s), 2);
     CHECK_STR(red(s, NULL, GHP, NULL), GHP);
@@ -523,13 +523,13 @@ TEST(file_format)
 
 TEST(file_empty)
 {
-    char err[256];
-    struct redact_set *s = redact_set_parse("", 0, "empty", 1, err, sizeof err);
+    struct err err = {0};
+    struct redact_set *s = redact_set_parse("", 0, "empty", 1, &err);
     CHECK(s);
     CHECK_EQ(redact_set_count(s), 8);
     CHECK_STR(red(s, NULL, GHP, NULL), "[REDACTED:github-token]");
     redact_set_free(s);
-    s = redact_set_parse("# nothing\n\n", 11, "empty", 0, err, sizeof err);
+    s = redact_set_parse("# nothing\n\n", 11, "empty", 0, &err);
     CHECK(s);
     CHECK_EQ(redact_set_count(s), 0);
     CHECK_STR(red(s, NULL, GHP, NULL), GHP);
@@ -552,14 +552,14 @@ TEST(file_errors_name_the_line)
 
 TEST(file_patterns_keep_their_own_meaning)
 {
-    char err[256];
+    struct err err = {0};
     /* each pattern is its own: \Q without \E, a back reference, a leading
      * (*CRLF) and an extended-mode comment touch no other pattern */
     const char *text = "lit\t\\Qa+b(\nrep\t(x[0-9])\\1\ncr\t(*CRLF)CR[0-9]\n"
                        "ext\t(?x) E X T # a comment\nnum\t[0-9]{5}\n";
-    struct redact_set *s = redact_set_parse(text, strlen(text), "f", 0, err, sizeof err);
+    struct redact_set *s = redact_set_parse(text, strlen(text), "f", 0, &err);
     if (!s)
-        printf("# %s\n", err);
+        printf("# %s\n", err.msg);
     CHECK(s);
     CHECK_STR(red(s, NULL, "x a+b( x1x1 x1x2 CR7 EXT 12345", NULL),
               "x [REDACTED:lit] [REDACTED:rep] x1x2 [REDACTED:cr] [REDACTED:ext] [REDACTED:num]");
@@ -574,8 +574,8 @@ TEST(open_file_and_reload)
     const char *v1 = "one\tONE[0-9]+\n";
     CHECK(write(fd, v1, strlen(v1)) == (ssize_t)strlen(v1));
     close(fd);
-    char err[512];
-    struct redact *r = redact_open(path, 1, err, sizeof err);
+    struct err err = {0};
+    struct redact *r = redact_open(path, 1, &err);
     CHECK(r);
     json_t *o = json_pack("{s:s}", "stdout", "ONE1 TWO2");
     const char *const f[] = {"stdout", NULL};
@@ -604,14 +604,14 @@ TEST(open_file_and_reload)
     w = fopen(path, "w");
     fputs("# x\ngood\tabc\nbad\t[z-a]\n", w);
     fclose(w);
-    CHECK(!redact_open(path, 1, err, sizeof err));
+    CHECK(!redact_open(path, 1, &err));
     char want[300];
     snprintf(want, sizeof want, "%s:3: pattern 'bad' does not compile at offset 3: "
                                 "range out of order in character class", path);
-    CHECK_STR(err, want);
+    CHECK_STR(err.msg, want);
     unlink(path);
-    CHECK(!redact_open(path, 1, err, sizeof err));
-    CHECK(strstr(err, "cannot read the redaction file"));
+    CHECK(!redact_open(path, 1, &err));
+    CHECK(strstr(err.msg, "cannot read the redaction file"));
 }
 
 TEST(run_result_meta_and_metrics)
@@ -619,8 +619,8 @@ TEST(run_result_meta_and_metrics)
     struct stats st = {0};
     static const char *const names[] = {"t"};
     stats_init(&st, names, 1);
-    char err[256];
-    struct redact *r = redact_open(NULL, 1, err, sizeof err);
+    struct err err = {0};
+    struct redact *r = redact_open(NULL, 1, &err);
     CHECK(r);
     json_t *res = json_pack("{s:s, s:s, s:s, s:s, s:{s:i}}", "stdout", GHP " " GHP, "stderr",
                             "password=x", "hint", "ok", "status", "ok", "_meta", "x", 1);
@@ -712,10 +712,10 @@ static void sink_emit(const char *t, size_t n, void *arg)
 
 static struct redact *open_builtins(void)
 {
-    char err[512];
-    struct redact *r = redact_open(NULL, 1, err, sizeof err);
+    struct err err = {0};
+    struct redact *r = redact_open(NULL, 1, &err);
     if (!r)
-        printf("# %s\n", err);
+        printf("# %s\n", err.msg);
     return r;
 }
 

@@ -42,7 +42,7 @@ static void *tload(void *ctx, const char *file, struct stat *st, struct err *err
     int ok = end != text && *end == '\n';
     free(text);
     if (!ok) {
-        err_fileline(err->msg, sizeof err->msg, file, 1, "not a number");
+        err_fileline(err, file, 1, "not a number");
         return NULL;
     }
     struct tset *s = xmalloc(sizeof *s);

@@ -317,6 +317,7 @@ TEST(verify_at_spawn)
     snprintf(p, sizeof p, "%s/scripts/swap.sh", dir);
     snprintf(outside, sizeof outside, "%s/outside.sh", base);
     snprintf(tmp, sizeof tmp, "%s/scripts/swap.tmp", dir);
+    struct err e;
     put("scripts/swap.sh", "echo inside\n");
     FILE *f = fopen(outside, "w");
     CHECK(f);
@@ -325,27 +326,51 @@ TEST(verify_at_spawn)
 
     struct run_job *j = prep(k, "{\"script\":\"swap.sh\"}");
     CHECK(j);
-    CHECK_EQ(run_job_verify(j, why, sizeof why), 0);
+    CHECK_EQ(run_job_verify(j, &e), 0);
     /* swapped for a link to a file outside the skill */
     CHECK_EQ(symlink(outside, tmp), 0);
     CHECK_EQ(rename(tmp, p), 0);
-    CHECK_EQ(run_job_verify(j, why, sizeof why), -1);
-    CHECK(strstr(why, "replaced after it was checked"));
+    CHECK_EQ(run_job_verify(j, &e), -1);
+    CHECK_STR(e.msg, "the script was replaced after it was checked; its path no longer names "
+                     "the file the scripts/ jail approved");
     /* swapped for another regular file inside (a new inode) */
     put("scripts/swap.tmp", "echo other\n");
     CHECK_EQ(rename(tmp, p), 0);
-    CHECK_EQ(run_job_verify(j, why, sizeof why), -1);
+    CHECK_EQ(run_job_verify(j, &e), -1);
     /* removed */
     CHECK_EQ(unlink(p), 0);
-    CHECK_EQ(run_job_verify(j, why, sizeof why), -1);
-    CHECK(strstr(why, "disappeared"));
+    CHECK_EQ(run_job_verify(j, &e), -1);
+    CHECK(!strncmp(e.msg, "the script disappeared after it was checked (", 45));
     run_job_free(j);
 
     /* an edit in place is the same file: the lock, not this check, judges content */
     put("scripts/swap.sh", "echo inside\n");
     CHECK((j = prep(k, "{\"script\":\"swap.sh\"}")));
     put("scripts/swap.sh", "echo edited\n");
-    CHECK_EQ(run_job_verify(j, why, sizeof why), 0);
+    CHECK_EQ(run_job_verify(j, &e), 0);
+    run_job_free(j);
+    skill_free(k);
+}
+
+/* A child that fails before exec is reaped, and the message names the
+ * program and the step, as the client reads it in the result's hint. */
+TEST(spawn_as_names_the_failed_step)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    put("scripts/ok.sh", "true\n");
+    struct run_job *j = prep(k, "{\"script\":\"ok.sh\"}");
+    CHECK(j);
+    char *argv[] = {"/bin/true", NULL}, *envp[] = {NULL};
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    CHECK(devnull >= 0);
+    struct err e = {.line = 7};
+    pid_t pid = run_spawn_as(j, argv, envp, "/nonexistent-skill-mcp-dir", devnull, devnull,
+                             devnull, &e);
+    close(devnull);
+    CHECK_EQ(pid, -1);
+    CHECK_STR(e.msg, "cannot start /bin/true: chdir to the skill folder failed: "
+                     "No such file or directory");
+    CHECK_EQ(e.line, 0);
     run_job_free(j);
     skill_free(k);
 }
@@ -556,6 +581,7 @@ int main(void)
     RUN(python_cache_outside_skill);
     RUN(canonical_identity);
     RUN(verify_at_spawn);
+    RUN(spawn_as_names_the_failed_step);
     RUN(caller_timeout_clamped_to_max);
     RUN(limits_follow_policy);
     RUN(server_secrets_never_passed);

@@ -658,17 +658,37 @@ TEST(err_set_keeps_a_url_and_stays_utf8)
 
 TEST(err_fileline_names_file_and_line)
 {
-    char err[64];
-    err_fileline(err, sizeof err, "acl.txt", 7, "bad '%s'", "frob");
-    CHECK_STR(err, "acl.txt:7: bad 'frob'");
-    err_fileline(err, sizeof err, "acl.txt", 0, "cannot read");
-    CHECK_STR(err, "acl.txt: cannot read");
-    /* cut inside a character: repaired, still NUL terminated in the buffer */
-    char small[12];
-    err_fileline(small, sizeof small, "f", 1, "abcde\xc3\xa9");
-    CHECK(utf8_valid(small, strlen(small)));
-    CHECK_EQ(strlen(small), 11);
-    CHECK_STR(small, "f:1: abcde?");
+    struct err e = {.line = 3, .col = 4};
+    err_fileline(&e, "acl.txt", 7, "bad '%s'", "frob");
+    CHECK_STR(e.msg, "acl.txt:7: bad 'frob'");
+    CHECK_EQ(e.line, 7);
+    CHECK_EQ(e.col, 0);
+    err_fileline(&e, "acl.txt", 0, "cannot read");
+    CHECK_STR(e.msg, "acl.txt: cannot read");
+    CHECK_EQ(e.line, 0);
+    /* what is cut inside a character (the message at 399 bytes) is repaired */
+    char big[600];
+    memset(big, 'a', sizeof big);
+    memcpy(big + 398, "\xc3\xa9", 2);
+    big[500] = '\0';
+    err_fileline(&e, "f", 1, "%s", big);
+    CHECK(utf8_valid(e.msg, strlen(e.msg)));
+    CHECK_EQ(strlen(e.msg), 5 + 399);
+    CHECK_EQ(e.msg[403], '?');
+    err_fileline(NULL, "f", 1, "nothing");                        /* allowed */
+}
+
+TEST(err_copy_cuts_between_characters)
+{
+    struct err e;
+    err_set(&e, 0, 0, "ab\xc3\xa9z");
+    char out[8];
+    err_copy(out, 4, &e);                   /* "ab" and half of the e-acute */
+    CHECK_STR(out, "ab");
+    err_copy(out, sizeof out, &e);
+    CHECK_STR(out, "ab\xc3\xa9z");
+    err_copy(out, 5, &e);
+    CHECK_STR(out, "ab\xc3\xa9");
 }
 
 /* A deadline a condition wait rejects (tv_nsec past a second) or that
@@ -711,6 +731,7 @@ int main(void)
     RUN(cursor_parse_edges);
     RUN(err_set_keeps_a_url_and_stays_utf8);
     RUN(err_fileline_names_file_and_line);
+    RUN(err_copy_cuts_between_characters);
     RUN(now_after_ms_is_a_normalised_deadline);
     DONE();
 }
