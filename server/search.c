@@ -174,7 +174,7 @@ static bool syn_matches_at(const struct search_synonyms *y, const struct syn_ent
     if (i + e->ntok > q->nword)
         return false;
     for (size_t k = 0; k < e->ntok; k++)
-        if (strcmp(q->term[q->word[i + k]], syn_word(y, e->tok + k)) != 0)
+        if (strcmp(q->term[q->word[i + k]], search_syn_word(y, e->tok + k)) != 0)
             return false;
     return true;
 }
@@ -197,14 +197,14 @@ static void plan_synonyms(const struct search_index *idx, struct plan *p,
         size_t lo = 0, hi = y->nent;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(syn_word(y, y->ent[y->byfirst[mid]].tok), w) < 0)
+            if (strcmp(search_syn_word(y, y->ent[y->byfirst[mid]].tok), w) < 0)
                 lo = mid + 1;
             else
                 hi = mid;
         }
         for (; lo < y->nent; lo++) {
             const struct syn_ent *e = &y->ent[y->byfirst[lo]];
-            if (strcmp(syn_word(y, e->tok), w) != 0)
+            if (strcmp(search_syn_word(y, e->tok), w) != 0)
                 break;
             if (!syn_matches_at(y, e, q, i))
                 continue;
@@ -227,7 +227,7 @@ static void plan_synonyms(const struct search_index *idx, struct plan *p,
         }
         for (size_t e = lo; e < y->nent && y->ent[e].group == groups[g]; e++)
             for (size_t k = 0; k < y->ent[e].ntok; k++)
-                plan_term(idx, p, syn_word(y, y->ent[e].tok + k),
+                plan_term(idx, p, search_syn_word(y, y->ent[e].tok + k),
                           SYN_WEIGHT / (float)y->ent[e].ntok);
     }
 }
@@ -242,7 +242,7 @@ static void make_plan(const struct search_index *idx, const char *query,
     q.n = 0;
     q.nword = 0;
     q.have_last = false;
-    tokenize(query, qn < QUERY_MAX_BYTES ? qn : QUERY_MAX_BYTES, false,
+    search_tokenize(query, qn < QUERY_MAX_BYTES ? qn : QUERY_MAX_BYTES, false,
              query_emit, &q);
     if (q.have_last)
         add_term(&q, q.last);
@@ -266,7 +266,7 @@ static void make_plan(const struct search_index *idx, const char *query,
     }
 
     size_t tlen;
-    const char *t = name_trim(query, &tlen);
+    const char *t = search_name_trim(query, &tlen);
     if (tlen && idx->ndocs) {
         size_t lo = 0, hi = idx->ndocs;
         while (lo < hi) {
@@ -406,7 +406,7 @@ static float weighted(float score, float w)
 static void rank_dense(const struct search_index *idx, const struct plan *p,
                        struct sel *s)
 {
-    float *acc = s_calloc(idx->ndocs, sizeof *acc);
+    float *acc = xcalloc(idx->ndocs, sizeof *acc);
 
     FOR_EACH_CONTRIB(idx, p, doc, val, acc[doc] += val);
     for (size_t d = 0; d < idx->ndocs; d++)
@@ -424,7 +424,7 @@ static void rank_sparse(const struct search_index *idx, const struct plan *p,
                         struct sel *s)
 {
     size_t np = p->npost, m = 0;
-    struct posting *buf = s_malloc(2 * np * sizeof *buf), *tmp = buf + np;
+    struct posting *buf = xmalloc(2 * np * sizeof *buf), *tmp = buf + np;
 
     FOR_EACH_CONTRIB(idx, p, doc, val, {
         buf[m].doc = doc;
@@ -517,7 +517,7 @@ size_t search_closest(const struct search_index *idx, const char *query,
      * word's first and last letters make trigrams of their own. */
     q[qn++] = ' ';
     for (const char *c = query ? query : ""; *c && qn < CLOSEST_QUERY_BYTES; c++) {
-        char f = fuzzy_char(*c);
+        char f = search_fuzzy_char(*c);
         if (f == ' ' && q[qn - 1] == ' ')
             continue;
         q[qn++] = f;

@@ -59,7 +59,7 @@ static void rehash(struct builder *b)
     struct hslot *old = b->table;
     size_t oldcap = b->tmask + 1;
 
-    b->table = s_calloc(cap, sizeof *b->table);
+    b->table = xcalloc(cap, sizeof *b->table);
     b->tmask = cap - 1;
     for (size_t j = 0; j < oldcap; j++) {
         if (!old[j].tid1)
@@ -87,8 +87,8 @@ static uint32_t intern(struct builder *b, const char *tok, size_t len)
     if (b->nterms >= UINT32_MAX - 1)
         abort();
     uint32_t t = (uint32_t)b->nterms;
-    grow((void **)&b->term, &b->tcap, b->nterms + 1, sizeof *b->term);
-    grow((void **)&b->pool, &b->pool_cap, b->pool_len + len + 1, 1);
+    search_grow((void **)&b->term, &b->tcap, b->nterms + 1, sizeof *b->term);
+    search_grow((void **)&b->pool, &b->pool_cap, b->pool_len + len + 1, 1);
     memcpy(b->pool + b->pool_len, tok, len);
     b->pool[b->pool_len + len] = '\0';
     b->term[t].off = b->pool_len;
@@ -126,7 +126,7 @@ static void build_emit(void *ctx, const char *tok, size_t len, enum tok_kind kin
     uint32_t t = intern(b, tok, len);
     (void)kind;
 
-    grow((void **)&b->tp, &b->tpcap, b->ntp + 1, sizeof *b->tp);
+    search_grow((void **)&b->tp, &b->tpcap, b->ntp + 1, sizeof *b->tp);
     struct bterm *bt = post_slot(b, t, b->doc);
     if (b->tp[bt->slot].tf[b->field] < UINT32_MAX)
         b->tp[bt->slot].tf[b->field]++;
@@ -139,7 +139,7 @@ static void index_field(struct builder *b, int field, const char *text)
     if (!text)
         return;
     b->field = field;
-    tokenize(text, strlen(text), field == F_NAME, build_emit, b);
+    search_tokenize(text, strlen(text), field == F_NAME, build_emit, b);
 }
 
 /* Markdown text: every word, with the words of ATX headings counted
@@ -157,7 +157,7 @@ static void index_markdown(struct builder *b, int field, const char *text, size_
             j++;
         int reps = (j < end && text[j] == '#') ? HEADING_REPEAT : 1;
         for (int r = 0; r < reps; r++)
-            tokenize(text + i, end - i, false, build_emit, b);
+            search_tokenize(text + i, end - i, false, build_emit, b);
         i = end + 1;
     }
 }
@@ -172,7 +172,7 @@ static int cmp_term_ref(const void *a, const void *b)
     return strcmp(((const struct term_ref *)a)->s, ((const struct term_ref *)b)->s);
 }
 
-const char *name_trim(const char *s, size_t *len)
+const char *search_name_trim(const char *s, size_t *len)
 {
     size_t n = strlen(s);
     while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
@@ -188,7 +188,7 @@ const char *name_trim(const char *s, size_t *len)
 
 /* Lowercase ASCII letters and digits; other ASCII is a word break; other
  * bytes (UTF-8) are kept. */
-char fuzzy_char(char c)
+char search_fuzzy_char(char c)
 {
     unsigned char u = (unsigned char)c;
     if (u >= 'A' && u <= 'Z')
@@ -246,9 +246,9 @@ static void builder_init(struct builder *b, size_t cap, size_t tp_hint)
 {
     memset(b, 0, sizeof *b);
     b->tmask = cap - 1;
-    b->table = s_calloc(cap, sizeof *b->table);
+    b->table = xcalloc(cap, sizeof *b->table);
     if (tp_hint)
-        grow((void **)&b->tp, &b->tpcap, tp_hint, sizeof *b->tp);
+        search_grow((void **)&b->tp, &b->tpcap, tp_hint, sizeof *b->tp);
 }
 
 struct search_terms *search_terms_new(const struct search_doc *doc)
@@ -258,8 +258,8 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
     /* Sized for a typical skill card (a few dozen terms), so that most
      * documents never reallocate. */
     builder_init(&b, 128, 64);
-    grow((void **)&b.term, &b.tcap, 64, sizeof *b.term);
-    grow((void **)&b.pool, &b.pool_cap, 512, 1);
+    search_grow((void **)&b.term, &b.tcap, 64, sizeof *b.term);
+    search_grow((void **)&b.pool, &b.pool_cap, 512, 1);
     b.len = len;
     b.doc = 0;
     index_field(&b, F_NAME, doc->name);
@@ -274,7 +274,7 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
      * one tmp posting at that moment: tp[i].tid == i. */
     size_t n = b.nterms;
     struct search_terms *t =
-        s_malloc(sizeof *t + n * (NFIELDS + 1) + b.pool_len);
+        xmalloc(sizeof *t + n * (NFIELDS + 1) + b.pool_len);
     t->n = (uint32_t)n;
     memcpy(t->len, len[0], sizeof t->len);
     for (size_t i = 0; i < n; i++) {
@@ -310,7 +310,7 @@ struct search_index *search_new(const struct search_doc *docs, size_t n)
 {
     if (!docs)
         n = 0;
-    struct search_terms **terms = s_calloc(n, sizeof *terms);
+    struct search_terms **terms = xcalloc(n, sizeof *terms);
     for (size_t d = 0; d < n; d++)
         terms[d] = search_terms_new(&docs[d]);
     struct search_index *idx =
@@ -328,7 +328,7 @@ static void merge_terms(struct builder *b, const struct search_terms *t, uint32_
     const char *p = (const char *)t->data + TERMS_POOL_OFF(t->n);
     for (int f = 0; f < NFIELDS; f++)
         b->len[d][f] += t->len[f];
-    grow((void **)&b->tp, &b->tpcap, b->ntp + t->n, sizeof *b->tp);
+    search_grow((void **)&b->tp, &b->tpcap, b->ntp + t->n, sizeof *b->tp);
     for (uint32_t i = 0; i < t->n; i++) {
         uint32_t tid = intern(b, p, terms_tlen(t, i));
         struct bterm *bt = post_slot(b, tid, d);
@@ -364,7 +364,7 @@ static void carry_init(struct carry *cy, const struct search_index *prev,
     if (!prev || !prev_doc)
         return;
     size_t pn = prev->ndocs, want = 0;
-    uint8_t *wanted = s_calloc(pn ? pn : 1, 1);
+    uint8_t *wanted = xcalloc(pn ? pn : 1, 1);
     for (size_t d = 0; d < n; d++) {
         uint32_t o = prev_doc[d];
         if (o != SEARCH_NO_DOC && o < pn && prev->has_body[o] && !(xterms && xterms[d])) {
@@ -376,15 +376,15 @@ static void carry_init(struct carry *cy, const struct search_index *prev,
         free(wanted);
         return;
     }
-    cy->from = s_calloc(pn + 1, sizeof *cy->from);
+    cy->from = xcalloc(pn + 1, sizeof *cy->from);
     for (size_t r = 0; r < prev->nterms; r++)
         for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++)
             if (wanted[prev->post[j].doc] && (prev->xtf[j][0] || prev->xtf[j][1]))
                 cy->from[prev->post[j].doc + 1]++;
     for (size_t o = 0; o < pn; o++)
         cy->from[o + 1] += cy->from[o];
-    cy->c = s_malloc((cy->from[pn] ? cy->from[pn] : 1) * sizeof *cy->c);
-    size_t *fill = s_malloc((pn ? pn : 1) * sizeof *fill);
+    cy->c = xmalloc((cy->from[pn] ? cy->from[pn] : 1) * sizeof *cy->c);
+    size_t *fill = xmalloc((pn ? pn : 1) * sizeof *fill);
     memcpy(fill, cy->from, pn * sizeof *fill);
     for (size_t r = 0; r < prev->nterms; r++) {
         for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++) {
@@ -408,7 +408,7 @@ static void carry_doc(struct builder *b, const struct carry *cy,
 {
     b->len[d][F_BODY] += prev->xlen[o][0];
     b->len[d][F_REFS] += prev->xlen[o][1];
-    grow((void **)&b->tp, &b->tpcap, b->ntp + (cy->from[o + 1] - cy->from[o]), sizeof *b->tp);
+    search_grow((void **)&b->tp, &b->tpcap, b->ntp + (cy->from[o + 1] - cy->from[o]), sizeof *b->tp);
     for (size_t i = cy->from[o]; i < cy->from[o + 1]; i++) {
         const char *s = prev->terms + prev->term_off[cy->c[i].rank];
         uint32_t tid = intern(b, s, strlen(s));
@@ -442,7 +442,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
                                       const struct search_index *prev,
                                       const uint32_t *prev_doc)
 {
-    struct search_index *idx = s_calloc(1, sizeof *idx);
+    struct search_index *idx = xcalloc(1, sizeof *idx);
     struct builder b;
 
     if (!docs || !terms)
@@ -461,9 +461,9 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     for (size_t d = 0; d < n; d++)
         tp_hint += (terms[d] ? terms[d]->n : 0) + (xterms && xterms[d] ? xterms[d]->n : 0);
     builder_init(&b, cap, tp_hint ? tp_hint : 1);
-    b.len = s_calloc(n, sizeof *b.len);
+    b.len = xcalloc(n, sizeof *b.len);
 
-    idx->has_body = s_calloc(n ? n : 1, 1);
+    idx->has_body = xcalloc(n ? n : 1, 1);
     /* Merge each document's dictionaries into the library's. */
     for (size_t d = 0; d < n; d++) {
         if (terms[d])
@@ -479,14 +479,14 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     carry_free(&cy);
     /* The sorted dictionary: rank[tid] is the term's position. */
     size_t T = b.nterms;
-    struct term_ref *order = s_malloc(T * sizeof *order);
+    struct term_ref *order = xmalloc(T * sizeof *order);
     for (size_t t = 0; t < T; t++) {
         order[t].s = b.pool + b.term[t].off;
         order[t].tid = (uint32_t)t;
     }
     qsort(order, T, sizeof *order, cmp_term_ref);
-    uint32_t *rank = s_malloc(T * sizeof *rank);
-    idx->term_off = s_malloc(T * sizeof *idx->term_off);
+    uint32_t *rank = xmalloc(T * sizeof *rank);
+    idx->term_off = xmalloc(T * sizeof *idx->term_off);
     for (size_t r = 0; r < T; r++) {
         rank[order[r].tid] = (uint32_t)r;
         idx->term_off[r] = b.term[order[r].tid].off;
@@ -494,7 +494,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     free(order);
 
     /* Postings grouped by rank; tmp postings are in doc order already. */
-    idx->post_start = s_calloc(T + 1, sizeof *idx->post_start);
+    idx->post_start = xcalloc(T + 1, sizeof *idx->post_start);
     for (size_t i = 0; i < b.ntp; i++)
         idx->post_start[rank[b.tp[i].tid] + 1]++;
     for (size_t r = 0; r < T; r++)
@@ -507,16 +507,16 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     for (int f = 0; f < NFIELDS; f++)
         avg[f] = n ? avg[f] / (double)n : 0;
 
-    size_t *fill = s_malloc((T ? T : 1) * sizeof *fill);
-    double *idf = s_malloc((T ? T : 1) * sizeof *idf);
+    size_t *fill = xmalloc((T ? T : 1) * sizeof *fill);
+    double *idf = xmalloc((T ? T : 1) * sizeof *idf);
     for (size_t r = 0; r < T; r++) {
         double df = (double)(idx->post_start[r + 1] - idx->post_start[r]);
         fill[r] = idx->post_start[r];
         idf[r] = log(1.0 + ((double)n - df + 0.5) / (df + 0.5));
     }
-    idx->post = s_malloc((b.ntp ? b.ntp : 1) * sizeof *idx->post);
-    idx->xtf = s_malloc((b.ntp ? b.ntp : 1) * sizeof *idx->xtf);
-    idx->xlen = s_malloc((n ? n : 1) * sizeof *idx->xlen);
+    idx->post = xmalloc((b.ntp ? b.ntp : 1) * sizeof *idx->post);
+    idx->xtf = xmalloc((b.ntp ? b.ntp : 1) * sizeof *idx->xtf);
+    idx->xlen = xmalloc((n ? n : 1) * sizeof *idx->xlen);
     for (size_t d = 0; d < n; d++) {
         idx->xlen[d][0] = b.len[d][F_BODY];
         idx->xlen[d][1] = b.len[d][F_REFS];
@@ -548,7 +548,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
 
     idx->ndocs = n;
     idx->nterms = T;
-    idx->terms = s_realloc(b.pool, b.pool_len);
+    idx->terms = xrealloc(b.pool, b.pool_len);
     free(b.term);
     free(b.table);
     free(b.tp);
@@ -559,15 +559,15 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     for (size_t d = 0; d < n; d++) {
         size_t len = 0;
         if (docs[d].name)
-            name_trim(docs[d].name, &len);
+            search_name_trim(docs[d].name, &len);
         total += len + 1;
     }
-    idx->names = s_malloc(total);
-    idx->byname = s_malloc(n * sizeof *idx->byname);
+    idx->names = xmalloc(total);
+    idx->byname = xmalloc(n * sizeof *idx->byname);
     size_t off = 0;
     for (size_t d = 0; d < n; d++) {
         size_t len = 0;
-        const char *s = docs[d].name ? name_trim(docs[d].name, &len) : "";
+        const char *s = docs[d].name ? search_name_trim(docs[d].name, &len) : "";
         for (size_t i = 0; i < len; i++) {
             char c = s[i];
             idx->names[off + i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
@@ -587,8 +587,8 @@ struct search_index *search_new_carry(const struct search_doc *docs,
         for (size_t t = 0; docs[d].tags && t < docs[d].ntags; t++)
             total += (docs[d].tags[t] ? strlen(docs[d].tags[t]) : 0) + 1;
     }
-    idx->fuzzy = s_malloc(total + 1);
-    idx->fuzzy_off = s_malloc((n + 1) * sizeof *idx->fuzzy_off);
+    idx->fuzzy = xmalloc(total + 1);
+    idx->fuzzy_off = xmalloc((n + 1) * sizeof *idx->fuzzy_off);
     off = 0;
     for (size_t d = 0; d < n; d++) {
         idx->fuzzy_off[d] = off;
@@ -599,14 +599,14 @@ struct search_index *search_new_carry(const struct search_doc *docs,
             if (!s)
                 continue;
             for (; *s; s++)
-                idx->fuzzy[off++] = fuzzy_char(*s);
+                idx->fuzzy[off++] = search_fuzzy_char(*s);
             idx->fuzzy[off++] = ' ';
         }
         idx->fuzzy[off] = '\0';
         off++;
     }
     idx->fuzzy_off[n] = off;
-    idx->syn = synonyms_current();
+    idx->syn = search_syn_current();
     return idx;
 }
 
@@ -625,6 +625,6 @@ void search_free(struct search_index *idx)
     free(idx->byname);
     free(idx->fuzzy);
     free(idx->fuzzy_off);
-    synonyms_unref(idx->syn);
+    search_syn_unref(idx->syn);
     free(idx);
 }

@@ -107,15 +107,21 @@ struct syn_words {
     bool over;
 };
 
-void *s_malloc(size_t n);
-void *s_calloc(size_t n, size_t size);
-void *s_realloc(void *p, size_t n);
-void grow(void **p, size_t *cap, size_t need, size_t elsz);
-void tokenize(const char *text, size_t n, bool keep_stop, emit_fn emit, void *ctx);
-const char *name_trim(const char *s, size_t *len);
-char fuzzy_char(char c);
-struct search_synonyms *synonyms_current(void);
-void synonyms_unref(struct search_synonyms *y);
-const char *syn_word(const struct search_synonyms *y, size_t t);
+/* Makes room for need elements of elsz bytes in *p (capacity *cap). */
+void search_grow(void **p, size_t *cap, size_t need, size_t elsz);
+/* Calls emit for every token of text[0..n) (not NUL-terminated); stopwords
+ * are dropped unless keep_stop. */
+void search_tokenize(const char *text, size_t n, bool keep_stop, emit_fn emit, void *ctx);
+/* A name trimmed of surrounding blanks, as exact-name matching compares it. */
+const char *search_name_trim(const char *s, size_t *len);
+/* c as the closest-card trigrams see it: ASCII letters lowercased, other
+ * ASCII a space, bytes of UTF-8 sequences kept. */
+char search_fuzzy_char(char c);
+/* The table in force (a reference; the file reread if it changed), and
+ * its release. */
+struct search_synonyms *search_syn_current(void);
+void search_syn_unref(struct search_synonyms *y);
+/* The t-th word of the table's members. */
+const char *search_syn_word(const struct search_synonyms *y, size_t t);
 
 #endif

@@ -57,7 +57,7 @@ static void syn_emit(void *ctx, const char *tok, size_t len, enum tok_kind kind)
     sw->w[sw->n++][len] = '\0';
 }
 
-const char *syn_word(const struct search_synonyms *y, size_t t)
+const char *search_syn_word(const struct search_synonyms *y, size_t t)
 {
     return y->pool + y->tokoff[t];
 }
@@ -68,7 +68,7 @@ static int cmp_byfirst(const void *a, const void *b)
 {
     const struct search_synonyms *y = syn_sort_ctx;
     uint32_t x = *(const uint32_t *)a, z = *(const uint32_t *)b;
-    int c = strcmp(syn_word(y, y->ent[x].tok), syn_word(y, y->ent[z].tok));
+    int c = strcmp(search_syn_word(y, y->ent[x].tok), search_syn_word(y, y->ent[z].tok));
     return c ? c : (x > z) - (x < z);
 }
 
@@ -131,7 +131,7 @@ static int syn_parse(struct search_synonyms *y, const char *text, size_t n, cons
                                 "empty member (two commas in a row, or a comma at an end)",
                                 NULL, 0);
             struct syn_words sw = { .n = 0, .over = false };
-            tokenize(l + ms, me - ms, false, syn_emit, &sw);
+            search_tokenize(l + ms, me - ms, false, syn_emit, &sw);
             if (sw.over)
                 return syn_fail(err, errlen, file, line, "member of more than 8 words",
                                 l + ms, me - ms);
@@ -139,15 +139,15 @@ static int syn_parse(struct search_synonyms *y, const char *text, size_t n, cons
                 return syn_fail(err, errlen, file, line,
                                 "member with no searchable word (only punctuation or "
                                 "stopwords)", l + ms, me - ms);
-            grow((void **)&y->ent, &y->ecap, y->nent + 1, sizeof *y->ent);
+            search_grow((void **)&y->ent, &y->ecap, y->nent + 1, sizeof *y->ent);
             struct syn_ent *en = &y->ent[y->nent++];
             en->group = (uint32_t)y->ngroups;
             en->tok = (uint32_t)y->ntok;
             en->ntok = (uint32_t)sw.n;
             for (size_t w = 0; w < sw.n; w++) {
                 size_t wl = strlen(sw.w[w]);
-                grow((void **)&y->tokoff, &y->tcap, y->ntok + 1, sizeof *y->tokoff);
-                grow((void **)&y->pool, &y->pool_cap, y->pool_len + wl + 1, 1);
+                search_grow((void **)&y->tokoff, &y->tcap, y->ntok + 1, sizeof *y->tokoff);
+                search_grow((void **)&y->pool, &y->pool_cap, y->pool_len + wl + 1, 1);
                 y->tokoff[y->ntok++] = y->pool_len;
                 memcpy(y->pool + y->pool_len, sw.w[w], wl + 1);
                 y->pool_len += wl + 1;
@@ -169,7 +169,7 @@ static int syn_parse(struct search_synonyms *y, const char *text, size_t n, cons
 
 static void syn_finish(struct search_synonyms *y)
 {
-    y->byfirst = s_malloc((y->nent ? y->nent : 1) * sizeof *y->byfirst);
+    y->byfirst = xmalloc((y->nent ? y->nent : 1) * sizeof *y->byfirst);
     for (size_t i = 0; i < y->nent; i++)
         y->byfirst[i] = (uint32_t)i;
     syn_sort_ctx = y;           /* callers hold syn_mu, or own y alone */
@@ -193,7 +193,7 @@ static int read_small_file(const char *path, char **out, size_t *len, struct sta
         close(fd);
         return -EFBIG;
     }
-    char *buf = s_malloc((size_t)st->st_size + 1);
+    char *buf = xmalloc((size_t)st->st_size + 1);
     size_t got = 0;
     while (got < (size_t)st->st_size) {
         ssize_t r = read(fd, buf + got, (size_t)st->st_size - got);
@@ -214,7 +214,7 @@ static int read_small_file(const char *path, char **out, size_t *len, struct sta
 static struct search_synonyms *syn_load(const char *path, struct stat *st, char *err,
                                         size_t errlen)
 {
-    struct search_synonyms *y = s_calloc(1, sizeof *y);
+    struct search_synonyms *y = xcalloc(1, sizeof *y);
     if (syn_parse(y, builtin_synonyms, sizeof builtin_synonyms - 1, "built-in", err, errlen))
         abort();
     if (path) {
@@ -244,7 +244,7 @@ int search_synonyms_init(const char *path, char *err, size_t errlen)
     pthread_mutex_lock(&syn_mu);
     struct search_synonyms *y = syn_load(path, &st, err, errlen);
     if (y) {
-        synonyms_unref(syn_table);
+        search_syn_unref(syn_table);
         syn_table = y;
         free(syn_path);
         syn_path = path ? strdup(path) : NULL;
@@ -258,7 +258,7 @@ int search_synonyms_init(const char *path, char *err, size_t errlen)
 int search_synonyms_check(const char *text, size_t len, const char *file, char *err,
                           size_t errlen)
 {
-    struct search_synonyms *y = s_calloc(1, sizeof *y);
+    struct search_synonyms *y = xcalloc(1, sizeof *y);
     int rc = syn_parse(y, text, len, file, err, errlen);
     syn_free(y);
     return rc;
@@ -267,14 +267,14 @@ int search_synonyms_check(const char *text, size_t len, const char *file, char *
 void search_synonyms_shutdown(void)
 {
     pthread_mutex_lock(&syn_mu);
-    synonyms_unref(syn_table);
+    search_syn_unref(syn_table);
     syn_table = NULL;
     free(syn_path);
     syn_path = NULL;
     pthread_mutex_unlock(&syn_mu);
 }
 
-void synonyms_unref(struct search_synonyms *y)
+void search_syn_unref(struct search_synonyms *y)
 {
     if (y && atomic_fetch_sub(&y->refs, 1) == 1)
         syn_free(y);
@@ -282,7 +282,7 @@ void synonyms_unref(struct search_synonyms *y)
 
 /* The table for an index being built: the operator's file is read again
  * when its (mtime, size, inode) moved since it was last read. */
-struct search_synonyms *synonyms_current(void)
+struct search_synonyms *search_syn_current(void)
 {
     char err[512];
     pthread_mutex_lock(&syn_mu);
@@ -296,7 +296,7 @@ struct search_synonyms *synonyms_current(void)
         if (moved) {
             struct search_synonyms *y = syn_load(syn_path, &st, err, sizeof err);
             if (y) {
-                synonyms_unref(syn_table);
+                search_syn_unref(syn_table);
                 syn_table = y;
                 log_info("search: synonyms reloaded from %s (%zu groups)", syn_path,
                          y->ngroups);

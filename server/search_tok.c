@@ -22,32 +22,8 @@
 
 /* ---- memory ---------------------------------------------------------- */
 
-void *s_malloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-void *s_calloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-void *s_realloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q)
-        abort();
-    return q;
-}
-
 /* Makes room for need elements of elsz bytes in *p (capacity *cap). */
-void grow(void **p, size_t *cap, size_t need, size_t elsz)
+void search_grow(void **p, size_t *cap, size_t need, size_t elsz)
 {
     if (need <= *cap)
         return;
@@ -59,7 +35,7 @@ void grow(void **p, size_t *cap, size_t need, size_t elsz)
     }
     if (c > SIZE_MAX / elsz)
         abort();
-    *p = s_realloc(*p, c * elsz);
+    *p = xrealloc(*p, c * elsz);
     *cap = c;
 }
 
@@ -449,7 +425,7 @@ static size_t cjk_run(const unsigned char *s, size_t n, size_t i,
 }
 
 /* Calls emit for every token of text[0..n). Tokens are not NUL-terminated. */
-void tokenize(const char *text, size_t n, bool keep_stop,
+void search_tokenize(const char *text, size_t n, bool keep_stop,
                      emit_fn emit, void *ctx)
 {
     const unsigned char *s = (const unsigned char *)text;
