@@ -10,9 +10,10 @@
  * stores its final score: a query only sums floats.
  *
  * Tokens. Text is split into words of ASCII letters/digits and non-ASCII
- * letters; ASCII, fullwidth ASCII, Latin-1, Greek and Cyrillic capitals are
- * lowercased. Words joined by '-' or '_' are also emitted whole ("csv-profile"
- * gives csv, profil, csv-profile), unstemmed. Pure ASCII words longer than
+ * letters, folded by utf8_fold (ASCII, Latin-1, Latin Extended-A, Greek and
+ * Cyrillic capitals lowercased; fullwidth ASCII to ASCII). Words joined by
+ * '-' or '_' are also emitted whole ("csv-profile" gives csv, profil,
+ * csv-profile), unstemmed. Pure ASCII words longer than
  * three letters go through a small suffix stripper. Runs of CJK characters
  * (Han, kana, Hangul) give every single character plus every overlapping
  * pair. English stopwords are dropped from tags, descriptions and queries,

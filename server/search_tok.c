@@ -1,8 +1,9 @@
 /*
- * search_tok.c - text into search terms: allocation that aborts, UTF-8
- * characters decoded, folded and classified, stopwords, the light English
+ * search_tok.c - text into search terms: characters (decoded and folded by
+ * util.c's UTF-8 primitives) classified, stopwords, the light English
  * stemmer and the tokenizer (words, joined compounds, CJK bigrams) that the
- * index build, the synonym table and queries all use.
+ * index build, the synonym table and queries all use; the array growth
+ * they share.
  */
 #include "search_int.h"
 
@@ -44,70 +45,6 @@ void search_grow(void **p, size_t *cap, size_t need, size_t elsz)
 #define CP_INVALID 0xFFFFFFFFu
 
 enum cclass { C_SEP, C_WORD, C_JOIN, C_CJK };
-
-/* Decodes the character at s[0..n), n >= 1, into *cp and returns its length.
- * Malformed or truncated sequences come back as one byte of CP_INVALID. */
-static size_t decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned c = s[0];
-    uint32_t v, min;
-    size_t len;
-
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2; v = c & 0x1F; min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3; v = c & 0x0F; min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4; v = c & 0x07; min = 0x10000;
-    } else {
-        *cp = CP_INVALID;
-        return 1;
-    }
-    if (n < len) {
-        *cp = CP_INVALID;
-        return 1;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *cp = CP_INVALID;
-            return 1;
-        }
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
-        *cp = CP_INVALID;
-        return 1;
-    }
-    *cp = v;
-    return len;
-}
-
-/* Case and width folding: ASCII, fullwidth ASCII letters/digits (to ASCII),
- * Latin-1, basic Greek and Cyrillic capitals. */
-static uint32_t fold(uint32_t c)
-{
-    if (c < 0x80)
-        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-    if (c >= 0xFF10 && c <= 0xFF19)
-        return '0' + (c - 0xFF10);
-    if (c >= 0xFF21 && c <= 0xFF3A)
-        return 'a' + (c - 0xFF21);
-    if (c >= 0xFF41 && c <= 0xFF5A)
-        return 'a' + (c - 0xFF41);
-    if (c >= 0xC0 && c <= 0xDE && c != 0xD7)
-        return c + 32;
-    if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2)
-        return c + 32;
-    if (c >= 0x410 && c <= 0x42F)
-        return c + 32;
-    if (c >= 0x400 && c <= 0x40F)
-        return c + 80;
-    return c;
-}
 
 static bool is_cjk(uint32_t c)
 {
@@ -154,34 +91,14 @@ static enum cclass classify(uint32_t c)
 static size_t next_char(const unsigned char *s, size_t n, size_t i,
                         uint32_t *cp, enum cclass *cl)
 {
-    size_t len = decode(s + i, n - i, cp);
-    *cp = fold(*cp);
+    size_t len = utf8_decode(s + i, n - i, cp);
+    if (!len) {                 /* a stray byte separates words, one at a time */
+        *cp = CP_INVALID;
+        len = 1;
+    }
+    *cp = utf8_fold(*cp);
     *cl = classify(*cp);
     return len;
-}
-
-static size_t encode(uint32_t c, char *out)
-{
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xC0 | (c >> 6));
-        out[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12));
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (c >> 18));
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
 }
 
 /* ---- stopwords and stemming ------------------------------------------ */
@@ -369,7 +286,7 @@ static size_t word_group(const unsigned char *s, size_t n, size_t i,
                 size_t l = next_char(s, n, i, &cp, &cl);
                 if (cl != C_WORD)
                     break;
-                size_t k = encode(cp, tmp);
+                size_t k = utf8_encode(cp, tmp);
                 tb_put(&word, tmp, k);
                 tb_put(&comp, tmp, k);
                 i += l;
@@ -410,7 +327,7 @@ static size_t cjk_run(const unsigned char *s, size_t n, size_t i,
         if (cl != C_CJK)
             break;
         char cur[4];
-        size_t k = encode(cp, cur);
+        size_t k = utf8_encode(cp, cur);
         emit(ctx, cur, k, TK_CJK);
         if (prevlen) {
             memcpy(pair, prev, prevlen);

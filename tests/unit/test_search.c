@@ -285,8 +285,9 @@ TEST(unicode_words)
         { "cafe", "Caf\xc3\xa9 menu planner", { NULL } },
         { "ru", "\xd0\xa2\xd0\xb0\xd0\xb1\xd0\xbb\xd0\xb8\xd1\x86\xd0\xb0 data", { NULL } },
         { "wide", "Read \xef\xbc\xb0\xef\xbc\xa4\xef\xbc\xa6 files", { NULL } },   /* ＰＤＦ */
+        { "city", "\xc5\x81\xc3\xb3" "d\xc5\xba guide", { NULL } },            /* Łódź */
     };
-    struct search_index *idx = build(l, 3);
+    struct search_index *idx = build(l, 4);
     struct search_hit h[4];
     CHECK_EQ(search_query(idx, "CAF\xc3\x89", h, 4), 1);             /* CAFÉ */
     CHECK_EQ(h[0].doc, 0);
@@ -295,6 +296,10 @@ TEST(unicode_words)
     CHECK_EQ(h[0].doc, 1);
     CHECK_EQ(search_query(idx, "pdf", h, 4), 1);
     CHECK_EQ(h[0].doc, 2);
+    CHECK_EQ(search_query(idx, "\xc5\x82\xc3\xb3" "d\xc5\xba", h, 4), 1);   /* łódź: Latin Extended-A */
+    CHECK_EQ(h[0].doc, 3);
+    CHECK_EQ(search_query(idx, "\xc5\x81\xc3\x93" "D\xc5\xb9", h, 4), 1);   /* ŁÓDŹ */
+    CHECK_EQ(h[0].doc, 3);
     search_free(idx);
 }
 
