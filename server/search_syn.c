@@ -194,15 +194,7 @@ static int read_small_file(const char *path, char **out, size_t *len, struct sta
         return -EFBIG;
     }
     char *buf = xmalloc((size_t)st->st_size + 1);
-    size_t got = 0;
-    while (got < (size_t)st->st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st->st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    size_t got = x_pread_full(fd, buf, (size_t)st->st_size);
     close(fd);
     buf[got] = '\0';
     *out = buf;
