@@ -304,6 +304,7 @@ struct sel {
     struct search_hit *out;
     size_t max, k, total;
     float best_plain;           /* best score of a hit not named exactly */
+    bool all;                   /* out holds every hit: collect, sort at the end */
 };
 
 static bool better(const struct plan *p, struct search_hit a, struct search_hit b)
@@ -342,6 +343,10 @@ static void offer(struct sel *s, uint32_t doc, float score)
     s->total++;
     if (score > s->best_plain && !is_exact(s->p, doc))
         s->best_plain = score;
+    if (s->all) {
+        s->out[s->k++] = hit;
+        return;
+    }
     if (s->k < s->max) {
         size_t i = s->k++;
         s->out[i] = hit;
@@ -360,10 +365,69 @@ static void offer(struct sel *s, uint32_t doc, float score)
     }
 }
 
+/* A score as a 32-bit key whose unsigned order is the scores' descending
+ * order (IEEE 754 bits made monotonic, then inverted). */
+static uint32_t score_key(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u ^= (u >> 31) ? 0xFFFFFFFFu : 0x80000000u;
+    return ~u;
+}
+
+/*
+ * Every hit collected, in ascending doc order apart from the exactly named
+ * documents that matched no term (appended, ascending among themselves, at
+ * score 0): a stable LSD radix sort by score key gives better()'s order,
+ * score descending then doc ascending, in four linear passes where a heap
+ * of all the hits would cost O(k log k) comparisons; a stable partition
+ * then puts the exactly named first. A broad query at 100,000 skills
+ * matches tens of thousands of documents, and every list_skills(query)
+ * asks for them all.
+ */
+static void sort_all(struct sel *s)
+{
+    size_t k = s->k;
+    struct search_hit *a = s->out, *b = xmalloc((k ? k : 1) * sizeof *b);
+    for (unsigned shift = 0; shift < 32; shift += 8) {
+        size_t count[257] = { 0 };
+        for (size_t i = 0; i < k; i++)
+            count[((score_key(a[i].score) >> shift) & 0xFF) + 1]++;
+        if (count[((score_key(a[0].score) >> shift) & 0xFF) + 1] == k)
+            continue;                   /* one digit value: the order stands */
+        for (size_t i = 0; i < 256; i++)
+            count[i + 1] += count[i];
+        for (size_t i = 0; i < k; i++)
+            b[count[(score_key(a[i].score) >> shift) & 0xFF]++] = a[i];
+        struct search_hit *t = a;
+        a = b;
+        b = t;
+    }
+    if (s->p->nexact) {
+        size_t m = 0;
+        for (size_t i = 0; i < k; i++)
+            if (is_exact(s->p, a[i].doc))
+                b[m++] = a[i];
+        for (size_t i = 0; i < k; i++)
+            if (!is_exact(s->p, a[i].doc))
+                b[m++] = a[i];
+        struct search_hit *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != s->out) {
+        memcpy(s->out, a, k * sizeof *a);
+        b = a;
+    }
+    free(b);
+}
+
 /* Sorts the heap best first and lifts exactly named hits above the rest. */
 static void finish(struct sel *s)
 {
-    for (size_t end = s->k; end > 1; end--) {
+    if (s->all && s->k)
+        sort_all(s);
+    for (size_t end = s->all ? 0 : s->k; end > 1; end--) {
         struct search_hit t = s->out[0];
         s->out[0] = s->out[end - 1];
         s->out[end - 1] = t;
@@ -492,6 +556,8 @@ size_t search_query(const struct search_index *idx, const char *query,
     s.k = 0;
     s.total = 0;
     s.best_plain = 0.0f;
+    /* a document is offered at most once, so ndocs slots hold every hit */
+    s.all = s.max >= idx->ndocs;
     if (p.npost * 8 < idx->ndocs)
         rank_sparse(idx, &p, &s);
     else
