@@ -213,40 +213,13 @@ static uint32_t decode(const unsigned char *s, size_t n, size_t *i)
     return cp;
 }
 
-/* Simple lower-case folding: ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic. */
-static uint32_t fold(uint32_t c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c + 32;
-    if (c < 0xC0)
-        return c;
-    if (c <= 0xDE)
-        return c == 0xD7 ? c : c + 32;
-    if (c >= 0x100 && c <= 0x17F) {
-        if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F)
-            return c;
-        if (c == 0x178)
-            return 0xFF;
-        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E))
-            return (c & 1) ? c + 1 : c;
-        return (c & 1) ? c : c + 1;
-    }
-    if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
-        return c + 32;
-    if (c >= 0x410 && c <= 0x42F)
-        return c + 32;
-    if (c >= 0x400 && c <= 0x40F)
-        return c + 80;
-    return c;
-}
-
 static int same(const char *a, size_t an, const char *b, size_t bn)
 {
     const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
     size_t i = 0, j = 0;
 
     while (i < an && j < bn)
-        if (fold(decode(x, an, &i)) != fold(decode(y, bn, &j)))
+        if (utf8_fold(decode(x, an, &i)) != utf8_fold(decode(y, bn, &j)))
             return 0;
     return i == an && j == bn;
 }

@@ -219,6 +219,43 @@ size_t utf8_seq(const unsigned char *s, size_t n);
  * bytes before the terminator cannot exist) with '?'. For messages built
  * with "%.*s" cuts that may split a character. */
 void utf8_sanitize(char *s);
+/* cp folded for case- and width-insensitive comparison: ASCII, Latin-1,
+ * Latin Extended-A, basic Greek and Cyrillic capitals to their small
+ * letters, fullwidth ASCII letters and digits to ASCII ones. Simple one to
+ * one mappings only (no sharp s to "ss"); anything else, including a value that is
+ * not a code point, comes back unchanged. Inline: the tokenizer folds every
+ * non-ASCII character it reads. */
+static inline uint32_t utf8_fold(uint32_t c)
+{
+    if (c < 0x80)
+        return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    if (c < 0xC0)
+        return c;
+    if (c <= 0xDE)
+        return c == 0xD7 ? c : c + 32;          /* Latin-1, not the sign x */
+    if (c >= 0x100 && c <= 0x17F) {            /* Latin Extended-A: pairs */
+        if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F)
+            return c;                           /* no simple pair (dotted I, kra, ...) */
+        if (c == 0x178)
+            return 0xFF;
+        if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E))
+            return (c & 1) ? c + 1 : c;         /* these runs pair odd capitals */
+        return (c & 1) ? c : c + 1;
+    }
+    if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
+        return c + 32;
+    if (c >= 0x400 && c <= 0x40F)
+        return c + 80;
+    if (c >= 0x410 && c <= 0x42F)
+        return c + 32;
+    if (c >= 0xFF10 && c <= 0xFF19)
+        return '0' + (c - 0xFF10);
+    if (c >= 0xFF21 && c <= 0xFF3A)
+        return 'a' + (c - 0xFF21);
+    if (c >= 0xFF41 && c <= 0xFF5A)
+        return 'a' + (c - 0xFF41);
+    return c;
+}
 /* Largest n' <= n such that [s, s+n') does not end inside a sequence. */
 size_t utf8_trim(const char *s, size_t n);
 

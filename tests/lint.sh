@@ -16,7 +16,7 @@ else
     echo "ok   no banned calls"; pass=$((pass + 1))
 fi
 declare -A prefix=(
-    [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [skills]='skills_' [scan]='(scan_|skills_)' [bodies]='(bodies_|skills_)'
+    [config]='cfg_' [frontmatter]='fm_' [markdown]='md_' [search]='search_' [search_tok]='search_' [search_build]='search_' [search_syn]='search_' [skills]='skills_' [scan]='(scan_|skills_)' [bodies]='(bodies_|skills_)'
     [jail]='jail_' [http]='http_' [rpc]='rpc_' [mcp]='mcp_' [resources]='res_' [tools]='tools_'
     [stats]='stats_' [manifest]='manifest_' [skillsext]='skillsext_' [loop]='loop_' [main]='main$' [runner]='run_' [script]='script_' [hooks]='hook_' [shape]='shape_' [discovery]='discovery_' [auth]='auth_' [validate]='validate_' [tasks]='tasks_' [lock]='lock_' [session]='session_' [fetch]='fetch_' [json]='jf_' [envelope]='env_' [call]='call_'
     [shape_tokens]='shape_' [shape_json]='shape_' [tools_list]='tools_' [tools_load]='tools_' [tools_run]='tools_'

@@ -285,8 +285,9 @@ TEST(unicode_words)
         { "cafe", "Caf\xc3\xa9 menu planner", { NULL } },
         { "ru", "\xd0\xa2\xd0\xb0\xd0\xb1\xd0\xbb\xd0\xb8\xd1\x86\xd0\xb0 data", { NULL } },
         { "wide", "Read \xef\xbc\xb0\xef\xbc\xa4\xef\xbc\xa6 files", { NULL } },   /* ＰＤＦ */
+        { "city", "\xc5\x81\xc3\xb3" "d\xc5\xba guide", { NULL } },            /* Łódź */
     };
-    struct search_index *idx = build(l, 3);
+    struct search_index *idx = build(l, 4);
     struct search_hit h[4];
     CHECK_EQ(search_query(idx, "CAF\xc3\x89", h, 4), 1);             /* CAFÉ */
     CHECK_EQ(h[0].doc, 0);
@@ -295,6 +296,74 @@ TEST(unicode_words)
     CHECK_EQ(h[0].doc, 1);
     CHECK_EQ(search_query(idx, "pdf", h, 4), 1);
     CHECK_EQ(h[0].doc, 2);
+    CHECK_EQ(search_query(idx, "\xc5\x82\xc3\xb3" "d\xc5\xba", h, 4), 1);   /* łódź: Latin Extended-A */
+    CHECK_EQ(h[0].doc, 3);
+    CHECK_EQ(search_query(idx, "\xc5\x81\xc3\x93" "D\xc5\xb9", h, 4), 1);   /* ŁÓDŹ */
+    CHECK_EQ(h[0].doc, 3);
+    search_free(idx);
+}
+
+/* ---- every hit at once ---------------------------------------------------- */
+
+/*
+ * Asked for every hit (max >= the number of documents), search_query
+ * collects them and sorts once; asked for fewer, it keeps a heap. Both must
+ * give one order: exactly named first, then score descending, then doc
+ * ascending. Many ties (a few distinct descriptions over thousands of
+ * documents), exactly named documents with and without a matching term, in
+ * both the dense and the sparse ranking.
+ */
+TEST(all_hits_sorted_like_the_top)
+{
+    enum { N = 3000 };
+    static const char *const descs[] = {
+        "export csv reports", "csv csv export of tables", "clean csv files quickly",
+        "reports on sales", "plain notes", "csv",
+    };
+    static char names[N][32];
+    static struct lib l[N];
+    for (size_t i = 0; i < N; i++) {
+        /* named like the query but scoring below most "csv-N" */
+        int exact = i % 997 == 5;
+        if (exact)
+            snprintf(names[i], sizeof names[i], "csv");
+        else if (i % 1499 == 7)
+            snprintf(names[i], sizeof names[i], "plain notes");
+        else
+            snprintf(names[i], sizeof names[i], i % 2 ? "skill-%zu" : "csv-%zu", i);
+        l[i].name = names[i];
+        l[i].desc = exact ? "plain notes" : descs[(i * 7 + i / 13) % (sizeof descs / sizeof descs[0])];
+    }
+    struct search_index *idx = build(l, N);
+    struct search_hit *all = calloc(N, sizeof *all), *top = calloc(N, sizeof *top);
+    static const char *const queries[] = { "csv", "reports", "plain notes", "sales", "cs" };
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+        size_t n = search_query(idx, queries[q], all, N);
+        CHECK(n > 0);
+        size_t m = n > 1 ? n - 1 : 1;
+        CHECK_EQ(search_query(idx, queries[q], top, m), n);
+        for (size_t i = 0; i < m && i < n; i++) {
+            if (all[i].doc != top[i].doc || all[i].score != top[i].score)
+                printf("# %s: hit %zu is doc %u (%g), the heap's doc %u (%g)\n", queries[q], i,
+                       all[i].doc, all[i].score, top[i].doc, top[i].score);
+            CHECK_EQ(all[i].doc, top[i].doc);
+            CHECK(all[i].score == top[i].score);
+        }
+        for (size_t i = 1; i < n; i++)
+            CHECK(all[i - 1].score > all[i].score
+                  || (all[i - 1].score == all[i].score && all[i - 1].doc < all[i].doc));
+    }
+    /* the exactly named come first, though most "csv-N" outscore them */
+    size_t n = search_query(idx, "csv", all, N);
+    CHECK(n > 4);
+    CHECK_EQ(all[0].doc, 5);
+    CHECK_EQ(all[1].doc, 1002);
+    CHECK_EQ(all[2].doc, 1999);
+    CHECK_EQ(all[3].doc, 2996);
+    CHECK(all[3].score > all[4].score);
+    CHECK(strcmp(names[all[4].doc], "csv") != 0);
+    free(all);
+    free(top);
     search_free(idx);
 }
 
@@ -1079,6 +1148,7 @@ int main(void)
     RUN(synonyms_file_extends_and_reloads);
     RUN(synonyms_fifo_never_blocks);
     RUN(closest_when_nothing_matches);
+    RUN(all_hits_sorted_like_the_top);
     search_free(lib_idx);
     search_free(big_idx);
     DONE();

@@ -337,6 +337,33 @@ TEST(utf8_decode_edges)
 
 /* Every scalar value encodes and decodes to itself; every 1-, 2- and 3-byte
  * string decodes exactly when it is the encoding of what it decodes to. */
+TEST(utf8_fold_pairs_and_leaves_the_rest)
+{
+    static const uint32_t pairs[][2] = {
+        { 'A', 'a' }, { 'Z', 'z' }, { 'a', 'a' }, { '@', '@' }, { '[', '[' },
+        { 0xC0, 0xE0 }, { 0xC9, 0xE9 }, { 0xDE, 0xFE }, { 0xD7, 0xD7 },   /* x sign stays */
+        { 0xDF, 0xDF }, { 0xB5, 0xB5 },                 /* sharp s, micro: no pair */
+        { 0x100, 0x101 }, { 0x101, 0x101 }, { 0x141, 0x142 }, { 0x139, 0x13A },
+        { 0x17D, 0x17E }, { 0x178, 0xFF }, { 0x130, 0x130 }, { 0x131, 0x131 },
+        { 0x152, 0x153 },
+        { 0x391, 0x3B1 }, { 0x3A3, 0x3C3 }, { 0x3AB, 0x3CB }, { 0x3A2, 0x3A2 },
+        { 0x401, 0x451 }, { 0x40F, 0x45F }, { 0x410, 0x430 }, { 0x42F, 0x44F },
+        { 0xFF21, 'a' }, { 0xFF3A, 'z' }, { 0xFF41, 'a' }, { 0xFF10, '0' }, { 0xFF19, '9' },
+        { 0xFF20, 0xFF20 }, { 0x65E5, 0x65E5 }, { 0x1F600, 0x1F600 }, { 0xFFFFFFFFu, 0xFFFFFFFFu },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        if (utf8_fold(pairs[i][0]) != pairs[i][1])
+            printf("# utf8_fold(U+%04X) = U+%04X, want U+%04X\n", (unsigned)pairs[i][0],
+                   (unsigned)utf8_fold(pairs[i][0]), (unsigned)pairs[i][1]);
+        CHECK_EQ(utf8_fold(pairs[i][0]), pairs[i][1]);
+    }
+    /* a folded character is its own fold: both sides of a comparison meet */
+    for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+        uint32_t f = utf8_fold(cp);
+        CHECK_EQ(utf8_fold(f), f);
+    }
+}
+
 TEST(utf8_round_trip_and_every_short_string)
 {
     for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
@@ -719,6 +746,7 @@ int main(void)
     RUN(peer_key_one_per_ipv4_address_and_ipv6_64);
     RUN(utf8_decode_edges);
     RUN(utf8_round_trip_and_every_short_string);
+    RUN(utf8_fold_pairs_and_leaves_the_rest);
     RUN(utf8_valid_len_points_at_the_culprit);
     RUN(utf8_trim_never_splits_a_character);
     RUN(buf_put_utf8_appends_the_encoding);
