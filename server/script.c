@@ -198,6 +198,14 @@ static char *resolve_script(const char *dir, const char *rel, const char **canon
         return NULL;
     }
     real[n] = '\0';
+    /* Renamed over or unlinked after the open: the link then reads
+     * "... (deleted)", which would be judged by the wrong name. nlink never
+     * comes back from 0, so a count read after readlink covers the name. */
+    if (fstat(fd, &st) != 0 || st.st_nlink == 0) {
+        close(fd);
+        *why = "the script disappeared while it was being opened";
+        return NULL;
+    }
     size_t sl = strlen(sreal);
     if (strncmp(real, sreal, sl) || real[sl] != '/' || !real[sl + 1]) {
         close(fd);
@@ -561,7 +569,10 @@ static char *resolve_skill_hook(const char *skill_dir, const char *path, int *fd
     if (n >= 0) {
         real[n] = '\0';
         size_t rl = strlen(dreal);
-        if (strncmp(real, dreal, rl) || real[rl] != '/') {
+        if (fstat(fd, &st) != 0 || st.st_nlink == 0) { /* as for scripts */
+            *why = "the hook disappeared while it was being opened";
+            n = -1;
+        } else if (strncmp(real, dreal, rl) || real[rl] != '/') {
             *why = "the hook leads outside the skill folder";
             n = -1;
         }
