@@ -105,13 +105,26 @@ void err_vfileline(struct err *e, const char *file, size_t line, const char *fmt
 {
     if (!e)
         return;
-    char msg[400];
+    char msg[400], where[32];
     vsnprintf(msg, sizeof msg, fmt, ap);
     int l = line > INT_MAX ? 0 : (int)line;
     if (line)
-        err_set(e, l, 0, "%s:%zu: %s", file, line, msg);
+        snprintf(where, sizeof where, ":%zu: ", line);
     else
-        err_set(e, 0, 0, "%s: %s", file, msg);
+        snprintf(where, sizeof where, ": ");
+    /* A path near PATH_MAX would fill the message and push the line and the
+     * reason out: the path gives up its head instead (its tail names the
+     * file), cut where a character starts. */
+    size_t room = sizeof e->msg - 1 - strlen(where) - strlen(msg);
+    size_t fl = strlen(file);
+    const char *lead = "";
+    if (fl > room) {
+        lead = "...";
+        file += fl - (room - 3);
+        while (((unsigned char)*file & 0xC0) == 0x80)
+            file++;
+    }
+    err_set(e, l, 0, "%s%s%s%s", lead, file, where, msg);
 }
 
 void err_fileline(struct err *e, const char *file, size_t line, const char *fmt, ...)

@@ -65,7 +65,8 @@ void err_set(struct err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* err_set with the text "file:line: msg" ("file: msg" when line is 0) and
  * e->line = line: the message of a bad line in a file read, which a person
- * reads whole and a caller may still ask for the line. */
+ * reads whole and a caller may still ask for the line. A file name too long
+ * to leave room for the rest keeps its tail after "...". */
 void err_fileline(struct err *e, const char *file, size_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void err_vfileline(struct err *e, const char *file, size_t line, const char *fmt, va_list ap)

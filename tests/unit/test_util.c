@@ -705,6 +705,33 @@ TEST(err_fileline_names_file_and_line)
     err_fileline(NULL, "f", 1, "nothing");                        /* allowed */
 }
 
+/* A path near PATH_MAX does not push the line and the reason out of the
+ * message: the path gives up its head, and a cut character is not left. */
+TEST(err_fileline_long_path_keeps_line_and_reason)
+{
+    struct err e;
+    char file[1200];
+    size_t n = 0;
+    while (n + 3 < sizeof file - 20) {
+        memcpy(file + n, n % 7 ? "\xc3\xa9" : "/", n % 7 ? 2 : 1);
+        n += n % 7 ? 2 : 1;
+    }
+    memcpy(file + n, "/tail-acl", 10);
+    err_fileline(&e, file, 12, "'%s' is not 'see' or 'run'", "frob");
+    size_t len = strlen(e.msg);
+    CHECK(utf8_valid(e.msg, len));
+    CHECK(len < sizeof e.msg);
+    const char *want = "/tail-acl:12: 'frob' is not 'see' or 'run'";
+    CHECK(len > strlen(want));
+    CHECK_STR(e.msg + len - strlen(want), want);
+    CHECK(!strncmp(e.msg, "...", 3));
+    CHECK(!strchr(e.msg, '?'));             /* cut between characters, not inside one */
+    CHECK_EQ(e.line, 12);
+    err_fileline(&e, file, 0, "cannot read");
+    CHECK(utf8_valid(e.msg, strlen(e.msg)));
+    CHECK(strstr(e.msg, "/tail-acl: cannot read") != NULL);
+}
+
 TEST(err_copy_cuts_between_characters)
 {
     struct err e;
@@ -759,6 +786,7 @@ int main(void)
     RUN(cursor_parse_edges);
     RUN(err_set_keeps_a_url_and_stays_utf8);
     RUN(err_fileline_names_file_and_line);
+    RUN(err_fileline_long_path_keeps_line_and_reason);
     RUN(err_copy_cuts_between_characters);
     RUN(now_after_ms_is_a_normalised_deadline);
     DONE();
