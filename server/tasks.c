@@ -367,15 +367,22 @@ static size_t url_password(const char *url, const char **pw)
     return (size_t)(at - *pw);
 }
 
-/* url with its password shown as "***", for messages. */
+/* url with its password shown as "***", for messages about a URL that may
+ * not parse. Without an '@' nothing marks where a password ends
+ * ("redis://:PASSWORD" is one), so all after the first ':' past the scheme
+ * is hidden. */
 static void url_redacted(const char *url, char *out, size_t n)
 {
     const char *pw;
     size_t len = url_password(url, &pw);
-    if (!len)
-        snprintf(out, n, "%s", url);
-    else
+    const char *scheme = strstr(url, "://");
+    const char *colon = strchr(scheme ? scheme + 3 : url, ':');
+    if (len)
         snprintf(out, n, "%.*s***%s", (int)(pw - url), url, pw + len);
+    else if (colon && colon[1])
+        snprintf(out, n, "%.*s***", (int)(colon + 1 - url), url);
+    else
+        snprintf(out, n, "%s", url);
 }
 
 /* Overwrites the password inside s (an argv or environ string) in place. */

@@ -403,6 +403,11 @@ test('start-up refuses task settings that cannot work', { timeout: 20_000 }, () 
   const u = runCli(['--enable-tasks', '--tasks-redis', 'http://x', '--port', '0', '--skills', SKILLS]);
   assert.equal(u.code, 2);
   assert.match(u.stderr, /invalid value 'http:\/\/x' for --tasks-redis/);
+  // without an '@' nothing marks where a password ends: the message hides all after the ':'
+  const pw = runCli(['--enable-tasks', '--tasks-redis', 'redis://:s3cr3t-no-at', '--port', '0', '--skills', SKILLS]);
+  assert.equal(pw.code, 2);
+  assert.match(pw.stderr, /invalid value 'redis:\/\/:\*\*\*' for --tasks-redis/);
+  assert.equal(pw.stderr.includes('s3cr3t'), false, pw.stderr);
   const n = runCli(['--tasks-redis', 'redis://127.0.0.1:1', '--port', '0', '--skills', SKILLS]);
   assert.equal(n.code, 2);
   assert.match(n.stderr, /--tasks-redis needs --enable-tasks/);
