@@ -7,7 +7,7 @@
  * - File replies (read_skill_file, resources/read), kept with the entry:
  *   one slot per (file, kind). A hit costs one fstatat() of the file (or,
  *   once verified, one ioctl while inotify hears of no change in any
- *   watched folder: docs/internals.md, "Render caches"); the
+ *   watched folder: docs/internals/caches.md); the
  *   reply is served only while the file's stat key (device, inode, mtime,
  *   size) is the one it had before it was read, so an edited file is never
  *   served stale. A file changed within the last second is not kept (two

@@ -15,7 +15,7 @@
  *     acquire load: no lock, no reference count on the read path;
  *   - the sets a reload replaced, kept until reloadable_fini (a reader may
  *     still hold one: a class, a stream or a table entry for as long as its
- *     request or run lasts; docs/internals.md, "Reloadable rule files");
+ *     request or run lasts; docs/internals/rule-files.md);
  *   - the two log lines, "WHAT not reloaded, keeping the N KEPT: why" and
  *     "FILE: N UNIT loaded".
  */

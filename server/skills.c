@@ -14,7 +14,7 @@
  * and clears the slot; a request's reader (skills_acquire_held) keeps the
  * slot instead of counting, so a request writes no shared line. A retired snapshot is freed only by the rescanning
  * thread, once no hazard slot names it and its count is zero (checked in
- * that order; see docs/internals.md for why the order matters).
+ * that order; see docs/internals/snapshot.md for why the order matters).
  *
  * Called by: main (new/free), the HTTP threads (acquire/find), the
  * refresher and reload_skills (rescan).

@@ -9,7 +9,7 @@
  * A rescan builds a new snapshot off to the side, reusing the entries of
  * skills whose files did not change, and swaps it in; the old one is freed
  * when its last reader releases it (hazard pointer + reference count; see
- * docs/internals.md).
+ * docs/internals/snapshot.md).
  */
 #ifndef SKILL_SKILLS_H
 #define SKILL_SKILLS_H

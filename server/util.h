@@ -49,7 +49,7 @@ int x_open_regular(int dfd, const char *path, struct stat *st);
 
 /*
  * A message for a person (the one error convention besides a negative
- * errno; see docs/internals.md, "Conventions"): what went wrong, in words
+ * errno; see docs/internals/conventions.md): what went wrong, in words
  * that name the input, set where the failure is understood and passed up
  * unchanged. The function itself returns -1, NULL or a negative errno.
  */
