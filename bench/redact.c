@@ -123,8 +123,9 @@ int main(int argc, char **argv)
     log_set_level(LOG_ERROR);
     size_t n, planted;
     char *t = make_text(mb << 20, &n, &planted);
-    char err[512];
-    struct redact_set *all = redact_set_parse(NULL, 0, NULL, 1, err, sizeof err);
+    struct err e = {0};
+    const char *err = e.msg;
+    struct redact_set *all = redact_set_parse(NULL, 0, NULL, 1, &e);
     if (!all) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
         /* each built-in alone, as a file would give it */
         char line[1024];
         snprintf(line, sizeof line, "%s\t%s\n", name, re);
-        struct redact_set *one = redact_set_parse(line, strlen(line), "bench", 0, err, sizeof err);
+        struct redact_set *one = redact_set_parse(line, strlen(line), "bench", 0, &e);
         if (!one) {
             fprintf(stderr, "%s\n", err);
             return 1;

@@ -15,7 +15,7 @@ mkdir -p build/bench
 PKGS="jansson libpcre2-8"
 # shellcheck disable=SC2046
 cc -O2 -std=c11 -D_GNU_SOURCE -Iserver $(pkg-config --cflags $PKGS) -o build/bench/redact \
-    bench/redact.c build/obj/redact.o build/obj/reloadable.o build/obj/shape.o build/obj/stats.o build/obj/util.o \
+    bench/redact.c build/obj/redact.o build/obj/reloadable.o build/obj/shape.o build/obj/shape_json.o build/obj/shape_tokens.o build/obj/stats.o build/obj/util.o \
     build/obj/json.o $(pkg-config --libs $PKGS) -lpthread -lm
 if [ $SMOKE = 1 ]; then
     # every planted secret found (the binary exits 1 otherwise)

@@ -44,7 +44,7 @@ for t in frontmatter fmfast markdown shape shapejson json; do
     link "$t" "$SMALL" "$LIBS" &
 done
 # The JWT splitter and claims checks need jansson and libjose's base64url.
-link jwt "$OBJ/jwt.o" "$(pkg-config --libs jansson jose) -lm" &
+link jwt "$OBJ/jwt.o $OBJ/util.o" "$(pkg-config --libs jansson jose) -lm -lpthread" &
 wait
 # The request path, the URI resolver, the lock parser, fetch's index and
 # archive reading and redaction link the whole server but main.c.

@@ -22,9 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static int quiet;
     if (!quiet++)
         log_set_level(LOG_ERROR);
-    char err[600] = "";
+    struct err e = {0};
+    const char *err = e.msg;
     const char *t = (const char *)data;
-    struct acl_rules *r = acl_parse(t, size, "acl", err, sizeof err);
+    struct acl_rules *r = acl_parse(t, size, "acl", &e);
     if (!r) {
         if (strncmp(err, "acl:", 4))
             abort();

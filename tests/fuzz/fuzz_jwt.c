@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "jwt.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,9 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *tok = (const char *)data + 1;
     size_t n = size - 1;
     struct jwt j;
-    char why[192];
-    if (jwt_parse(tok, n, &j, why, sizeof why) != 0) {
-        if (!memchr(why, '\0', sizeof why))
+    struct err why = {0};
+    if (jwt_parse(tok, n, &j, &why) != 0) {
+        if (!memchr(why.msg, '\0', sizeof why.msg) || !utf8_valid(why.msg, strlen(why.msg)))
             abort();
         return 0;
     }
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tok[j.signing_len] != '.')
         abort();
     (void)jwt_check_claims(j.claims, "https://auth.example.com", "https://skills.example.com/mcp",
-                           now, JWT_LEEWAY_S, why, sizeof why);
+                           now, JWT_LEEWAY_S, &why);
     const char *id = jwt_client_id(j.claims);
     if (id && (strlen(id) == 0 || strlen(id) > JWT_MAX_ID))
         abort();

@@ -37,8 +37,9 @@ static int alnum(const char *s)
 
 static void file_mode(const char *t, size_t n)
 {
-    char err[600] = "";
-    struct redact_set *s = redact_set_parse(t, n, "fuzz.txt", (n & 1) != 0, err, sizeof err);
+    struct err e = {0};
+    const char *err = e.msg;
+    struct redact_set *s = redact_set_parse(t, n, "fuzz.txt", (n & 1) != 0, &e);
     if (!s) {
         if (strncmp(err, "fuzz.txt", 8) && strncmp(err, "built-in", 8))
             abort();        /* every message names the file */
@@ -55,9 +56,9 @@ static void output_mode(const char *in, size_t n)
     size_t len;
     char *t = script_utf8_repair(in, n, &len, &changed);
     if (!fixed) {
-        char err[600];
+        struct err e = {0};
         const char *f = "ticket\t(?i)TICKET-[0-9]{2,}\nkv\t(?m)^key:\\s*\\K\\S+\ndig\t[0-9]{6,}\n";
-        fixed = redact_set_parse(f, strlen(f), "fixed", 1, err, sizeof err);
+        fixed = redact_set_parse(f, strlen(f), "fixed", 1, &e);
         if (!fixed)
             abort();
     }
