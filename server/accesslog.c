@@ -145,14 +145,14 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-int accesslog_start(const char *path, int json, char *why, size_t whylen)
+int accesslog_start(const char *path, int json, struct err *why)
 {
     if (L.on)
         return 0;
     int fd = strcmp(path, "-") ? open_append(path) : fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
     if (fd < 0) {
-        snprintf(why, whylen, "cannot open %s for appending: %s",
-                 strcmp(path, "-") ? path : "standard output", strerror(errno));
+        err_set(why, 0, 0, "cannot open %s for appending: %s",
+                strcmp(path, "-") ? path : "standard output", strerror(errno));
         return -1;
     }
     L.fd = fd;
@@ -164,7 +164,7 @@ int accesslog_start(const char *path, int json, char *why, size_t whylen)
     buf_init(&L.q, QUEUE_MAX);
     int e = pthread_create(&L.writer, NULL, writer_main, NULL);
     if (e) {
-        snprintf(why, whylen, "cannot start the access log writer: %s", strerror(e));
+        err_set(why, 0, 0, "cannot start the access log writer: %s", strerror(e));
         close(fd);
         L.fd = -1;
         free(L.path);

@@ -34,9 +34,9 @@ struct accesslog_rec {
 
 /*
  * Opens path for appending ("-": standard output) and starts the writer.
- * json: JSON lines, else text. 0, or -1 with the reason in why.
+ * json: JSON lines, else text. 0, or -1 with the reason in *why.
  */
-int accesslog_start(const char *path, int json, char *why, size_t whylen);
+int accesslog_start(const char *path, int json, struct err *why);
 /* Checks that path can be opened for appending (creating it), at start-up;
  * 0, or -1 with the reason in *why. */
 int accesslog_check(const char *path, struct err *why);

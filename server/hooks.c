@@ -442,14 +442,14 @@ static void advance(struct hook_plan *p)
         char *text = json_dumps(in, JSON_COMPACT);
         if (in != p->input)
             json_decref(in);
-        char why[300];
+        struct err why;
         struct run_job *h = script_hook_job(p->S->scripts, &p->S->cfg, p->path[p->stage],
                                             p->cwd[p->stage], text, strlen(text), p->skill,
                                             p->skill_dir, p->request_id, stage_name[p->stage],
-                                            why, sizeof why);
+                                            &why);
         free(text);
         if (!h) {
-            fail_call(p, "failed", "The %s hook cannot run: %s.", stage_name[p->stage], why);
+            fail_call(p, "failed", "The %s hook cannot run: %s.", stage_name[p->stage], why.msg);
             return;
         }
         /* A post hook finishes a call whose script already ran (and may

@@ -594,9 +594,9 @@ struct http *http_start(struct srv *S, int listen_fd)
         allow_methods = "GET, HEAD, POST, DELETE";
     http_cors_origins = c->allowed_origins;
     if (c->access_log) {
-        char why[512];
-        if (accesslog_start(c->access_log, c->access_log_json, why, sizeof why) < 0) {
-            log_error("--access-log: %s", why);
+        struct err why;
+        if (accesslog_start(c->access_log, c->access_log_json, &why) < 0) {
+            log_error("--access-log: %s", why.msg);
             http_free(h);
             return NULL;
         }

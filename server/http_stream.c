@@ -448,15 +448,15 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     o->who = (struct acl_who){rq->client, rq->who_groups, rq->who_sub, rq->who_scopes};
     o->wake = ns_wake;
     o->arg = e;
-    char why[200];
-    e->l = notify_listen(o, why, sizeof why);
+    struct err why;
+    e->l = notify_listen(o, &why);
     if (!e->l) {
         int conflict = errno == EEXIST;
         parked_cleanup(&e->p);
         free(e);
         rq->status = conflict ? MHD_HTTP_CONFLICT : MHD_HTTP_TOO_MANY_REQUESTS;
         char msg[256];
-        snprintf(msg, sizeof msg, "%s: %s", conflict ? "Conflict" : "Too Many Requests", why);
+        snprintf(msg, sizeof msg, "%s: %s", conflict ? "Conflict" : "Too Many Requests", why.msg);
         return http_reply_error(con, rq, rq->status, msg);
     }
     if (firstlen)

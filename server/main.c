@@ -545,9 +545,9 @@ int main(int argc, char **argv)
     S.run_shared = run_shared_new(S.cfg.max_script_concurrency, &S.run_shared_size);
     {
         /* A synonyms file that does not parse stops the start, naming its line. */
-        char err[512];
-        if (search_synonyms_init(S.cfg.synonyms, err, sizeof err) < 0) {
-            fprintf(stderr, "skill-mcp: --synonyms %s\n", err);
+        struct err err;
+        if (search_synonyms_init(S.cfg.synonyms, &err) < 0) {
+            fprintf(stderr, "skill-mcp: --synonyms %s\n", err.msg);
             return 2;
         }
     }

@@ -50,8 +50,7 @@ static char *dup_or_null(const char *s)
     return s ? xstrdup(s) : NULL;
 }
 
-struct notify_listener *notify_listen(const struct notify_listen_opts *o, char *why,
-                                      size_t whylen)
+struct notify_listener *notify_listen(const struct notify_listen_opts *o, struct err *why)
 {
     const char *key = o->key ? o->key : "";
     pthread_mutex_lock(&mu);
@@ -61,8 +60,8 @@ struct notify_listener *notify_listen(const struct notify_listen_opts *o, char *
         if (o->exclusive && o->session && l->session && !l->ended &&
             !strcmp(l->session, o->session)) {
             pthread_mutex_unlock(&mu);
-            snprintf(why, whylen, "this session already has its GET stream open (one per "
-                                  "session)");
+            err_set(why, 0, 0, "this session already has its GET stream open (one per "
+                               "session)");
             errno = EEXIST;
             return NULL;
         }
@@ -71,11 +70,11 @@ struct notify_listener *notify_listen(const struct notify_listen_opts *o, char *
         pthread_mutex_unlock(&mu);
         errno = EMFILE;
         if (count >= NOTIFY_MAX)
-            snprintf(why, whylen, "the server has %d notification streams open, its limit; "
-                                  "retry later", NOTIFY_MAX);
+            err_set(why, 0, 0, "the server has %d notification streams open, its limit; "
+                               "retry later", NOTIFY_MAX);
         else
-            snprintf(why, whylen, "this client already has %d notification streams open, its "
-                                  "limit; close one first", NOTIFY_PER_KEY);
+            err_set(why, 0, 0, "this client already has %d notification streams open, its "
+                               "limit; close one first", NOTIFY_PER_KEY);
         return NULL;
     }
     struct notify_listener *l = xcalloc(1, sizeof *l);

@@ -16,7 +16,7 @@
  *
  *   struct notify_listen_opts o = {.key = client_or_peer, .kinds = NOTIFY_ALL,
  *                                  .wake = my_wake, .arg = me};
- *   struct notify_listener *l = notify_listen(&o, why, sizeof why);
+ *   struct notify_listener *l = notify_listen(&o, &why);
  *   ...                                  // wake(arg) says "call notify_drain"
  *   notify_drain(l, my_sink, me);        // sink gets whole notification JSON
  *   ...
@@ -41,6 +41,8 @@
 #include <stddef.h>
 
 #include "acl.h"
+
+struct err;
 
 #define NOTIFY_PER_KEY 8
 #define NOTIFY_MAX 512
@@ -86,10 +88,9 @@ struct notify_listen_opts {
     void *arg;
 };
 
-/* A new listener, or NULL with why filled and errno EMFILE (a bound is
+/* A new listener, or NULL with *why set and errno EMFILE (a bound is
  * reached) or EEXIST (exclusive, and the session has one). */
-struct notify_listener *notify_listen(const struct notify_listen_opts *o, char *why,
-                                      size_t whylen);
+struct notify_listener *notify_listen(const struct notify_listen_opts *o, struct err *why);
 /* Removes it: once this returns its wake is never called again. */
 void notify_unlisten(struct notify_listener *l);
 

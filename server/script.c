@@ -149,52 +149,53 @@ const char *script_env_problem(const char *name)
 
 /*
  * Resolves scripts/<rel> of dir to the real path of a regular file inside
- * the skill's scripts/ folder. Returns NULL with *why set. *canon points
+ * the skill's scripts/ folder. Returns NULL with *e set. *canon points
  * into the result at the path below scripts/: the script's one identity,
  * whatever the caller's spelling. *fdp keeps the file that was checked open,
  * so that the runner can tell at spawn time whether the path still names it
  * (and its inode number cannot be reused meanwhile).
  */
 static char *resolve_script(const char *dir, const char *rel, const char **canon, int *fdp,
-                            const char **why)
+                            struct err *e)
 {
     char sdir[4096], sreal[4096], link[64], real[4096];
     snprintf(sdir, sizeof sdir, "%s/scripts", dir);
     if (!realpath(sdir, sreal)) {
-        *why = "this skill has no scripts/ folder";
+        err_set(e, 0, 0, "this skill has no scripts/ folder");
         return NULL;
     }
     size_t dl = strlen(dir);
     if (strncmp(sreal, dir, dl) || sreal[dl] != '/') {
-        *why = "the skill's scripts/ folder leads outside the skill";
+        err_set(e, 0, 0, "the skill's scripts/ folder leads outside the skill");
         return NULL;
     }
     int dfd = open(sreal, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
-        *why = "the skill's scripts/ folder cannot be opened";
+        err_set(e, 0, 0, "the skill's scripts/ folder cannot be opened");
         return NULL;
     }
     int fd = jail_open_beneath(dfd, rel);
-    int e = fd < 0 ? -fd : 0;
+    int en = fd < 0 ? -fd : 0;
     close(dfd);
     if (fd < 0) {
-        *why = e == ENOENT || e == ENOTDIR ? "no such script in the skill's scripts/ folder"
-               : e == EXDEV || e == ELOOP ? "the script leads outside the skill's scripts/ folder"
-                                          : "the script cannot be opened";
+        err_set(e, 0, 0, "%s",
+                en == ENOENT || en == ENOTDIR ? "no such script in the skill's scripts/ folder"
+                : en == EXDEV || en == ELOOP  ? "the script leads outside the skill's scripts/ folder"
+                                              : "the script cannot be opened");
         return NULL;
     }
     struct stat st;
     ssize_t n = -1;
+    const char *bad = "the script cannot be resolved";
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
         n = readlink(link, real, sizeof real - 1);
     } else {
-        *why = S_ISDIR(st.st_mode) ? "that is a folder, not a script" : "that is not a regular file";
+        bad = S_ISDIR(st.st_mode) ? "that is a folder, not a script" : "that is not a regular file";
     }
     if (n < 0) {
         close(fd);
-        if (!*why)
-            *why = "the script cannot be resolved";
+        err_set(e, 0, 0, "%s", bad);
         return NULL;
     }
     real[n] = '\0';
@@ -203,13 +204,13 @@ static char *resolve_script(const char *dir, const char *rel, const char **canon
      * comes back from 0, so a count read after readlink covers the name. */
     if (fstat(fd, &st) != 0 || st.st_nlink == 0) {
         close(fd);
-        *why = "the script disappeared while it was being opened";
+        err_set(e, 0, 0, "the script disappeared while it was being opened");
         return NULL;
     }
     size_t sl = strlen(sreal);
     if (strncmp(real, sreal, sl) || real[sl] != '/' || !real[sl + 1]) {
         close(fd);
-        *why = "the script leads outside the skill's scripts/ folder";
+        err_set(e, 0, 0, "the script leads outside the skill's scripts/ folder");
         return NULL;
     }
     char *r = xstrdup(real);
@@ -287,16 +288,6 @@ int script_wants_network(const struct skill *k)
     "        sys.exit(1)\n"                                                     \
     "_skill_mcp_run()\n"
 
-static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static void request_id(char *out, size_t n)
 {
@@ -307,7 +298,7 @@ static void request_id(char *out, size_t n)
 }
 
 struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
-                               const struct skill *k, json_t *args, char *why, size_t wl)
+                               const struct skill *k, json_t *args, struct err *why)
 {
     const char *script = json_string_value(json_object_get(args, "script"));
     json_t *jargs = json_object_get(args, "args"), *jstdin = json_object_get(args, "stdin");
@@ -317,7 +308,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     char rel[1100];
 
     if (!script || !*script) {
-        fail(why, wl, "Argument 'script' is required: a path from the 'scripts' that load_skill "
+        err_set(why, 0, 0, "Argument 'script' is required: a path from the 'scripts' that load_skill "
                       "lists, such as scripts/run.py.");
         return NULL;
     }
@@ -325,12 +316,12 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
                          : k->root < sizeof sc->closed / sizeof *sc->closed ? sc->closed[k->root]
                                                                               : NULL;
     if (closed) {
-        fail(why, wl, "Cannot run scripts of '%s' on this server: %s.", k->qname, closed);
+        err_set(why, 0, 0, "Cannot run scripts of '%s' on this server: %s.", k->qname, closed);
         return NULL;
     }
     size_t slen = json_string_length(json_object_get(args, "script"));
     if ((jwhy = jail_check(script, slen))) {
-        fail(why, wl, "Cannot run '%.200s': %s.", script, jwhy);
+        err_set(why, 0, 0, "Cannot run '%.200s': %s.", script, jwhy);
         return NULL;
     }
     /* A bare file name means scripts/<name>; anything else must be in scripts/. */
@@ -340,20 +331,21 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         /* scripts//x.sh is scripts/x.sh, not an absolute path below scripts/ */
         snprintf(rel, sizeof rel, "%s", script + 8 + strspn(script + 8, "/"));
     else {
-        fail(why, wl, "Cannot run '%.200s': only files in the skill's scripts/ folder can be run "
+        err_set(why, 0, 0, "Cannot run '%.200s': only files in the skill's scripts/ folder can be run "
                       "(hooks, references and SKILL.md cannot).", script);
         return NULL;
     }
-    const char *rwhy = NULL, *canon = NULL;
+    const char *canon = NULL;
+    struct err rwhy;
     int sfd = -1;
     char *real = resolve_script(k->dir, rel, &canon, &sfd, &rwhy);
     if (!real) {
-        fail(why, wl, "Cannot run '%.200s' of skill '%s': %s.", script, k->qname, rwhy);
+        err_set(why, 0, 0, "Cannot run '%.200s' of skill '%s': %s.", script, k->qname, rwhy.msg);
         return NULL;
     }
     const struct interp *it = interp_for(sc, real);
     if (!it || !it->path) {
-        fail(why, wl, "Cannot run '%.200s': %s.", script,
+        err_set(why, 0, 0, "Cannot run '%.200s': %s.", script,
              it ? it->why : "its file type has no interpreter on this server (.py, .sh, .js)");
         close(sfd);
         free(real);
@@ -366,7 +358,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         size_t i;
         json_t *a;
         if (!json_is_array(jargs) || json_array_size(jargs) > MAX_ARGS) {
-            fail(why, wl, "Argument 'args' must be a list of at most %d strings.", MAX_ARGS);
+            err_set(why, 0, 0, "Argument 'args' must be a list of at most %d strings.", MAX_ARGS);
             close(sfd);
             free(real);
             return NULL;
@@ -374,7 +366,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         json_array_foreach(jargs, i, a) {
             if (!json_is_string(a) || json_string_length(a) > MAX_ARG_BYTES ||
                 memchr(json_string_value(a), '\0', json_string_length(a))) {
-                fail(why, wl, "Argument 'args' item %zu must be a string of at most %u bytes "
+                err_set(why, 0, 0, "Argument 'args' item %zu must be a string of at most %u bytes "
                               "without NUL (numbers too: pass \"3\", not 3).", i, MAX_ARG_BYTES);
                 close(sfd);
                 free(real);
@@ -385,7 +377,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     }
     if (jstdin && !json_is_null(jstdin) &&
         (!json_is_string(jstdin) || json_string_length(jstdin) > MAX_STDIN_BYTES)) {
-        fail(why, wl, "Argument 'stdin' must be a string of at most %u bytes.", MAX_STDIN_BYTES);
+        err_set(why, 0, 0, "Argument 'stdin' must be a string of at most %u bytes.", MAX_STDIN_BYTES);
         close(sfd);
         free(real);
         return NULL;
@@ -395,7 +387,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         json_t *v;
         size_t total = 0;
         if (!json_is_object(jenv) || json_object_size(jenv) > MAX_ENV_VARS) {
-            fail(why, wl, "Argument 'env' must be an object of at most %d string values.",
+            err_set(why, 0, 0, "Argument 'env' must be an object of at most %d string values.",
                  MAX_ENV_VARS);
             close(sfd);
             free(real);
@@ -404,14 +396,14 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
         json_object_foreach(jenv, name, v) {
             const char *p = script_env_problem(name);
             if (p) {
-                fail(why, wl, "Argument 'env': '%.64s' is not allowed: %s.", name, p);
+                err_set(why, 0, 0, "Argument 'env': '%.64s' is not allowed: %s.", name, p);
                 close(sfd);
                 free(real);
                 return NULL;
             }
             if (!json_is_string(v) || json_string_length(v) > MAX_ENV_VALUE ||
                 memchr(json_string_value(v), '\0', json_string_length(v))) {
-                fail(why, wl, "Argument 'env': '%.64s' must be a string of at most %u bytes "
+                err_set(why, 0, 0, "Argument 'env': '%.64s' must be a string of at most %u bytes "
                               "without NUL.", name, MAX_ENV_VALUE);
                 close(sfd);
                 free(real);
@@ -420,7 +412,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
             total += json_string_length(v) + strlen(name);
         }
         if (total > MAX_ENV_TOTAL) {
-            fail(why, wl, "Argument 'env' is too large (at most %u bytes in all).", MAX_ENV_TOTAL);
+            err_set(why, 0, 0, "Argument 'env' is too large (at most %u bytes in all).", MAX_ENV_TOTAL);
             close(sfd);
             free(real);
             return NULL;
@@ -444,7 +436,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     st = st > 0 ? at_most(st, ceil_s) : 0;
     if (jto && !json_is_null(jto)) {
         if (!json_is_number(jto) || !(json_number_value(jto) > 0)) {
-            fail(why, wl, "Argument 'timeout' must be a number of seconds above 0.");
+            err_set(why, 0, 0, "Argument 'timeout' must be a number of seconds above 0.");
             close(sfd);
             free(real);
             return NULL;
@@ -455,7 +447,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     }
     if (jst && !json_is_null(jst)) {
         if (!json_is_number(jst) || !(json_number_value(jst) > 0)) {
-            fail(why, wl, "Argument 'stall_timeout' must be a number of seconds above 0 (stall "
+            err_set(why, 0, 0, "Argument 'stall_timeout' must be a number of seconds above 0 (stall "
                           "detection cannot be switched off by the caller).");
             close(sfd);
             free(real);
@@ -534,46 +526,46 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
  * A skill's hook is skill content, checked and used like a script: opened
  * beneath the skill folder (a link out of it is refused), kept open so the
  * runner can tell at spawn that the path still names it, and run from that
- * file (Python reads it from fd 3). The real path, or NULL with *why set.
+ * file (Python reads it from fd 3). The real path, or NULL with *e set.
  */
 static char *resolve_skill_hook(const char *skill_dir, const char *path, int *fdp,
-                                const char **why)
+                                struct err *e)
 {
     char dreal[4096], link[64], real[4096];
     size_t dl = strlen(skill_dir);
-    *why = NULL;
     if (!realpath(skill_dir, dreal)) {
-        *why = "the skill folder cannot be resolved";
+        err_set(e, 0, 0, "the skill folder cannot be resolved");
         return NULL;
     }
     int dfd = open(dreal, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
-        *why = "the skill folder cannot be opened";
+        err_set(e, 0, 0, "the skill folder cannot be opened");
         return NULL;
     }
     int fd = jail_open_beneath(dfd, path + dl + 1);
     close(dfd);
     if (fd < 0) {
-        *why = fd == -EXDEV || fd == -ELOOP ? "the hook leads outside the skill folder"
-               : fd == -ENOENT              ? "the hook file is gone"
-                                            : "the hook cannot be opened";
+        err_set(e, 0, 0, "%s",
+                fd == -EXDEV || fd == -ELOOP ? "the hook leads outside the skill folder"
+                : fd == -ENOENT              ? "the hook file is gone"
+                                             : "the hook cannot be opened");
         return NULL;
     }
     struct stat st;
     ssize_t n = -1;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        *why = "the hook is not a regular file";
+        err_set(e, 0, 0, "the hook is not a regular file");
     else if ((n = readlink(link, real, sizeof real - 1)) < 0)
-        *why = "the hook cannot be resolved";
+        err_set(e, 0, 0, "the hook cannot be resolved");
     if (n >= 0) {
         real[n] = '\0';
         size_t rl = strlen(dreal);
         if (fstat(fd, &st) != 0 || st.st_nlink == 0) { /* as for scripts */
-            *why = "the hook disappeared while it was being opened";
+            err_set(e, 0, 0, "the hook disappeared while it was being opened");
             n = -1;
         } else if (strncmp(real, dreal, rl) || real[rl] != '/') {
-            *why = "the hook leads outside the skill folder";
+            err_set(e, 0, 0, "the hook leads outside the skill folder");
             n = -1;
         }
     }
@@ -588,11 +580,11 @@ static char *resolve_skill_hook(const char *skill_dir, const char *path, int *fd
 struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, const char *path,
                                 const char *cwd, const char *input, size_t input_len,
                                 const char *skill, const char *skill_dir,
-                                const char *request_id, const char *kind, char *why, size_t wl)
+                                const char *request_id, const char *kind, struct err *why)
 {
     const struct interp *it = interp_for(sc, path);
     if (!it || !it->path) {
-        fail(why, wl, "%s hook %s cannot run: %s", kind, path,
+        err_set(why, 0, 0, "%s hook %s cannot run: %s", kind, path,
              it ? it->why : "its file type has no interpreter on this server");
         return NULL;
     }
@@ -600,9 +592,9 @@ struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, c
     int hfd = -1;
     char *hreal = NULL;
     if (sdl && !strncmp(path, skill_dir, sdl) && path[sdl] == '/') {
-        const char *hwhy = NULL;
+        struct err hwhy;
         if (!(hreal = resolve_skill_hook(skill_dir, path, &hfd, &hwhy))) {
-            fail(why, wl, "%s hook %s cannot run: %s", kind, path, hwhy);
+            err_set(why, 0, 0, "%s hook %s cannot run: %s", kind, path, hwhy.msg);
             return NULL;
         }
     }

@@ -15,6 +15,8 @@
 #include "runner.h"
 #include "skills.h"
 
+struct err;
+
 struct scripts;
 
 /* Resolves interpreters (logging each) and the base environment. */
@@ -30,23 +32,22 @@ void script_set_output_budget(struct scripts *sc, size_t bytes);
 
 /*
  * Validates a run_skill_script call against skill k and builds the job
- * (not started). Returns the job, or NULL with why[] telling the model what
+ * (not started). Returns the job, or NULL with *e telling the model what
  * was wrong. Any thread.
  */
 struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
-                               const struct skill *k, json_t *args, char *why, size_t whylen);
+                               const struct skill *k, json_t *args, struct err *e);
 
 /*
  * A job running hook `path` (absolute) with `input` on stdin, in folder cwd,
  * for a call on skill (its folder skill_dir) with request_id; kind ("skill
- * pre", ...) is in SKILL_HOOK. NULL with why[] when the hook's type has no
+ * pre", ...) is in SKILL_HOOK. NULL with *e when the hook's type has no
  * interpreter. Any thread.
  */
 struct run_job *script_hook_job(const struct scripts *sc, const struct cfg *c, const char *path,
                                 const char *cwd, const char *input, size_t input_len,
                                 const char *skill, const char *skill_dir,
-                                const char *request_id, const char *kind, char *why,
-                                size_t whylen);
+                                const char *request_id, const char *kind, struct err *e);
 
 /* Checks a variable name a caller or a pre hook wants to set; NULL if fine. */
 const char *script_env_problem(const char *name);

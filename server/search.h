@@ -39,6 +39,7 @@ struct search_hit {
 };
 
 struct search_index;
+struct err;
 
 /* Builds an index over docs[0..n). Strings are copied; docs may be freed after.
  * NULL name/description/tags entries are allowed. Aborts only on OOM. */
@@ -116,16 +117,15 @@ size_t search_closest(const struct search_index *idx, const char *query,
  * line, blank lines are skipped.
  *
  * search_synonyms_init(path) loads the built-in groups plus path (may be
- * NULL). Returns 0, or -1 with "FILE:LINE: what is wrong" in err. Each
+ * NULL). Returns 0, or -1 with "FILE:LINE: what is wrong" in *err. Each
  * index built afterwards takes the table current when it is built: a file
  * changed since (mtime, size) is read again then; a file that no longer
  * parses is logged and the previous table kept. Not called: built-ins only.
  */
-int search_synonyms_init(const char *path, char *err, size_t errlen);
-/* Parses text as a synonyms file (named file in messages); 0 or -1 with err.
+int search_synonyms_init(const char *path, struct err *err);
+/* Parses text as a synonyms file (named file in messages); 0 or -1 with *err.
  * For tests and validation; does not change the table in use. */
-int search_synonyms_check(const char *text, size_t len, const char *file, char *err,
-                          size_t errlen);
+int search_synonyms_check(const char *text, size_t len, const char *file, struct err *err);
 /* Frees the table (at exit, so leak checkers stay quiet). */
 void search_synonyms_shutdown(void);
 

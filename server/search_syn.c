@@ -83,22 +83,19 @@ static void syn_free(struct search_synonyms *y)
     free(y);
 }
 
-static int syn_fail(char *err, size_t errlen, const char *file, size_t line, const char *msg,
+static int syn_fail(struct err *err, const char *file, size_t line, const char *msg,
                     const char *member, size_t mlen)
 {
-    if (err && errlen) {
-        if (member)
-            snprintf(err, errlen, "%s:%zu: %s: '%.*s'", file, line, msg,
-                     (int)(mlen > 60 ? 60 : mlen), member);
-        else
-            snprintf(err, errlen, "%s:%zu: %s", file, line, msg);
-    }
+    if (member)
+        err_fileline(err, file, line, "%s: '%.*s'", msg, (int)(mlen > 60 ? 60 : mlen), member);
+    else
+        err_fileline(err, file, line, "%s", msg);
     return -1;
 }
 
 /* Adds the groups of text (the file format) to y. */
 static int syn_parse(struct search_synonyms *y, const char *text, size_t n, const char *file,
-                     char *err, size_t errlen)
+                     struct err *err)
 {
     size_t line = 0;
     for (size_t i = 0; i < n;) {
@@ -109,9 +106,9 @@ static int syn_parse(struct search_synonyms *y, const char *text, size_t n, cons
         line++;
         i = end + 1;
         if (len > SYN_MAX_LINE)
-            return syn_fail(err, errlen, file, line, "line longer than 4096 bytes", NULL, 0);
+            return syn_fail(err, file, line, "line longer than 4096 bytes", NULL, 0);
         if (memchr(l, '\0', len))
-            return syn_fail(err, errlen, file, line, "NUL byte in the line", NULL, 0);
+            return syn_fail(err, file, line, "NUL byte in the line", NULL, 0);
         size_t a = 0;
         while (a < len && (l[a] == ' ' || l[a] == '\t' || l[a] == '\r'))
             a++;
@@ -127,16 +124,16 @@ static int syn_parse(struct search_synonyms *y, const char *text, size_t n, cons
             while (me > ms && (l[me - 1] == ' ' || l[me - 1] == '\t' || l[me - 1] == '\r'))
                 me--;
             if (ms == me)
-                return syn_fail(err, errlen, file, line,
+                return syn_fail(err, file, line,
                                 "empty member (two commas in a row, or a comma at an end)",
                                 NULL, 0);
             struct syn_words sw = { .n = 0, .over = false };
             search_tokenize(l + ms, me - ms, false, syn_emit, &sw);
             if (sw.over)
-                return syn_fail(err, errlen, file, line, "member of more than 8 words",
+                return syn_fail(err, file, line, "member of more than 8 words",
                                 l + ms, me - ms);
             if (!sw.n)
-                return syn_fail(err, errlen, file, line,
+                return syn_fail(err, file, line,
                                 "member with no searchable word (only punctuation or "
                                 "stopwords)", l + ms, me - ms);
             search_grow((void **)&y->ent, &y->ecap, y->nent + 1, sizeof *y->ent);
@@ -159,7 +156,7 @@ static int syn_parse(struct search_synonyms *y, const char *text, size_t n, cons
         }
         if (members < 2) {
             y->nent = first;
-            return syn_fail(err, errlen, file, line,
+            return syn_fail(err, file, line,
                             "a group needs at least two members, separated by commas", NULL, 0);
         }
         y->ngroups++;
@@ -203,23 +200,22 @@ static int read_small_file(const char *path, char **out, size_t *len, struct sta
 }
 
 /* The built-in groups plus path's (NULL: built-ins only), or NULL with err. */
-static struct search_synonyms *syn_load(const char *path, struct stat *st, char *err,
-                                        size_t errlen)
+static struct search_synonyms *syn_load(const char *path, struct stat *st, struct err *err)
 {
     struct search_synonyms *y = xcalloc(1, sizeof *y);
-    if (syn_parse(y, builtin_synonyms, sizeof builtin_synonyms - 1, "built-in", err, errlen))
+    if (syn_parse(y, builtin_synonyms, sizeof builtin_synonyms - 1, "built-in", err))
         abort();
     if (path) {
         char *text = NULL;
         size_t len = 0;
         int rc = read_small_file(path, &text, &len, st);
         if (rc < 0) {
-            snprintf(err, errlen, "%s: cannot be read (%s)", path,
-                     rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+            err_fileline(err, path, 0, "cannot be read (%s)",
+                         rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
             syn_free(y);
             return NULL;
         }
-        rc = syn_parse(y, text, len, path, err, errlen);
+        rc = syn_parse(y, text, len, path, err);
         free(text);
         if (rc) {
             syn_free(y);
@@ -230,11 +226,11 @@ static struct search_synonyms *syn_load(const char *path, struct stat *st, char 
     return y;
 }
 
-int search_synonyms_init(const char *path, char *err, size_t errlen)
+int search_synonyms_init(const char *path, struct err *err)
 {
     struct stat st;
     pthread_mutex_lock(&syn_mu);
-    struct search_synonyms *y = syn_load(path, &st, err, errlen);
+    struct search_synonyms *y = syn_load(path, &st, err);
     if (y) {
         search_syn_unref(syn_table);
         syn_table = y;
@@ -247,11 +243,10 @@ int search_synonyms_init(const char *path, char *err, size_t errlen)
     return y ? 0 : -1;
 }
 
-int search_synonyms_check(const char *text, size_t len, const char *file, char *err,
-                          size_t errlen)
+int search_synonyms_check(const char *text, size_t len, const char *file, struct err *err)
 {
     struct search_synonyms *y = xcalloc(1, sizeof *y);
-    int rc = syn_parse(y, text, len, file, err, errlen);
+    int rc = syn_parse(y, text, len, file, err);
     syn_free(y);
     return rc;
 }
@@ -276,24 +271,24 @@ void search_syn_unref(struct search_synonyms *y)
  * when its (mtime, size, inode) moved since it was last read. */
 struct search_synonyms *search_syn_current(void)
 {
-    char err[512];
+    struct err err;
     pthread_mutex_lock(&syn_mu);
     if (!syn_table) {
-        syn_table = syn_load(NULL, NULL, err, sizeof err);
+        syn_table = syn_load(NULL, NULL, &err);
     } else if (syn_path) {
         struct stat st;
         int moved = stat(syn_path, &st) != 0 || !syn_st_ok || st.st_mtim.tv_sec != syn_st.st_mtim.tv_sec ||
                     st.st_mtim.tv_nsec != syn_st.st_mtim.tv_nsec || st.st_size != syn_st.st_size ||
                     st.st_ino != syn_st.st_ino;
         if (moved) {
-            struct search_synonyms *y = syn_load(syn_path, &st, err, sizeof err);
+            struct search_synonyms *y = syn_load(syn_path, &st, &err);
             if (y) {
                 search_syn_unref(syn_table);
                 syn_table = y;
                 log_info("search: synonyms reloaded from %s (%zu groups)", syn_path,
                          y->ngroups);
             } else {
-                log_warn("search: %s; keeping the synonyms loaded before", err);
+                log_warn("search: %s; keeping the synonyms loaded before", err.msg);
             }
             /* Judged once per version of the file, not on every build. */
             syn_st_ok = stat(syn_path, &syn_st) == 0;

@@ -330,16 +330,16 @@ struct stdio_mcp *stdio_start(struct srv *S)
         log_warn("stdio: no session could be started: resources/subscribe is refused");
     }
     if (pipe2(io->nwake, O_CLOEXEC | O_NONBLOCK) == 0) {
-        char why[256];
+        struct err why;
         struct notify_listen_opts o = {.key = "stdio",
                                        .kinds = NOTIFY_ALL,
                                        .sessions = io->sid[0] ? io->sessions : NULL,
                                        .session = io->sid[0] ? io->sid : NULL,
                                        .wake = on_list_change,
                                        .arg = io};
-        io->nl = notify_listen(&o, why, sizeof why);
+        io->nl = notify_listen(&o, &why);
         if (!io->nl)
-            log_warn("stdio: list changes will not be sent: %s", why);
+            log_warn("stdio: list changes will not be sent: %s", why.msg);
     } else {
         io->nwake[0] = io->nwake[1] = -1;
         log_warn("stdio: list changes will not be sent: pipe: %s", strerror(errno));

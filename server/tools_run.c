@@ -72,10 +72,11 @@ int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
         }
         approved_at = a ? a->at : NULL;
     }
-    struct run_job *job = script_prepare(c->call->S->scripts, &c->call->S->cfg, k, args, o->msg, sizeof o->msg);
+    struct err why;
+    struct run_job *job = script_prepare(c->call->S->scripts, &c->call->S->cfg, k, args, &why);
     if (!job) {
         lock_manifest_cleanup(&m);
-        utf8_sanitize(o->msg);
+        err_copy(o->msg, sizeof o->msg, &why);
         return -1;
     }
     /* One client must not take every slot: its own cap comes first. */

@@ -42,12 +42,12 @@ static struct sockaddr_in peer4(void)
 
 TEST(text_line_and_quoting)
 {
-    char why[256];
+    struct err why;
     strcpy(path, "/tmp/skill-mcp-al-XXXXXX");
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
-    CHECK_EQ(accesslog_start(path, 0, why, sizeof why), 0);
+    CHECK_EQ(accesslog_start(path, 0, &why), 0);
     CHECK(accesslog_on());
     struct sockaddr_in sa = peer4();
     struct accesslog_rec r = {.peer = (struct sockaddr *)&sa, .client = "alice", .http_method = "POST",
@@ -78,12 +78,12 @@ TEST(text_line_and_quoting)
 
 TEST(json_lines_parse)
 {
-    char why[256];
+    struct err why;
     strcpy(path, "/tmp/skill-mcp-al-XXXXXX");
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
-    CHECK_EQ(accesslog_start(path, 1, why, sizeof why), 0);
+    CHECK_EQ(accesslog_start(path, 1, &why), 0);
     struct sockaddr_in sa = peer4();
     /* a skill argument that is not UTF-8 still makes a JSON line */
     struct accesslog_rec r = {.peer = (struct sockaddr *)&sa, .http_method = "POST", .path = "/mcp",
@@ -117,12 +117,13 @@ TEST(json_lines_parse)
 
 TEST(bad_path_refused)
 {
-    char why[256];
-    struct err e;
+    struct err e, why;
     CHECK_EQ(accesslog_check("/nonexistent-dir/x/access.log", &e), -1);
     CHECK_STR(e.msg, "cannot open /nonexistent-dir/x/access.log for appending: "
                      "No such file or directory");
-    CHECK_EQ(accesslog_start("/nonexistent-dir/x/access.log", 0, why, sizeof why), -1);
+    CHECK_EQ(accesslog_start("/nonexistent-dir/x/access.log", 0, &why), -1);
+    CHECK_STR(why.msg, "cannot open /nonexistent-dir/x/access.log for appending: "
+                       "No such file or directory");
     CHECK(!accesslog_on());
     CHECK_EQ(accesslog_check("-", &e), 0);
 }

@@ -107,10 +107,10 @@ static json_t *run_chain(const struct snapshot *snap, const struct skill *k, con
 {
     json_error_t e;
     json_t *a = json_loads(args, 0, &e);
-    char why[600];
-    struct run_job *j = script_prepare(S.scripts, &C, k, a, why, sizeof why);
+    struct err why;
+    struct run_job *j = script_prepare(S.scripts, &C, k, a, &why);
     if (!j) {
-        printf("# script_prepare: %s\n", why);
+        printf("# script_prepare: %s\n", why.msg);
         json_decref(a);
         return NULL;
     }

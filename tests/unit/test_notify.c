@@ -7,6 +7,7 @@
 #include "notify.h"
 #include "session.h"
 #include "skills.h"
+#include "util.h"
 
 #include <errno.h>
 
@@ -116,10 +117,10 @@ TEST(behind_listener_gets_one_of_each)
     struct snapshot g1 = {.v = v1, .n = 1}, g2 = {.v = v2, .n = 1}, g3 = {.v = v3, .n = 1};
     const char *uris[] = {"skill://alpha"};
     struct got g = {0};
-    char why[200];
+    struct err why;
     struct notify_listen_opts o = {.key = "t1", .kinds = NOTIFY_ALL, .uris = uris, .nuris = 1,
                                    .wake = wake, .arg = &g};
-    struct notify_listener *l = notify_listen(&o, why, sizeof why);
+    struct notify_listener *l = notify_listen(&o, &why);
     CHECK(l);
     notify_publish(&g1, &g2);
     notify_publish(&g2, &g3);
@@ -144,11 +145,11 @@ TEST(filters_and_subscription_id)
     const char *other[] = {"skill://beta/SKILL.md"};
     json_t *id = json_integer(7);
     struct got g = {0};
-    char why[200];
+    struct err why;
     struct notify_listen_opts o = {.key = "t2", .kinds = NOTIFY_PROMPT_LIST | NOTIFY_UPDATED,
                                    .uris = other, .nuris = 1, .subscription_id = id,
                                    .wake = wake, .arg = &g};
-    struct notify_listener *l = notify_listen(&o, why, sizeof why);
+    struct notify_listener *l = notify_listen(&o, &why);
     json_decref(id);
     CHECK(l);
     notify_publish(&g1, &g2);
@@ -174,13 +175,14 @@ TEST(session_subscriptions_and_end)
     CHECK_EQ(session_subscribe(t, sid, NULL, "skill://b", "skill://b/SKILL.md", 2), -1);
     CHECK_EQ(session_subscribe(t, sid, "someone", "skill://b", "skill://b/SKILL.md", 2), 0);
     struct got g = {0};
-    char why[200];
+    struct err why;
     struct notify_listen_opts o = {.key = "t3", .kinds = NOTIFY_UPDATED, .sessions = t,
                                    .session = sid, .exclusive = 1, .wake = wake, .arg = &g};
-    struct notify_listener *l = notify_listen(&o, why, sizeof why);
+    struct notify_listener *l = notify_listen(&o, &why);
     CHECK(l);
-    CHECK(!notify_listen(&o, why, sizeof why));
+    CHECK(!notify_listen(&o, &why));
     CHECK_EQ(errno, EEXIST);
+    CHECK_STR(why.msg, "this session already has its GET stream open (one per session)");
     notify_publish(&g1, &g2);
     CHECK_EQ(notify_drain(l, sink, &g), 1);
     CHECK(strstr(g.log, "skill://alpha/x.md"));
@@ -197,18 +199,18 @@ TEST(session_subscriptions_and_end)
 TEST(bound_per_key)
 {
     struct notify_listener *l[NOTIFY_PER_KEY + 1];
-    char why[200];
+    struct err why;
     struct notify_listen_opts o = {.key = "busy", .kinds = NOTIFY_ALL};
     for (int i = 0; i < NOTIFY_PER_KEY; i++)
-        CHECK((l[i] = notify_listen(&o, why, sizeof why)));
-    CHECK(!notify_listen(&o, why, sizeof why));
+        CHECK((l[i] = notify_listen(&o, &why)));
+    CHECK(!notify_listen(&o, &why));
     CHECK_EQ(errno, EMFILE);
-    CHECK(strstr(why, "already has 8"));
+    CHECK(strstr(why.msg, "already has 8"));
     o.key = "other";
-    CHECK((l[NOTIFY_PER_KEY] = notify_listen(&o, why, sizeof why)));
+    CHECK((l[NOTIFY_PER_KEY] = notify_listen(&o, &why)));
     notify_unlisten(l[0]);
     o.key = "busy";
-    CHECK((l[0] = notify_listen(&o, why, sizeof why)));
+    CHECK((l[0] = notify_listen(&o, &why)));
     for (int i = 0; i <= NOTIFY_PER_KEY; i++)
         notify_unlisten(l[i]);
     CHECK_EQ(notify_count(), 0);

@@ -70,9 +70,9 @@ static void skill_free(struct skill *k)
     skills_entry_release(k);
 }
 
-static char why[1024];
+static struct err why;
 
-/* script_prepare with args (JSON); NULL with why[] on refusal. */
+/* script_prepare with args (JSON); NULL with why set on refusal. */
 static struct run_job *prep(struct skill *k, const char *args)
 {
     json_error_t e;
@@ -81,8 +81,8 @@ static struct run_job *prep(struct skill *k, const char *args)
         printf("# bad args %s: %s\n", args, e.text);
         exit(2);
     }
-    why[0] = '\0';
-    struct run_job *j = script_prepare(SC, &C, k, a, why, sizeof why);
+    why.msg[0] = '\0';
+    struct run_job *j = script_prepare(SC, &C, k, a, &why);
     json_decref(a);
     return j;
 }
@@ -155,11 +155,11 @@ TEST(timeout_policy)
     run_job_free(j);
     /* bad values are refused, with the reason */
     CHECK(!prep(k, "{\"script\":\"top.sh\",\"timeout\":0}"));
-    CHECK(strstr(why, "'timeout' must be a number of seconds above 0"));
+    CHECK(strstr(why.msg, "'timeout' must be a number of seconds above 0"));
     CHECK(!prep(k, "{\"script\":\"top.sh\",\"timeout\":-1e300}"));
-    CHECK(strstr(why, "'timeout'"));
+    CHECK(strstr(why.msg, "'timeout'"));
     CHECK(!prep(k, "{\"script\":\"top.sh\",\"timeout\":\"5\"}"));
-    CHECK(strstr(why, "'timeout'"));
+    CHECK(strstr(why.msg, "'timeout'"));
     skill_free(plain);
     skill_free(k);
 }
@@ -184,7 +184,7 @@ TEST(stall_policy)
     C.script_stall_timeout = server_stall;
     /* the caller cannot switch it off */
     CHECK(!prep(k, "{\"script\":\"top.sh\",\"stall_timeout\":0}"));
-    CHECK(strstr(why, "cannot be switched off"));
+    CHECK(strstr(why.msg, "cannot be switched off"));
     skill_free(k);
 }
 
@@ -205,13 +205,13 @@ TEST(env_allowlist)
         char args[200];
         snprintf(args, sizeof args, "{\"script\":\"top.sh\",\"env\":{\"%s\":\"x\"}}", *n);
         CHECK(!prep(k, args));
-        CHECK(strstr(why, "is not allowed"));
-        CHECK(strstr(why, *n));
+        CHECK(strstr(why.msg, "is not allowed"));
+        CHECK(strstr(why.msg, *n));
     }
     CHECK(!prep(k, "{\"script\":\"top.sh\",\"env\":{\"1X\":\"x\"}}"));
-    CHECK(strstr(why, "must start with a letter"));
+    CHECK(strstr(why.msg, "must start with a letter"));
     CHECK(!prep(k, "{\"script\":\"top.sh\",\"env\":{\"A\":1}}"));
-    CHECK(strstr(why, "must be a string"));
+    CHECK(strstr(why.msg, "must be a string"));
     skill_free(k);
 }
 
@@ -228,9 +228,9 @@ TEST(interpreter_by_suffix)
     CHECK(!argv_has(j, "-B"));
     run_job_free(j);
     CHECK(!prep(k, "{\"script\":\"notes.txt\"}"));
-    CHECK(strstr(why, "no interpreter"));
+    CHECK(strstr(why.msg, "no interpreter"));
     CHECK(!prep(k, "{\"script\":\"references/r.md\"}"));
-    CHECK(strstr(why, "only files in the skill's scripts/ folder"));
+    CHECK(strstr(why.msg, "only files in the skill's scripts/ folder"));
     skill_free(k);
 }
 
@@ -264,7 +264,7 @@ TEST(canonical_identity)
         snprintf(args, sizeof args, "{\"script\":\"%s\"}", *s);
         struct run_job *j = prep(k, args);
         if (!j)
-            printf("# %s: %s\n", *s, why);
+            printf("# %s: %s\n", *s, why.msg);
         CHECK(j);
         CHECK_STR(j->script, "scripts/sub/danger.sh");
         CHECK(j->timeout_s == 2 && j->stall_s == 1);
@@ -295,9 +295,9 @@ TEST(canonical_identity)
         if (j)
             printf("# %s ran as %s\n", refused[i][0], j->script);
         CHECK(!j);
-        if (!strstr(why, refused[i][1]))
-            printf("# %s: %s\n", refused[i][0], why);
-        CHECK(strstr(why, refused[i][1]));
+        if (!strstr(why.msg, refused[i][1]))
+            printf("# %s: %s\n", refused[i][0], why.msg);
+        CHECK(strstr(why.msg, refused[i][1]));
     }
     /* a key written with './' applies to nothing: top.sh gets the default */
     struct run_job *j = prep(k, "{\"script\":\"scripts/top.sh\"}");
@@ -431,8 +431,7 @@ TEST(limits_follow_policy)
     char hook[4200];
     snprintf(hook, sizeof hook, "%s/hooks/pre.sh", dir);
     double hto = C.hook_timeout, stall = C.script_stall_timeout;
-    j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", why,
-                        sizeof why);
+    j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", &why);
     CHECK(j);
     CHECK(j->timeout_s == 10 && j->stall_s == 0);
     CHECK_EQ(j->lim_cpu_s, 11);
@@ -440,8 +439,7 @@ TEST(limits_follow_policy)
     run_job_free(j);
     C.hook_timeout = 3;
     C.script_stall_timeout = 2;
-    j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", why,
-                        sizeof why);
+    j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", &why);
     CHECK(j);
     CHECK(j->timeout_s == 3 && j->stall_s == 2);
     CHECK_EQ(j->lim_cpu_s, 4);
@@ -495,8 +493,7 @@ TEST(server_secrets_never_passed)
      * still no other secret */
     char hook[4200];
     snprintf(hook, sizeof hook, "%s/hooks/pre.sh", dir);
-    CHECK((j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", why,
-                               sizeof why)));
+    CHECK((j = script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", &why)));
     CHECK_STR(env_of(j, "HOOK_AUDIT_TEST"), "/var/log/audit");
     CHECK_STR(env_of(j, "SKILL_HOOK"), "skill pre");
     CHECK(!env_of(j, "SKILL_MCP_TEST_SECRET") && !env_of(j, "PYTHONSTARTUP"));
@@ -517,7 +514,25 @@ TEST(interpreter_not_by_shebang)
     CHECK(argv_sub(j, "python") && !argv_sub(j, "bash"));
     run_job_free(j);
     CHECK(!prep(k, "{\"script\":\"tool\"}"));
-    CHECK(strstr(why, "no interpreter"));
+    CHECK(strstr(why.msg, "no interpreter"));
+    skill_free(k);
+}
+
+/* What the caller reads when the script or hook is not there: the words
+ * the model acts on, whole. */
+TEST(resolve_refusal_words)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    CHECK(!prep(k, "{\"script\":\"scripts/nope.py\"}"));
+    CHECK_STR(why.msg, "Cannot run 'scripts/nope.py' of skill 's': no such script in the "
+                       "skill's scripts/ folder.");
+    CHECK(!prep(k, "{\"script\":\"scripts/sub\"}"));
+    CHECK_STR(why.msg, "Cannot run 'scripts/sub' of skill 's': that is a folder, not a script.");
+    char hook[4200], want[4400];
+    snprintf(hook, sizeof hook, "%s/hooks/gone.sh", dir);
+    CHECK(!script_hook_job(SC, &C, hook, dir, "{}", 2, "s", dir, "r-1", "skill pre", &why));
+    snprintf(want, sizeof want, "skill pre hook %s cannot run: the hook file is gone", hook);
+    CHECK_STR(why.msg, want);
     skill_free(k);
 }
 
@@ -579,6 +594,7 @@ int main(void)
     RUN(env_allowlist);
     RUN(interpreter_by_suffix);
     RUN(python_cache_outside_skill);
+    RUN(resolve_refusal_words);
     RUN(canonical_identity);
     RUN(verify_at_spawn);
     RUN(spawn_as_names_the_failed_step);

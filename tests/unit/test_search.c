@@ -3,6 +3,7 @@
  */
 #include "harness.h"
 #include "search.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <sys/stat.h>
@@ -48,12 +49,6 @@ static size_t min_sz(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- a realistic library ---------------------------------------------- */
 
@@ -1010,7 +1005,7 @@ static const char *tmp_write(const char *text)
 
 TEST(synonyms_file_errors_name_file_and_line)
 {
-    char err[256];
+    struct err err;
     static const struct { const char *text; const char *want; } bad[] = {
         { "x, y\n\nsolo\n", "f.txt:3: a group needs at least two members" },
         { "# comment\nx, , y\n", "f.txt:2: empty member" },
@@ -1019,28 +1014,28 @@ TEST(synonyms_file_errors_name_file_and_line)
         { "x, b c d e f g h k j\n", "f.txt:1: member of more than 8 words" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = '\0';
-        CHECK_EQ(search_synonyms_check(bad[i].text, strlen(bad[i].text), "f.txt", err,
-                                       sizeof err), -1);
-        if (strncmp(err, bad[i].want, strlen(bad[i].want)) != 0)
-            H_FAIL("got '%s', want '%s...'", err, bad[i].want);
+        err.msg[0] = '\0';
+        CHECK_EQ(search_synonyms_check(bad[i].text, strlen(bad[i].text), "f.txt", &err), -1);
+        if (strncmp(err.msg, bad[i].want, strlen(bad[i].want)) != 0)
+            H_FAIL("got '%s', want '%s...'", err.msg, bad[i].want);
     }
-    CHECK_EQ(search_synonyms_check("# x\n\n  x, y\r\nc d, e\n", 19, "f", err, sizeof err), 0);
-    CHECK_EQ(search_synonyms_init("/nonexistent/syn.txt", err, sizeof err), -1);
-    CHECK(strstr(err, "/nonexistent/syn.txt: cannot be read") == err);
+    CHECK_EQ(search_synonyms_check("# x\n\n  x, y\r\nc d, e\n", 19, "f", &err), 0);
+    CHECK_EQ(search_synonyms_init("/nonexistent/syn.txt", &err), -1);
+    CHECK(strstr(err.msg, "/nonexistent/syn.txt: cannot be read") == err.msg);
     const char *path = tmp_write("k8s, kubernetes\nx, y\nlonely\n");
-    CHECK_EQ(search_synonyms_init(path, err, sizeof err), -1);
-    CHECK(strstr(err, ":3: a group needs at least two members") != NULL);
+    CHECK_EQ(search_synonyms_init(path, &err), -1);
+    CHECK(strstr(err.msg, ":3: a group needs at least two members") != NULL);
+    CHECK_EQ(err.line, 3);
     unlink(path);
 }
 
 TEST(synonyms_file_extends_and_reloads)
 {
-    char err[256];
+    struct err err;
     struct xdoc x[2] = { { "ledger", "Bookkeeping entries.", NULL, NULL },
                          { "notes", "Meeting notes.", NULL, NULL } };
     const char *path = tmp_write("accounts, bookkeeping\n");
-    CHECK_EQ(search_synonyms_init(path, err, sizeof err), 0);
+    CHECK_EQ(search_synonyms_init(path, &err), 0);
     struct search_index *idx = build_x(x, 2);
     struct search_hit h[NHITS];
     CHECK_EQ(search_query(idx, "accounts", h, NHITS), 1);
@@ -1062,7 +1057,7 @@ TEST(synonyms_file_extends_and_reloads)
     CHECK_EQ(search_query(idx, "minutes", h, NHITS), 1);
     search_free(idx);
     unlink(path);
-    CHECK_EQ(search_synonyms_init(NULL, err, sizeof err), 0);
+    CHECK_EQ(search_synonyms_init(NULL, &err), 0);
 }
 
 /* A FIFO named by --synonyms (or put in place of the file later) is
@@ -1070,18 +1065,19 @@ TEST(synonyms_file_extends_and_reloads)
  * or the index thread, with the synonyms lock taken. SIGALRM fails a hang. */
 TEST(synonyms_fifo_never_blocks)
 {
-    char err[256], fifo[64];
+    struct err err;
+    char fifo[64];
     snprintf(fifo, sizeof fifo, "/tmp/test_search_fifo.%d", (int)getpid());
     unlink(fifo);
     CHECK_EQ(mkfifo(fifo, 0600), 0);
     alarm(10);
-    CHECK_EQ(search_synonyms_init(fifo, err, sizeof err), -1);
-    CHECK(strstr(err, "cannot be read") != NULL);
+    CHECK_EQ(search_synonyms_init(fifo, &err), -1);
+    CHECK(strstr(err.msg, "cannot be read") != NULL);
     unlink(fifo);
 
     struct xdoc x[1] = { { "ledger", "Bookkeeping entries.", NULL, NULL } };
     const char *path = tmp_write("accounts, bookkeeping\n");
-    CHECK_EQ(search_synonyms_init(path, err, sizeof err), 0);
+    CHECK_EQ(search_synonyms_init(path, &err), 0);
     unlink(path);
     CHECK_EQ(mkfifo(path, 0600), 0);
     struct search_index *idx = build_x(x, 1);
@@ -1090,7 +1086,7 @@ TEST(synonyms_fifo_never_blocks)
     search_free(idx);
     alarm(0);
     unlink(path);
-    CHECK_EQ(search_synonyms_init(NULL, err, sizeof err), 0);
+    CHECK_EQ(search_synonyms_init(NULL, &err), 0);
 }
 
 TEST(closest_when_nothing_matches)
