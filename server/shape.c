@@ -139,7 +139,16 @@ static void measure(const struct ctx *x, json_t *v, struct snode *sn)
         size_t n = json_string_length(v);
         sn->cost = shape_text_cost(x, s, n) + shape_punct(x, 2, 1);
         sn->min = sn->cost;
-        if (n >= MIN_CUT) {
+        /* Short is judged as written in JSON: 40 control bytes are 240
+         * characters escaped, which no budget should have to keep whole. */
+        size_t esc = n;
+        for (size_t i = 0; i < n && esc < MIN_CUT; i++) {
+            unsigned char ch = (unsigned char)s[i];
+            esc += ch == '"' || ch == '\\' || ch == '\n' || ch == '\t' || ch == '\r' ? 1
+                   : ch < 0x20                                                   ? 5
+                                                                                 : 0;
+        }
+        if (esc >= MIN_CUT) {
             double m = shape_marker_cost(x, shape_chars(s, n), 0) + shape_punct(x, 2, 1);
             if (m < sn->cost)
                 sn->min = m;
