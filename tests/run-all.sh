@@ -62,24 +62,37 @@ J=-j$(nproc)
 make -s $J all unit-build || { echo "0 passed, 1 failed"; exit 1; }
 run unit tests/run-unit.sh build
 run e2e tests/run-e2e.sh build/skill-mcp
+# The ASan build compiles while the conformance stage waits on its servers
+# and scripts (the build would otherwise stand alone for about a minute).
+asan_log=$(mktemp)
+( make -s $J asan-build >"$asan_log" 2>&1; echo $? >"$asan_log.rc" ) &
+asan_pid=$!
 run_bg skills bash tests/fakeapi/run_examples.sh
 run_bg acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
 run conformance tests/run-conformance.sh build/skill-mcp
 wait_bg
 run lint tests/lint.sh build
 run selftest tests/selftest.sh
-run docs-commands node tests/docs-commands.mjs build/skill-mcp
-if make -s $J asan-build >/dev/null; then
+wait "$asan_pid"
+asan_rc=$(cat "$asan_log.rc" 2>/dev/null || echo 1)
+if [ "$asan_rc" -eq 0 ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run unit-asan tests/run-unit.sh build-asan
     run e2e-asan tests/run-e2e.sh build-asan/skill-mcp
 else
-    echo "ASan build failed"; total_f=$((total_f + 1)); status=1
+    echo "=== asan-build"
+    cat "$asan_log"
+    echo "ASan build failed (exit $asan_rc)"
+    lines+=("asan-build: 0 passed, 1 failed")
+    total_f=$((total_f + 1)); status=1
 fi
+rm -f "$asan_log" "$asan_log.rc"
 # The fuzz smoke is time-boxed per target, so its length does not grow with
-# what runs beside it; the deployment and package checks mostly wait.
+# what runs beside it; the deployment, package and documented-command checks
+# mostly wait on servers and package tools.
 run_bg deploy bash tests/deploy-check.sh build/skill-mcp
 run_bg deb bash tests/deb-check.sh build/skill-mcp
+run_bg docs-commands node tests/docs-commands.mjs build/skill-mcp
 run fuzz-smoke env FUZZ_TIME=6 tests/fuzz/build.sh --smoke
 wait_bg
 run tsan make -s $J tsan
