@@ -88,6 +88,60 @@ TEST(in_flight_during_a_read_is_counted)
     pcount_free(pc);
 }
 
+/* One thread counting into its copy while another counts out of that same
+ * copy, both flat out: the copy takes both sides' writes at once (a
+ * request libmicrohttpd ends on another thread), so an update that is a
+ * load and a store rather than one atomic step loses some of them. */
+#define HAMMER 2000000
+static atomic_int shard_known, go;
+static int hammered;
+
+static void *inc_many(void *arg)
+{
+    (void)arg;
+    hammered = pcount_inc(pc);
+    atomic_store(&shard_known, 1);
+    while (!atomic_load(&go))
+        ;
+    for (int i = 0; i < HAMMER; i++)
+        pcount_inc(pc);
+    return NULL;
+}
+
+static void *dec_many(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&go))
+        ;
+    for (int i = 0; i < HAMMER; i++)
+        pcount_dec(pc, hammered);
+    return NULL;
+}
+
+/* Several rounds: on a loaded machine the two threads may share a core for
+ * most of one, and then few of their writes truly overlap. */
+TEST(one_copy_written_by_two_threads_at_once)
+{
+    long off = 0;
+    for (int round = 0; round < 8; round++) {
+        pc = pcount_new();
+        atomic_store(&shard_known, 0);
+        atomic_store(&go, 0);
+        pthread_t a, b;
+        pthread_create(&a, NULL, inc_many, NULL);
+        while (!atomic_load(&shard_known))
+            ;
+        pthread_create(&b, NULL, dec_many, NULL);
+        atomic_store(&go, 1);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        if (pcount_sum(pc) != 1 || atomic_load(&pc->s[hammered].v) != 1)
+            off++;
+        pcount_free(pc);
+    }
+    CHECK_EQ(off, 0);
+}
+
 TEST(counted_out_on_another_thread)
 {
     pc = pcount_new();
@@ -111,5 +165,6 @@ int main(void)
     RUN(churning_threads_end_at_zero);
     RUN(in_flight_during_a_read_is_counted);
     RUN(counted_out_on_another_thread);
+    RUN(one_copy_written_by_two_threads_at_once);
     DONE();
 }
