@@ -113,6 +113,20 @@ static void report(struct build *b, const char *level, const char *skill, const 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* Folder and file names are bytes, and JSON carries only UTF-8: a name
+     * that is not would make json_pack fail and the problem vanish. */
+    char skill_t[256], path_t[PATH_MAX];
+    utf8_sanitize(msg);
+    if (skill && !utf8_valid(skill, strlen(skill))) {
+        snprintf(skill_t, sizeof skill_t, "%s", skill);
+        utf8_sanitize(skill_t);
+        skill = skill_t;
+    }
+    if (!utf8_valid(path, strlen(path))) {
+        snprintf(path_t, sizeof path_t, "%s", path);
+        utf8_sanitize(path_t);
+        path = path_t;
+    }
     json_array_append_new(b->errors, json_pack("{s:s?, s:s, s:s, s:s}", "skill", skill,
                                                "path", path, "message", msg, "level", level));
     /* Logged when found; a reused entry's warnings are carried, not re-logged. */
@@ -270,6 +284,8 @@ struct walk {
     int truncated;
     int escaped;            /* a symlink left the skill */
     char first_escape[256];
+    int bytes_names;        /* files whose names are not UTF-8 */
+    char first_bytes_name[256];
     struct walk_file files0[WALK_INLINE_FILES];
     size_t doff0[WALK_INLINE_DIRS];
     struct fkey dkeys0[WALK_INLINE_DIRS];
@@ -403,6 +419,10 @@ static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *
             walk_dir(w, skilldir, cfd, childabs, childrel, depth + 1);
             close(cfd);
         } else if (S_ISREG(st.st_mode)) {
+            /* Listed (the lock's digests cover every file a script could
+             * read), but JSON cannot name it: the scan says so. */
+            if (!utf8_valid(nm, strlen(nm)) && !w->bytes_names++)
+                snprintf(w->first_bytes_name, sizeof w->first_bytes_name, "%s", childrel);
             walk_add_file(w, childrel, &st);
         }
     }
@@ -872,8 +892,9 @@ struct cand {
     struct skill *k;        /* the new entry, when not reused */
     const char *problem;    /* why k cannot serve (into err.msg, or static) */
     struct err err;
-    int truncated, escaped;
+    int truncated, escaped, bytes_names;
     char first_escape[256];
+    char first_bytes_name[256];
 };
 
 enum { CAND_SKILL, CAND_TEAM, CAND_NONE };
@@ -991,6 +1012,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     c->truncated = w.truncated;
     c->escaped = w.escaped;
     memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
+    c->bytes_names = w.bytes_names;
+    memcpy(c->first_bytes_name, w.first_bytes_name, sizeof c->first_bytes_name);
 
     snprintf(md, sizeof md, "%s/SKILL.md", real);
     int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, mdfd,
@@ -1002,6 +1025,9 @@ static void prepare(const struct snapshot *old, struct cand *c)
         c->problem = c->err.msg;
     else if (!json_is_string(desc) || !*json_string_value(desc))
         c->problem = "frontmatter has no 'description' (a non-empty string is required)";
+    else if (!utf8_valid(c->qname, strlen(c->qname)))
+        c->problem = "the folder name is not valid UTF-8, and a skill's name must be text a "
+                     "client can send (rename the folder)";
     struct skill *k = entry_new(c->name, c->qname, c->team, real,
                                 c->problem ? NULL : f.fields);
     json_decref(f.fields);
@@ -1101,6 +1127,11 @@ static void apply(struct build *b, struct cand *c)
         report(b, "warning", c->qname, k->dir,
                "%d symlink(s) point outside the skill (first: %s); they are not served",
                c->escaped, c->first_escape);
+    if (c->bytes_names)
+        report(b, "warning", c->qname, k->dir,
+               "%d file name(s) are not valid UTF-8 (first: %s): load_skill does not list them "
+               "and read_skill_file cannot name them (rename them)",
+               c->bytes_names, c->first_bytes_name);
     find_skill_hooks(b, k);
     /* Most entries have nothing to say: no array for them (a jansson array
      * is two blocks, ~130 bytes a skill). */

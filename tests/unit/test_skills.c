@@ -730,6 +730,40 @@ TEST(bad_skill_files_are_reported_and_never_fatal)
     skills_free(S);
 }
 
+/* Folder and file names are bytes; JSON carries UTF-8 only. A skill whose
+ * folder name is not UTF-8 is refused with a problem that says why (it was
+ * served under a name no reply could carry, and its problems were dropped
+ * because they could not be encoded); a file whose name is not UTF-8 stays
+ * in the file list (the lock's digests cover it) and is reported. */
+TEST(names_that_are_not_utf8_are_reported_not_dropped)
+{
+    fresh_root();
+    skill("good", "good", "Still served");
+    writef("good/references/ok.md", "ok\n");
+    writef("good/references/r\xe9" "f.md", "latin-1 name\n");
+    skill("caf\xe9", "cafe", "In a latin-1 folder");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 1);
+    CHECK_STR(s->v[0]->qname, "good");
+    CHECK_EQ(s->v[0]->nfiles, 2);
+    CHECK_EQ(json_array_size(s->errors), 2);
+    char *e = json_dumps(s->errors, JSON_COMPACT);
+    CHECK(e != NULL);
+    int refused = e && strstr(e, "\"skill\":\"caf?\"") &&
+                  strstr(e, "the folder name is not valid UTF-8") &&
+                  strstr(e, "skill not served") && strstr(e, "\"level\":\"error\"");
+    int warned = e && strstr(e, "1 file name(s) are not valid UTF-8 (first: references/r?f.md)") &&
+                 strstr(e, "\"level\":\"warning\"");
+    if (!refused || !warned)
+        printf("# errors: %s\n", e ? e : "(not encodable)");
+    free(e);
+    CHECK(refused);
+    CHECK(warned);
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(name_rules)
 {
     CHECK(skills_name_problem("csv-profile") == NULL);
@@ -925,6 +959,7 @@ int main(void)
     RUN(execution_parsed_once_under_concurrent_callers);
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
+    RUN(names_that_are_not_utf8_are_reported_not_dropped);
     RUN(name_rules);
     RUN(canonical_uri);
     RUN(concurrent_readers_and_swaps);
