@@ -103,6 +103,16 @@ static const char *clause_of(const char *rule)
 static void add(struct vctx *c, const char *sev, const char *rule, const char *file, int line,
                 const char *hint, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
+/* s, or its copy in tmp with every byte that is not UTF-8 made '?'. */
+static const char *text_of(const char *s, char *tmp, size_t cap)
+{
+    if (!s || utf8_valid(s, strlen(s)))
+        return s;
+    snprintf(tmp, cap, "%s", s);
+    utf8_sanitize(tmp);
+    return tmp;
+}
+
 static void add(struct vctx *c, const char *sev, const char *rule, const char *file, int line,
                 const char *hint, const char *fmt, ...)
 {
@@ -112,12 +122,22 @@ static void add(struct vctx *c, const char *sev, const char *rule, const char *f
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     utf8_sanitize(msg);
+    /* Names and paths are bytes; a finding json_pack cannot encode would be
+     * lost, and a library the server refuses would pass. */
+    char qname_t[256], file_t[PATH_MAX], hint_t[600];
+    const char *qname = text_of(c->qname, qname_t, sizeof qname_t);
+    file = text_of(file, file_t, sizeof file_t);
+    hint = text_of(hint, hint_t, sizeof hint_t);
     json_t *f = json_pack("{s:s, s:s, s:s?, s:s?, s:s, s:o, s:s, s:s?}", "severity", sev, "rule",
-                          rule, "clause", clause_of(rule), "skill", c->qname, "file", file, "line",
+                          rule, "clause", clause_of(rule), "skill", qname, "file", file, "line",
                           line > 0 ? json_integer(line) : json_null(), "message", msg, "hint",
                           hint);
-    if (f)
-        json_array_append_new(c->findings, f);
+    if (!f) {
+        /* only out of memory is left: the aborting allocators' answer */
+        log_error("validate: a finding could not be encoded (%s: %s)", rule, msg);
+        abort();
+    }
+    json_array_append_new(c->findings, f);
 }
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -338,6 +358,11 @@ static void check_fields(struct vctx *c, const char *dir, const char *folder, co
     json_t *name = json_object_get(fm, "name");
     int line = field_line(c, "name", 1, 0);
     const char *why;
+    if (!utf8_valid(folder, strlen(folder)))
+        add(c, "error", "name-rules", dir, 0,
+            "rename the folder to UTF-8 text (`convmv -f latin1 -t utf-8 -r --notest DIR` "
+            "renames a tree)",
+            "folder name is not valid UTF-8; the server does not serve this skill");
     if (!json_is_string(name) || !*json_string_value(name)) {
         char hint[300];
         snprintf(hint, sizeof hint, "add `name: %.200s` (the folder name)", folder);

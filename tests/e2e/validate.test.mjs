@@ -182,3 +182,28 @@ test('control characters in folder, file and skill names and in frontmatter valu
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+// Folder names are bytes and findings are JSON: a Latin-1 folder name once
+// made every finding about the skill unencodable, so validate passed a
+// library the server refuses.
+test('validate: a skill folder whose name is not UTF-8 is an error, in text and JSON', opts, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'validate-bytes-'));
+  try {
+    const latin1 = Buffer.concat([Buffer.from(dir + '/lib/caf'), Buffer.from([0xe9])]);
+    fs.mkdirSync(path.join(dir, 'lib'));
+    fs.mkdirSync(latin1);
+    fs.writeFileSync(Buffer.concat([latin1, Buffer.from('/SKILL.md')]),
+      '---\nname: cafe\ndescription: in a Latin-1 folder\n---\n# x\n');
+    const r = cli(['validate', path.join(dir, 'lib')]);
+    assert.equal(r.code, 1, `exit ${r.code}\n${r.stdout}${r.stderr}`);
+    assert.match(r.stdout, /caf\?: error: folder name is not valid UTF-8; the server does not serve this skill/);
+    const j = cli(['validate', '--json', path.join(dir, 'lib')]);
+    assert.equal(j.code, 1, j.stderr);
+    const doc = JSON.parse(j.stdout);
+    assert.equal(doc.summary.ok, false);
+    assert.ok(doc.findings.some((f) => f.severity === 'error' && f.skill === 'caf?' &&
+      /not valid UTF-8/.test(f.message)), j.stdout);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
