@@ -158,17 +158,20 @@ static const char *unhashed_code(const struct skill *k)
     return NULL;
 }
 
-int lock_manifest_of(const struct skill *k, struct lock_manifest *m, const char **why)
+int lock_manifest_of(const struct skill *k, struct lock_manifest *m, struct err *why)
 {
     struct manifest mf;
     memset(m, 0, sizeof *m);
-    if ((*why = unhashed_code(k)))
+    const char *unhashed = unhashed_code(k);
+    if (unhashed) {
+        err_set(why, 0, 0, "%s", unhashed);
         return -1;
+    }
     if (manifest_build(k, &mf, why) < 0)
         return -1;
     if (mf.skipped) {
         manifest_cleanup(&mf);
-        *why = "a file of the skill cannot be read now";
+        err_set(why, 0, 0, "a file of the skill cannot be read now");
         return -1;
     }
     m->files = xcalloc(mf.n ? mf.n : 1, sizeof *m->files);
@@ -177,7 +180,7 @@ int lock_manifest_of(const struct skill *k, struct lock_manifest *m, const char 
             m->n = i;
             manifest_cleanup(&mf);
             lock_manifest_cleanup(m);
-            *why = "a file name holds a line break, which the lock cannot record";
+            err_set(why, 0, 0, "a file name holds a line break, which the lock cannot record");
             return -1;
         }
         m->files[i].path = mf.v[i].path;
@@ -219,11 +222,10 @@ int lock_file_approved(const struct lock_entry *e, const char *dir, const char *
         return 0;
     char d[MANIFEST_DIGEST_LEN + 1];
     int64_t size;
-    const char *why;
     int root = jail_root(dir);
     if (root < 0)
         return 0;
-    int rc = manifest_digest(root, rel, d, &size, &why);
+    int rc = manifest_digest(root, rel, d, &size, NULL);
     close(root);
     return rc == 0 && !strcmp(d, f->digest);
 }

@@ -228,17 +228,17 @@ static int mkdir_p(const char *path, mode_t mode)
 
 /* Copies the approved files of k into the store; each blob is checked against its digest. */
 int lock_store_put(const char *store, const struct skill *k, const struct lock_manifest *m,
-              const char **why)
+              struct err *why)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/blobs", store);
     if (mkdir_p(path, 0755) < 0) {
-        *why = "the store's blobs folder cannot be created";
+        err_set(why, 0, 0, "the store's blobs folder cannot be created");
         return -1;
     }
     snprintf(path, sizeof path, "%s/manifests", store);
     if (mkdir_p(path, 0755) < 0) {
-        *why = "the store's manifests folder cannot be created";
+        err_set(why, 0, 0, "the store's manifests folder cannot be created");
         return -1;
     }
     for (size_t i = 0; i < m->n; i++) {
@@ -255,7 +255,8 @@ int lock_store_put(const char *store, const struct skill *k, const struct lock_m
                  replace_file(path, f.data, f.len, 0444) == 0;
         jail_file_cleanup(&f);
         if (!ok) {
-            *why = "a file changed while it was being stored, or the store cannot be written";
+            err_set(why, 0, 0, "a file changed while it was being stored, or the store "
+                               "cannot be written");
             return -1;
         }
     }
@@ -267,7 +268,7 @@ int lock_store_put(const char *store, const struct skill *k, const struct lock_m
     int rc = replace_file(path, b.p ? b.p : "", b.len, 0444);
     buf_cleanup(&b);
     if (rc < 0)
-        *why = "the store's manifest cannot be written";
+        err_set(why, 0, 0, "the store's manifest cannot be written");
     return rc;
 }
 

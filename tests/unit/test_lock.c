@@ -207,7 +207,7 @@ TEST(manifest_digest_is_stable_and_independent)
     struct skill *k = skills_entry_load(skill, "s", 0);
     CHECK(k);
     struct lock_manifest m;
-    const char *why = "";
+    struct err why = {0};
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
     CHECK_EQ(m.n, 4);
     /* byte order: "B.md" < "SKILL.md" < "scripts/a.sh" < "z.md" */
@@ -264,13 +264,13 @@ TEST(unhashed_code_folders_refused)
     struct skill *k = skills_entry_load(skill, "u", 0);
     CHECK(k);
     struct lock_manifest m;
-    const char *why = "";
+    struct err why = {0};
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
     lock_manifest_cleanup(&m);
     /* a planted .pyc: the snapshot's folder list already knows scripts/ */
     put("u/scripts/__pycache__/mod.cpython-311.pyc", "bytecode");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
-    CHECK(strstr(why, "__pycache__"));
+    CHECK(strstr(why.msg, "__pycache__"));
     snprintf(p, sizeof p, "%s/u/scripts/__pycache__", base);
     tt_rm_rf(p);
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
@@ -278,12 +278,12 @@ TEST(unhashed_code_folders_refused)
     /* node_modules in the skill, or in a folder above it */
     put("u/node_modules/index.js", "module.exports = 1\n");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
-    CHECK(strstr(why, "node_modules"));
+    CHECK(strstr(why.msg, "node_modules"));
     snprintf(p, sizeof p, "%s/u/node_modules", base);
     tt_rm_rf(p);
     put("node_modules/y.js", "1\n");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
-    CHECK(strstr(why, "a folder above it"));
+    CHECK(strstr(why.msg, "a folder above it"));
     snprintf(p, sizeof p, "%s/node_modules", base);
     tt_rm_rf(p);
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
