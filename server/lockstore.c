@@ -55,8 +55,8 @@ struct lock_table *lock_read_st(const char *file, int missing_ok, struct stat *s
             t->refs = 1;
             return t;
         }
-        err_set(err, 0, 0, "%s: cannot read the lock file: %s", file,
-                missing ? "no such file" : strerror(errno));
+        err_fileline(err, file, 0, "cannot read the lock file: %s",
+                     missing ? "no such file" : strerror(errno));
         return NULL;
     }
     struct lock_table *t = lock_parse(text, len, file, err);
@@ -167,7 +167,7 @@ int lock_edit(const char *file, lock_edit_fn fn, void *arg, struct lock_table **
 {
     int dfd = lock_dir_flock(file);
     if (dfd < 0) {
-        err_set(err, 0, 0, "%s: cannot lock its folder: %s", file, strerror(errno));
+        err_fileline(err, file, 0, "cannot lock its folder: %s", strerror(errno));
         return -1;
     }
     struct stat st;
@@ -187,7 +187,7 @@ int lock_edit(const char *file, lock_edit_fn fn, void *arg, struct lock_table **
         char *text = lock_render(next, &len);
         mode_t mode = st.st_mode ? (st.st_mode & 0777) : 0644;
         if (replace_file(file, text, len, mode) < 0) {
-            err_set(err, 0, 0, "%s: cannot write: %s", file, strerror(errno));
+            err_fileline(err, file, 0, "cannot write: %s", strerror(errno));
             free(text);
             goto out;
         }

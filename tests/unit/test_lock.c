@@ -178,6 +178,20 @@ TEST(parse_bad)
     free(big);
     CHECK(!t);
     CHECK(strstr(e.msg, "big.lock:1: line longer than"));
+
+    /* a lock file name longer than the message gives up its head, so the
+     * line and the reason stay */
+    char name[700], twice[2048];
+    memset(name, 'd', 600);
+    snprintf(name + 600, sizeof name - 600, "/skills.lock");
+    snprintf(twice, sizeof twice, "%s%s", ok, ok);
+    t = lock_parse(twice, strlen(twice), name, &e);
+    CHECK(!t);
+    CHECK_EQ(e.line, 3);
+    const char *tail = "dd/skills.lock:3: a is listed twice (also line 1)";
+    size_t ml = strlen(e.msg), tl = strlen(tail);
+    CHECK(ml > tl && !strcmp(e.msg + ml - tl, tail));
+    CHECK(!strncmp(e.msg, "...", 3));
 }
 
 static char base[64];
