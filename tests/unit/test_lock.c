@@ -10,6 +10,7 @@
 #include "tmptree.h"
 #include "config.h"
 #include "lock.h"
+#include "lockstore.h"
 #include "skills.h"
 #include "util.h"
 
@@ -305,6 +306,51 @@ TEST(unhashed_code_folders_refused)
     skills_entry_release(k);
 }
 
+/* The lock store and the lock manifest say which step failed, in the words
+ * `skill-mcp lock approve` and run_skill_script pass on. */
+TEST(store_put_and_manifest_name_what_failed)
+{
+    char skill[128], p[256], out[256], store[256];
+    snprintf(skill, sizeof skill, "%s/st", base);
+    mkdir(skill, 0755);
+    put("st/SKILL.md", "---\nname: st\ndescription: d\n---\nbody\n");
+    put("st/references/a.md", "aaaa\n");
+    put("outside.md", "not the skill\n");
+    struct skill *k = skills_entry_load(skill, "st", 0);
+    CHECK(k);
+    struct lock_manifest m;
+    struct err why = {0};
+    CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
+    snprintf(store, sizeof store, "%s/store", base);
+
+    /* same size, other bytes: the blob would not match its digest */
+    put("st/references/a.md", "bbbb\n");
+    CHECK_EQ(lock_store_put(store, k, &m, &why), -1);
+    CHECK_STR(why.msg, "a file changed while it was being stored, or the store cannot be "
+                       "written");
+    /* now a link that leaves the skill: the jail's reason */
+    snprintf(p, sizeof p, "%s/st/references/a.md", base);
+    snprintf(out, sizeof out, "%s/outside.md", base);
+    unlink(p);
+    CHECK_EQ(symlink(out, p), 0);
+    CHECK_EQ(lock_store_put(store, k, &m, &why), -1);
+    CHECK_STR(why.msg, "the path leads outside the skill folder");
+    struct lock_manifest m2;
+    CHECK_EQ(lock_manifest_of(k, &m2, &why), -1);
+    CHECK_STR(why.msg, "a file of the skill cannot be read now");
+    /* a store that cannot be made */
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/outside.md/store", base);
+    CHECK_EQ(lock_store_put(bad, k, &m, &why), -1);
+    CHECK_STR(why.msg, "the store's blobs folder cannot be created");
+    /* put back as approved: stored */
+    unlink(p);
+    put("st/references/a.md", "aaaa\n");
+    CHECK_EQ(lock_store_put(store, k, &m, NULL), 0);
+    lock_manifest_cleanup(&m);
+    skills_entry_release(k);
+}
+
 static struct lock_file lf(const char *path, const char *digest, int64_t size)
 {
     struct lock_file f = {.path = (char *)(uintptr_t)path, .size = size};
@@ -423,6 +469,7 @@ int main(void)
     RUN(manifest_digest_is_stable_and_independent);
     RUN(changes_classified);
     RUN(unhashed_code_folders_refused);
+    RUN(store_put_and_manifest_name_what_failed);
     RUN(hand_edit_with_its_old_mtime_put_back_is_reloaded);
     tt_rm_rf(base);
     DONE();
