@@ -199,8 +199,8 @@ static int parse_line(char *line, int lineno, const char *file, struct auth_entr
     if (n == 0)
         return 1;   /* blank or comment */
     if (n < 2) {
-        err_set(err, lineno, 0, "%s:%d: missing field: expected \"client_id sha256hex [rpm] "
-                "[groups=LIST]\"", file, lineno);
+        err_fileline(err, file, lineno, "missing field: expected \"client_id sha256hex [rpm] "
+                     "[groups=LIST]\"");
         return -1;
     }
     /* The last field may be groups=a,b (any position after the hash). */
@@ -214,32 +214,32 @@ static int parse_line(char *line, int lineno, const char *file, struct auth_entr
             if (i < glen && groups[i] != ',')
                 continue;
             if (i == start || !id_valid(groups + start, i - start)) {
-                err_set(err, lineno, 0, "%s:%d: groups \"%.*s\": a comma-separated list of "
-                        "names of 1-%d characters of A-Z a-z 0-9 . _ - @", file, lineno,
-                        (int)(glen > 64 ? 64 : glen), groups, AUTH_MAX_ID);
+                err_fileline(err, file, lineno, "groups \"%.*s\": a comma-separated list of "
+                             "names of 1-%d characters of A-Z a-z 0-9 . _ - @",
+                             (int)(glen > 64 ? 64 : glen), groups, AUTH_MAX_ID);
                 return -1;
             }
             start = i + 1;
         }
     }
     if (n > 3) {
-        err_set(err, lineno, 0, "%s:%d: too many fields: expected \"client_id sha256hex [rpm] "
-                "[groups=LIST]\"", file, lineno);
+        err_fileline(err, file, lineno, "too many fields: expected \"client_id sha256hex [rpm] "
+                     "[groups=LIST]\"");
         return -1;
     }
     if (!id_valid(f[0], fl[0])) {
-        err_set(err, lineno, 1, "%s:%d: invalid client id \"%.*s\": 1-%d characters of "
-                "A-Z a-z 0-9 . _ - @", file, lineno, (int)(fl[0] > 64 ? 64 : fl[0]), f[0],
-                AUTH_MAX_ID);
+        err_fileline(err, file, lineno, "invalid client id \"%.*s\": 1-%d characters of "
+                     "A-Z a-z 0-9 . _ - @", (int)(fl[0] > 64 ? 64 : fl[0]), f[0],
+                     AUTH_MAX_ID);
         return -1;
     }
     if (fl[1] != 2 * DIGEST_LEN) {
-        err_set(err, lineno, 0, "%s:%d: the token hash must be 64 hex digits (SHA-256), "
-                "got %zu characters", file, lineno, fl[1]);
+        err_fileline(err, file, lineno, "the token hash must be 64 hex digits (SHA-256), "
+                     "got %zu characters", fl[1]);
         return -1;
     }
     if (hex_decode(f[1], 2 * DIGEST_LEN, e->digest) < 0) {
-        err_set(err, lineno, 0, "%s:%d: the token hash is not hexadecimal", file, lineno);
+        err_fileline(err, file, lineno, "the token hash is not hexadecimal");
         return -1;
     }
     e->rpm = 0;
@@ -253,8 +253,8 @@ static int parse_line(char *line, int lineno, const char *file, struct auth_entr
                 v = v * 10 + (f[2][i] - '0');
         }
         if (!ok || v > AUTH_MAX_RPM) {
-            err_set(err, lineno, 0, "%s:%d: rpm \"%.*s\" is not a whole number from 0 to %d",
-                    file, lineno, (int)(fl[2] > 32 ? 32 : fl[2]), f[2], AUTH_MAX_RPM);
+            err_fileline(err, file, lineno, "rpm \"%.*s\" is not a whole number from 0 to %d",
+                         (int)(fl[2] > 32 ? 32 : fl[2]), f[2], AUTH_MAX_RPM);
             return -1;
         }
         e->rpm = (int)v;
@@ -278,8 +278,8 @@ static struct auth_table *table_read(FILE *fp, const char *file, struct err *err
         if (len && line[len - 1] == '\n')
             line[--len] = '\0';
         else if (!feof(fp)) {
-            err_set(err, lineno, 0, "%s:%d: line longer than %d bytes", file, lineno,
-                    LINE_MAX_LEN);
+            err_fileline(err, file, lineno, "line longer than %d bytes",
+                         LINE_MAX_LEN);
             goto fail;
         }
         struct auth_entry e;
@@ -294,16 +294,16 @@ static struct auth_table *table_read(FILE *fp, const char *file, struct err *err
                               : !CRYPTO_memcmp(t->e[i].digest, e.digest, DIGEST_LEN)
                               ? "same token hash as client" : NULL;
             if (why) {
-                err_set(err, lineno, 0, "%s:%d: %s \"%s\" (line %d)", file, lineno, why,
-                        t->e[i].id, t->e[i].line);
+                err_fileline(err, file, lineno, "%s \"%s\" (line %d)", why,
+                             t->e[i].id, t->e[i].line);
                 free(e.id);
                 free(e.groups);
                 goto fail;
             }
         }
         if (t->n == AUTH_MAX_CLIENTS) {
-            err_set(err, lineno, 0, "%s:%d: more than %d clients", file, lineno,
-                    AUTH_MAX_CLIENTS);
+            err_fileline(err, file, lineno, "more than %d clients",
+                         AUTH_MAX_CLIENTS);
             free(e.id);
             free(e.groups);
             goto fail;
@@ -315,7 +315,7 @@ static struct auth_table *table_read(FILE *fp, const char *file, struct err *err
         t->e[t->n++] = e;
     }
     if (ferror(fp)) {
-        err_set(err, 0, 0, "%s: read error: %s", file, strerror(errno));
+        err_fileline(err, file, 0, "read error: %s", strerror(errno));
         goto fail;
     }
     t->nindex = 16;
@@ -339,18 +339,18 @@ static struct auth_table *table_load(const char *file, struct stat *st, struct e
 {
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        err_set(err, 0, 0, "%s: cannot open the token file: %s", file, strerror(errno));
+        err_fileline(err, file, 0, "cannot open the token file: %s", strerror(errno));
         return NULL;
     }
     if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
-        err_set(err, 0, 0, "%s: not a regular file", file);
+        err_fileline(err, file, 0, "not a regular file");
         close(fd);
         return NULL;
     }
     FILE *fp = fdopen(fd, "r");
     if (!fp) {
         close(fd);
-        err_set(err, 0, 0, "%s: %s", file, strerror(errno));
+        err_fileline(err, file, 0, "%s", strerror(errno));
         return NULL;
     }
     struct auth_table *t = table_read(fp, file, err);
@@ -366,9 +366,9 @@ static int table_assign_slots(struct auth_table *t, struct auth_shared *sh, cons
     for (int i = 0; i < t->n; i++) {
         t->e[i].slot = slot_get(sh, t->e[i].id);
         if (t->e[i].slot < 0) {
-            err_set(err, t->e[i].line, 0, "%s:%d: no room for client \"%s\": at most %d "
-                    "distinct client ids over the server's life (restart to reclaim)",
-                    file, t->e[i].line, t->e[i].id, AUTH_MAX_CLIENTS - 1);
+            err_fileline(err, file, t->e[i].line, "no room for client \"%s\": at most %d "
+                         "distinct client ids over the server's life (restart to reclaim)",
+                         t->e[i].id, AUTH_MAX_CLIENTS - 1);
             return -1;
         }
     }

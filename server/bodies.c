@@ -61,7 +61,7 @@ void skills_body_free(struct skill_body *b)
 }
 
 int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tmp,
-                const char **why)
+                struct err *why)
 {
     struct skill_body *b = atomic_load(&k->body);
     *tmp = NULL;
@@ -73,13 +73,14 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
     char md[PATH_MAX + 16];
     int fd = x_open_regular(AT_FDCWD, skills_md_path(k, md, sizeof md), &st);
     if (fd < 0) {
-        *why = fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
-                                              : "SKILL.md cannot be opened";
+        err_set(why, 0, 0, "%s",
+                fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
+                                               : "SKILL.md cannot be opened");
         return fd;
     }
     if (st.st_size > (off_t)SKILL_MD_MAX) {
         close(fd);
-        *why = "SKILL.md is over the 4 MiB limit";
+        err_set(why, 0, 0, "SKILL.md is over the 4 MiB limit");
         return -EFBIG;
     }
     size_t len = (size_t)st.st_size;
@@ -88,7 +89,7 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
     close(fd);
     if (got < 0) {
         free(raw);
-        *why = "SKILL.md cannot be read";
+        err_set(why, 0, 0, "SKILL.md cannot be read");
         return -EIO;
     }
     len = (size_t)got;
@@ -146,11 +147,10 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
 static struct search_terms *body_terms(const struct skill *k)
 {
     struct jail_file f = {0};
-    const char *why;
     struct search_doc d = {0};
     struct buf refs;
 
-    if (jail_read(k->dir, "SKILL.md", k->body_off + SEARCH_BODY_MAX, &f, &why) == 0 &&
+    if (jail_read(k->dir, "SKILL.md", k->body_off + SEARCH_BODY_MAX, &f, NULL) == 0 &&
         f.len > k->body_off) {
         d.body = f.data + k->body_off;
         d.body_len = f.len - k->body_off;
@@ -162,7 +162,7 @@ static struct search_terms *body_terms(const struct skill *k)
         if (strncmp(p, "references/", 11) || pl < 14 || strcasecmp(p + pl - 3, ".md"))
             continue;
         struct jail_file r = {0};
-        if (jail_read(k->dir, p, SEARCH_REFS_MAX - refs.len, &r, &why) == 0) {
+        if (jail_read(k->dir, p, SEARCH_REFS_MAX - refs.len, &r, NULL) == 0) {
             buf_append(&refs, r.data, r.len);
             buf_puts(&refs, "\n");
         }

@@ -226,15 +226,15 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
     struct lock_manifest *ms = xcalloc(nk + 1, sizeof *ms);
     int rc = 0;
     for (size_t i = 0; i < nk; i++) {
- const char *why = "";
+ struct err why;
  if (lock_manifest_of(ks[i], &ms[i], &why) < 0) {
-     x_fprintf_text(stderr, "skill-mcp lock: %s: %s\n", ks[i]->qname, why);
+     x_fprintf_text(stderr, "skill-mcp lock: %s: %s\n", ks[i]->qname, why.msg);
      rc = 1;
      continue;
  }
  if (c->store && lock_store_put(c->store, ks[i], &ms[i], &why) < 0) {
      x_fprintf_text(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
-                    c->store, why);
+                    c->store, why.msg);
      rc = 1;
      continue;
  }
@@ -256,10 +256,10 @@ static int cli_approve(const struct cli *c, const struct snapshot *s)
      * the first store and the lock edit may have taken a blob that was
      * unreferenced then (present blobs cost a stat). */
     for (size_t i = 0; !rc && c->store && i < nk; i++) {
- const char *why = "";
+ struct err why;
  if (lock_store_put(c->store, ks[i], &ms[i], &why) < 0) {
      x_fprintf_text(stderr, "skill-mcp lock: %s: not stored in %s: %s\n", ks[i]->qname,
-                    c->store, why);
+                    c->store, why.msg);
      rc = 1;
  }
     }
@@ -308,10 +308,10 @@ static int cli_report(const struct cli *c, const struct snapshot *s, int verbose
     int unapproved = 0, widens = 0;
     for (size_t i = 0; i < nk; i++) {
         struct lock_manifest m;
-        const char *why = "";
+        struct err why;
         const struct lock_entry *a = lock_find(t, ks[i]->qname);
         if (lock_manifest_of(ks[i], &m, &why) < 0) {
-            x_fprintf_text(stdout, "%s: cannot be checked: %s\n", ks[i]->qname, why);
+            x_fprintf_text(stdout, "%s: cannot be checked: %s\n", ks[i]->qname, why.msg);
             unapproved = 1;
             continue;
         }

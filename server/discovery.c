@@ -274,9 +274,8 @@ static int plan_build(const struct skill *k, int root, struct plan *p)
         goto out;
     for (size_t i = 0; i < p->n; i++) {
         struct stat st;
-        const char *why;
         p->rel[i] = i ? k->files[i - 1].path : "SKILL.md";
-        int fd = jail_open(root, p->rel[i], &st, &why);
+        int fd = jail_open(root, p->rel[i], &st, NULL);
         if (fd < 0) {
             if (!i)
                 goto out;
@@ -431,8 +430,7 @@ static int archive_build(const struct skill *k, int root, const struct plan *p,
         if (m[i].file >= 0) {
             struct stat st;
             struct fid now;
-            const char *why;
-            int fd = jail_open(root, m[i].rel, &st, &why);
+            int fd = jail_open(root, m[i].rel, &st, NULL);
             if (fd < 0) {
                 *stable = 0;    /* removed since the fingerprint: leave it out */
                 continue;
@@ -521,11 +519,10 @@ static int archive_get(const struct skill *k, char **data, size_t *len,
 static int skill_md_get(const struct skill *k, char **data, size_t *len)
 {
     struct stat st;
-    const char *why;
     int root = jail_root(k->dir);
     if (root < 0)
         return -EIO;
-    int fd = jail_open(root, "SKILL.md", &st, &why);
+    int fd = jail_open(root, "SKILL.md", &st, NULL);
     close(root);
     if (fd < 0)
         return -EIO;
@@ -539,12 +536,11 @@ static int artifact_digest(const struct skill *k, char digest[DIGEST_LEN + 1])
 {
     if (is_archive(k))
         return archive_get(k, NULL, NULL, digest);
-    const char *why;
     int64_t size;
     int root = jail_root(k->dir);
     if (root < 0)
         return -EIO;
-    int rc = manifest_digest(root, "SKILL.md", digest, &size, &why);
+    int rc = manifest_digest(root, "SKILL.md", digest, &size, NULL);
     close(root);
     return rc < 0 ? -EIO : size > SKILL_MD_MAX ? -EFBIG : 0;
 }

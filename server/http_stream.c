@@ -455,7 +455,7 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
         parked_cleanup(&e->p);
         free(e);
         rq->status = conflict ? MHD_HTTP_CONFLICT : MHD_HTTP_TOO_MANY_REQUESTS;
-        char msg[256];
+        char msg[sizeof "Too Many Requests: " + sizeof why.msg];   /* never cuts the reason */
         snprintf(msg, sizeof msg, "%s: %s", conflict ? "Conflict" : "Too Many Requests", why.msg);
         return http_reply_error(con, rq, rq->status, msg);
     }

@@ -79,54 +79,60 @@ int jail_root(const char *dir)
     return dfd < 0 ? -errno : dfd;
 }
 
-int jail_open(int rootfd, const char *rel, struct stat *st, const char **why)
+int jail_open(int rootfd, const char *rel, struct stat *st, struct err *why)
 {
-    if ((*why = jail_check(rel, strlen(rel))))
+    const char *bad = jail_check(rel, strlen(rel));
+    if (bad) {
+        err_set(why, 0, 0, "%s", bad);
         return -EINVAL;
+    }
     int fd = jail_open_beneath(rootfd, rel);
     if (fd < 0) {
         switch (-fd) {
         case ENOENT:
         case ENOTDIR:
-            *why = "no such file in this skill";
+            err_set(why, 0, 0, "no such file in this skill");
             return -ENOENT;
         case EXDEV:
         case ELOOP:
-            *why = "the path leads outside the skill folder";
+            err_set(why, 0, 0, "the path leads outside the skill folder");
             return -EXDEV;
         default:
-            *why = "the file cannot be opened";
+            err_set(why, 0, 0, "the file cannot be opened");
             return fd;
         }
     }
     if (fstat(fd, st) < 0) {
         close(fd);
-        *why = "the file cannot be read";
+        err_set(why, 0, 0, "the file cannot be read");
         return -EIO;
     }
     if (S_ISDIR(st->st_mode)) {
         close(fd);
-        *why = "that is a folder, not a file";
+        err_set(why, 0, 0, "that is a folder, not a file");
         return -EISDIR;
     }
     if (!S_ISREG(st->st_mode)) {
         close(fd);
-        *why = "that is not a regular file";
+        err_set(why, 0, 0, "that is not a regular file");
         return -EINVAL;
     }
     return fd;
 }
 
 int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
-              const char **why)
+              struct err *why)
 {
     struct stat st;
     memset(out, 0, sizeof *out);
-    if ((*why = jail_check(rel, strlen(rel))))
+    const char *bad = jail_check(rel, strlen(rel));
+    if (bad) {
+        err_set(why, 0, 0, "%s", bad);
         return -EINVAL;
+    }
     int dfd = jail_root(dir);
     if (dfd < 0) {
-        *why = "the skill folder cannot be opened";
+        err_set(why, 0, 0, "the skill folder cannot be opened");
         return -EIO;
     }
     int fd = jail_open(dfd, rel, &st, why);

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+struct err;
+
 /*
  * Why rel may not be asked for, or NULL when its text is acceptable:
  * empty, too long, NUL bytes, absolute, '..' or '.' components, backslashes,
@@ -30,12 +32,13 @@ struct jail_file {
 
 /*
  * Reads up to max bytes of dir/rel. Returns 0, or a negative errno with
- * *why set to a static, caller-safe message (-ENOENT not found, -EISDIR a
- * folder, -EXDEV leaves the skill, -EINVAL bad path text, -EFBIG).
- * Any thread.
+ * why (may be NULL) set to a caller-safe message that names no path: the
+ * caller adds the path (-ENOENT not found, -EISDIR a folder, -EXDEV leaves
+ * the skill, -EINVAL bad path text); a longer file is cut at max
+ * (out->truncated). Any thread.
  */
 int jail_read(const char *dir, const char *rel, size_t max, struct jail_file *out,
-              const char **why);
+              struct err *why);
 void jail_file_cleanup(struct jail_file *f);
 
 /*
@@ -52,8 +55,8 @@ int jail_root(const char *dir);
 /*
  * Opens rel beneath rootfd (from jail_root) for reading, as jail_read does,
  * and fstats it into *st. Returns the descriptor of a regular file (close
- * it), or a negative errno with *why set, as jail_read. Any thread.
+ * it), or a negative errno with why set, as jail_read. Any thread.
  */
-int jail_open(int rootfd, const char *rel, struct stat *st, const char **why);
+int jail_open(int rootfd, const char *rel, struct stat *st, struct err *why);
 
 #endif

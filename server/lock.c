@@ -225,11 +225,11 @@ void lock_gate(struct snapshot *s, void *arg)
     char at[LOCK_TIME_LEN + 1];
     lock_iso_now(at);
     for (size_t i = 0; i < s->n; i++) {
- const char *why = "";
+ struct err why;
  ok[i] = lock_manifest_of(s->v[i], &ms[i], &why) == 0;
  if (ok[i])
             memcpy(s->gate[i].digest, ms[i].digest, sizeof ms[i].digest);
-        if (judge(L, s, i, t, ok[i] ? &ms[i] : NULL, why)) {
+        if (judge(L, s, i, t, ok[i] ? &ms[i] : NULL, ok[i] ? "" : why.msg)) {
             struct lock_entry *e = &pin.v[pin.n++];
             e->qname = s->v[i]->qname;
             memcpy(e->digest, ms[i].digest, sizeof e->digest);
@@ -268,10 +268,10 @@ void lock_gate(struct snapshot *s, void *arg)
                                             s->v[i]->qname, L->file);
         if (L->store)
             for (size_t i = 0; i < s->n; i++) {
-                const char *why;
+                struct err why;
                 if (ok[i] && s->gate[i].approved && !s->gate[i].reason &&
                     lock_store_put(L->store, s->v[i], &ms[i], &why) < 0)
-                    log_warn("store: %s not stored: %s", s->v[i]->qname, why);
+                    log_warn("store: %s not stored: %s", s->v[i]->qname, why.msg);
             }
     }
     for (size_t i = 0; i < s->n; i++)

@@ -158,17 +158,20 @@ static const char *unhashed_code(const struct skill *k)
     return NULL;
 }
 
-int lock_manifest_of(const struct skill *k, struct lock_manifest *m, const char **why)
+int lock_manifest_of(const struct skill *k, struct lock_manifest *m, struct err *why)
 {
     struct manifest mf;
     memset(m, 0, sizeof *m);
-    if ((*why = unhashed_code(k)))
+    const char *unhashed = unhashed_code(k);
+    if (unhashed) {
+        err_set(why, 0, 0, "%s", unhashed);
         return -1;
+    }
     if (manifest_build(k, &mf, why) < 0)
         return -1;
     if (mf.skipped) {
         manifest_cleanup(&mf);
-        *why = "a file of the skill cannot be read now";
+        err_set(why, 0, 0, "a file of the skill cannot be read now");
         return -1;
     }
     m->files = xcalloc(mf.n ? mf.n : 1, sizeof *m->files);
@@ -177,7 +180,7 @@ int lock_manifest_of(const struct skill *k, struct lock_manifest *m, const char 
             m->n = i;
             manifest_cleanup(&mf);
             lock_manifest_cleanup(m);
-            *why = "a file name holds a line break, which the lock cannot record";
+            err_set(why, 0, 0, "a file name holds a line break, which the lock cannot record");
             return -1;
         }
         m->files[i].path = mf.v[i].path;
@@ -219,11 +222,10 @@ int lock_file_approved(const struct lock_entry *e, const char *dir, const char *
         return 0;
     char d[MANIFEST_DIGEST_LEN + 1];
     int64_t size;
-    const char *why;
     int root = jail_root(dir);
     if (root < 0)
         return 0;
-    int rc = manifest_digest(root, rel, d, &size, &why);
+    int rc = manifest_digest(root, rel, d, &size, NULL);
     close(root);
     return rc == 0 && !strcmp(d, f->digest);
 }
@@ -292,15 +294,15 @@ static int parse_entry(const char *line, int lineno, const char *file, struct lo
     e->line = lineno;
     f = field(&p, &n);
     if (!name_valid(f, n)) {
-        err_set(err, lineno, 1, "%s:%d: \"%.*s\" is not a skill name", file, lineno,
-                (int)(n > 64 ? 64 : n), f);
+        err_fileline(err, file, lineno, "\"%.*s\" is not a skill name",
+                     (int)(n > 64 ? 64 : n), f);
         return -1;
     }
     e->qname = xstrndup(f, n);
     f = field(&p, &n);
     if (!f || !digest_valid(f, n)) {
-        err_set(err, lineno, 0, "%s:%d: expected the manifest digest (sha256:<64 hex>) after "
-                "the skill name", file, lineno);
+        err_fileline(err, file, lineno, "expected the manifest digest (sha256:<64 hex>) after "
+                     "the skill name");
         return -1;
     }
     memcpy(e->digest, f, n);
@@ -320,20 +322,21 @@ static int parse_entry(const char *line, int lineno, const char *file, struct lo
         } else if (KEY("execution") && (digest_valid(v, vl) || (vl == 4 && !memcmp(v, "none", 4)))) {
             memcpy(e->exec, v, vl);
         } else {
-            err_set(err, lineno, 0, "%s:%d: unexpected \"%.*s\": expected execution=, "
-                    "approved-by=NAME, approved-at=YYYY-MM-DDTHH:MM:SSZ, revoked-by=, revoked-at=",
-                    file, lineno, (int)(n > 64 ? 64 : n), f);
+            err_fileline(err, file, lineno, "unexpected \"%.*s\": expected execution=, "
+                         "approved-by=NAME, approved-at=YYYY-MM-DDTHH:MM:SSZ, revoked-by=, "
+                         "revoked-at=",
+                         (int)(n > 64 ? 64 : n), f);
             return -1;
         }
 #undef KEY
     }
     if (!e->by || !e->at[0] || !e->exec[0]) {
-        err_set(err, lineno, 0, "%s:%d: %s missing", file, lineno,
-                !e->exec[0] ? "execution=" : !e->by ? "approved-by=" : "approved-at=");
+        err_fileline(err, file, lineno, "%s missing",
+                     !e->exec[0] ? "execution=" : !e->by ? "approved-by=" : "approved-at=");
         return -1;
     }
     if (!e->revoked_by != !e->revoked_at[0]) {
-        err_set(err, lineno, 0, "%s:%d: revoked-by= and revoked-at= go together", file, lineno);
+        err_fileline(err, file, lineno, "revoked-by= and revoked-at= go together");
         return -1;
     }
     return 0;
@@ -346,8 +349,7 @@ static int parse_file_line(const char *line, int lineno, const char *file, struc
     size_t n;
     f = field(&p, &n);
     if (!digest_valid(f, n)) {
-        err_set(err, lineno, 0, "%s:%d: a file line is \"sha256:<64 hex> SIZE PATH\"", file,
-                lineno);
+        err_fileline(err, file, lineno, "a file line is \"sha256:<64 hex> SIZE PATH\"");
         return -1;
     }
     struct lock_file lf = {0};
@@ -362,23 +364,22 @@ static int parse_file_line(const char *line, int lineno, const char *file, struc
         size = size * 10 + (f[i] - '0');
     }
     if (!f || n > 18 || *p != ' ' || !p[1]) {
-        err_set(err, lineno, 0, "%s:%d: a file line is \"sha256:<64 hex> SIZE PATH\"", file,
-                lineno);
+        err_fileline(err, file, lineno, "a file line is \"sha256:<64 hex> SIZE PATH\"");
         return -1;
     }
     const char *path = p + 1;
     if (jail_check(path, strlen(path))) {
-        err_set(err, lineno, 0, "%s:%d: \"%.100s\" is not a path inside a skill", file, lineno,
-                path);
+        err_fileline(err, file, lineno, "\"%.100s\" is not a path inside a skill",
+                     path);
         return -1;
     }
     if (e->nfiles && strcmp(e->files[e->nfiles - 1].path, path) >= 0) {
-        err_set(err, lineno, 0, "%s:%d: files must be listed once each, in byte order of "
-                "their paths", file, lineno);
+        err_fileline(err, file, lineno, "files must be listed once each, in byte order of "
+                     "their paths");
         return -1;
     }
     if (e->nfiles == LOCK_MAX_FILES) {
-        err_set(err, lineno, 0, "%s:%d: more than %d files", file, lineno, LOCK_MAX_FILES);
+        err_fileline(err, file, lineno, "more than %d files", LOCK_MAX_FILES);
         return -1;
     }
     if (e->nfiles == *cap) {
@@ -396,14 +397,14 @@ static int entry_close(struct lock_entry *e, const char *file, struct err *err)
 {
     char d[MANIFEST_DIGEST_LEN + 1];
     if (!e->nfiles) {
-        err_set(err, e->line, 0, "%s:%d: %s lists no files (every skill has SKILL.md)", file,
-                e->line, e->qname);
+        err_fileline(err, file, e->line, "%s lists no files (every skill has SKILL.md)",
+                     e->qname);
         return -1;
     }
     lock_digest_files(e->files, e->nfiles, d);
     if (strcmp(d, e->digest)) {
-        err_set(err, e->line, 0, "%s:%d: the file lines of %s hash to %s, not to the digest "
-                "recorded (edited by hand?)", file, e->line, e->qname, d);
+        err_fileline(err, file, e->line, "the file lines of %s hash to %s, not to the digest "
+                     "recorded (edited by hand?)", e->qname, d);
         return -1;
     }
     return 0;
@@ -423,12 +424,12 @@ struct lock_table *lock_parse(const char *text, size_t len, const char *file, st
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
         lineno++;
         if (n > LOCK_MAX_LINE) {
-            err_set(err, lineno, 0, "%s:%d: line longer than %d bytes", file, lineno,
-                    LOCK_MAX_LINE);
+            err_fileline(err, file, lineno, "line longer than %d bytes",
+                         LOCK_MAX_LINE);
             goto fail;
         }
         if (memchr(p, '\0', n) || memchr(p, '\r', n)) {
-            err_set(err, lineno, 0, "%s:%d: NUL or carriage return in the line", file, lineno);
+            err_fileline(err, file, lineno, "NUL or carriage return in the line");
             goto fail;
         }
         memcpy(line, p, n);
@@ -441,8 +442,7 @@ struct lock_table *lock_parse(const char *text, size_t len, const char *file, st
             continue;
         if (s != line) {
             if (!cur) {
-                err_set(err, lineno, 0, "%s:%d: a file line before any skill line", file,
-                        lineno);
+                err_fileline(err, file, lineno, "a file line before any skill line");
                 goto fail;
             }
             if (parse_file_line(s, lineno, file, cur, &fcap, err) < 0)
@@ -467,10 +467,11 @@ struct lock_table *lock_parse(const char *text, size_t len, const char *file, st
         qsort(t->v, t->n, sizeof *t->v, lock_entry_cmp);
     for (size_t i = 1; i < t->n; i++)
         if (!strcmp(t->v[i].qname, t->v[i - 1].qname)) {
-            err_set(err, t->v[i].line, 0, "%s:%d: %s is listed twice (also line %d)", file,
-                    t->v[i].line > t->v[i - 1].line ? t->v[i].line : t->v[i - 1].line,
-                    t->v[i].qname,
-                    t->v[i].line > t->v[i - 1].line ? t->v[i - 1].line : t->v[i].line);
+            err_fileline(err, file,
+                         t->v[i].line > t->v[i - 1].line ? t->v[i].line : t->v[i - 1].line,
+                         "%s is listed twice (also line %d)",
+                         t->v[i].qname,
+                         t->v[i].line > t->v[i - 1].line ? t->v[i - 1].line : t->v[i].line);
             lock_table_unref(t);
             return NULL;
         }

@@ -85,10 +85,10 @@ struct lock_manifest {
 
 /*
  * Hashes k's files now (through manifest.c's cache). Returns 0, or -1 with
- * *why set when a file cannot be read or a path cannot be recorded (a
+ * why (may be NULL) set when a file cannot be read or a path cannot be recorded (a
  * newline in it). Release with lock_manifest_cleanup. Any thread.
  */
-int lock_manifest_of(const struct skill *k, struct lock_manifest *m, const char **why);
+int lock_manifest_of(const struct skill *k, struct lock_manifest *m, struct err *why);
 void lock_manifest_cleanup(struct lock_manifest *m);
 /* SHA-256 over the file lines of files[0..n) (sorted by path). */
 void lock_digest_files(const struct lock_file *files, size_t n,

@@ -55,8 +55,8 @@ struct lock_table *lock_read_st(const char *file, int missing_ok, struct stat *s
             t->refs = 1;
             return t;
         }
-        err_set(err, 0, 0, "%s: cannot read the lock file: %s", file,
-                missing ? "no such file" : strerror(errno));
+        err_fileline(err, file, 0, "cannot read the lock file: %s",
+                     missing ? "no such file" : strerror(errno));
         return NULL;
     }
     struct lock_table *t = lock_parse(text, len, file, err);
@@ -167,7 +167,7 @@ int lock_edit(const char *file, lock_edit_fn fn, void *arg, struct lock_table **
 {
     int dfd = lock_dir_flock(file);
     if (dfd < 0) {
-        err_set(err, 0, 0, "%s: cannot lock its folder: %s", file, strerror(errno));
+        err_fileline(err, file, 0, "cannot lock its folder: %s", strerror(errno));
         return -1;
     }
     struct stat st;
@@ -187,7 +187,7 @@ int lock_edit(const char *file, lock_edit_fn fn, void *arg, struct lock_table **
         char *text = lock_render(next, &len);
         mode_t mode = st.st_mode ? (st.st_mode & 0777) : 0644;
         if (replace_file(file, text, len, mode) < 0) {
-            err_set(err, 0, 0, "%s: cannot write: %s", file, strerror(errno));
+            err_fileline(err, file, 0, "cannot write: %s", strerror(errno));
             free(text);
             goto out;
         }
@@ -228,17 +228,17 @@ static int mkdir_p(const char *path, mode_t mode)
 
 /* Copies the approved files of k into the store; each blob is checked against its digest. */
 int lock_store_put(const char *store, const struct skill *k, const struct lock_manifest *m,
-              const char **why)
+              struct err *why)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/blobs", store);
     if (mkdir_p(path, 0755) < 0) {
-        *why = "the store's blobs folder cannot be created";
+        err_set(why, 0, 0, "the store's blobs folder cannot be created");
         return -1;
     }
     snprintf(path, sizeof path, "%s/manifests", store);
     if (mkdir_p(path, 0755) < 0) {
-        *why = "the store's manifests folder cannot be created";
+        err_set(why, 0, 0, "the store's manifests folder cannot be created");
         return -1;
     }
     for (size_t i = 0; i < m->n; i++) {
@@ -255,7 +255,8 @@ int lock_store_put(const char *store, const struct skill *k, const struct lock_m
                  replace_file(path, f.data, f.len, 0444) == 0;
         jail_file_cleanup(&f);
         if (!ok) {
-            *why = "a file changed while it was being stored, or the store cannot be written";
+            err_set(why, 0, 0, "a file changed while it was being stored, or the store "
+                               "cannot be written");
             return -1;
         }
     }
@@ -267,7 +268,7 @@ int lock_store_put(const char *store, const struct skill *k, const struct lock_m
     int rc = replace_file(path, b.p ? b.p : "", b.len, 0444);
     buf_cleanup(&b);
     if (rc < 0)
-        *why = "the store's manifest cannot be written";
+        err_set(why, 0, 0, "the store's manifest cannot be written");
     return rc;
 }
 

@@ -53,9 +53,9 @@ int lock_edit(const char *file, lock_edit_fn fn, void *arg, struct lock_table **
               struct err *err);
 
 /* Copies the approved files of k (manifest m) into the store; each blob is
- * checked against its digest. 0, or -1 with *why set. */
+ * checked against its digest. 0, or -1 with why (may be NULL) set. */
 int lock_store_put(const char *store, const struct skill *k, const struct lock_manifest *m,
-                   const char **why);
+                   struct err *why);
 
 /*
  * The read-only copy of an approved version, trees/<hex>/, made from the

@@ -180,7 +180,7 @@ void manifest_sha256(const void *data, size_t n, char out[MANIFEST_DIGEST_LEN + 
 }
 
 int manifest_digest(int rootfd, const char *rel, char digest[MANIFEST_DIGEST_LEN + 1],
-                    int64_t *size, const char **why)
+                    int64_t *size, struct err *why)
 {
     struct stat st;
     unsigned char md[32];
@@ -195,7 +195,7 @@ int manifest_digest(int rootfd, const char *rel, char digest[MANIFEST_DIGEST_LEN
         int64_t len = 0;
         if (hash_fd(fd, md, &len) < 0) {
             close(fd);
-            *why = "the file cannot be read";
+            err_set(why, 0, 0, "the file cannot be read");
             return -EIO;
         }
         atomic_fetch_add(&n_hashed, 1);
@@ -230,7 +230,7 @@ static void add_file(struct manifest *m, size_t *cap, const char *path, int64_t 
     m->total += size;
 }
 
-int manifest_build(const struct skill *k, struct manifest *m, const char **why)
+int manifest_build(const struct skill *k, struct manifest *m, struct err *why)
 {
     char digest[MANIFEST_DIGEST_LEN + 1];
     int64_t size;
@@ -238,7 +238,7 @@ int manifest_build(const struct skill *k, struct manifest *m, const char **why)
     memset(m, 0, sizeof *m);
     int root = jail_root(k->dir);
     if (root < 0) {
-        *why = "the skill folder cannot be opened";
+        err_set(why, 0, 0, "the skill folder cannot be opened");
         return -EIO;
     }
     int rc = manifest_digest(root, "SKILL.md", digest, &size, why);
@@ -248,8 +248,7 @@ int manifest_build(const struct skill *k, struct manifest *m, const char **why)
     }
     add_file(m, &cap, "SKILL.md", size, digest);
     for (size_t i = 0; i < k->nfiles; i++) {
-        const char *fwhy;
-        if (manifest_digest(root, k->files[i].path, digest, &size, &fwhy) < 0) {
+        if (manifest_digest(root, k->files[i].path, digest, &size, NULL) < 0) {
             m->skipped++;
             continue;
         }

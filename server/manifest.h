@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct err;
 struct skill;
 
 /* "sha256:" + 64 lowercase hex digits */
@@ -43,19 +44,20 @@ void manifest_sha256(const void *data, size_t n, char out[MANIFEST_DIGEST_LEN + 
 /*
  * Digest and size of rel beneath rootfd (a jail_root() descriptor), from
  * the cache when the file's (dev, inode, mtime_ns, size) still match.
- * Returns 0, or a negative errno with *why set (see jail_open). Any thread.
+ * Returns 0, or a negative errno with why (may be NULL) set (see jail_open).
+ * Any thread.
  */
 int manifest_digest(int rootfd, const char *rel, char digest[MANIFEST_DIGEST_LEN + 1],
-                    int64_t *size, const char **why);
+                    int64_t *size, struct err *why);
 
 /*
  * The manifest of k: SKILL.md, then k->files in order. Files that cannot be
  * opened beneath the skill folder now (deleted since the scan, or a link
  * that leaves the skill) are left out and counted in m->skipped. Returns 0,
- * or a negative errno when SKILL.md itself cannot be read (*why set).
+ * or a negative errno when SKILL.md itself cannot be read (why set).
  * Release with manifest_cleanup(). Any thread.
  */
-int manifest_build(const struct skill *k, struct manifest *m, const char **why);
+int manifest_build(const struct skill *k, struct manifest *m, struct err *why);
 void manifest_cleanup(struct manifest *m);
 
 /* Cache counters since start: digests served from the cache, files hashed. */

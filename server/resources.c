@@ -182,7 +182,8 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
 int res_read(struct call *c)
 {
     json_t *u = json_object_get(c->params, "uri");
-    const char *uri = json_string_value(u), *why;
+    const char *uri = json_string_value(u), *bad;
+    struct err why;
     if (!uri)
         return call_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
     if (strlen(uri) != json_string_length(u))
@@ -200,8 +201,8 @@ int res_read(struct call *c)
         path = "SKILL.md";
     else if (!strncmp(path, "files/", 6) && !has_file(k, path))
         path += 6;
-    if ((why = jail_check(path, strlen(path)))) {
-        rc = not_found(c, uri, why);
+    if ((bad = jail_check(path, strlen(path)))) {
+        rc = not_found(c, uri, bad);
         goto out;
     }
     /* A listed file, with no lock in force and no --redact file (whose
@@ -222,7 +223,7 @@ int res_read(struct call *c)
     struct jail_file f;
     int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
     if (r < 0) {
-        rc = not_found(c, uri, why);
+        rc = not_found(c, uri, why.msg);
         goto out;
     }
     const struct skill_gate *g = skills_gate_of(call_snapshot(c), k);

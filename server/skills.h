@@ -322,15 +322,17 @@ size_t skills_sharing_in(const struct snapshot *s, const unsigned char *mask, co
 size_t skills_suggest_in(const struct snapshot *s, const unsigned char *mask, const char *name,
                          const char **out, size_t max);
 
+struct err;
+
 /*
  * The skill's body, read on first use and cached in the entry. A file
  * changed since the snapshot is read fresh (and not cached). Returns 0, or a
- * negative errno (with *why set to a static message). *out stays valid while
+ * negative errno with why (may be NULL) set. *out stays valid while
  * the snapshot is held; when *tmp is set the caller owns it and must
  * skills_body_free() it.
  */
 int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tmp,
-                const char **why);
+                struct err *why);
 void skills_body_free(struct skill_body *b);
 
 /* A folder's entries, sorted, without the names that are never part of a

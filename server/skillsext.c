@@ -105,10 +105,10 @@ static void warn(json_t **w, const char *fmt, ...)
 }
 
 /*
- * The Skill entry of k, or NULL with *why set when its SKILL.md cannot be
+ * The Skill entry of k, or NULL with why set when its SKILL.md cannot be
  * read now. extra (may be NULL) is one more warning to carry.
  */
-static json_t *entry_of(const struct skill *k, const char *extra, const char **why)
+static json_t *entry_of(const struct skill *k, const char *extra, struct err *why)
 {
     struct manifest m;
     if (manifest_build(k, &m, why) < 0)
@@ -203,10 +203,12 @@ int skillsext_list(struct call *c)
             next = i;
             break;
         }
-        json_t *e = why ? NULL : entry_of(k, NULL, &why);
+        struct err unread;
+        json_t *e = why ? NULL : entry_of(k, NULL, &unread);
         if (!e) {
             char *uri = skills_uri(k, "SKILL.md");
-            json_array_append_new(omitted, json_pack("{s:s, s:s}", "uri", uri, "reason", why));
+            json_array_append_new(omitted, json_pack("{s:s, s:s}", "uri", uri, "reason",
+                                                     why ? why : unread.msg));
             free(uri);
             continue;
         }
@@ -256,7 +258,8 @@ static const char *uri_param(struct call *c, const char *method)
 
 int skillsext_get(struct call *c)
 {
-    const char *uri = uri_param(c, "skills/get"), *path, *why;
+    const char *uri = uri_param(c, "skills/get"), *path;
+    struct err why;
     struct skill *k;
     char *owned;
     if (!uri)
@@ -293,7 +296,7 @@ int skillsext_get(struct call *c)
     json_t *e = entry_of(k, unlisted ? extra : NULL, &why);
     if (!e) {
         free(stamps);
-        return unknown_skill(c, uri, why);
+        return unknown_skill(c, uri, why.msg);
     }
     json_t *r = json_pack("{s:o}", "skill", e);
     cacheable(c, r);
@@ -450,7 +453,7 @@ int skillsext_prompts_get(struct call *c)
     json_t *name = json_object_get(c->params, "name");
     json_t *args = json_object_get(c->params, "arguments");
     json_t *task = NULL;
-    const char *nm = json_string_value(name), *why;
+    const char *nm = json_string_value(name);
     if (!nm)
         return call_error(c, RPC_INVALID_PARAMS, name ? json_pack("{s:O}", "name", name) : NULL,
                          "prompts/get needs params.name (a string)");
@@ -490,9 +493,10 @@ int skillsext_prompts_get(struct call *c)
     if (g && g->serve)
         k = g->serve;
     struct skill_body *b, *tmp = NULL;
+    struct err why;
     if (skills_body(k, &b, &tmp, &why) < 0)
         return call_error(c, RPC_INTERNAL_ERROR, NULL, "the skill '%s' cannot be read: %s",
-                         k->qname, why);
+                         k->qname, why.msg);
     const struct skill_gate *bg = tmp ? skills_gate_of(s, k) : NULL;
     if (tmp && s->gate &&
         !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {

@@ -149,7 +149,8 @@ static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *sl
 int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name", "section", NULL};
-    const char *section, *why = NULL;
+    const char *section;
+    struct err why;
     struct skill_body *b;
     struct skill_body *tmp;
     if (tools_only_keys(args, o, keys) < 0)
@@ -161,7 +162,7 @@ int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (skills_body(k, &b, &tmp, &why) < 0)
         return tools_fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "
                        "tell the operator.",
-                    k->qname, why);
+                    k->qname, why.msg);
     const struct skill_gate *bg = tmp ? skills_gate_of(c->call->snap, k) : NULL;
     if (tmp && c->call->snap->gate &&
         !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
@@ -230,7 +231,8 @@ static char *base64(const char *data, size_t len)
 int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
     static const char *const keys[] = {"name", "path", "max_bytes", NULL};
-    const char *path, *why;
+    const char *path, *bad;
+    struct err why;
     size_t plen;
     long max;
     struct jail_file f;
@@ -245,8 +247,8 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (!path)
         return tools_fail(o, "Argument 'path' is required: a file path inside the skill, such as "
                        "one of the 'files' that load_skill lists.");
-    if ((why = jail_check(path, plen)))
-        return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+    if ((bad = jail_check(path, plen)))
+        return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, bad);
     /* A listed file read whole, with no lock in force (whose check reads
      * the file) and no --redact file (its patterns change on SIGHUP),
      * answers the same until the file changes: kept per entry. */
@@ -274,11 +276,12 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
                 if (buf_printf(&l, "%s%s", i ? ", " : "", k->files[i].path) < 0)
                     break;
             tools_fail(o, "Cannot read '%.200s' from skill '%s': %s. Its files: %s.", path, k->qname,
-                 why, l.len ? l.p : "SKILL.md only (use load_skill)");
+                 why.msg, l.len ? l.p : "SKILL.md only (use load_skill)");
             buf_cleanup(&l);
             return -1;
         }
-        return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname, why);
+        return tools_fail(o, "Cannot read '%.200s' from skill '%s': %s.", path, k->qname,
+                          why.msg);
     }
     const struct skill_gate *g = skills_gate_of(c->call->snap, k);
     if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {

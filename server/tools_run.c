@@ -58,11 +58,12 @@ int tools_run_skill_script(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct lock_manifest m = {0};
     const char *approved_at = NULL;
     if (c->call->S->lock) {
-        const char *why = "";
+        struct err mwhy;
         const struct skill_gate *g = skills_gate_of(c->call->snap, live);
         const struct lock_entry *a = g ? g->approved : NULL;
-        if (lock_manifest_of(k, &m, &why) < 0 && lock_active(c->call->S->lock))
-            return tools_fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname, why);
+        if (lock_manifest_of(k, &m, &mwhy) < 0 && lock_active(c->call->S->lock))
+            return tools_fail(o, "Skill '%s' cannot be run: %s. Nothing ran.", k->qname,
+                              mwhy.msg);
         if (lock_active(c->call->S->lock) && (!a || strcmp(a->digest, m.digest))) {
             lock_manifest_cleanup(&m);
             return tools_fail(o, "Skill '%s' changed on disk since it was checked against the lock "

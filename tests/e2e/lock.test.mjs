@@ -516,6 +516,36 @@ test('pin: the first version seen is recorded; later changes are quarantined', T
   }
 });
 
+test('words from the bottom of the lock chain: a file gone out of the skill, a store that cannot be made', T, async () => {
+  const lib = library();
+  const a = lockCli(lib, 'approve', 'billing/refunds', '--by', 'alice');
+  assert.equal(a.code, 0, a.stderr);
+  // the store's blobs folder would have to be made under a plain file
+  const plain = path.join(tmp, `plain${n}`);
+  fs.writeFileSync(plain, 'a file, not a folder\n');
+  const store = path.join(plain, 'store');
+  const s = lockCli(lib, 'approve', 'notes', '--by', 'alice', '--lock-store', store);
+  assert.notEqual(s.code, 0);
+  assert.equal(s.stderr, `skill-mcp lock: notes: not stored in ${store}: the store's blobs folder cannot be created\n`);
+
+  const srv = await startServer({ skillsDirs: [lib.root], args: ['--lock', lib.lock] });
+  try {
+    await indexerSettled(srv);    // its rescan would judge the edit below early
+    // a listed file becomes a link out of the skill: hashing it now is refused by the jail
+    const outside = path.join(tmp, `outside-policy${n}.md`);
+    fs.writeFileSync(outside, 'not the policy\n');
+    const policy = path.join(lib.refunds, 'references', 'policy.md');
+    fs.rmSync(policy);
+    fs.symlinkSync(outside, policy);
+    const c = await connect(srv.url);
+    assert.equal(await callErr(assert, c, 'run_skill_script', { name: 'billing/refunds', script: 'scripts/refund.sh', args: ['1'] }),
+      "Skill 'billing/refunds' cannot be run: a file of the skill cannot be read now. Nothing ran.");
+    await c.close();
+  } finally {
+    await srv.stop();
+  }
+});
+
 test('--audit-log without --lock: every run is recorded, nothing is quarantined', { timeout: TEST_TIMEOUT }, async () => {
   const lib = library();
   const audit = path.join(tmp, 'plain-audit.log');

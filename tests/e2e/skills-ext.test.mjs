@@ -7,7 +7,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { startServer, connect, callOk, post, postModern, TEST_TIMEOUT } from './lib/harness.mjs';
+import {
+  startServer, connect, callOk, callErr, indexerSettled, post, postModern, TEST_TIMEOUT,
+} from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const EXT = 'io.modelcontextprotocol/skills';
@@ -313,6 +315,66 @@ test('traversal in skill:// URIs is refused, for targets that exist', opts, asyn
     assert.equal(refused(await modern(m, { uri }), uri, m), `Resource not found: ${uri} (no such skill)`);
   }
   assert.equal(refused(await modern('skills/get', { uri }), uri, 'skills/get'), `Unknown skill: ${uri} (no such skill)`);
+});
+
+test('a SKILL.md gone, or turned into a link out of the folder, after the scan: every surface gives the same reason', opts, async () => {
+  const srv = await startServer({
+    setup(skills, dir) {
+      fs.writeFileSync(path.join(dir, 'elsewhere.md'),
+        '---\nname: turncoat\ndescription: Not this skill\n---\nsecret elsewhere\n');
+      for (const n of ['turncoat', 'vanished']) {
+        fs.mkdirSync(path.join(skills, n, 'references'), { recursive: true });
+        fs.writeFileSync(path.join(skills, n, 'SKILL.md'), `---\nname: ${n}\ndescription: The ${n} skill\n---\n# ${n}\n`);
+        fs.writeFileSync(path.join(skills, n, 'references', 'a.md'), 'a\n');
+      }
+    },
+  });
+  let c;
+  try {
+    await indexerSettled(srv);    // its rescan would take the edits below into a new snapshot
+    const md = (n) => path.join(srv.skills, n, 'SKILL.md');
+    fs.rmSync(md('turncoat'));
+    fs.symlinkSync(path.join(srv.dir, 'elsewhere.md'), md('turncoat'));
+    fs.rmSync(md('vanished'));
+    const OUT = 'the path leads outside the skill folder';
+    const GONE = 'no such file in this skill';
+    const rpc = async (method, params) => (await postModern(srv.url, method, params)).json;
+    const refused = (reply, code = -32602) => {
+      assert.ok(reply.error, JSON.stringify(reply).slice(0, 400));
+      assert.equal(reply.error.code, code, reply.error.message);
+      assert.ok(!JSON.stringify(reply).includes('secret elsewhere'), 'read the file outside');
+      return reply.error.message;
+    };
+    // jail_open under manifest_build: skills/get and skills/list
+    for (const [n, why] of [['turncoat', OUT], ['vanished', GONE]]) {
+      const uri = `skill://${n}/SKILL.md`;
+      assert.equal(refused(await rpc('skills/get', { uri })), `Unknown skill: ${uri} (${why})`);
+    }
+    const list = (await rpc('skills/list', {})).result;
+    const omitted = list._meta?.['io.modelcontextprotocol.skills/omitted'] ?? [];
+    assert.deepEqual(omitted.filter((o) => /turncoat|vanished/.test(o.uri)), [
+      { uri: 'skill://turncoat/SKILL.md', reason: OUT },
+      { uri: 'skill://vanished/SKILL.md', reason: GONE },
+    ]);
+    // jail_read: resources/read and read_skill_file
+    for (const [n, why] of [['turncoat', OUT], ['vanished', GONE]]) {
+      const uri = `skill://${n}/SKILL.md`;
+      assert.equal(refused(await rpc('resources/read', { uri })), `Resource not found: ${uri} (${why})`);
+    }
+    c = await connect(srv.url);
+    assert.equal(await callErr(assert, c, 'read_skill_file', { name: 'turncoat', path: 'SKILL.md' }),
+      `Cannot read 'SKILL.md' from skill 'turncoat': ${OUT}.`);
+    assert.equal(await callErr(assert, c, 'read_skill_file', { name: 'vanished', path: 'SKILL.md' }),
+      `Cannot read 'SKILL.md' from skill 'vanished': ${GONE}. Its files: references/a.md.`);
+    // skills_body: load_skill and prompts/get
+    assert.equal(await callErr(assert, c, 'load_skill', { name: 'vanished' }),
+      "Skill 'vanished' cannot be loaded right now: SKILL.md cannot be opened. Try reload_skills, or tell the operator.");
+    assert.equal(refused(await rpc('prompts/get', { name: 'vanished' }), -32603),
+      "the skill 'vanished' cannot be read: SKILL.md cannot be opened");
+  } finally {
+    await c?.close();
+    await srv.stop();
+  }
 });
 
 test('prompts: every skill, with the body and the task', opts, async () => {

@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *in = (const char *)data;
     int echo = memmem(in, size, SECRET, strlen(SECRET)) != NULL;
     /* the jail on its own: text checks, then the kernel's resolution */
-    const char *why = NULL;
+    struct err why = {0};
     if (!jail_check(in, size) && !memchr(in, '\0', size)) {
         char *rel = xstrndup(in, size);
         struct jail_file f = {0};
@@ -106,6 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (memmem(f.data, f.len, SECRET, strlen(SECRET)))
                 abort();
             jail_file_cleanup(&f);
+        } else if (!why.msg[0]) {
+            abort();    /* a refusal always says why */
         }
         free(rel);
     }

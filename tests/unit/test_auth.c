@@ -158,6 +158,38 @@ TEST(malformed_fails_closed)
     CHECK(strstr(e.msg, "cannot open"));
 }
 
+/* A token file deep enough that its path alone is longer than the message
+ * keeps the line and the reason: the path gives up its head. */
+TEST(long_path_keeps_line_and_reason)
+{
+    char deep[700], file[760], h1[65], h2[65];
+    int n = snprintf(deep, sizeof deep, "%s", dir);
+    for (int i = 0; i < 3; i++) {
+        n += snprintf(deep + n, sizeof deep - (size_t)n, "/%0200d", i);
+        CHECK(mkdir(deep, 0700) == 0 || errno == EEXIST);
+    }
+    snprintf(file, sizeof file, "%s/auth-tokens", deep);
+    CHECK(strlen(file) > 600);
+    FILE *f = fopen(file, "w");
+    CHECK(f);
+    fprintf(f, "# clients\nok %s\nbad %.63sg\n", hexof("x", h1), hexof("y", h2));
+    fclose(f);
+    struct err e;
+    memset(&e, 0, sizeof e);
+    struct auth *a = auth_load(file, &e);
+    unlink(file);
+    for (int i = 0; i < 3; i++) {
+        rmdir(deep);
+        *strrchr(deep, '/') = '\0';
+    }
+    CHECK(!a);
+    CHECK_EQ(e.line, 3);
+    const char *tail = "/auth-tokens:3: the token hash is not hexadecimal";
+    size_t ml = strlen(e.msg), tl = strlen(tail);
+    CHECK(ml > tl && !strcmp(e.msg + ml - tl, tail));
+    CHECK(!strncmp(e.msg, "...", 3));
+}
+
 TEST(check_tokens)
 {
     struct auth *a = load3();
@@ -542,6 +574,7 @@ int main(void)
     log_set_level((enum log_level)(LOG_ERROR + 1));   /* expected errors stay quiet */
     RUN(load_three_clients);
     RUN(malformed_fails_closed);
+    RUN(long_path_keeps_line_and_reason);
     RUN(check_tokens);
     RUN(token_file_groups);
     RUN(reload_revokes);

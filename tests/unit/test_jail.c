@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "jail.h"
 #include "tmptree.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +123,7 @@ TEST(check_accepts)
 TEST(read_normal)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "a.txt", 1 << 20, &f, &why), 0);
     CHECK_EQ(f.len, 10);
     CHECK_EQ(f.size, 10);
@@ -144,7 +145,7 @@ TEST(read_normal)
 TEST(read_empty_file)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "empty.txt", 100, &f, &why), 0);
     CHECK_EQ(f.len, 0);
     CHECK_EQ(f.size, 0);
@@ -157,7 +158,7 @@ TEST(read_empty_file)
 TEST(read_truncated)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "a.txt", 3, &f, &why), 0);
     CHECK_EQ(f.len, 3);
     CHECK_EQ(f.size, 10);
@@ -181,9 +182,9 @@ TEST(read_truncated)
 TEST(read_directory)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "references", 100, &f, &why), -EISDIR);
-    CHECK(why && *why);
+    CHECK_STR(why.msg, "that is a folder, not a file");
     CHECK(f.data == NULL);
     CHECK_EQ(jail_read(skill, "sub", 100, &f, &why), -EISDIR);
 }
@@ -191,9 +192,11 @@ TEST(read_directory)
 TEST(read_missing)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "nope.md", 100, &f, &why), -ENOENT);
-    CHECK(why && *why);
+    CHECK_STR(why.msg, "no such file in this skill");
+    /* a caller that does not want the words passes NULL */
+    CHECK_EQ(jail_read(skill, "nope.md", 100, &f, NULL), -ENOENT);
     CHECK_EQ(jail_read(skill, "nodir/nope.md", 100, &f, &why), -ENOENT);
     /* a file used as a folder */
     CHECK_EQ(jail_read(skill, "a.txt/x", 100, &f, &why), -ENOENT);
@@ -202,9 +205,9 @@ TEST(read_missing)
 TEST(read_symlink_out)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "escape", 100, &f, &why), -EXDEV);
-    CHECK(why && strstr(why, "outside"));
+    CHECK_STR(why.msg, "the path leads outside the skill folder");
     CHECK(f.data == NULL);
     /* through a symlinked folder that leaves the skill */
     CHECK_EQ(jail_read(skill, "outlink/o.txt", 100, &f, &why), -EXDEV);
@@ -213,7 +216,7 @@ TEST(read_symlink_out)
 TEST(read_symlink_absolute)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     int r = jail_read(skill, "passwd", 1 << 16, &f, &why);
     CHECK(r < 0);
     CHECK_EQ(r, -EXDEV);
@@ -223,7 +226,7 @@ TEST(read_symlink_absolute)
 TEST(read_symlink_inside)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "sibling", 100, &f, &why), 0);
     CHECK_STR(f.data, "0123456789");
     jail_file_cleanup(&f);
@@ -236,32 +239,33 @@ TEST(read_symlink_inside)
 TEST(read_symlink_loop)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     int r = jail_read(skill, "loop", 100, &f, &why);
     CHECK(r < 0);
-    CHECK(why && *why);
+    CHECK(why.msg[0]);
     CHECK(f.data == NULL);
 }
 
 TEST(read_fifo_does_not_block)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     alarm(10);  /* a blocking open would kill the test instead of hanging it */
     int r = jail_read(skill, "fifo", 100, &f, &why);
     alarm(0);
     CHECK(r < 0);
     CHECK(r != -ENOENT);
-    CHECK(why && *why);
+    CHECK_STR(why.msg, "that is not a regular file");
     CHECK(f.data == NULL);
 }
 
 TEST(read_bad_text)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     CHECK_EQ(jail_read(skill, "../outside.txt", 100, &f, &why), -EINVAL);
-    CHECK(why && *why);
+    CHECK_STR(why.msg, "'..' is not allowed: paths stay inside the skill folder");
+    CHECK_EQ(jail_read(skill, "../outside.txt", 100, &f, NULL), -EINVAL);
     CHECK_EQ(jail_read(skill, "/etc/passwd", 100, &f, &why), -EINVAL);
     CHECK_EQ(jail_read(skill, "", 100, &f, &why), -EINVAL);
     CHECK_EQ(jail_read(skill, ".git/config", 100, &f, &why), -EINVAL);
@@ -270,12 +274,12 @@ TEST(read_bad_text)
 TEST(read_missing_dir)
 {
     struct jail_file f;
-    const char *why = NULL;
+    struct err why = {0};
     char d[200];
     snprintf(d, sizeof d, "%s/no-such-skill", base);
     int r = jail_read(d, "a.txt", 100, &f, &why);
     CHECK(r < 0);
-    CHECK(why && *why);
+    CHECK_STR(why.msg, "the skill folder cannot be opened");
     CHECK(f.data == NULL);
 }
 

@@ -10,6 +10,7 @@
 #include "tmptree.h"
 #include "config.h"
 #include "lock.h"
+#include "lockstore.h"
 #include "skills.h"
 #include "util.h"
 
@@ -178,6 +179,20 @@ TEST(parse_bad)
     free(big);
     CHECK(!t);
     CHECK(strstr(e.msg, "big.lock:1: line longer than"));
+
+    /* a lock file name longer than the message gives up its head, so the
+     * line and the reason stay */
+    char name[700], twice[2048];
+    memset(name, 'd', 600);
+    snprintf(name + 600, sizeof name - 600, "/skills.lock");
+    snprintf(twice, sizeof twice, "%s%s", ok, ok);
+    t = lock_parse(twice, strlen(twice), name, &e);
+    CHECK(!t);
+    CHECK_EQ(e.line, 3);
+    const char *tail = "dd/skills.lock:3: a is listed twice (also line 1)";
+    size_t ml = strlen(e.msg), tl = strlen(tail);
+    CHECK(ml > tl && !strcmp(e.msg + ml - tl, tail));
+    CHECK(!strncmp(e.msg, "...", 3));
 }
 
 static char base[64];
@@ -207,7 +222,7 @@ TEST(manifest_digest_is_stable_and_independent)
     struct skill *k = skills_entry_load(skill, "s", 0);
     CHECK(k);
     struct lock_manifest m;
-    const char *why = "";
+    struct err why = {0};
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
     CHECK_EQ(m.n, 4);
     /* byte order: "B.md" < "SKILL.md" < "scripts/a.sh" < "z.md" */
@@ -264,13 +279,13 @@ TEST(unhashed_code_folders_refused)
     struct skill *k = skills_entry_load(skill, "u", 0);
     CHECK(k);
     struct lock_manifest m;
-    const char *why = "";
+    struct err why = {0};
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
     lock_manifest_cleanup(&m);
     /* a planted .pyc: the snapshot's folder list already knows scripts/ */
     put("u/scripts/__pycache__/mod.cpython-311.pyc", "bytecode");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
-    CHECK(strstr(why, "__pycache__"));
+    CHECK(strstr(why.msg, "__pycache__"));
     snprintf(p, sizeof p, "%s/u/scripts/__pycache__", base);
     tt_rm_rf(p);
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
@@ -278,15 +293,60 @@ TEST(unhashed_code_folders_refused)
     /* node_modules in the skill, or in a folder above it */
     put("u/node_modules/index.js", "module.exports = 1\n");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
-    CHECK(strstr(why, "node_modules"));
+    CHECK(strstr(why.msg, "node_modules"));
     snprintf(p, sizeof p, "%s/u/node_modules", base);
     tt_rm_rf(p);
     put("node_modules/y.js", "1\n");
     CHECK_EQ(lock_manifest_of(k, &m, &why), -1);
-    CHECK(strstr(why, "a folder above it"));
+    CHECK(strstr(why.msg, "a folder above it"));
     snprintf(p, sizeof p, "%s/node_modules", base);
     tt_rm_rf(p);
     CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
+    lock_manifest_cleanup(&m);
+    skills_entry_release(k);
+}
+
+/* The lock store and the lock manifest say which step failed, in the words
+ * `skill-mcp lock approve` and run_skill_script pass on. */
+TEST(store_put_and_manifest_name_what_failed)
+{
+    char skill[128], p[256], out[256], store[256];
+    snprintf(skill, sizeof skill, "%s/st", base);
+    mkdir(skill, 0755);
+    put("st/SKILL.md", "---\nname: st\ndescription: d\n---\nbody\n");
+    put("st/references/a.md", "aaaa\n");
+    put("outside.md", "not the skill\n");
+    struct skill *k = skills_entry_load(skill, "st", 0);
+    CHECK(k);
+    struct lock_manifest m;
+    struct err why = {0};
+    CHECK_EQ(lock_manifest_of(k, &m, &why), 0);
+    snprintf(store, sizeof store, "%s/store", base);
+
+    /* same size, other bytes: the blob would not match its digest */
+    put("st/references/a.md", "bbbb\n");
+    CHECK_EQ(lock_store_put(store, k, &m, &why), -1);
+    CHECK_STR(why.msg, "a file changed while it was being stored, or the store cannot be "
+                       "written");
+    /* now a link that leaves the skill: the jail's reason */
+    snprintf(p, sizeof p, "%s/st/references/a.md", base);
+    snprintf(out, sizeof out, "%s/outside.md", base);
+    unlink(p);
+    CHECK_EQ(symlink(out, p), 0);
+    CHECK_EQ(lock_store_put(store, k, &m, &why), -1);
+    CHECK_STR(why.msg, "the path leads outside the skill folder");
+    struct lock_manifest m2;
+    CHECK_EQ(lock_manifest_of(k, &m2, &why), -1);
+    CHECK_STR(why.msg, "a file of the skill cannot be read now");
+    /* a store that cannot be made */
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/outside.md/store", base);
+    CHECK_EQ(lock_store_put(bad, k, &m, &why), -1);
+    CHECK_STR(why.msg, "the store's blobs folder cannot be created");
+    /* put back as approved: stored */
+    unlink(p);
+    put("st/references/a.md", "aaaa\n");
+    CHECK_EQ(lock_store_put(store, k, &m, NULL), 0);
     lock_manifest_cleanup(&m);
     skills_entry_release(k);
 }
@@ -409,6 +469,7 @@ int main(void)
     RUN(manifest_digest_is_stable_and_independent);
     RUN(changes_classified);
     RUN(unhashed_code_folders_refused);
+    RUN(store_put_and_manifest_name_what_failed);
     RUN(hand_edit_with_its_old_mtime_put_back_is_reloaded);
     tt_rm_rf(base);
     DONE();

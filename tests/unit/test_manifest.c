@@ -8,6 +8,7 @@
 #include "manifest.h"
 #include "skills.h"
 #include "tmptree.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static void setup(void)
 TEST(digests_match_references)
 {
     struct manifest m;
-    const char *why = NULL;
+    struct err why = {0};
     char want[MANIFEST_DIGEST_LEN + 1], sum[MANIFEST_DIGEST_LEN + 1];
     manifest_cache_clear();
     CHECK_EQ(manifest_build(&k, &m, &why), 0);
@@ -130,11 +131,11 @@ TEST(escaping_link_refused)
 {
     char d[MANIFEST_DIGEST_LEN + 1];
     int64_t size;
-    const char *why = NULL;
+    struct err why = {0};
     int root = jail_root(dir);
     CHECK(root >= 0);
     CHECK_EQ(manifest_digest(root, "escape", d, &size, &why), -EXDEV);
-    CHECK(why != NULL);
+    CHECK_STR(why.msg, "the path leads outside the skill folder");
     CHECK_EQ(manifest_digest(root, "../outside.txt", d, &size, &why), -EINVAL);
     CHECK_EQ(manifest_digest(root, "references", d, &size, &why), -EISDIR);
     CHECK_EQ(manifest_digest(root, "nope.md", d, &size, &why), -ENOENT);
@@ -144,7 +145,7 @@ TEST(escaping_link_refused)
 TEST(cache_and_edits)
 {
     struct manifest m1, m2, m3, m4;
-    const char *why;
+    struct err why;
     uint64_t h0, x0, h1, x1;
     char want[MANIFEST_DIGEST_LEN + 1], p[256];
     /* files changed within a timestamp tick are never cached: age them */
@@ -223,14 +224,15 @@ TEST(missing_skill_md)
 {
     struct skill g = k;
     struct manifest m;
-    const char *why = NULL;
+    struct err why = {0};
     char p[256];
     snprintf(p, sizeof p, "%s/references", dir);
     g.dir = p;
     CHECK_EQ(manifest_build(&g, &m, &why), -ENOENT);
-    CHECK(why != NULL);
+    CHECK_STR(why.msg, "no such file in this skill");
     g.dir = "/nonexistent/skill";
     CHECK(manifest_build(&g, &m, &why) < 0);
+    CHECK_STR(why.msg, "the skill folder cannot be opened");
 }
 
 static void *worker(void *arg)
@@ -238,8 +240,7 @@ static void *worker(void *arg)
     int *bad = arg;
     for (int i = 0; i < 200; i++) {
         struct manifest m;
-        const char *why;
-        if (manifest_build(&k, &m, &why) < 0 || m.n != 4)
+        if (manifest_build(&k, &m, NULL) < 0 || m.n != 4)
             (*bad)++;
         else
             manifest_cleanup(&m);

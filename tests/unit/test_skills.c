@@ -674,7 +674,7 @@ TEST(body_is_read_once_and_sections_found)
     struct snapshot *s = skills_acquire(S);
     struct skill_body *b, *b2;
     struct skill_body *tmp;
-    const char *why;
+    struct err why;
     CHECK_EQ(skills_body(s->v[0], &b, &tmp, &why), 0);
     CHECK(tmp == NULL);
     CHECK(!strncmp(b->text, "# alpha", 7));
