@@ -70,11 +70,17 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
         return 0;
     }
     struct stat st;
-    char md[PATH_MAX + 16];
-    int fd = x_open_regular(AT_FDCWD, skills_md_path(k, md, sizeof md), &st);
+    /* Beneath the skill folder, as every other file of the skill: a
+     * SKILL.md replaced by a link out of the folder after the scan must not
+     * hand the outside file to load_skill. */
+    int root = jail_root(k->dir);
+    int fd = root < 0 ? root : jail_open_regular(root, "SKILL.md", &st);
+    if (root >= 0)
+        close(root);
     if (fd < 0) {
         err_set(why, 0, 0, "%s",
                 fd == -EINVAL || fd == -EISDIR ? "SKILL.md is not a regular file"
+                : fd == -EXDEV                 ? "SKILL.md leads outside the skill folder"
                                                : "SKILL.md cannot be opened");
         return fd;
     }

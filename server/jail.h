@@ -49,6 +49,16 @@ void jail_file_cleanup(struct jail_file *f);
  */
 int jail_open_beneath(int dirfd, const char *rel);
 
+/*
+ * jail_open_beneath for a file that must be regular (a FIFO or device in
+ * its place would hold the thread: it is opened O_NONBLOCK and refused),
+ * fstat'ed into *st: the fd, or a negative errno (-EXDEV the path leaves
+ * the folder, -EISDIR a folder, -EINVAL any other kind of file). For
+ * SKILL.md, which the scan and load_skill open before any path text is
+ * involved.
+ */
+int jail_open_regular(int dirfd, const char *rel, struct stat *st);
+
 /* An O_PATH descriptor of the skill folder dir, or a negative errno. */
 int jail_root(const char *dir);
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "frontmatter.h"
+#include "jail.h"
 #include "rcache.h"
 #include "search.h"
 #include "util.h"
@@ -487,12 +488,12 @@ ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size)
 }
 
 /*
- * Parses the frontmatter of SKILL.md at path (whose stat is st), or of fd
- * when it is open already (>= 0; closed here). Returns 0 and fills *f, or
- * -1 with *err set.
+ * Parses the frontmatter of SKILL.md in the skill folder dfd (its stat is
+ * st), or of fd when it is open already (>= 0; closed here). Returns 0 and
+ * fills *f, or -1 with *err set.
  */
-static int parse_skill_md(int dfd, const char *path, int fd, const struct stat *st,
-                          struct fm *f, struct err *err)
+static int parse_skill_md(int dfd, int fd, const struct stat *st, struct fm *f,
+                          struct err *err)
 {
     int rc = -1;
     char *buf = NULL;
@@ -505,10 +506,13 @@ static int parse_skill_md(int dfd, const char *path, int fd, const struct stat *
     }
     struct stat now;
     if (fd < 0)
-        fd = x_open_regular(dfd, path, &now);
+        fd = dfd < 0 ? -EBADF : jail_open_regular(dfd, "SKILL.md", &now);
     if (fd < 0) {
         err_set(err, 0, 0, "cannot open SKILL.md: %s",
-                fd == -EINVAL ? "not a regular file" : strerror(-fd));
+                fd == -EINVAL  ? "not a regular file"
+                : fd == -EXDEV ? "it leads outside the skill folder"
+                : fd == -EBADF ? "the skill folder cannot be opened"
+                               : strerror(-fd));
         return -1;
     }
     size_t want = FM_FIRST_READ;
@@ -961,8 +965,11 @@ static void prepare(const struct snapshot *old, struct cand *c)
         if (find_in(old, c->qname)) {
             md_ok = fstatat(dfd, "SKILL.md", &c->mdst, 0) == 0 && S_ISREG(c->mdst.st_mode);
         } else {
-            mdfd = x_open_regular(dfd, "SKILL.md", &c->mdst);
-            md_ok = mdfd >= 0;
+            mdfd = jail_open_regular(dfd, "SKILL.md", &c->mdst);
+            /* A SKILL.md that leads out of the folder still makes it a
+             * skill, one the parse then refuses with that reason. */
+            md_ok = mdfd >= 0 || (mdfd == -EXDEV && fstatat(dfd, "SKILL.md", &c->mdst, 0) == 0 &&
+                                  S_ISREG(c->mdst.st_mode));
         }
         if (!md_ok) {
             close(dfd);
@@ -1016,8 +1023,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
     memcpy(c->first_bytes_name, w.first_bytes_name, sizeof c->first_bytes_name);
 
     snprintf(md, sizeof md, "%s/SKILL.md", real);
-    int rc = parse_skill_md(dfd >= 0 ? dfd : AT_FDCWD, dfd >= 0 ? "SKILL.md" : md, mdfd,
-                            &c->mdst, &f, &c->err);
+    int rc = parse_skill_md(dfd, mdfd, &c->mdst, &f, &c->err);
     if (dfd >= 0)
         close(dfd);
     json_t *desc = rc < 0 ? NULL : json_object_get(f.fields, "description");

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "frontmatter.h"
+#include "jail.h"
 #include "shape.h"
 #include "skills.h"
 #include "util.h"
@@ -483,10 +484,20 @@ static int line_of(const char *buf, size_t off)
 static void check_skill_md(struct vctx *c, const char *dir, const char *folder, const char *md)
 {
     struct stat st;
-    int fd = x_open_regular(AT_FDCWD, md, &st);
+    /* As the server opens it: beneath the skill folder. */
+    int root = jail_root(dir);
+    int fd = root < 0 ? root : jail_open_regular(root, "SKILL.md", &st);
+    if (root >= 0)
+        close(root);
     if (fd < 0) {
-        add(c, "error", "skill-md", md, 0, "make SKILL.md a readable file",
-            "cannot read SKILL.md: %s", fd == -EINVAL ? "not a regular file" : strerror(-fd));
+        add(c, "error", "skill-md", md, 0,
+            fd == -EXDEV ? "make SKILL.md a file inside the skill folder (a link may point only "
+                           "within it)"
+                         : "make SKILL.md a readable file",
+            "cannot read SKILL.md: %s",
+            fd == -EINVAL  ? "not a regular file"
+            : fd == -EXDEV ? "it leads outside the skill folder; the server does not serve it"
+                           : strerror(-fd));
         return;
     }
     int too_big = st.st_size > SKILL_MD_MAX;

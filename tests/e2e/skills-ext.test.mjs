@@ -366,7 +366,11 @@ test('a SKILL.md gone, or turned into a link out of the folder, after the scan: 
       `Cannot read 'SKILL.md' from skill 'turncoat': ${OUT}.`);
     assert.equal(await callErr(assert, c, 'read_skill_file', { name: 'vanished', path: 'SKILL.md' }),
       `Cannot read 'SKILL.md' from skill 'vanished': ${GONE}. Its files: references/a.md.`);
-    // skills_body: load_skill and prompts/get
+    // skills_body: load_skill and prompts/get (the link out is refused, not followed)
+    assert.equal(await callErr(assert, c, 'load_skill', { name: 'turncoat' }),
+      "Skill 'turncoat' cannot be loaded right now: SKILL.md leads outside the skill folder. Try reload_skills, or tell the operator.");
+    assert.equal(refused(await rpc('prompts/get', { name: 'turncoat' }), -32603),
+      "the skill 'turncoat' cannot be read: SKILL.md leads outside the skill folder");
     assert.equal(await callErr(assert, c, 'load_skill', { name: 'vanished' }),
       "Skill 'vanished' cannot be loaded right now: SKILL.md cannot be opened. Try reload_skills, or tell the operator.");
     assert.equal(refused(await rpc('prompts/get', { name: 'vanished' }), -32603),

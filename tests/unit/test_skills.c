@@ -764,6 +764,52 @@ TEST(names_that_are_not_utf8_are_reported_not_dropped)
     skills_free(S);
 }
 
+/* SKILL.md is opened beneath its folder like every other file of a skill:
+ * a link to a file inside the folder serves; a link out of it is refused
+ * by the scan, and load_skill's later open refuses one put in place after
+ * the scan instead of serving the outside file. */
+TEST(skill_md_leading_out_of_the_folder_is_refused)
+{
+    fresh_root();
+    skill("good", "good", "Served");
+    writef("inside/real.md", "---\nname: inside\ndescription: Linked inside\n---\nbody inside\n");
+    writef("secret.md", "---\nname: out\ndescription: Outside\n---\nsecret outside\n");
+    char link[600], target[600];
+    snprintf(link, sizeof link, "%s/inside/SKILL.md", root);
+    CHECK_EQ(symlink("real.md", link), 0);
+    snprintf(link, sizeof link, "%s/out", root);
+    mkdir(link, 0755);
+    snprintf(link, sizeof link, "%s/out/SKILL.md", root);
+    snprintf(target, sizeof target, "%s/secret.md", root);
+    CHECK_EQ(symlink(target, link), 0);
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    int amb;
+    CHECK(skills_find(s, "out", 3, &amb) == NULL);
+    struct skill *in = skills_find(s, "inside", 6, &amb);
+    CHECK(in != NULL);
+    char *e = json_dumps(s->errors, JSON_COMPACT);
+    CHECK(e && strstr(e, "cannot open SKILL.md: it leads outside the skill folder; skill not served"));
+    free(e);
+    struct skill_body *b = NULL, *tmp = NULL;
+    struct err why = {0};
+    CHECK_EQ(skills_body(in, &b, &tmp, &why), 0);
+    CHECK(b && strstr(b->text, "body inside"));
+    skills_body_free(tmp);
+    /* good's SKILL.md becomes a link out after the scan */
+    struct skill *g = skills_find(s, "good", 4, &amb);
+    CHECK(g != NULL);
+    snprintf(link, sizeof link, "%s/good/SKILL.md", root);
+    CHECK_EQ(unlink(link), 0);
+    CHECK_EQ(symlink(target, link), 0);
+    b = tmp = NULL;
+    CHECK_EQ(skills_body(g, &b, &tmp, &why), -EXDEV);
+    CHECK_STR(why.msg, "SKILL.md leads outside the skill folder");
+    skills_body_free(tmp);
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(name_rules)
 {
     CHECK(skills_name_problem("csv-profile") == NULL);
@@ -960,6 +1006,7 @@ int main(void)
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(names_that_are_not_utf8_are_reported_not_dropped);
+    RUN(skill_md_leading_out_of_the_folder_is_refused);
     RUN(name_rules);
     RUN(canonical_uri);
     RUN(concurrent_readers_and_swaps);
