@@ -51,41 +51,23 @@ struct hp_slot {
 };
 static struct hp_slot hp_[HP_SLOTS];
 #define hp(i) (hp_[i].p)
-static atomic_bool hp_taken[HP_SLOTS];
 static pthread_mutex_t hp_fallback = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t hp_key;
-static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
+
+/* A slot still holding a snapshot belongs to a call that outlives its
+ * thread: it stays taken (and the snapshot protected) for good. */
+static int hp_keep(int slot)
+{
+    return atomic_load(&hp(slot)) != NULL;
+}
+
+static struct tslot hp_slot_set[HP_SLOTS];
+static struct tslots hp_slots = TSLOTS_INIT(hp_slot_set, hp_keep);
 static _Thread_local int hp_slot = -1;
 
-static void hp_thread_exit(void *arg)
-{
-    int slot = (int)(intptr_t)arg - 1;
-    /* A slot still holding a snapshot belongs to a call that outlives this
-     * thread: it stays taken (and the snapshot protected) for good. */
-    if (slot >= 0 && !atomic_load(&hp(slot)))
-        atomic_store(&hp_taken[slot], 0);
-}
-
-static void hp_init(void)
-{
-    pthread_key_create(&hp_key, hp_thread_exit);
-}
-
 /* This thread's slot, claimed on first use; -1 when all are taken. */
-static int hp_mine(void)
+static inline int hp_mine(void)
 {
-    if (hp_slot >= 0)
-        return hp_slot;
-    pthread_once(&hp_once, hp_init);
-    for (int i = 0; i < HP_SLOTS; i++) {
-        _Bool expect = 0;
-        if (atomic_compare_exchange_strong(&hp_taken[i], &expect, 1)) {
-            hp_slot = i;
-            pthread_setspecific(hp_key, (void *)(intptr_t)(i + 1));
-            return i;
-        }
-    }
-    return -1;
+    return tslot_mine(&hp_slots, &hp_slot);
 }
 
 struct snapshot *skills_acquire(struct skills *S)
