@@ -180,6 +180,14 @@ int call_result(struct call *c, json_t *result)
     return 0;
 }
 
+int call_result_task(struct call *c, json_t *task)
+{
+    if (call_result(c, task) < 0)
+        return -1;
+    c->out.task = 1;
+    return 0;
+}
+
 int call_raw(struct call *c, const char *raw, size_t len, char *owned)
 {
     if (!settable(c)) {
@@ -300,6 +308,20 @@ char *call_render_kept(struct call *c, json_t *result, size_t *len)
     return jf_dumps(result, len);
 }
 
+/* A task result: on 2026-07-28 the task object itself, resultType "task"
+ * and the era's serverInfo _meta (nothing about caching: a task's result
+ * comes later); on the earlier era the object under "task". */
+static void task_members(const struct call *c, json_t **result)
+{
+    if (!c->modern) {
+        *result = json_pack("{s:o}", "task", *result);
+        return;
+    }
+    json_object_set_new(*result, "resultType", json_string("task"));
+    json_object_set_new(*result, "_meta",
+                        json_pack("{s:o}", "io.modelcontextprotocol/serverInfo", env_server_info()));
+}
+
 /* The outcome as the bytes of its JSON-RPC response (NULL for none). */
 static char *render(struct call *c, size_t *len)
 {
@@ -308,6 +330,8 @@ static char *render(struct call *c, size_t *len)
     *len = 0;
     switch (o->kind) {
     case CALL_RESULT: {
+        if (o->task)
+            task_members(c, &o->u.result);
         cache_members(c, o->u.result);
         int64_t ttl = o->cacheable ? c->S->ttl_ms : -1;
         if (c->view && c->modern && ttl >= 0) {

@@ -76,6 +76,7 @@ struct call_outcome {
             void (*drop)(struct tasks_wait *w); /* frees one never started */
         } wait;
     } u;
+    int task;               /* CALL_RESULT: the result is a task (call_result_task) */
     int cacheable;          /* enum call_cache: the ttlMs/cacheScope members it takes */
     int transport;          /* an error about headers or _meta: the transport refuses */
 };
@@ -166,6 +167,9 @@ void call_set_view(struct call *c, const struct acl_class *k);
 int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int call_result(struct call *c, json_t *result);
+/* The request was made a task: task is the task object (tasks.c builds
+ * it), rendered as the era's task result (the era members added here). */
+int call_result_task(struct call *c, json_t *task);
 int call_raw(struct call *c, const char *raw, size_t len, char *owned);
 int call_response(struct call *c, char *bytes, size_t len);
 /* A notification or a response: nothing is sent. */

@@ -36,7 +36,6 @@
 
 #include "acl.h"
 #include "call.h"
-#include "envelope.h"
 #include "hooks.h"
 #include "proto.h"
 #include "runner.h"
@@ -779,16 +778,7 @@ int tasks_create(struct call *c)
         snprintf(r.status, sizeof r.status, "%s", st);
         free(copy);
     }
-    json_t *task = task_json(&r, c->modern, 0);
-    if (c->modern) {
-        json_object_set_new(task, "resultType", json_string("task"));
-        json_object_set_new(task, "_meta",
-                            json_pack("{s:o}", "io.modelcontextprotocol/serverInfo",
-                                      env_server_info()));
-        call_result(c, task);
-    } else {
-        call_result(c, json_pack("{s:o}", "task", task));
-    }
+    call_result_task(c, task_json(&r, c->modern, 0));
     return 0;
 }
 

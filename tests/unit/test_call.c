@@ -351,6 +351,47 @@ TEST(cache_members_by_era)
             }
 }
 
+/* A task result's era members are the protocol layer's: the task object
+ * alone in, the era's reply out. */
+TEST(task_members_by_era)
+{
+    static const char *want[2] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"task\":"
+        "{\"taskId\":\"t1\",\"status\":\"working\",\"ttl\":60000}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":"
+        "{\"taskId\":\"t1\",\"status\":\"working\",\"ttlMs\":60000,\"resultType\":\"task\","
+        "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":"
+        "{\"name\":\"" SERVER_NAME "\",\"version\":\"" SKILL_VERSION "\"}}}}",
+    };
+    for (int modern = 0; modern < 2; modern++) {
+        struct call *c = call_new(&S);
+        c->id = json_integer(3);
+        c->modern = modern;
+        CHECK_EQ(call_result_task(c, json_pack("{s:s, s:s, s:i}", "taskId", "t1", "status",
+                                               "working", modern ? "ttlMs" : "ttl", 60000)),
+                 0);
+        CHECK_EQ(call_finish(c), 0);
+        printf("# modern %d\n", modern);
+        CHECK_MEM(c->body, c->len, want[modern]);
+        call_unref(c);
+        /* a plain result set after it is no task */
+        c = call_new(&S);
+        c->id = json_integer(4);
+        c->modern = modern;
+        call_result_task(c, json_object());
+        call_result(c, json_pack("{s:i}", "a", 1));
+        CHECK_EQ(call_finish(c), 0);
+        json_t *j = parse(c->body, c->len);
+        json_t *res = json_object_get(j, "result");
+        CHECK(json_object_get(res, "task") == NULL);
+        CHECK_EQ(json_integer_value(json_object_get(res, "a")), 1);
+        if (modern)
+            CHECK_STR(sget(res, "resultType"), "complete");
+        json_decref(j);
+        call_unref(c);
+    }
+}
+
 /* The script side of a run: it ends on its own thread, like the loop
  * thread's done callback. */
 static void *finish_run(void *arg)
@@ -457,6 +498,7 @@ int main(void)
     RUN(outcome_set_until_completed);
     RUN(pending_taken_once);
     RUN(cache_members_by_era);
+    RUN(task_members_by_era);
     RUN(disconnect_mid_run);
     RUN(disconnect_races_completion);
     RUN(no_callback_keeps_body);
