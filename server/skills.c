@@ -80,7 +80,7 @@ struct snapshot *skills_acquire(struct skills *S)
          * while it reclaims, so a reference taken under it is safe. */
         pthread_mutex_lock(&hp_fallback);
         s = atomic_load(&S->cur);
-        atomic_fetch_add(&s->refs, 1);
+        atomic_fetch_add(&snap_of(s)->refs, 1);
         pthread_mutex_unlock(&hp_fallback);
         return s;
     }
@@ -90,7 +90,7 @@ struct snapshot *skills_acquire(struct skills *S)
         if (atomic_load(&S->cur) == s)
             break;
     }
-    atomic_fetch_add(&s->refs, 1);
+    atomic_fetch_add(&snap_of(s)->refs, 1);
     atomic_store(&hp(slot), NULL);
     return s;
 }
@@ -127,7 +127,7 @@ void skills_release_held(struct snapshot *s, int hold)
 void skills_release(struct snapshot *s)
 {
     if (s)
-        atomic_fetch_sub(&s->refs, 1);
+        atomic_fetch_sub(&snap_of(s)->refs, 1);
 }
 
 static int hp_protects(const struct snapshot *s)
@@ -157,23 +157,23 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
         }
         free(s->gate);
     }
-    if (s->gate_ref && S->gate_release)
-        S->gate_release(s->gate_ref);
+    if (snap_of(s)->gate_ref && S->gate_release)
+        S->gate_release(snap_of(s)->gate_ref);
     for (size_t i = 0; i < s->n; i++)
         skills_entry_release(s->v[i]);
     free(s->v);
-    free(s->by_qname);
-    free(s->by_name);
-    free(s->shared);
+    free(snap_of(s)->by_qname);
+    free(snap_of(s)->by_name);
+    free(snap_of(s)->shared);
     search_free(s->search);
     json_decref(s->errors);
     free(s->hook_pre);
     free(s->hook_post);
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].owned)
-            free(s->w[i].path);
-    free(s->w);
-    free(s);
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
+        if (snap_of(s)->w[i].owned)
+            free(snap_of(s)->w[i].path);
+    free(snap_of(s)->w);
+    free(snap_of(s));
 }
 
 /* ---- lookup tables ------------------------------------------------------- */
@@ -215,20 +215,20 @@ static void build_tables(struct snapshot *s)
     size_t cap = 16;
     while (cap < s->n * 2 + 2)
         cap *= 2;
-    s->tcap = cap;
-    s->by_qname = xcalloc(cap, sizeof *s->by_qname);
-    s->by_name = xcalloc(cap, sizeof *s->by_name);
-    s->shared = xcalloc(s->n ? s->n : 1, 1);
+    snap_of(s)->tcap = cap;
+    snap_of(s)->by_qname = xcalloc(cap, sizeof *snap_of(s)->by_qname);
+    snap_of(s)->by_name = xcalloc(cap, sizeof *snap_of(s)->by_name);
+    snap_of(s)->shared = xcalloc(s->n ? s->n : 1, 1);
     for (size_t i = 0; i < s->n; i++)
-        table_put(s->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
+        table_put(snap_of(s)->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
     for (size_t i = 0; i < s->n; i++) {
         const char *nm = s->v[i]->name;
-        uint32_t x = table_get(s->by_name, cap, nm, strlen(nm), s->v, 1);
+        uint32_t x = table_get(snap_of(s)->by_name, cap, nm, strlen(nm), s->v, 1);
         if (x) {
-            s->shared[x - 1] = 1;
-            s->shared[i] = 1;
+            snap_of(s)->shared[x - 1] = 1;
+            snap_of(s)->shared[i] = 1;
         } else {
-            table_put(s->by_name, cap, nm, (uint32_t)i + 1);
+            table_put(snap_of(s)->by_name, cap, nm, (uint32_t)i + 1);
         }
     }
 }
@@ -259,7 +259,7 @@ struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask
     *ambiguous = 0;
     if (!s->n)
         return NULL;
-    uint32_t x = table_get(s->by_qname, s->tcap, name, len, s->v, 0);
+    uint32_t x = table_get(snap_of(s)->by_qname, snap_of(s)->tcap, name, len, s->v, 0);
     if (x && (!mask || mask[x - 1])) {
         if (idx)
             *idx = x - 1;
@@ -267,10 +267,10 @@ struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask
     }
     if (memchr(name, '/', len))
         return NULL;
-    x = table_get(s->by_name, s->tcap, name, len, s->v, 1);
+    x = table_get(snap_of(s)->by_name, snap_of(s)->tcap, name, len, s->v, 1);
     if (!x)
         return NULL;
-    if (!s->shared[x - 1]) {
+    if (!snap_of(s)->shared[x - 1]) {
         if (mask && !mask[x - 1])
             return NULL;
         if (idx)
@@ -385,8 +385,8 @@ static int tree_changed(const struct snapshot *s)
     struct stat st;
     struct fkey k;
     char buf[PATH_MAX + 16];
-    for (size_t i = 0; i < s->nw; i++) {
-        const struct watch *w = &s->w[i];
+    for (size_t i = 0; i < snap_of(s)->nw; i++) {
+        const struct watch *w = &snap_of(s)->w[i];
         if (stat(watch_path(w, buf, sizeof buf), &st) < 0) {
             if (!w->missing)
                 return 1;
@@ -418,8 +418,8 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
                           IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
     if (S->nwd)
         memset(S->wd_path, 0, S->nwd * sizeof *S->wd_path);
-    for (size_t i = 0; i < s->nw; i++) {
-        const struct watch *w = &s->w[i];
+    for (size_t i = 0; i < snap_of(s)->nw; i++) {
+        const struct watch *w = &snap_of(s)->w[i];
         struct stat st;
         if (w->missing || w->md || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
@@ -442,8 +442,8 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
         S->wd_path[wd] = w->path;
     }
     /* A missing root shows up as a change only through a stat pass. */
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].missing)
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
+        if (snap_of(s)->w[i].missing)
             S->ino_dirty = 1;
     /* Anything that moved between the snapshot's stats and these watches. */
     if (tree_changed(s))
@@ -458,8 +458,8 @@ static int missing_appeared(const struct snapshot *s)
 {
     struct stat st;
     char buf[PATH_MAX + 16];
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].missing && stat(watch_path(&s->w[i], buf, sizeof buf), &st) == 0)
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
+        if (snap_of(s)->w[i].missing && stat(watch_path(&snap_of(s)->w[i], buf, sizeof buf), &st) == 0)
             return 1;
     return 0;
 }
@@ -577,13 +577,13 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     }
     s->search = search_new_carry(docs, terms, xterms, s->n, old ? old->search : NULL, prev_doc);
     for (size_t i = 0; i < s->n; i++)
-        s->bodies_indexed += (size_t)search_has_body(s->search, i);
+        snap_of(s)->bodies_indexed += (size_t)search_has_body(s->search, i);
     free(prev_doc);
     free(xterms);
     free(terms);
     free(docs);
     if (S->gate)
-        S->gate(s, S->gate_arg);
+        snap_of(s)->gate_ref = S->gate(s, S->gate_arg);
     /* Parsing leaves freed blocks in every thread's arena (libyaml's buffers
      * above all); hand them back once per build rather than carry them. */
     malloc_trim(0);
@@ -600,11 +600,11 @@ static void reclaim(struct skills *S)
     while (*pp) {
         struct snapshot *r = *pp;
         /* Hazard first, count second: see the header comment. */
-        if (!hp_protects(r) && atomic_load(&r->refs) == 0) {
-            *pp = r->retired_next;
+        if (!hp_protects(r) && atomic_load(&snap_of(r)->refs) == 0) {
+            *pp = snap_of(r)->retired_next;
             snapshot_free(S, r);
         } else {
-            pp = &r->retired_next;
+            pp = &snap_of(r)->retired_next;
         }
     }
     pthread_mutex_unlock(&hp_fallback);
@@ -615,7 +615,7 @@ size_t skills_retired(struct skills *S)
 {
     size_t n = 0;
     pthread_mutex_lock(&S->scan_mu);
-    for (const struct snapshot *r = S->retired; r; r = r->retired_next)
+    for (const struct snapshot *r = S->retired; r; r = snap_of(r)->retired_next)
         n++;
     pthread_mutex_unlock(&S->scan_mu);
     return n;
@@ -704,7 +704,7 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
     bodies_kick(S, s);
     watches_setup(S, s);
     pthread_mutex_lock(&S->scan_mu);
-    old->retired_next = S->retired;
+    snap_of(old)->retired_next = S->retired;
     S->retired = old;
     pthread_mutex_unlock(&S->scan_mu);
     r->ms = now_ms() - t0;
@@ -834,7 +834,7 @@ void skills_free(struct skills *S)
     reclaim(S);
     while (S->retired) {
         struct snapshot *r = S->retired;
-        S->retired = r->retired_next;
+        S->retired = snap_of(r)->retired_next;
         snapshot_free(S, r);
     }
     snapshot_free(S, atomic_load(&S->cur));
@@ -851,7 +851,7 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
 {
     if (!s->gate)
         return NULL;
-    uint32_t x = table_get(s->by_qname, s->tcap, k->qname, strlen(k->qname), s->v, 0);
+    uint32_t x = table_get(snap_of(s)->by_qname, snap_of(s)->tcap, k->qname, strlen(k->qname), s->v, 0);
     return x && s->v[x - 1] == k ? &s->gate[x - 1] : NULL;
 }
 
