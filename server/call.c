@@ -373,7 +373,8 @@ static void task_members(const struct call *c, json_t **result)
     }
     json_object_set_new(*result, "resultType", json_string("task"));
     json_object_set_new(*result, "_meta",
-                        json_pack("{s:o}", "io.modelcontextprotocol/serverInfo", env_server_info()));
+                        json_pack("{s:o}", "io.modelcontextprotocol/serverInfo",
+                                  env_server_info()));
 }
 
 /* The outcome as the bytes of its JSON-RPC response (NULL for none). */

@@ -144,6 +144,7 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
 {
     if (!s)
         return;
+    struct snap *p = snap_of(s);
     if (s->ext && S->ext_free)
         S->ext_free(s->ext);
     for (struct snapshot_attach *a = atomic_load(&s->attached), *next; a; a = next) {
@@ -157,23 +158,23 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
         }
         free(s->gate);
     }
-    if (snap_of(s)->gate_ref && S->gate_release)
-        S->gate_release(snap_of(s)->gate_ref);
+    if (p->gate_ref && S->gate_release)
+        S->gate_release(p->gate_ref);
     for (size_t i = 0; i < s->n; i++)
         skills_entry_release(s->v[i]);
     free(s->v);
-    free(snap_of(s)->by_qname);
-    free(snap_of(s)->by_name);
-    free(snap_of(s)->shared);
+    free(p->by_qname);
+    free(p->by_name);
+    free(p->shared);
     search_free(s->search);
     json_decref(s->errors);
     free(s->hook_pre);
     free(s->hook_post);
-    for (size_t i = 0; i < snap_of(s)->nw; i++)
-        if (snap_of(s)->w[i].owned)
-            free(snap_of(s)->w[i].path);
-    free(snap_of(s)->w);
-    free(snap_of(s));
+    for (size_t i = 0; i < p->nw; i++)
+        if (p->w[i].owned)
+            free(p->w[i].path);
+    free(p->w);
+    free(p);
 }
 
 /* ---- lookup tables ------------------------------------------------------- */
@@ -212,23 +213,24 @@ static uint32_t table_get(const uint32_t *t, size_t cap, const char *key, size_t
  */
 static void build_tables(struct snapshot *s)
 {
+    struct snap *p = snap_of(s);
     size_t cap = 16;
     while (cap < s->n * 2 + 2)
         cap *= 2;
-    snap_of(s)->tcap = cap;
-    snap_of(s)->by_qname = xcalloc(cap, sizeof *snap_of(s)->by_qname);
-    snap_of(s)->by_name = xcalloc(cap, sizeof *snap_of(s)->by_name);
-    snap_of(s)->shared = xcalloc(s->n ? s->n : 1, 1);
+    p->tcap = cap;
+    p->by_qname = xcalloc(cap, sizeof *p->by_qname);
+    p->by_name = xcalloc(cap, sizeof *p->by_name);
+    p->shared = xcalloc(s->n ? s->n : 1, 1);
     for (size_t i = 0; i < s->n; i++)
-        table_put(snap_of(s)->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
+        table_put(p->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
     for (size_t i = 0; i < s->n; i++) {
         const char *nm = s->v[i]->name;
-        uint32_t x = table_get(snap_of(s)->by_name, cap, nm, strlen(nm), s->v, 1);
+        uint32_t x = table_get(p->by_name, cap, nm, strlen(nm), s->v, 1);
         if (x) {
-            snap_of(s)->shared[x - 1] = 1;
-            snap_of(s)->shared[i] = 1;
+            p->shared[x - 1] = 1;
+            p->shared[i] = 1;
         } else {
-            table_put(snap_of(s)->by_name, cap, nm, (uint32_t)i + 1);
+            table_put(p->by_name, cap, nm, (uint32_t)i + 1);
         }
     }
 }
@@ -259,7 +261,8 @@ struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask
     *ambiguous = 0;
     if (!s->n)
         return NULL;
-    uint32_t x = table_get(snap_of(s)->by_qname, snap_of(s)->tcap, name, len, s->v, 0);
+    const struct snap *p = snap_of(s);
+    uint32_t x = table_get(p->by_qname, p->tcap, name, len, s->v, 0);
     if (x && (!mask || mask[x - 1])) {
         if (idx)
             *idx = x - 1;
@@ -267,10 +270,10 @@ struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask
     }
     if (memchr(name, '/', len))
         return NULL;
-    x = table_get(snap_of(s)->by_name, snap_of(s)->tcap, name, len, s->v, 1);
+    x = table_get(p->by_name, p->tcap, name, len, s->v, 1);
     if (!x)
         return NULL;
-    if (!snap_of(s)->shared[x - 1]) {
+    if (!p->shared[x - 1]) {
         if (mask && !mask[x - 1])
             return NULL;
         if (idx)
@@ -456,10 +459,11 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
  * are stat'ed on every tick. */
 static int missing_appeared(const struct snapshot *s)
 {
+    const struct snap *p = snap_of(s);
     struct stat st;
     char buf[PATH_MAX + 16];
-    for (size_t i = 0; i < snap_of(s)->nw; i++)
-        if (snap_of(s)->w[i].missing && stat(watch_path(&snap_of(s)->w[i], buf, sizeof buf), &st) == 0)
+    for (size_t i = 0; i < p->nw; i++)
+        if (p->w[i].missing && stat(watch_path(&p->w[i], buf, sizeof buf), &st) == 0)
             return 1;
     return 0;
 }
@@ -851,7 +855,8 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
 {
     if (!s->gate)
         return NULL;
-    uint32_t x = table_get(snap_of(s)->by_qname, snap_of(s)->tcap, k->qname, strlen(k->qname), s->v, 0);
+    const struct snap *p = snap_of(s);
+    uint32_t x = table_get(p->by_qname, p->tcap, k->qname, strlen(k->qname), s->v, 0);
     return x && s->v[x - 1] == k ? &s->gate[x - 1] : NULL;
 }
 
