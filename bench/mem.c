@@ -76,13 +76,13 @@ int main(int argc, char **argv)
         hooks += k->hook_pre ? malloc_usable_size(k->hook_pre) : 0;
         hooks += k->hook_post ? malloc_usable_size(k->hook_post) : 0;
     }
-    size_t wl = s->nw * sizeof *s->w, wown = 0;
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].owned)
-            wown += malloc_usable_size(s->w[i].path);
-    size_t tables = s->tcap * 2 * sizeof(uint32_t) + s->n + s->n * sizeof *s->v;
+    size_t wl = snap_of(s)->nw * sizeof *snap_of(s)->w, wown = 0;
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
+        if (snap_of(s)->w[i].owned)
+            wown += malloc_usable_size(snap_of(s)->w[i].path);
+    size_t tables = snap_of(s)->tcap * 2 * sizeof(uint32_t) + s->n + s->n * sizeof *s->v;
     printf("skills=%zu watched=%zu sizeof(struct skill)=%zu entries_with_warnings=%zu\n", n,
-           s->nw, sizeof(struct skill), warn);
+           snap_of(s)->nw, sizeof(struct skill), warn);
     row("heap in use after the build (mallinfo2, after malloc_trim)", h1 - h0, n);
     row("entry blocks (struct + strings, usable size)", blk, n);
     row("  struct skill", st, n);

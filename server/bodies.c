@@ -310,7 +310,7 @@ void skills_index_bodies(struct skills *S)
 void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n)
 {
     struct snapshot *s = skills_acquire(S);
-    *indexed = s->bodies_indexed;
+    *indexed = snap_of(s)->bodies_indexed;
     *n = s->n;
     skills_release(s);
 }

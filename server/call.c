@@ -4,6 +4,8 @@
 #include "call.h"
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +19,65 @@
 #include "skills.h"
 #include "util.h"
 
+/* What a method or a transport may not touch. */
+struct call_outcome {
+    enum call_kind kind;
+    union {
+        json_t *result;                 /* CALL_RESULT (owned) */
+        struct {
+            const char *p;              /* borrowed (valid while the snapshot is
+                                           held), or owned */
+            size_t len;
+            char *owned;
+        } raw;                          /* CALL_RAW */
+        struct {
+            char *p;
+            size_t len;
+        } response;                     /* CALL_RESPONSE (owned) */
+        struct {
+            int code;
+            char msg[512];
+            json_t *data;               /* owned, or NULL */
+        } error;                        /* CALL_ERROR */
+        struct hook_plan *run;          /* CALL_RUN (owned until started) */
+        struct {
+            struct tasks_wait *w;       /* CALL_WAIT (owned until started) */
+            void (*drop)(struct tasks_wait *w); /* frees one never started */
+        } wait;
+    } u;
+    int task;               /* CALL_RESULT: the result is a task (call_result_task) */
+    int cacheable;          /* enum call_cache: the ttlMs/cacheScope members it takes */
+    int transport;          /* an error about headers or _meta: the transport refuses */
+};
+
+/* A call as call.c allocates it: the public request context first, then
+ * the answer and its completion state. */
+struct call_priv {
+    struct call pub;
+    /* the answer */
+    struct call_outcome out;
+    char *body;             /* with no completion callback: the final bytes */
+    size_t len;
+    /* completion, guarded by mu */
+    pthread_mutex_t mu;
+    int refs, completed, detached;
+    call_bytes_fn on_complete;
+    call_event_fn on_event;
+    void *arg;
+};
+
+static inline struct call_priv *P(const struct call *c)
+{
+    return (struct call_priv *)(uintptr_t)((const char *)c - offsetof(struct call_priv, pub));
+}
+
 struct call *call_new(struct srv *S)
 {
-    struct call *c = xcalloc(1, sizeof *c);
+    struct call *c = &((struct call_priv *)xcalloc(1, sizeof(struct call_priv)))->pub;
     c->S = S;
-    c->refs = 1;
+    P(c)->refs = 1;
     c->log_level = SESSION_LEVEL_NONE;
-    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&P(c)->mu, NULL);
     /* --acl: until the transport says who is asking, the call sees what a
      * caller with no identity sees (the * rules), never every skill */
     if (S->acl)
@@ -33,18 +87,18 @@ struct call *call_new(struct srv *S)
 
 void call_ref(struct call *c)
 {
-    pthread_mutex_lock(&c->mu);
-    c->refs++;
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    P(c)->refs++;
+    pthread_mutex_unlock(&P(c)->mu);
 }
 
 void call_unref(struct call *c)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&c->mu);
-    int last = --c->refs == 0;
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    int last = --P(c)->refs == 0;
+    pthread_mutex_unlock(&P(c)->mu);
     if (!last)
         return;
     call_clear(c);
@@ -52,36 +106,36 @@ void call_unref(struct call *c)
     json_decref(c->id);
     json_decref(c->progress_token);
     json_decref(c->listen);
-    free(c->body);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
+    free(P(c)->body);
+    pthread_mutex_destroy(&P(c)->mu);
+    free(P(c));
 }
 
 void call_on_complete(struct call *c, call_bytes_fn done, void *arg)
 {
-    pthread_mutex_lock(&c->mu);
-    c->on_complete = done;
-    c->arg = arg;
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    P(c)->on_complete = done;
+    P(c)->arg = arg;
+    pthread_mutex_unlock(&P(c)->mu);
 }
 
 void call_on_event(struct call *c, call_event_fn event, void *arg)
 {
-    pthread_mutex_lock(&c->mu);
-    c->on_event = event;
-    c->arg = arg;
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    P(c)->on_event = event;
+    P(c)->arg = arg;
+    pthread_mutex_unlock(&P(c)->mu);
 }
 
 int call_detach(struct call *c)
 {
-    pthread_mutex_lock(&c->mu);
-    int done = c->completed;
-    c->detached = 1;
-    c->on_complete = NULL;
-    c->on_event = NULL;
-    c->arg = NULL;
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    int done = P(c)->completed;
+    P(c)->detached = 1;
+    P(c)->on_complete = NULL;
+    P(c)->on_event = NULL;
+    P(c)->arg = NULL;
+    pthread_mutex_unlock(&P(c)->mu);
     return done;
 }
 
@@ -105,7 +159,7 @@ struct snapshot *call_snapshot(struct call *c)
 
 void call_clear(struct call *c)
 {
-    struct call_outcome *o = &c->out;
+    struct call_outcome *o = &P(c)->out;
     switch (o->kind) {
     case CALL_RESULT:
         json_decref(o->u.result);
@@ -139,7 +193,7 @@ void call_clear(struct call *c)
  * completion is published under mu, read here without it. */
 static int completed(struct call *c)
 {
-    return __atomic_load_n(&c->completed, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&P(c)->completed, __ATOMIC_ACQUIRE);
 }
 
 /* May an outcome be set? Yes (the one before freed) until completion. */
@@ -157,7 +211,7 @@ int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
         json_decref(data);
         return -1;
     }
-    struct call_outcome *o = &c->out;
+    struct call_outcome *o = &P(c)->out;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(o->u.error.msg, sizeof o->u.error.msg, fmt, ap);
@@ -175,8 +229,16 @@ int call_result(struct call *c, json_t *result)
         json_decref(result);
         return -1;
     }
-    c->out.kind = CALL_RESULT;
-    c->out.u.result = result;
+    P(c)->out.kind = CALL_RESULT;
+    P(c)->out.u.result = result;
+    return 0;
+}
+
+int call_result_task(struct call *c, json_t *task)
+{
+    if (call_result(c, task) < 0)
+        return -1;
+    P(c)->out.task = 1;
     return 0;
 }
 
@@ -186,10 +248,10 @@ int call_raw(struct call *c, const char *raw, size_t len, char *owned)
         free(owned);
         return -1;
     }
-    c->out.kind = CALL_RAW;
-    c->out.u.raw.p = raw;
-    c->out.u.raw.len = len;
-    c->out.u.raw.owned = owned;
+    P(c)->out.kind = CALL_RAW;
+    P(c)->out.u.raw.p = raw;
+    P(c)->out.u.raw.len = len;
+    P(c)->out.u.raw.owned = owned;
     return 0;
 }
 
@@ -199,9 +261,9 @@ int call_response(struct call *c, char *bytes, size_t len)
         free(bytes);
         return -1;
     }
-    c->out.kind = CALL_RESPONSE;
-    c->out.u.response.p = bytes;
-    c->out.u.response.len = len;
+    P(c)->out.kind = CALL_RESPONSE;
+    P(c)->out.u.response.p = bytes;
+    P(c)->out.u.response.len = len;
     return 0;
 }
 
@@ -209,7 +271,7 @@ int call_accepted(struct call *c)
 {
     if (!settable(c))
         return -1;
-    c->out.kind = CALL_ACCEPTED;
+    P(c)->out.kind = CALL_ACCEPTED;
     return 0;
 }
 
@@ -219,8 +281,8 @@ int call_run(struct call *c, struct hook_plan *plan)
         hook_plan_free(plan);
         return -1;
     }
-    c->out.kind = CALL_RUN;
-    c->out.u.run = plan;
+    P(c)->out.kind = CALL_RUN;
+    P(c)->out.u.run = plan;
     return 0;
 }
 
@@ -231,44 +293,44 @@ int call_wait(struct call *c, struct tasks_wait *w, void (*drop)(struct tasks_wa
             drop(w);
         return -1;
     }
-    c->out.kind = CALL_WAIT;
-    c->out.u.wait.w = w;
-    c->out.u.wait.drop = drop;
+    P(c)->out.kind = CALL_WAIT;
+    P(c)->out.u.wait.w = w;
+    P(c)->out.u.wait.drop = drop;
     return 0;
 }
 
 struct hook_plan *call_take_run(struct call *c)
 {
-    if (c->out.kind != CALL_RUN)
+    if (P(c)->out.kind != CALL_RUN)
         return NULL;
-    struct hook_plan *p = c->out.u.run;
-    c->out.u.run = NULL;
+    struct hook_plan *p = P(c)->out.u.run;
+    P(c)->out.u.run = NULL;
     return p;
 }
 
 struct tasks_wait *call_take_wait(struct call *c)
 {
-    if (c->out.kind != CALL_WAIT)
+    if (P(c)->out.kind != CALL_WAIT)
         return NULL;
-    struct tasks_wait *w = c->out.u.wait.w;
-    c->out.u.wait.w = NULL;
-    c->out.u.wait.drop = NULL;
+    struct tasks_wait *w = P(c)->out.u.wait.w;
+    P(c)->out.u.wait.w = NULL;
+    P(c)->out.u.wait.drop = NULL;
     return w;
 }
 
 void call_cacheable(struct call *c, enum call_cache how)
 {
-    c->out.cacheable = (int)how;
+    P(c)->out.cacheable = (int)how;
 }
 
 void call_transport_error(struct call *c)
 {
-    c->out.transport = 1;
+    P(c)->out.transport = 1;
 }
 
 int call_pending(const struct call *c)
 {
-    return c->out.kind == CALL_RUN || c->out.kind == CALL_WAIT;
+    return P(c)->out.kind == CALL_RUN || P(c)->out.kind == CALL_WAIT;
 }
 
 /* What a caller with a view (--acl) sees is not what another would: no
@@ -284,7 +346,7 @@ static void private_scope(const struct call *c, json_t *result)
  * negotiated); on 2026-07-28 the envelope adds the rest. */
 static void cache_members(const struct call *c, json_t *result)
 {
-    if (c->out.cacheable != CALL_CACHE_BOTH || !json_is_object(result))
+    if (P(c)->out.cacheable != CALL_CACHE_BOTH || !json_is_object(result))
         return;
     json_object_set_new(result, "resultType", json_string("complete"));
     json_object_set_new(result, "ttlMs", json_integer(c->S->ttl_ms));
@@ -300,14 +362,31 @@ char *call_render_kept(struct call *c, json_t *result, size_t *len)
     return jf_dumps(result, len);
 }
 
+/* A task result: on 2026-07-28 the task object itself, resultType "task"
+ * and the era's serverInfo _meta (nothing about caching: a task's result
+ * comes later); on the earlier era the object under "task". */
+static void task_members(const struct call *c, json_t **result)
+{
+    if (!c->modern) {
+        *result = json_pack("{s:o}", "task", *result);
+        return;
+    }
+    json_object_set_new(*result, "resultType", json_string("task"));
+    json_object_set_new(*result, "_meta",
+                        json_pack("{s:o}", "io.modelcontextprotocol/serverInfo",
+                                  env_server_info()));
+}
+
 /* The outcome as the bytes of its JSON-RPC response (NULL for none). */
 static char *render(struct call *c, size_t *len)
 {
-    struct call_outcome *o = &c->out;
+    struct call_outcome *o = &P(c)->out;
     char *s = NULL;
     *len = 0;
     switch (o->kind) {
     case CALL_RESULT: {
+        if (o->task)
+            task_members(c, &o->u.result);
         cache_members(c, o->u.result);
         int64_t ttl = o->cacheable ? c->S->ttl_ms : -1;
         if (c->view && c->modern && ttl >= 0) {
@@ -344,31 +423,82 @@ static char *render(struct call *c, size_t *len)
 
 int call_finish(struct call *c)
 {
-    pthread_mutex_lock(&c->mu);
-    if (c->completed) {
-        pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    if (P(c)->completed) {
+        pthread_mutex_unlock(&P(c)->mu);
         return -1;
     }
-    __atomic_store_n(&c->completed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&P(c)->completed, 1, __ATOMIC_RELEASE);
     size_t len;
     char *bytes = render(c, &len);
-    if (c->detached)
+    if (P(c)->detached)
         free(bytes);
-    else if (c->on_complete)
-        c->on_complete(bytes, len, c->arg);
+    else if (P(c)->on_complete)
+        P(c)->on_complete(bytes, len, P(c)->arg);
     else {
-        free(c->body);
-        c->body = bytes;
-        c->len = len;
+        free(P(c)->body);
+        P(c)->body = bytes;
+        P(c)->len = len;
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&P(c)->mu);
     return 0;
 }
 
 void call_event(struct call *c, const char *bytes, size_t len)
 {
-    pthread_mutex_lock(&c->mu);
-    if (!c->completed && !c->detached && c->on_event)
-        c->on_event(bytes, len, c->arg);
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&P(c)->mu);
+    if (!P(c)->completed && !P(c)->detached && P(c)->on_event)
+        P(c)->on_event(bytes, len, P(c)->arg);
+    pthread_mutex_unlock(&P(c)->mu);
+}
+
+enum call_kind call_kind(const struct call *c)
+{
+    return P(c)->out.kind;
+}
+
+int call_error_code(const struct call *c)
+{
+    return P(c)->out.kind == CALL_ERROR ? P(c)->out.u.error.code : 0;
+}
+
+int call_is_transport_error(const struct call *c)
+{
+    return P(c)->out.kind == CALL_ERROR && P(c)->out.transport;
+}
+
+const char *call_raw_bytes(const struct call *c, size_t *len, int *owned)
+{
+    const struct call_outcome *o = &P(c)->out;
+    if (o->kind != CALL_RAW)
+        return NULL;
+    *len = o->u.raw.len;
+    if (owned)
+        *owned = o->u.raw.owned != NULL;
+    return o->u.raw.p;
+}
+
+struct hook_plan *call_run_plan(const struct call *c)
+{
+    return P(c)->out.kind == CALL_RUN ? P(c)->out.u.run : NULL;
+}
+
+int call_has_events(const struct call *c)
+{
+    return P(c)->on_event != NULL;
+}
+
+const char *call_body(const struct call *c, size_t *len)
+{
+    *len = P(c)->len;
+    return P(c)->body;
+}
+
+char *call_take_body(struct call *c, size_t *len)
+{
+    char *b = P(c)->body;
+    *len = P(c)->len;
+    P(c)->body = NULL;
+    P(c)->len = 0;
+    return b;
 }

@@ -51,35 +51,6 @@ enum call_cache {
                                them whatever version was negotiated) */
 };
 
-struct call_outcome {
-    enum call_kind kind;
-    union {
-        json_t *result;                 /* CALL_RESULT (owned) */
-        struct {
-            const char *p;              /* borrowed (valid while the snapshot is
-                                           held), or owned */
-            size_t len;
-            char *owned;
-        } raw;                          /* CALL_RAW */
-        struct {
-            char *p;
-            size_t len;
-        } response;                     /* CALL_RESPONSE (owned) */
-        struct {
-            int code;
-            char msg[512];
-            json_t *data;               /* owned, or NULL */
-        } error;                        /* CALL_ERROR */
-        struct hook_plan *run;          /* CALL_RUN (owned until started) */
-        struct {
-            struct tasks_wait *w;       /* CALL_WAIT (owned until started) */
-            void (*drop)(struct tasks_wait *w); /* frees one never started */
-        } wait;
-    } u;
-    int cacheable;          /* enum call_cache: the ttlMs/cacheScope members it takes */
-    int transport;          /* an error about headers or _meta: the transport refuses */
-};
-
 typedef void (*call_bytes_fn)(char *bytes, size_t len, void *arg);
 typedef void (*call_event_fn)(const char *bytes, size_t len, void *arg);
 
@@ -110,19 +81,12 @@ struct call {
     int snap_hold;          /* how snap is held (skills_acquire_held) */
     const struct view *view;    /* the skills this caller may see (--acl), NULL: all */
     json_t *listen;         /* subscriptions/listen: the honored filter (owned), or NULL */
-    /* the answer */
-    struct call_outcome out;
-    char *body;             /* with no completion callback: the final bytes */
-    size_t len;
     /* a pending run, while it lasts */
     char run_id[40];        /* the runner's request id, to cancel it */
     double progress;
-    /* completion, guarded by mu */
-    pthread_mutex_t mu;
-    int refs, completed, detached;
-    call_bytes_fn on_complete;
-    call_event_fn on_event;
-    void *arg;
+    /* The outcome, the final bytes and the completion state follow in
+     * call.c's own part of the allocation (call_new): read them through
+     * the functions below. */
 };
 
 /* A new call with one reference (the transport's). */
@@ -132,7 +96,7 @@ void call_unref(struct call *c);
 
 /* Before rpc_handle(): where the final bytes (the receiver's to free) and
  * any earlier events (borrowed) go. Without a completion callback they are
- * kept in c->body / c->len. Callbacks run on whatever thread completes the
+ * kept (call_body). Callbacks run on whatever thread completes the
  * call, one at a time; they must not call back into the call. */
 void call_on_complete(struct call *c, call_bytes_fn done, void *arg);
 void call_on_event(struct call *c, call_event_fn event, void *arg);
@@ -166,6 +130,9 @@ void call_set_view(struct call *c, const struct acl_class *k);
 int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int call_result(struct call *c, json_t *result);
+/* The request was made a task: task is the task object (tasks.c builds
+ * it), rendered as the era's task result (the era members added here). */
+int call_result_task(struct call *c, json_t *task);
 int call_raw(struct call *c, const char *raw, size_t len, char *owned);
 int call_response(struct call *c, char *bytes, size_t len);
 /* A notification or a response: nothing is sent. */
@@ -192,6 +159,25 @@ char *call_render_kept(struct call *c, json_t *result, size_t *len);
 void call_clear(struct call *c);
 
 int call_pending(const struct call *c);
+
+/* What the outcome is so far (the transport picks its status from it). */
+enum call_kind call_kind(const struct call *c);
+/* CALL_ERROR: its JSON-RPC code; 0 for any other outcome. */
+int call_error_code(const struct call *c);
+/* CALL_ERROR set with call_transport_error(): 1, else 0. */
+int call_is_transport_error(const struct call *c);
+/* CALL_RAW: its bytes (borrowed from the call), *len, and whether the call
+ * owns them (*owned, may be NULL); NULL for any other outcome. */
+const char *call_raw_bytes(const struct call *c, size_t *len, int *owned);
+/* CALL_RUN: the plan not yet started (still the call's), else NULL. */
+struct hook_plan *call_run_plan(const struct call *c);
+/* Did the transport ask for events before the answer (call_on_event)? */
+int call_has_events(const struct call *c);
+/* With no completion callback: the final bytes kept once finished
+ * (borrowed; NULL before, or for no answer), *len their length. */
+const char *call_body(const struct call *c, size_t *len);
+/* The same bytes handed to the caller (free()), leaving the call none. */
+char *call_take_body(struct call *c, size_t *len);
 
 /* Renders the outcome for the call's era and delivers it: 0, or -1 when
  * the call was completed already (nothing is sent twice). */

@@ -366,14 +366,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (c->listen && rq->ready)
         return http_open_listen(h, con, rq);
     unsigned status = MHD_HTTP_OK;
-    switch (c->out.kind) {
+    switch (call_kind(c)) {
     case CALL_ACCEPTED:
         rq->status = MHD_HTTP_ACCEPTED;
         return http_reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case CALL_RUN:
     case CALL_WAIT:
         rq->status = MHD_HTTP_OK;
-        if (c->out.kind == CALL_RUN && call_streams(c)) {
+        if (call_kind(c) == CALL_RUN && call_streams(c)) {
             enum MHD_Result ret = http_sse_start(con, c);
             http_watch_add(h, con, rq);
             return ret;
@@ -386,11 +386,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         http_watch_add(h, con, rq);
         return MHD_YES;
     case CALL_ERROR:
-        if (c->out.transport || c->out.u.error.code == RPC_PARSE_ERROR ||
-            c->out.u.error.code == RPC_INVALID_REQUEST ||
-            c->out.u.error.code == RPC_MISSING_CAPABILITY)
+        if (call_is_transport_error(c) || call_error_code(c) == RPC_PARSE_ERROR ||
+            call_error_code(c) == RPC_INVALID_REQUEST ||
+            call_error_code(c) == RPC_MISSING_CAPABILITY)
             status = MHD_HTTP_BAD_REQUEST;
-        else if (c->session_gone || (c->modern && c->out.u.error.code == RPC_METHOD_NOT_FOUND))
+        else if (c->session_gone || (c->modern && call_error_code(c) == RPC_METHOD_NOT_FOUND))
             status = MHD_HTTP_NOT_FOUND;
         break;
     default:

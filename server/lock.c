@@ -209,11 +209,11 @@ static int judge(struct lock *L, struct snapshot *s, size_t i, const struct lock
     return 0;
 }
 
-void lock_gate(struct snapshot *s, void *arg)
+void *lock_gate(struct snapshot *s, void *arg)
 {
     struct lock *L = arg;
     if (!lock_active(L))
-        return;
+        return NULL;
     pthread_mutex_lock(&L->mu);
     struct lock_table *t = atomic_load(&L->cur);
     lock_table_ref(t);
@@ -279,7 +279,7 @@ void lock_gate(struct snapshot *s, void *arg)
     free(ms);
     free(ok);
     free(pin.v);
-    s->gate_ref = t;
+    return t;
 }
 
 void lock_gate_release(void *ref)

@@ -44,8 +44,9 @@ int lock_active(const struct lock *L);
  */
 int lock_reload(struct lock *L, int force);
 
-/* The skills gate (see skills_set_gate); arg is the struct lock. */
-void lock_gate(struct snapshot *s, void *arg);
+/* The skills gate (see skills_new_gated); arg is the struct lock. Returns
+ * the lock table the judgement borrows from (lock_gate_release frees it). */
+void *lock_gate(struct snapshot *s, void *arg);
 void lock_gate_release(void *ref);
 
 /*

@@ -284,7 +284,7 @@ void mcp_start(struct call *c)
         hook_set_rpc_id(p, ids);
         free(ids);
         snprintf(c->run_id, sizeof c->run_id, "%s", hook_request_id(p));
-        if (c->on_event)
+        if (call_has_events(c))
             hook_set_stream(p, run_line, c);
         call_ref(c);
         hook_start(p, run_done, c);

@@ -555,38 +555,11 @@ size_t rcache_files_bytes(void)
 static struct {
     _Alignas(64) _Atomic(const void *) p;
 } pg_hp[PG_SLOTS];
-static atomic_bool pg_taken[PG_SLOTS];
-static pthread_key_t pg_key;
-static pthread_once_t pg_once = PTHREAD_ONCE_INIT;
+static struct tslot pg_slot_set[PG_SLOTS];
+static struct tslots pg_slots = TSLOTS_INIT(pg_slot_set, NULL);
+/* This thread's slot (tslot_mine): -1 until claimed, and while all are
+ * taken (the thread then reads no page). */
 static _Thread_local int pg_slot = -1;
-
-static void pg_thread_exit(void *arg)
-{
-    atomic_store(&pg_taken[(intptr_t)arg - 1], 0);
-}
-
-static void pg_init(void)
-{
-    pthread_key_create(&pg_key, pg_thread_exit);
-}
-
-/* This thread's slot, claimed on first use; -1 when all are taken (the
- * thread then reads no page). */
-static int pg_mine(void)
-{
-    if (pg_slot >= 0)
-        return pg_slot;
-    pthread_once(&pg_once, pg_init);
-    for (int i = 0; i < PG_SLOTS; i++) {
-        _Bool expect = 0;
-        if (atomic_compare_exchange_strong(&pg_taken[i], &expect, 1)) {
-            pg_slot = i;
-            pthread_setspecific(pg_key, (void *)(intptr_t)(i + 1));
-            return i;
-        }
-    }
-    return -1;
-}
 
 static int pg_held(const void *pg)
 {
@@ -699,7 +672,7 @@ int rcache_pages_get(struct rcache_pages *p, const void *view, const char *key, 
         struct rc_way *w = &set[i];
         if (atomic_load_explicit(&w->hash, memory_order_relaxed) != h)
             continue;
-        if (slot < 0 && (slot = pg_mine()) < 0)
+        if (slot < 0 && (slot = tslot_mine(&pg_slots, &pg_slot)) < 0)
             return 0;
         /* Named before it is looked at; used only if still the way's page
          * after that (a writer that took it out may not have seen the slot). */

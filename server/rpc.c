@@ -179,7 +179,7 @@ static void dispatch(struct call *c, const char *method, json_t *meta)
                   0);
         return;
     }
-    if (c->out.kind != CALL_ERROR && !c->modern && S->sessions && c->method &&
+    if (call_kind(c) != CALL_ERROR && !c->modern && S->sessions && c->method &&
         !strcmp(c->method, "initialize") &&
         session_create(S->sessions, c->client, c->session_minted) < 0)
         call_error(c, RPC_INTERNAL_ERROR, NULL, "Internal error: no session could be started");
@@ -192,7 +192,7 @@ static void dispatch(struct call *c, const char *method, json_t *meta)
         snprintf(c->skill, sizeof c->skill, "%s", sk ? sk : "");
         utf8_sanitize(c->skill);
     }
-    if (c->out.kind == CALL_RUN) {
+    if (call_kind(c) == CALL_RUN) {
         json_t *tok = json_object_get(meta, "progressToken");
         if (json_is_string(tok) || json_is_integer(tok))
             c->progress_token = json_incref(tok);

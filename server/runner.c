@@ -46,6 +46,19 @@
 #define DRAIN_GRACE_MS 500
 #define READ_CHUNK 65536
 
+struct run_slot {
+    atomic_int owner;           /* worker index + 1; 0 = free */
+    atomic_int pgid;            /* the script's process group, once spawned */
+};
+
+struct run_shared {
+    atomic_uint_fast64_t started, ok, failed, stalled, timeout, denied, busy;
+    atomic_int_fast64_t live, queued;
+    atomic_int_fast64_t queued_by[RUN_MAX_WORKERS];
+    int nslots;
+    struct run_slot slots[];    /* nslots = --max-script-concurrency */
+};
+
 struct runner {
     uv_loop_t *uv;
     uv_async_t wake;

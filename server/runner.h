@@ -103,30 +103,21 @@ struct run_job {
     int _raw_status;
     uint64_t _t_start, _t_last, _t_queued;
     char *_scratch;
-    int _slot;              /* index in run_shared.slots, -1 when none */
+    int _slot;              /* index of its live-script slot, -1 when none */
 };
 
 struct runner;
 
 /*
  * Counters and the live-children count shared by every worker of an
- * instance (allocate with x_shared_alloc before forking), so the cap on
- * live scripts holds for the instance, not per worker.
+ * instance (run_shared_new, before forking), so the cap on live scripts
+ * holds for the instance, not per worker.
  */
 #define RUN_MAX_WORKERS 64
 
-struct run_slot {
-    atomic_int owner;           /* worker index + 1; 0 = free */
-    atomic_int pgid;            /* the script's process group, once spawned */
-};
-
-struct run_shared {
-    atomic_uint_fast64_t started, ok, failed, stalled, timeout, denied, busy;
-    atomic_int_fast64_t live, queued;
-    atomic_int_fast64_t queued_by[RUN_MAX_WORKERS];
-    int nslots;
-    struct run_slot slots[];    /* nslots = --max-script-concurrency */
-};
+/* Opaque: the counters, the queue places by worker and the live-script
+ * slots (runner.c); read through run_counters(). */
+struct run_shared;
 
 /* Allocates the shared block (before forking) for max_live slots. */
 struct run_shared *run_shared_new(int max_live, size_t *size);

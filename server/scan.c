@@ -1369,15 +1369,15 @@ struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
         cand_free(&b.c[i]);
     free(b.c);
 
-    struct snapshot *s = xcalloc(1, sizeof *s);
+    struct snapshot *s = &((struct snap *)xcalloc(1, sizeof(struct snap)))->pub;
     scan_hooks_dir(&b, s, S->hooks_dir);
-    atomic_init(&s->refs, 0);
+    atomic_init(&snap_of(s)->refs, 0);
     s->v = b.v;
     s->n = b.n;
     if (s->n)
         qsort(s->v, s->n, sizeof *s->v, skill_cmp);
-    s->w = b.w;
-    s->nw = b.nw;
+    snap_of(s)->w = b.w;
+    snap_of(s)->nw = b.nw;
     s->errors = b.errors;
     free(b.seen);
     return s;

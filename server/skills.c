@@ -51,41 +51,23 @@ struct hp_slot {
 };
 static struct hp_slot hp_[HP_SLOTS];
 #define hp(i) (hp_[i].p)
-static atomic_bool hp_taken[HP_SLOTS];
 static pthread_mutex_t hp_fallback = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t hp_key;
-static pthread_once_t hp_once = PTHREAD_ONCE_INIT;
+
+/* A slot still holding a snapshot belongs to a call that outlives its
+ * thread: it stays taken (and the snapshot protected) for good. */
+static int hp_keep(int slot)
+{
+    return atomic_load(&hp(slot)) != NULL;
+}
+
+static struct tslot hp_slot_set[HP_SLOTS];
+static struct tslots hp_slots = TSLOTS_INIT(hp_slot_set, hp_keep);
 static _Thread_local int hp_slot = -1;
 
-static void hp_thread_exit(void *arg)
-{
-    int slot = (int)(intptr_t)arg - 1;
-    /* A slot still holding a snapshot belongs to a call that outlives this
-     * thread: it stays taken (and the snapshot protected) for good. */
-    if (slot >= 0 && !atomic_load(&hp(slot)))
-        atomic_store(&hp_taken[slot], 0);
-}
-
-static void hp_init(void)
-{
-    pthread_key_create(&hp_key, hp_thread_exit);
-}
-
 /* This thread's slot, claimed on first use; -1 when all are taken. */
-static int hp_mine(void)
+static inline int hp_mine(void)
 {
-    if (hp_slot >= 0)
-        return hp_slot;
-    pthread_once(&hp_once, hp_init);
-    for (int i = 0; i < HP_SLOTS; i++) {
-        _Bool expect = 0;
-        if (atomic_compare_exchange_strong(&hp_taken[i], &expect, 1)) {
-            hp_slot = i;
-            pthread_setspecific(hp_key, (void *)(intptr_t)(i + 1));
-            return i;
-        }
-    }
-    return -1;
+    return tslot_mine(&hp_slots, &hp_slot);
 }
 
 struct snapshot *skills_acquire(struct skills *S)
@@ -98,7 +80,7 @@ struct snapshot *skills_acquire(struct skills *S)
          * while it reclaims, so a reference taken under it is safe. */
         pthread_mutex_lock(&hp_fallback);
         s = atomic_load(&S->cur);
-        atomic_fetch_add(&s->refs, 1);
+        atomic_fetch_add(&snap_of(s)->refs, 1);
         pthread_mutex_unlock(&hp_fallback);
         return s;
     }
@@ -108,7 +90,7 @@ struct snapshot *skills_acquire(struct skills *S)
         if (atomic_load(&S->cur) == s)
             break;
     }
-    atomic_fetch_add(&s->refs, 1);
+    atomic_fetch_add(&snap_of(s)->refs, 1);
     atomic_store(&hp(slot), NULL);
     return s;
 }
@@ -145,7 +127,7 @@ void skills_release_held(struct snapshot *s, int hold)
 void skills_release(struct snapshot *s)
 {
     if (s)
-        atomic_fetch_sub(&s->refs, 1);
+        atomic_fetch_sub(&snap_of(s)->refs, 1);
 }
 
 static int hp_protects(const struct snapshot *s)
@@ -162,6 +144,7 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
 {
     if (!s)
         return;
+    struct snap *p = snap_of(s);
     if (s->ext && S->ext_free)
         S->ext_free(s->ext);
     for (struct snapshot_attach *a = atomic_load(&s->attached), *next; a; a = next) {
@@ -175,23 +158,23 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
         }
         free(s->gate);
     }
-    if (s->gate_ref && S->gate_release)
-        S->gate_release(s->gate_ref);
+    if (p->gate_ref && S->gate_release)
+        S->gate_release(p->gate_ref);
     for (size_t i = 0; i < s->n; i++)
         skills_entry_release(s->v[i]);
     free(s->v);
-    free(s->by_qname);
-    free(s->by_name);
-    free(s->shared);
+    free(p->by_qname);
+    free(p->by_name);
+    free(p->shared);
     search_free(s->search);
     json_decref(s->errors);
     free(s->hook_pre);
     free(s->hook_post);
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].owned)
-            free(s->w[i].path);
-    free(s->w);
-    free(s);
+    for (size_t i = 0; i < p->nw; i++)
+        if (p->w[i].owned)
+            free(p->w[i].path);
+    free(p->w);
+    free(p);
 }
 
 /* ---- lookup tables ------------------------------------------------------- */
@@ -230,23 +213,24 @@ static uint32_t table_get(const uint32_t *t, size_t cap, const char *key, size_t
  */
 static void build_tables(struct snapshot *s)
 {
+    struct snap *p = snap_of(s);
     size_t cap = 16;
     while (cap < s->n * 2 + 2)
         cap *= 2;
-    s->tcap = cap;
-    s->by_qname = xcalloc(cap, sizeof *s->by_qname);
-    s->by_name = xcalloc(cap, sizeof *s->by_name);
-    s->shared = xcalloc(s->n ? s->n : 1, 1);
+    p->tcap = cap;
+    p->by_qname = xcalloc(cap, sizeof *p->by_qname);
+    p->by_name = xcalloc(cap, sizeof *p->by_name);
+    p->shared = xcalloc(s->n ? s->n : 1, 1);
     for (size_t i = 0; i < s->n; i++)
-        table_put(s->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
+        table_put(p->by_qname, cap, s->v[i]->qname, (uint32_t)i + 1);
     for (size_t i = 0; i < s->n; i++) {
         const char *nm = s->v[i]->name;
-        uint32_t x = table_get(s->by_name, cap, nm, strlen(nm), s->v, 1);
+        uint32_t x = table_get(p->by_name, cap, nm, strlen(nm), s->v, 1);
         if (x) {
-            s->shared[x - 1] = 1;
-            s->shared[i] = 1;
+            p->shared[x - 1] = 1;
+            p->shared[i] = 1;
         } else {
-            table_put(s->by_name, cap, nm, (uint32_t)i + 1);
+            table_put(p->by_name, cap, nm, (uint32_t)i + 1);
         }
     }
 }
@@ -277,7 +261,8 @@ struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask
     *ambiguous = 0;
     if (!s->n)
         return NULL;
-    uint32_t x = table_get(s->by_qname, s->tcap, name, len, s->v, 0);
+    const struct snap *p = snap_of(s);
+    uint32_t x = table_get(p->by_qname, p->tcap, name, len, s->v, 0);
     if (x && (!mask || mask[x - 1])) {
         if (idx)
             *idx = x - 1;
@@ -285,10 +270,10 @@ struct skill *skills_find_in(const struct snapshot *s, const unsigned char *mask
     }
     if (memchr(name, '/', len))
         return NULL;
-    x = table_get(s->by_name, s->tcap, name, len, s->v, 1);
+    x = table_get(p->by_name, p->tcap, name, len, s->v, 1);
     if (!x)
         return NULL;
-    if (!s->shared[x - 1]) {
+    if (!p->shared[x - 1]) {
         if (mask && !mask[x - 1])
             return NULL;
         if (idx)
@@ -403,8 +388,8 @@ static int tree_changed(const struct snapshot *s)
     struct stat st;
     struct fkey k;
     char buf[PATH_MAX + 16];
-    for (size_t i = 0; i < s->nw; i++) {
-        const struct watch *w = &s->w[i];
+    for (size_t i = 0; i < snap_of(s)->nw; i++) {
+        const struct watch *w = &snap_of(s)->w[i];
         if (stat(watch_path(w, buf, sizeof buf), &st) < 0) {
             if (!w->missing)
                 return 1;
@@ -436,8 +421,8 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
                           IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
     if (S->nwd)
         memset(S->wd_path, 0, S->nwd * sizeof *S->wd_path);
-    for (size_t i = 0; i < s->nw; i++) {
-        const struct watch *w = &s->w[i];
+    for (size_t i = 0; i < snap_of(s)->nw; i++) {
+        const struct watch *w = &snap_of(s)->w[i];
         struct stat st;
         if (w->missing || w->md || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
@@ -460,8 +445,8 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
         S->wd_path[wd] = w->path;
     }
     /* A missing root shows up as a change only through a stat pass. */
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].missing)
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
+        if (snap_of(s)->w[i].missing)
             S->ino_dirty = 1;
     /* Anything that moved between the snapshot's stats and these watches. */
     if (tree_changed(s))
@@ -474,10 +459,11 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
  * are stat'ed on every tick. */
 static int missing_appeared(const struct snapshot *s)
 {
+    const struct snap *p = snap_of(s);
     struct stat st;
     char buf[PATH_MAX + 16];
-    for (size_t i = 0; i < s->nw; i++)
-        if (s->w[i].missing && stat(watch_path(&s->w[i], buf, sizeof buf), &st) == 0)
+    for (size_t i = 0; i < p->nw; i++)
+        if (p->w[i].missing && stat(watch_path(&p->w[i], buf, sizeof buf), &st) == 0)
             return 1;
     return 0;
 }
@@ -595,13 +581,13 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
     }
     s->search = search_new_carry(docs, terms, xterms, s->n, old ? old->search : NULL, prev_doc);
     for (size_t i = 0; i < s->n; i++)
-        s->bodies_indexed += (size_t)search_has_body(s->search, i);
+        snap_of(s)->bodies_indexed += (size_t)search_has_body(s->search, i);
     free(prev_doc);
     free(xterms);
     free(terms);
     free(docs);
     if (S->gate)
-        S->gate(s, S->gate_arg);
+        snap_of(s)->gate_ref = S->gate(s, S->gate_arg);
     /* Parsing leaves freed blocks in every thread's arena (libyaml's buffers
      * above all); hand them back once per build rather than carry them. */
     malloc_trim(0);
@@ -618,11 +604,11 @@ static void reclaim(struct skills *S)
     while (*pp) {
         struct snapshot *r = *pp;
         /* Hazard first, count second: see the header comment. */
-        if (!hp_protects(r) && atomic_load(&r->refs) == 0) {
-            *pp = r->retired_next;
+        if (!hp_protects(r) && atomic_load(&snap_of(r)->refs) == 0) {
+            *pp = snap_of(r)->retired_next;
             snapshot_free(S, r);
         } else {
-            pp = &r->retired_next;
+            pp = &snap_of(r)->retired_next;
         }
     }
     pthread_mutex_unlock(&hp_fallback);
@@ -633,7 +619,7 @@ size_t skills_retired(struct skills *S)
 {
     size_t n = 0;
     pthread_mutex_lock(&S->scan_mu);
-    for (const struct snapshot *r = S->retired; r; r = r->retired_next)
+    for (const struct snapshot *r = S->retired; r; r = snap_of(r)->retired_next)
         n++;
     pthread_mutex_unlock(&S->scan_mu);
     return n;
@@ -722,7 +708,7 @@ static void do_scan(struct skills *S, int force, struct skills_report *r)
     bodies_kick(S, s);
     watches_setup(S, s);
     pthread_mutex_lock(&S->scan_mu);
-    old->retired_next = S->retired;
+    snap_of(old)->retired_next = S->retired;
     S->retired = old;
     pthread_mutex_unlock(&S->scan_mu);
     r->ms = now_ms() - t0;
@@ -852,7 +838,7 @@ void skills_free(struct skills *S)
     reclaim(S);
     while (S->retired) {
         struct snapshot *r = S->retired;
-        S->retired = r->retired_next;
+        S->retired = snap_of(r)->retired_next;
         snapshot_free(S, r);
     }
     snapshot_free(S, atomic_load(&S->cur));
@@ -869,7 +855,8 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
 {
     if (!s->gate)
         return NULL;
-    uint32_t x = table_get(s->by_qname, s->tcap, k->qname, strlen(k->qname), s->v, 0);
+    const struct snap *p = snap_of(s);
+    uint32_t x = table_get(p->by_qname, p->tcap, k->qname, strlen(k->qname), s->v, 0);
     return x && s->v[x - 1] == k ? &s->gate[x - 1] : NULL;
 }
 

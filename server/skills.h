@@ -122,7 +122,7 @@ struct lock_entry;
 struct skill_gate {
     char *reason;           /* quarantined: why, naming the approving command; NULL: served */
     struct skill *serve;    /* quarantined but served: the approved version, from the store */
-    const struct lock_entry *approved; /* its lock entry (borrowed from gate_ref), or NULL */
+    const struct lock_entry *approved; /* its lock entry (borrowed from what the gate returned), or NULL */
     char digest[72];        /* the manifest digest of the tree when built ("" if unreadable) */
 };
 
@@ -131,8 +131,6 @@ struct snapshot;
 struct snapshot_ext;
 typedef struct snapshot_ext *(*snapshot_ext_build_fn)(const struct snapshot *s, void *arg);
 typedef void (*snapshot_ext_free_fn)(struct snapshot_ext *);
-
-struct watch;               /* a path the refresher stats (private to the index) */
 
 /*
  * Data a higher layer hangs on a published snapshot (the per-caller views of
@@ -144,28 +142,23 @@ struct snapshot_attach {
     void (*free)(struct snapshot_attach *a);
 };
 
+/*
+ * A published snapshot, as readers see it. Its reference count, lookup
+ * tables, watch list and place on the retired list are the index's own
+ * (struct snap in skills_int.h): reach them through skills_* functions.
+ */
 struct snapshot {
-    atomic_long refs;
     uint64_t generation;
     struct skill **v;       /* sorted by qname */
     size_t n;
-    uint32_t *by_qname;     /* open-addressing tables of index+1 */
-    uint32_t *by_name;      /* bare name -> first entry carrying it */
-    unsigned char *shared;  /* per entry: its bare name is not unique */
-    size_t tcap;            /* power of two */
     struct search_index *search;
-    size_t bodies_indexed;  /* entries whose body terms are in search */
     json_t *errors;         /* [{skill, path, message, level}] */
-    struct watch *w;        /* everything the refresher stats */
-    size_t nw;
     struct snapshot_ext *ext;
     struct skill_gate *gate;/* per entry when a lock is in force, else NULL */
-    void *gate_ref;         /* what gate[].approved borrows from (released with s) */
     char *hook_pre;         /* global hooks (--hooks-dir), absolute, or NULL */
     char *hook_post;
     double build_ms;
     int64_t built_at;       /* wall clock, seconds */
-    struct snapshot *retired_next;
     _Atomic(struct snapshot_attach *) attached;
 };
 
@@ -194,12 +187,13 @@ void skills_free(struct skills *S);
 
 /*
  * A gate judges every entry of each snapshot as it is built, before the
- * per-snapshot data (ext) is rendered: it fills s->gate and s->gate_ref;
- * release(s->gate_ref) runs when the snapshot is freed. With a gate, every
- * file of every skill is watched too, so a file edited in place leads to a
- * rebuild (and a fresh judgement).
+ * per-snapshot data (ext) is rendered: it fills s->gate and returns what
+ * the judgement borrows from (NULL: nothing); release(that) runs when the
+ * snapshot is freed. With a gate, every file of every skill is watched
+ * too, so a file edited in place leads to a rebuild (and a fresh
+ * judgement).
  */
-typedef void (*skills_gate_fn)(struct snapshot *s, void *arg);
+typedef void *(*skills_gate_fn)(struct snapshot *s, void *arg);
 /* skills_new with the gate set before the first snapshot is built. */
 struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
                                 snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,

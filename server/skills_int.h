@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -37,6 +38,30 @@ static inline const char *watch_path(const struct watch *w, char *buf, size_t n)
         return w->path;
     snprintf(buf, n, "%s/SKILL.md", w->path);
     return buf;
+}
+
+/*
+ * A snapshot as the index keeps it: the public part readers see first, then
+ * what only skills.c, scan.c and bodies.c touch. Readers get a struct
+ * snapshot *; snap_of() is free (pub is the first member).
+ */
+struct snap {
+    struct snapshot pub;
+    atomic_long refs;
+    uint32_t *by_qname;     /* open-addressing tables of index+1 */
+    uint32_t *by_name;      /* bare name -> first entry carrying it */
+    unsigned char *shared;  /* per entry: its bare name is not unique */
+    size_t tcap;            /* power of two */
+    size_t bodies_indexed;  /* entries whose body terms are in search */
+    struct watch *w;        /* everything the refresher stats */
+    size_t nw;
+    void *gate_ref;         /* what gate[].approved borrows from (released with s) */
+    struct snapshot *retired_next;
+};
+
+static inline struct snap *snap_of(const struct snapshot *s)
+{
+    return (struct snap *)(uintptr_t)((const char *)s - offsetof(struct snap, pub));
 }
 
 struct bodies_indexer;

@@ -36,7 +36,6 @@
 
 #include "acl.h"
 #include "call.h"
-#include "envelope.h"
 #include "hooks.h"
 #include "proto.h"
 #include "runner.h"
@@ -724,7 +723,7 @@ int tasks_create(struct call *c)
         /* a requested ttl may shorten the default, not lengthen it */
         r.ttl = v < 1000 ? 1000 : v > (double)max_ttl ? max_ttl : (int64_t)v;
     }
-    struct hook_plan *plan = c->out.kind == CALL_RUN ? c->out.u.run : NULL;
+    struct hook_plan *plan = call_run_plan(c);
     if (plan) {
         snprintf(r.rid, sizeof r.rid, "%s", hook_request_id(plan));
         snprintf(r.skill, sizeof r.skill, "%s", hook_skill(plan));
@@ -764,8 +763,9 @@ int tasks_create(struct call *c)
     } else {
         /* The call was answered without running anything (bad arguments,
          * a busy client): the task is over as soon as it exists. */
-        int has = c->out.kind == CALL_RAW;
-        char *copy = xstrndup(has ? c->out.u.raw.p : "{}", has ? c->out.u.raw.len : 2);
+        size_t rawlen;
+        const char *raw = call_raw_bytes(c, &rawlen, NULL);
+        char *copy = xstrndup(raw ? raw : "{}", raw ? rawlen : 2);
         json_t *res = json_loads(copy, 0, NULL);
         int err = json_is_true(json_object_get(res, "isError"));
         json_decref(res);
@@ -779,16 +779,7 @@ int tasks_create(struct call *c)
         snprintf(r.status, sizeof r.status, "%s", st);
         free(copy);
     }
-    json_t *task = task_json(&r, c->modern, 0);
-    if (c->modern) {
-        json_object_set_new(task, "resultType", json_string("task"));
-        json_object_set_new(task, "_meta",
-                            json_pack("{s:o}", "io.modelcontextprotocol/serverInfo",
-                                      env_server_info()));
-        call_result(c, task);
-    } else {
-        call_result(c, json_pack("{s:o}", "task", task));
-    }
+    call_result_task(c, task_json(&r, c->modern, 0));
     return 0;
 }
 

@@ -923,3 +923,39 @@ void x_peer_key(const struct sockaddr *sa, char *out, size_t n)
     }
     snprintf(out, n, "addr:%s%s", ip, len);
 }
+
+/* ---- per-thread slots ------------------------------------------------------- */
+
+static void tslot_exit(void *arg)
+{
+    struct tslot *sl = arg;
+    struct tslots *t = sl->set;
+    int i = (int)(sl - t->s);
+    if (!t->keep || !t->keep(i))
+        atomic_store(&sl->taken, 0);
+}
+
+int tslot_claim(struct tslots *t)
+{
+    if (!atomic_load(&t->ready)) {
+        pthread_mutex_lock(&t->mu);
+        if (!atomic_load(&t->ready)) {
+            for (int i = 0; i < t->n; i++)
+                t->s[i].set = t;
+            if (pthread_key_create(&t->key, tslot_exit) != 0) {
+                pthread_mutex_unlock(&t->mu);
+                return -1;
+            }
+            atomic_store(&t->ready, 1);
+        }
+        pthread_mutex_unlock(&t->mu);
+    }
+    for (int i = 0; i < t->n; i++) {
+        _Bool expect = 0;
+        if (atomic_compare_exchange_strong(&t->s[i].taken, &expect, 1)) {
+            pthread_setspecific(t->key, &t->s[i]);
+            return i;
+        }
+    }
+    return -1;
+}

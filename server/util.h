@@ -10,7 +10,9 @@
 #ifndef SKILL_UTIL_H
 #define SKILL_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -307,5 +309,46 @@ struct list_window list_window(size_t total, size_t off, size_t per);
 /* A cursor (the decimal offset a nextCursor carried) into *off: 0, or
  * -EINVAL when s is NULL, empty, not all digits or above max. */
 int list_cursor_parse(const char *s, size_t max, size_t *off);
+
+/* ---- per-thread slots --------------------------------------------------- */
+
+/*
+ * A fixed set of slots, one claimed by each thread that asks (a hazard
+ * pointer's home): claimed on the thread's first tslot_mine(), kept for the
+ * thread's life, given back when it exits unless keep(slot) says the slot
+ * still guards something (then it stays taken for good). The owner keeps
+ * the thread's index in a _Thread_local int of its own, so a claimed slot
+ * costs one thread-local read.
+ *
+ *   static struct tslot my_slots[256];
+ *   static struct tslots my = TSLOTS_INIT(my_slots, NULL);
+ *   static _Thread_local int my_slot = -1;
+ *   ...  int i = tslot_mine(&my, &my_slot);   (-1: all taken)
+ */
+struct tslots;
+struct tslot {
+    atomic_bool taken;
+    struct tslots *set;     /* for the thread-exit hook */
+};
+struct tslots {
+    struct tslot *s;
+    int n;
+    int (*keep)(int slot);  /* at thread exit: nonzero keeps the slot taken; NULL: never */
+    pthread_mutex_t mu;     /* creating key, once */
+    atomic_int ready;
+    pthread_key_t key;
+};
+#define TSLOTS_INIT(slots, keep_)                                                  \
+    { (slots), (int)(sizeof(slots) / sizeof((slots)[0])), (keep_), PTHREAD_MUTEX_INITIALIZER, 0, 0 }
+
+/* Claims a free slot for this thread: its index, or -1 when all are taken. */
+int tslot_claim(struct tslots *t);
+/* This thread's slot (*mine, its _Thread_local index, -1 until claimed). */
+static inline int tslot_mine(struct tslots *t, int *mine)
+{
+    if (__builtin_expect(*mine >= 0, 1))
+        return *mine;
+    return *mine = tslot_claim(t);
+}
 
 #endif

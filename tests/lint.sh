@@ -22,7 +22,7 @@ declare -A prefix=(
     [shape_tokens]='shape_' [shape_json]='shape_' [tools_list]='tools_' [tools_load]='tools_' [tools_run]='tools_'
     [fmfast]='fm_' [lockfile]='lock_' [lockstore]='lock_' [tstore]='(tstore_|trec_)' [tstore_mem]='tstore_mem_' [tstore_redis]='tstore_redis_'
     [cli_export]='cli_' [cli_fetch]='cli_' [cli_lock]='cli_' [cli_token]='cli_' [cli_validate]='cli_'
-    [util]='(x|x_|err_|buf_|log_|now_|utf8_|hash_|hex_|pct_|iso_|list_)'
+    [util]='(x|x_|err_|buf_|log_|now_|utf8_|hash_|hex_|pct_|iso_|list_|tslot_)'
     [script_env]='script_'
     [redact]='redact_'
     [stdio_mcp]='stdio_'

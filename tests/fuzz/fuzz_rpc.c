@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct call *c = call_new(&S);
     rpc_handle(c, (const char *)data, size, &h);
-    struct { char *body; size_t len; } out = {c->body, c->len};
+    struct { const char *body; size_t len; } out;
+    out.body = call_body(c, &out.len);
     if (out.body) {
         /* every answer must be valid JSON; "\u0000" is (an id may carry
          * one, and the answer echoes the id) */

@@ -80,7 +80,8 @@ static void ask(json_t *req, int echo)
     struct rpc_headers h = {0};
     struct call *c = call_new(&S);
     rpc_handle(c, body, strlen(body), &h);
-    struct { char *body; size_t len; } out = {c->body, c->len};
+    struct { const char *body; size_t len; } out;
+    out.body = call_body(c, &out.len);
     free(body);
     if (out.body) {
         json_t *j = json_loadb(out.body, out.len, 0, NULL);

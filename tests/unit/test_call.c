@@ -180,7 +180,8 @@ TEST(batch_refused_once)
     const char *body = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]";
     rpc_handle(c, body, strlen(body), &(struct rpc_headers){0});
     CHECK_EQ(atomic_load(&rx.calls), 1);
-    CHECK(c->body == NULL);     /* the callback got the bytes */
+    size_t blen;
+    CHECK(call_body(c, &blen) == NULL);     /* the callback got the bytes */
     json_t *j = parse(rx.last, rx.last_len);
     CHECK(j != NULL);
     CHECK(json_is_null(json_object_get(j, "id")));
@@ -249,9 +250,9 @@ TEST(outcome_set_until_completed)
     call_on_complete(c, rx_done, &rx);
     CHECK_EQ(call_result(c, json_pack("{s:i}", "a", 1)), 0);
     CHECK_EQ(call_error(c, RPC_INTERNAL_ERROR, json_object(), "replaced"), -1);
-    CHECK_EQ(c->out.kind, CALL_ERROR);
+    CHECK_EQ(call_kind(c), CALL_ERROR);
     CHECK_EQ(call_result(c, json_pack("{s:i}", "b", 2)), 0);
-    CHECK_EQ(c->out.kind, CALL_RESULT);
+    CHECK_EQ(call_kind(c), CALL_RESULT);
     CHECK_EQ(call_finish(c), 0);
     CHECK_EQ(atomic_load(&rx.calls), 1);
     drops = 0;
@@ -265,8 +266,7 @@ TEST(outcome_set_until_completed)
     CHECK_EQ(call_accepted(c), -1);
     CHECK_EQ(call_run(c, NULL), -1);
     CHECK_EQ(call_error(c, RPC_INTERNAL_ERROR, json_object(), "too late"), -1);
-    CHECK_EQ(c->out.kind, CALL_RESULT);
-    CHECK_EQ(json_integer_value(json_object_get(c->out.u.result, "b")), 2);
+    CHECK_EQ(call_kind(c), CALL_RESULT);
     CHECK(!call_pending(c) && call_finish(c) == -1);
     CHECK_EQ(atomic_load(&rx.calls), 1);
     json_t *j = parse(rx.last, rx.last_len);
@@ -334,7 +334,9 @@ TEST(cache_members_by_era)
                     call_result(c, r);
                 }
                 CHECK_EQ(call_finish(c), 0);
-                json_t *j = parse(c->body, c->len);
+                size_t blen;
+                const char *body = call_body(c, &blen);
+                json_t *j = parse(body, blen);
                 json_t *res = json_object_get(j, "result");
                 int ttl = modern ? how != CALL_CACHE_NONE : how == CALL_CACHE_BOTH;
                 printf("# modern %d, cache %d, kept %d\n", modern, how, kept);
@@ -349,6 +351,50 @@ TEST(cache_members_by_era)
                 json_decref(j);
                 call_unref(c);
             }
+}
+
+/* A task result's era members are the protocol layer's: the task object
+ * alone in, the era's reply out. */
+TEST(task_members_by_era)
+{
+    static const char *want[2] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"task\":"
+        "{\"taskId\":\"t1\",\"status\":\"working\",\"ttl\":60000}}}",
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":"
+        "{\"taskId\":\"t1\",\"status\":\"working\",\"ttlMs\":60000,\"resultType\":\"task\","
+        "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":"
+        "{\"name\":\"" SERVER_NAME "\",\"version\":\"" SKILL_VERSION "\"}}}}",
+    };
+    for (int modern = 0; modern < 2; modern++) {
+        struct call *c = call_new(&S);
+        c->id = json_integer(3);
+        c->modern = modern;
+        CHECK_EQ(call_result_task(c, json_pack("{s:s, s:s, s:i}", "taskId", "t1", "status",
+                                               "working", modern ? "ttlMs" : "ttl", 60000)),
+                 0);
+        CHECK_EQ(call_finish(c), 0);
+        printf("# modern %d\n", modern);
+        size_t blen;
+        const char *body = call_body(c, &blen);
+        CHECK_MEM(body, blen, want[modern]);
+        call_unref(c);
+        /* a plain result set after it is no task */
+        c = call_new(&S);
+        c->id = json_integer(4);
+        c->modern = modern;
+        call_result_task(c, json_object());
+        call_result(c, json_pack("{s:i}", "a", 1));
+        CHECK_EQ(call_finish(c), 0);
+        body = call_body(c, &blen);
+        json_t *j = parse(body, blen);
+        json_t *res = json_object_get(j, "result");
+        CHECK(json_object_get(res, "task") == NULL);
+        CHECK_EQ(json_integer_value(json_object_get(res, "a")), 1);
+        if (modern)
+            CHECK_STR(sget(res, "resultType"), "complete");
+        json_decref(j);
+        call_unref(c);
+    }
 }
 
 /* The script side of a run: it ends on its own thread, like the loop
@@ -376,7 +422,7 @@ TEST(disconnect_mid_run)
     c->id = json_integer(1);
     call_on_complete(c, rx_done, rx);
     call_on_event(c, rx_event, rx);
-    c->out.kind = CALL_RUN;
+    call_run(c, NULL);
     call_ref(c);                /* the running script's reference */
     rpc_abandon(c);             /* the stream closed */
     atomic_store(&rx->gone, 1);
@@ -396,12 +442,16 @@ TEST(disconnect_mid_run)
 /* The same race run many times with both sides on their own threads: the
  * answer is delivered at most once, and never after the transport's
  * detach returned. */
+struct detach_arg {
+    struct call *c;
+    struct receiver *rx;
+};
+
 static void *detach_side(void *arg)
 {
-    struct call *c = arg;
-    struct receiver *rx = c->arg;
-    rpc_abandon(c);
-    atomic_store(&rx->gone, 1);
+    struct detach_arg *d = arg;
+    rpc_abandon(d->c);
+    atomic_store(&d->rx->gone, 1);
     return NULL;
 }
 
@@ -412,10 +462,11 @@ TEST(disconnect_races_completion)
         struct receiver rx = {0};
         struct call *c = call_new(&S);
         call_on_complete(c, rx_done, &rx);
-        c->out.kind = CALL_RUN;
+        call_run(c, NULL);
         call_ref(c);            /* the running script's */
         pthread_t a, b;
-        pthread_create(&b, NULL, detach_side, c);
+        struct detach_arg d = {c, &rx};
+        pthread_create(&b, NULL, detach_side, &d);
         pthread_create(&a, NULL, finish_run, c);
         pthread_join(a, NULL);
         pthread_join(b, NULL);
@@ -436,8 +487,10 @@ TEST(no_callback_keeps_body)
     struct call *c = call_new(&S);
     const char *body = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}";
     rpc_handle(c, body, strlen(body), &(struct rpc_headers){0});
-    CHECK_EQ(c->out.kind, CALL_RESULT);
-    CHECK_MEM(c->body, c->len, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
+    CHECK_EQ(call_kind(c), CALL_RESULT);
+    size_t blen;
+    const char *out = call_body(c, &blen);
+    CHECK_MEM(out, blen, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
     call_unref(c);
 }
 
@@ -457,6 +510,7 @@ int main(void)
     RUN(outcome_set_until_completed);
     RUN(pending_taken_once);
     RUN(cache_members_by_era);
+    RUN(task_members_by_era);
     RUN(disconnect_mid_run);
     RUN(disconnect_races_completion);
     RUN(no_callback_keeps_body);

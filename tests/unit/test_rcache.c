@@ -35,9 +35,12 @@ static json_t *call_tool(const char *tool, const char *args, const struct acl_cl
     struct call *c = call_new(&S);
     call_set_view(c, k);
     int rc = tools_call(c, tool, a);
-    last_borrowed = rc == 0 && c->out.kind == CALL_RAW && !c->out.u.raw.owned;
-    if (rc == 0 && c->out.kind == CALL_RAW)
-        res = json_loadb(c->out.u.raw.p, c->out.u.raw.len, 0, &e);
+    size_t rawlen;
+    int owned = 0;
+    const char *raw = rc == 0 ? call_raw_bytes(c, &rawlen, &owned) : NULL;
+    last_borrowed = raw && !owned;
+    if (raw)
+        res = json_loadb(raw, rawlen, 0, &e);
     call_unref(c);
     json_decref(a);
     return res;

@@ -44,7 +44,7 @@ static void answer(const char *body, size_t len, const struct rpc_headers *h, st
     struct call *c = call_new(&S);
     rpc_handle(c, body, len, h);
     memset(o, 0, sizeof *o);
-    switch (c->out.kind) {
+    switch (call_kind(c)) {
     case CALL_RESULT:
     case CALL_RAW:
     case CALL_RESPONSE:
@@ -52,8 +52,8 @@ static void answer(const char *body, size_t len, const struct rpc_headers *h, st
         break;
     case CALL_ERROR:
         o->kind = RPC_OUT_ERROR;
-        o->code = c->out.u.error.code;
-        o->transport = c->out.transport;
+        o->code = call_error_code(c);
+        o->transport = call_is_transport_error(c);
         break;
     case CALL_ACCEPTED:
         o->kind = RPC_OUT_ACCEPTED;
@@ -64,9 +64,7 @@ static void answer(const char *body, size_t len, const struct rpc_headers *h, st
     }
     o->modern = c->modern;
     o->method = c->method;
-    o->body = c->body;
-    o->len = c->len;
-    c->body = NULL;
+    o->body = call_take_body(c, &o->len);
     call_unref(c);
 }
 

@@ -204,19 +204,19 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
     }
     /* the watch list names every entry's SKILL.md, at the entry's key */
     size_t mds = 0;
-    for (size_t i = 0; i < s->nw; i++) {
-        if (!s->w[i].md)
+    for (size_t i = 0; i < snap_of(s)->nw; i++) {
+        if (!snap_of(s)->w[i].md)
             continue;
         char buf[PATH_MAX + 16];
         struct skill *e = NULL;
         for (size_t j = 0; j < s->n; j++)
-            if (s->w[i].path == s->v[j]->dir)
+            if (snap_of(s)->w[i].path == s->v[j]->dir)
                 e = s->v[j];
         CHECK(e != NULL);
         if (!e)
             continue;
-        CHECK_STR(watch_path(&s->w[i], buf, sizeof buf), skills_md_path(e, md, sizeof md));
-        CHECK(key_eq(&s->w[i].key, &e->md_key));
+        CHECK_STR(watch_path(&snap_of(s)->w[i], buf, sizeof buf), skills_md_path(e, md, sizeof md));
+        CHECK(key_eq(&snap_of(s)->w[i].key, &e->md_key));
         mds++;
     }
     CHECK_EQ(mds, s->n);
@@ -286,9 +286,9 @@ TEST(broken_skill_reported_and_previous_version_kept)
     int seen[2] = {0, 0};
     snprintf(want[0], sizeof want[0], "%s/alpha/SKILL.md", root);
     snprintf(want[1], sizeof want[1], "%s/broken/SKILL.md", root);
-    for (size_t i = 0; i < s->nw; i++)
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
         for (int j = 0; j < 2; j++)
-            seen[j] |= strstr(s->w[i].path, want[j] + strlen(root)) != NULL;
+            seen[j] |= strstr(snap_of(s)->w[i].path, want[j] + strlen(root)) != NULL;
     CHECK(seen[0] && seen[1]);
     skills_release(s);
 
@@ -925,15 +925,15 @@ TEST(held_snapshot_survives_rescans_until_released)
     int hold = 0;
     struct snapshot *s0 = skills_acquire_held(S, &hold);
     CHECK(hold > 0);
-    CHECK_EQ(atomic_load(&s0->refs), 0);
+    CHECK_EQ(atomic_load(&snap_of(s0)->refs), 0);
     /* A second one while the slot is busy is counted instead. */
     int hold2 = -1;
     struct snapshot *s1 = skills_acquire_held(S, &hold2);
     CHECK_EQ(hold2, 0);
     CHECK(s1 == s0);
-    CHECK_EQ(atomic_load(&s0->refs), 1);
+    CHECK_EQ(atomic_load(&snap_of(s0)->refs), 1);
     skills_release_held(s1, hold2);
-    CHECK_EQ(atomic_load(&s0->refs), 0);
+    CHECK_EQ(atomic_load(&snap_of(s0)->refs), 0);
 
     skills_rescan(S, 1, &r);
     skills_report_cleanup(&r);

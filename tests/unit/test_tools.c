@@ -37,12 +37,15 @@ static json_t *call_j(const char *tool, json_t *args, int modern)
     struct call *c = call_new(&S);
     c->modern = modern;
     int rc = tools_call(c, tool, args);
-    last_raw = rc == 0 && c->out.kind == CALL_RAW && !c->out.u.raw.owned;
+    size_t rawlen;
+    int owned = 0;
+    const char *raw = rc == 0 ? call_raw_bytes(c, &rawlen, &owned) : NULL;
+    last_raw = raw && !owned;
     if (rc == 0) {
         json_error_t e;
-        if (c->out.kind != CALL_RAW)
+        if (!raw)
             printf("# tools_call returned 0 without bytes\n");
-        else if (!(res = json_loadb(c->out.u.raw.p, c->out.u.raw.len, 0, &e)))
+        else if (!(res = json_loadb(raw, rawlen, 0, &e)))
             printf("# result does not parse: %s (byte %d)\n", e.text, e.position);
     }
     call_unref(c);
@@ -235,8 +238,10 @@ static char *call_bytes(const char *tool, const char *args, int modern, int slow
     struct snapshot_ext *ext = snap->ext;
     if (slow)
         snap->ext = NULL;
-    if (tools_call(c, tool, a) == 0 && c->out.kind == CALL_RAW)
-        out = strndup(c->out.u.raw.p, c->out.u.raw.len);
+    size_t rawlen;
+    const char *raw;
+    if (tools_call(c, tool, a) == 0 && (raw = call_raw_bytes(c, &rawlen, NULL)))
+        out = strndup(raw, rawlen);
     snap->ext = ext;
     call_unref(c);
     json_decref(a);

@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "harness.h"
 #include "util.h"
@@ -761,6 +763,90 @@ TEST(now_after_ms_is_a_normalised_deadline)
     }
 }
 
+/* ---- per-thread slots -------------------------------------------------------- */
+
+#define TS_N 4
+static struct tslot ts_set[TS_N];
+static atomic_int ts_kept[TS_N];     /* the exit hook's answer per slot */
+static int ts_keep(int slot)
+{
+    return atomic_load(&ts_kept[slot]);
+}
+static struct tslots ts = TSLOTS_INIT(ts_set, ts_keep);
+static _Thread_local int ts_mine = -1;
+
+struct ts_arg {
+    pthread_barrier_t *claimed, *release;   /* NULL: claim and leave */
+    int slot, again;
+    int keep;       /* leaves its slot guarding something */
+};
+
+static void *ts_thread(void *p)
+{
+    struct ts_arg *a = p;
+    a->slot = tslot_mine(&ts, &ts_mine);
+    a->again = tslot_mine(&ts, &ts_mine);
+    if (a->claimed) {
+        pthread_barrier_wait(a->claimed);
+        pthread_barrier_wait(a->release);
+    }
+    if (a->keep && a->slot >= 0)
+        atomic_store(&ts_kept[a->slot], 1);
+    return NULL;
+}
+
+/* n threads that each claim and hold their slot until released; *extra,
+ * the slot of one more thread that comes while they hold theirs. */
+static void ts_round(struct ts_arg *a, int n, int keep, int *extra)
+{
+    pthread_barrier_t claimed, release;
+    pthread_t th[TS_N + 1];
+    pthread_barrier_init(&claimed, NULL, (unsigned)n + 1);
+    pthread_barrier_init(&release, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        a[i] = (struct ts_arg){&claimed, &release, -2, -2, keep};
+        pthread_create(&th[i], NULL, ts_thread, &a[i]);
+    }
+    pthread_barrier_wait(&claimed);
+    struct ts_arg x = {NULL, NULL, -2, -2, 0};
+    pthread_create(&th[n], NULL, ts_thread, &x);
+    pthread_join(th[n], NULL);
+    *extra = x.slot;
+    pthread_barrier_wait(&release);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&claimed);
+    pthread_barrier_destroy(&release);
+}
+
+TEST(tslots_one_per_thread_given_back_at_exit)
+{
+    struct ts_arg a[TS_N];
+    int extra, seen[TS_N] = {0};
+    /* all taken: distinct slots, the same one on a second call, none left */
+    ts_round(a, TS_N, 0, &extra);
+    for (int i = 0; i < TS_N; i++) {
+        CHECK(a[i].slot >= 0 && a[i].slot < TS_N);
+        CHECK_EQ(a[i].again, a[i].slot);
+        CHECK_EQ(seen[a[i].slot]++, 0);
+    }
+    CHECK_EQ(extra, -1);
+    /* every thread exited: the slots are free again */
+    ts_round(a, TS_N, 0, &extra);
+    for (int i = 0; i < TS_N; i++)
+        CHECK(a[i].slot >= 0);
+    CHECK_EQ(extra, -1);
+    /* a slot its hook keeps stays taken after its thread is gone */
+    ts_round(a, 1, 1, &extra);
+    int kept = a[0].slot;
+    CHECK(kept >= 0);
+    CHECK(extra >= 0 && extra != kept);
+    ts_round(a, TS_N - 1, 0, &extra);
+    for (int i = 0; i < TS_N - 1; i++)
+        CHECK(a[i].slot >= 0 && a[i].slot != kept);
+    CHECK_EQ(extra, -1);
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -789,5 +875,6 @@ int main(void)
     RUN(err_fileline_long_path_keeps_line_and_reason);
     RUN(err_copy_cuts_between_characters);
     RUN(now_after_ms_is_a_normalised_deadline);
+    RUN(tslots_one_per_thread_given_back_at_exit);
     DONE();
 }
