@@ -422,7 +422,7 @@ static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *
         } else if (S_ISREG(st.st_mode)) {
             /* Listed (the lock's digests cover every file a script could
              * read), but JSON cannot name it: the scan says so. */
-            if (!utf8_valid(nm, strlen(nm)) && !w->bytes_names++)
+            if (!utf8_valid(childrel, strlen(childrel)) && !w->bytes_names++)
                 snprintf(w->first_bytes_name, sizeof w->first_bytes_name, "%s", childrel);
             walk_add_file(w, childrel, &st);
         }
@@ -963,13 +963,10 @@ static void prepare(const struct snapshot *old, struct cand *c)
         }
         int md_ok;
         if (find_in(old, c->qname)) {
-            md_ok = fstatat(dfd, "SKILL.md", &c->mdst, 0) == 0 && S_ISREG(c->mdst.st_mode);
+            md_ok = has_skill_md(dfd, ".", &c->mdst);
         } else {
             mdfd = jail_open_regular(dfd, "SKILL.md", &c->mdst);
-            /* A SKILL.md that leads out of the folder still makes it a
-             * skill, one the parse then refuses with that reason. */
-            md_ok = mdfd >= 0 || (mdfd == -EXDEV && fstatat(dfd, "SKILL.md", &c->mdst, 0) == 0 &&
-                                  S_ISREG(c->mdst.st_mode));
+            md_ok = mdfd >= 0 || has_skill_md(dfd, ".", &c->mdst);
         }
         if (!md_ok) {
             close(dfd);
@@ -985,7 +982,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
             c->kind = CAND_NONE;
             return;
         }
-        if (stat(md, &c->mdst) < 0 || !S_ISREG(c->mdst.st_mode)) {
+        if (!has_skill_md(AT_FDCWD, c->dir, &c->mdst)) {
             c->kind = CAND_TEAM;
             prepare_team(old, c);
             return;
@@ -1101,8 +1098,11 @@ static void apply(struct build *b, struct cand *c)
         } else {
             report(b, "error", c->qname, md, "%s%s; skill not served", c->problem, where);
         }
-        /* Watch what is on disk now, so a broken file does not rebuild every tick. */
-        watch_add(b, md, &c->mdst);
+        /* Watch what is on disk now, so a broken file does not rebuild every
+         * tick (a SKILL.md that leads nowhere is watched as missing, as the
+         * tick's stat will find it). */
+        struct stat now;
+        watch_add(b, md, stat(md, &now) == 0 ? &c->mdst : NULL);
         for (size_t i = 0; i < k->ndirs; i++) {
             struct stat st;
             if (stat(k->dir_paths[i], &st) == 0)
@@ -1284,13 +1284,23 @@ static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link)
     return S_ISDIR(st->st_mode);
 }
 
-/* Does the folder name (in dfd) hold a SKILL.md file? Fills *mst. */
+/*
+ * Does the folder name (in dfd; "." for dfd itself) hold an entry named
+ * SKILL.md? Any kind counts: a link to a folder, a FIFO or a dangling link
+ * named SKILL.md makes a skill that the parse refuses with its reason. Were
+ * it a team folder instead, a SKILL.md linked to another folder would bring
+ * that folder's skills in under this folder's name, past --acl rules and
+ * unreported. Fills *mst with what SKILL.md leads to, or with the entry
+ * itself when it leads nowhere.
+ */
 static int has_skill_md(int dfd, const char *name, struct stat *mst)
 {
     char md[PATH_MAX];
     if ((size_t)snprintf(md, sizeof md, "%s/SKILL.md", name) >= sizeof md)
         return 0;
-    return fstatat(dfd, md, mst, 0) == 0 && S_ISREG(mst->st_mode);
+    if (fstatat(dfd, md, mst, 0) == 0)
+        return 1;
+    return fstatat(dfd, md, mst, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 static void scan_root(struct build *b, unsigned root, const char *rootpath)

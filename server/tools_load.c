@@ -272,9 +272,14 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
         if (rc == -ENOENT || rc == -EISDIR) {
             struct buf l;
             buf_init(&l, 600);
-            for (size_t i = 0; i < k->nfiles && i < 30; i++)
-                if (buf_printf(&l, "%s%s", i ? ", " : "", k->files[i].path) < 0)
+            /* names a client can send back: not those that are not UTF-8 */
+            for (size_t i = 0, shown = 0; i < k->nfiles && shown < 30; i++) {
+                const char *fp = k->files[i].path;
+                if (!utf8_valid(fp, strlen(fp)))
+                    continue;
+                if (buf_printf(&l, "%s%s", shown++ ? ", " : "", fp) < 0)
                     break;
+            }
             tools_fail(o, "Cannot read '%.200s' from skill '%s': %s. Its files: %s.", path, k->qname,
                  why.msg, l.len ? l.p : "SKILL.md only (use load_skill)");
             buf_cleanup(&l);

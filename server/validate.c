@@ -728,6 +728,11 @@ static void check_skill(struct vctx *c, struct seen *seen, const char *team, con
             "served",
             "shadowed: a skill with the same qualified name '%s' in an earlier root wins",
             qname);
+    if (team && !utf8_valid(team, strlen(team)))
+        add(c, "error", "name-rules", dir, 0,
+            "rename the team folder to UTF-8 text (`convmv -f latin1 -t utf-8 -r --notest DIR` "
+            "renames a tree)",
+            "team folder name is not valid UTF-8; the server does not serve this skill");
     check_skill_md(c, dir, folder, md);
     check_files(c, dir, md);
     c->qname = NULL;
@@ -754,7 +759,9 @@ json_t *validate_roots(const char *const *roots, size_t nroots, const char *cons
             if (!is_dir(dir))
                 continue;
             snprintf(md, sizeof md, "%s/SKILL.md", dir);
-            if (stat(md, &st) == 0 && S_ISREG(st.st_mode)) {
+            /* As the server decides: an entry named SKILL.md of any kind
+             * makes a skill (one it may then refuse), not a team. */
+            if (lstat(md, &st) == 0) {
                 check_skill(&c, &seen, NULL, names[i], dir);
                 count++;
                 continue;
@@ -767,7 +774,7 @@ json_t *validate_roots(const char *const *roots, size_t nroots, const char *cons
                 if (!is_dir(sdir))
                     continue;
                 snprintf(smd, sizeof smd, "%s/SKILL.md", sdir);
-                if (stat(smd, &st) == 0 && S_ISREG(st.st_mode)) {
+                if (lstat(smd, &st) == 0) {
                     check_skill(&c, &seen, names[i], sub[j], sdir);
                     count++;
                 }

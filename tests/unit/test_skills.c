@@ -741,19 +741,20 @@ TEST(names_that_are_not_utf8_are_reported_not_dropped)
     skill("good", "good", "Still served");
     writef("good/references/ok.md", "ok\n");
     writef("good/references/r\xe9" "f.md", "latin-1 name\n");
+    writef("good/scripts/d\xe9/x.sh", "true\n");   /* a fine name in a folder that is not */
     skill("caf\xe9", "cafe", "In a latin-1 folder");
     struct skills *S = open_root();
     struct snapshot *s = skills_acquire(S);
     CHECK_EQ(s->n, 1);
     CHECK_STR(s->v[0]->qname, "good");
-    CHECK_EQ(s->v[0]->nfiles, 2);
+    CHECK_EQ(s->v[0]->nfiles, 3);
     CHECK_EQ(json_array_size(s->errors), 2);
     char *e = json_dumps(s->errors, JSON_COMPACT);
     CHECK(e != NULL);
     int refused = e && strstr(e, "\"skill\":\"caf?\"") &&
                   strstr(e, "the folder name is not valid UTF-8") &&
                   strstr(e, "skill not served") && strstr(e, "\"level\":\"error\"");
-    int warned = e && strstr(e, "1 file name(s) are not valid UTF-8 (first: references/r?f.md)") &&
+    int warned = e && strstr(e, "2 file name(s) are not valid UTF-8 (first: references/r?f.md)") &&
                  strstr(e, "\"level\":\"warning\"");
     if (!refused || !warned)
         printf("# errors: %s\n", e ? e : "(not encodable)");
