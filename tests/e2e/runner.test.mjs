@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import {
-  startServer, connect, callOk as callOkA, callErr as callErrA, E2E_DIR,
+  startServer, connect, callOk as callOkA, callErr as callErrA, E2E_DIR, poll,
 } from './lib/harness.mjs';
 import { pidGone, waitGone, runScript, scriptStats, sleep } from './lib/procs.mjs';
 
@@ -349,6 +349,35 @@ test('env: the server\'s environment is not inherited; SKILL_*, HOME/TMPDIR scra
   assert.notEqual(env2.HOME, env.HOME);
   assert.notEqual(r2.request_id, r.request_id);
   assert.equal(env2.MY_TOKEN, undefined, 'a caller\'s env is for that call only');
+});
+
+test('scratch: gone from its path when the answer comes, its files deleted soon after, nothing left in /tmp at exit', opts, async () => {
+  const srv = await startRunner({
+    setup: (skills) => fs.writeFileSync(path.join(skills, BASICS, 'scripts', 'fill-home.sh'),
+      'mkdir -p "$HOME/a/b" && head -c 4096 /dev/zero >"$HOME/a/b/f" && : >"$TMPDIR/t" && echo "$HOME"\n'),
+  });
+  // the server's own folder of used scratch folders, named with its pid
+  const trashOf = () => fs.readdirSync(os.tmpdir())
+    .filter((n) => n.startsWith(`skill-mcp-trash-${srv.proc.pid}-`)).map((n) => path.join(os.tmpdir(), n));
+  const c = await connect(srv.url);
+  try {
+    const [trash] = trashOf();
+    assert.ok(trash, 'the server keeps a folder for used scratch folders in /tmp');
+    assert.equal(fs.statSync(trash).mode & 0o777, 0o700, 'only the server can reach what is in it');
+    for (let i = 0; i < 3; i++) {
+      const r = await run(c, BASICS, 'scripts/fill-home.sh');
+      assert.equal(r.status, 'ok', r.stderr);
+      const home = r.stdout.trim();
+      assert.match(home, /^\/tmp\/skill-mcp-run-/);
+      assert.equal(fs.existsSync(home), false, `scratch ${home} must be gone when the call returns`);
+    }
+    const left = await poll(() => fs.readdirSync(trash).length === 0, 5000, 50);
+    assert.ok(left, `the used scratch folders' files must be deleted: ${fs.readdirSync(trash).join(', ')} remain`);
+  } finally {
+    await c.close();
+    await srv.stop();
+  }
+  assert.deepEqual(trashOf(), [], 'the server removes its folder when it exits');
 });
 
 test('env: refused names and values (injection variables, server-set names, bad names, NUL)', opts, async () => {
