@@ -246,13 +246,51 @@ static int list_children(int *pids, int max)
     return n;
 }
 
-static void sweep_orphans(struct runner *r)
+/*
+ * Where an orphan lands at once: the kernel gives it to the subreaper's
+ * first live thread, the leader (older kernels: the thread that started its
+ * run, this one). Two reads instead of one per thread of the server, for the
+ * sweep at every run's exit; -1 as list_children.
+ */
+static int list_children_near(int *pids, int max)
+{
+    char leader[64];
+    snprintf(leader, sizeof leader, "/proc/self/task/%d/children", (int)getpid());
+    const char *paths[2] = {leader, "/proc/thread-self/children"};
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        char buf[4096];
+        int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got < 0 || got == (ssize_t)sizeof buf - 1)
+            return -1;
+        buf[got] = '\0';
+        for (char *p = buf, *end; *p; p = end) {
+            long pid = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (n == max)
+                return -1;
+            pids[n++] = (int)pid;
+        }
+    }
+    return n;
+}
+
+/* full: every thread's children (the periodic sweep, shutdown); else the
+ * two lists an orphan of the run that just ended is on. */
+static void sweep_orphans(struct runner *r, int full)
 {
     if (!r->subreaper)
         return;
     int self = (int)getpid(), left = 0;
     int kids[256];
-    int nk = list_children(kids, (int)(sizeof kids / sizeof *kids));
+    int nk = full ? -1 : list_children_near(kids, (int)(sizeof kids / sizeof *kids));
+    if (nk < 0)
+        nk = list_children(kids, (int)(sizeof kids / sizeof *kids));
     if (nk >= 0) {
         for (int i = 0; i < nk; i++)
             left |= sweep_one(r, self, kids[i]);
@@ -274,7 +312,7 @@ static void on_sweep(uv_timer_t *t)
 {
     struct runner *r = t->data;
     if (r->live > 0 || r->orphans)
-        sweep_orphans(r);
+        sweep_orphans(r, 1);
 }
 
 static void maybe_release(struct run_job *j)
@@ -495,7 +533,7 @@ static void on_exit_ready(uv_poll_t *p, int status, int events)
     /* Grandchildren left in the group die with the leader, and those that
      * left the group, now reparented here, with the sweep. */
     kill_group(j, SIGKILL);
-    sweep_orphans(j->_r);
+    sweep_orphans(j->_r, 0);
     uv_timer_stop(&j->_ceiling);
     uv_timer_stop(&j->_stall);
     if (!j->_out_eof || !j->_err_eof)
@@ -1156,7 +1194,7 @@ void run_shutdown(struct runner *r)
         uv_timer_stop(&j->_queue);
         end_busy(j);
     }
-    sweep_orphans(r);
+    sweep_orphans(r, 1);
     uv_close((uv_handle_t *)&r->wake, NULL);
     uv_close((uv_handle_t *)&r->retry, NULL);
     uv_close((uv_handle_t *)&r->sweep, NULL);
