@@ -315,6 +315,11 @@ static void on_sweep(uv_timer_t *t)
         sweep_orphans(r, 1);
 }
 
+/* Set on the loop thread while a done callback runs: a job it submits (the
+ * hook chain's next stage) is queued at once and started by the pump that
+ * follows, without a wake-up of the loop through its async handle. */
+static _Thread_local struct runner *in_done;
+
 static void maybe_release(struct run_job *j)
 {
     if (!j->_finished || j->_open_handles > 0)
@@ -355,7 +360,10 @@ static void maybe_release(struct run_job *j)
              (unsigned long long)j->out.total, (unsigned long long)j->err.total);
     run_done_fn done = j->_done;
     void *arg = j->_arg;
+    struct runner *was = in_done;
+    in_done = r;
     done(j, arg);
+    in_done = was;
     pump(r);
 }
 
@@ -1018,6 +1026,35 @@ static void cancel_one(struct runner *r, const struct cancel *c)
         }
 }
 
+/* Loop thread: a submitted job joins the queue (or ends busy at shutdown). */
+static void enqueue(struct runner *r, struct run_job *j)
+{
+    j->_next = NULL;
+    init_timer(j, &j->_queue);
+    if (r->closing) {
+        end_busy(j);
+        return;
+    }
+    if (j->urgent) {
+        /* ahead of every ordinary job, behind earlier urgent ones */
+        struct run_job **pp = &r->queue;
+        while (*pp && (*pp)->urgent)
+            pp = &(*pp)->_next;
+        j->_next = *pp;
+        *pp = j;
+        if (r->queue_tail == pp)
+            r->queue_tail = &j->_next;
+        atomic_fetch_add(&r->sh->queued, 1);
+        atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
+        return;
+    }
+    *r->queue_tail = j;
+    r->queue_tail = &j->_next;
+    atomic_fetch_add(&r->sh->queued, 1);
+    atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
+    uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
+}
+
 static void on_wake(uv_async_t *a)
 {
     struct runner *r = a->data;
@@ -1033,30 +1070,7 @@ static void on_wake(uv_async_t *a)
     while (list) {
         struct run_job *j = list;
         list = j->_next;
-        j->_next = NULL;
-        init_timer(j, &j->_queue);
-        if (r->closing) {
-            end_busy(j);
-            continue;
-        }
-        if (j->urgent) {
-            /* ahead of every ordinary job, behind earlier urgent ones */
-            struct run_job **pp = &r->queue;
-            while (*pp && (*pp)->urgent)
-                pp = &(*pp)->_next;
-            j->_next = *pp;
-            *pp = j;
-            if (r->queue_tail == pp)
-                r->queue_tail = &j->_next;
-            atomic_fetch_add(&r->sh->queued, 1);
-            atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
-            continue;
-        }
-        *r->queue_tail = j;
-        r->queue_tail = &j->_next;
-        atomic_fetch_add(&r->sh->queued, 1);
-        atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
-        uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
+        enqueue(r, j);
     }
     for (int i = 0; i < nc; i++)
         cancel_one(r, &cancels[i]);
@@ -1160,6 +1174,10 @@ void run_submit(struct runner *r, struct run_job *j, run_done_fn done, void *arg
     j->_slot = -1;
     j->_t_queued = uv_hrtime();
     j->status = RUN_OK;
+    if (in_done == r && !r->closing) {
+        enqueue(r, j);
+        return;
+    }
     pthread_mutex_lock(&r->mu);
     if (r->closed) {
         pthread_mutex_unlock(&r->mu);
