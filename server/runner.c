@@ -136,6 +136,38 @@ static void scratch_release(struct runner *r, const char *dir)
     remove_tree(dir);
 }
 
+/*
+ * The trash folders of servers that ended without removing theirs (killed
+ * outright): this user's own 0700 folders whose pid is gone. Only folders
+ * this user owns, so nothing another user planted in /tmp is walked.
+ */
+static void trash_sweep_stale(void)
+{
+    DIR *d = opendir("/tmp");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        static const char prefix[] = "skill-mcp-trash-";
+        if (strncmp(e->d_name, prefix, sizeof prefix - 1))
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + sizeof prefix - 1, &end, 10);
+        if (pid <= 0 || *end != '-' || pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[300];
+        struct stat st;
+        snprintf(path, sizeof path, "/tmp/%s", e->d_name);
+        if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 0777) != 0700)
+            continue;
+        remove_tree(path);
+    }
+    closedir(d);
+}
+
 static void kill_group(struct run_job *j, int sig)
 {
     if (j->_pid > 0)
@@ -1148,6 +1180,7 @@ struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max
     r->sweep.data = r;
     uv_timer_start(&r->sweep, on_sweep, 250, 250);
     uv_unref((uv_handle_t *)&r->sweep);
+    trash_sweep_stale();
     char trash[64];
     snprintf(trash, sizeof trash, "/tmp/skill-mcp-trash-%d-XXXXXX", (int)getpid());
     if (mkdtemp(trash))

@@ -6,6 +6,7 @@
 // to a temp dir per server; the shared fixtures/skills tree is not used.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -352,6 +353,16 @@ test('env: the server\'s environment is not inherited; SKILL_*, HOME/TMPDIR scra
 });
 
 test('scratch: gone from its path when the answer comes, its files deleted soon after, nothing left in /tmp at exit', opts, async () => {
+  // the trash folder of a server killed outright (its pid gone) is removed by
+  // the next server; a folder of that name with another mode is not its own
+  const dead = spawnSync('true').pid;
+  const stale = path.join(os.tmpdir(), `skill-mcp-trash-${dead}-e2e${crypto.randomBytes(3).toString('hex')}`);
+  const decoy = `${stale}x`;
+  fs.mkdirSync(path.join(stale, '0'), { recursive: true });
+  fs.writeFileSync(path.join(stale, '0', 'f'), 'x');
+  fs.chmodSync(stale, 0o700);
+  fs.mkdirSync(decoy, { mode: 0o755 });
+  fs.chmodSync(decoy, 0o755);
   const srv = await startRunner({
     setup: (skills) => fs.writeFileSync(path.join(skills, BASICS, 'scripts', 'fill-home.sh'),
       'mkdir -p "$HOME/a/b" && head -c 4096 /dev/zero >"$HOME/a/b/f" && : >"$TMPDIR/t" && echo "$HOME"\n'),
@@ -378,6 +389,12 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
     await srv.stop();
   }
   assert.deepEqual(trashOf(), [], 'the server removes its folder when it exits');
+  const staleGone = !fs.existsSync(stale);
+  const decoyKept = fs.existsSync(decoy);
+  fs.rmSync(stale, { recursive: true, force: true });
+  fs.rmSync(decoy, { recursive: true, force: true });
+  assert.ok(staleGone, `${stale}, left by a server that is gone, must be removed at start`);
+  assert.ok(decoyKept, `${decoy} is not a trash folder of this user (mode 0755) and must be left alone`);
 });
 
 test('env: refused names and values (injection variables, server-set names, bad names, NUL)', opts, async () => {
