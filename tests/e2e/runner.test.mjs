@@ -6,13 +6,14 @@
 // to a temp dir per server; the shared fixtures/skills tree is not used.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 import {
-  startServer, connect, callOk as callOkA, callErr as callErrA, E2E_DIR,
+  startServer, connect, callOk as callOkA, callErr as callErrA, E2E_DIR, poll,
 } from './lib/harness.mjs';
 import { pidGone, waitGone, runScript, scriptStats, sleep } from './lib/procs.mjs';
 
@@ -349,6 +350,51 @@ test('env: the server\'s environment is not inherited; SKILL_*, HOME/TMPDIR scra
   assert.notEqual(env2.HOME, env.HOME);
   assert.notEqual(r2.request_id, r.request_id);
   assert.equal(env2.MY_TOKEN, undefined, 'a caller\'s env is for that call only');
+});
+
+test('scratch: gone from its path when the answer comes, its files deleted soon after, nothing left in /tmp at exit', opts, async () => {
+  // the trash folder of a server killed outright (its pid gone) is removed by
+  // the next server; a folder of that name with another mode is not its own
+  const dead = spawnSync('true').pid;
+  const stale = path.join(os.tmpdir(), `skill-mcp-trash-${dead}-e2e${crypto.randomBytes(3).toString('hex')}`);
+  const decoy = `${stale}x`;
+  fs.mkdirSync(path.join(stale, '0'), { recursive: true });
+  fs.writeFileSync(path.join(stale, '0', 'f'), 'x');
+  fs.chmodSync(stale, 0o700);
+  fs.mkdirSync(decoy, { mode: 0o755 });
+  fs.chmodSync(decoy, 0o755);
+  const srv = await startRunner({
+    setup: (skills) => fs.writeFileSync(path.join(skills, BASICS, 'scripts', 'fill-home.sh'),
+      'mkdir -p "$HOME/a/b" && head -c 4096 /dev/zero >"$HOME/a/b/f" && : >"$TMPDIR/t" && echo "$HOME"\n'),
+  });
+  // the server's own folder of used scratch folders, named with its pid
+  const trashOf = () => fs.readdirSync(os.tmpdir())
+    .filter((n) => n.startsWith(`skill-mcp-trash-${srv.proc.pid}-`)).map((n) => path.join(os.tmpdir(), n));
+  const c = await connect(srv.url);
+  try {
+    const [trash] = trashOf();
+    assert.ok(trash, 'the server keeps a folder for used scratch folders in /tmp');
+    assert.equal(fs.statSync(trash).mode & 0o777, 0o700, 'only the server can reach what is in it');
+    for (let i = 0; i < 3; i++) {
+      const r = await run(c, BASICS, 'scripts/fill-home.sh');
+      assert.equal(r.status, 'ok', r.stderr);
+      const home = r.stdout.trim();
+      assert.match(home, /^\/tmp\/skill-mcp-run-/);
+      assert.equal(fs.existsSync(home), false, `scratch ${home} must be gone when the call returns`);
+    }
+    const left = await poll(() => fs.readdirSync(trash).length === 0, 5000, 50);
+    assert.ok(left, `the used scratch folders' files must be deleted: ${fs.readdirSync(trash).join(', ')} remain`);
+  } finally {
+    await c.close();
+    await srv.stop();
+  }
+  assert.deepEqual(trashOf(), [], 'the server removes its folder when it exits');
+  const staleGone = !fs.existsSync(stale);
+  const decoyKept = fs.existsSync(decoy);
+  fs.rmSync(stale, { recursive: true, force: true });
+  fs.rmSync(decoy, { recursive: true, force: true });
+  assert.ok(staleGone, `${stale}, left by a server that is gone, must be removed at start`);
+  assert.ok(decoyKept, `${decoy} is not a trash folder of this user (mode 0755) and must be left alone`);
 });
 
 test('env: refused names and values (injection variables, server-set names, bad names, NUL)', opts, async () => {
