@@ -24,9 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -578,80 +575,8 @@ static char *read_pem(const char *path)
     return buf_steal(&b, NULL);
 }
 
-/*
- * Connections are accepted here and handed to libmicrohttpd with
- * MHD_add_connection; the daemon is started without a listening socket.
- * Quiescing a daemon that owns one races its own epoll workers in
- * libmicrohttpd (MHD_quiesce_daemon and a worker both remove the socket
- * from the worker's epoll set, and the loser aborts the process with
- * "Failed to remove listen FD from epoll set"): a SIGTERM under traffic
- * could end the drain in SIGABRT. Stopping this thread stops accepting.
- *
- * At --max-connections the socket is left alone (new connections wait in
- * the kernel's backlog, as libmicrohttpd does with its own socket) and the
- * count is looked at again every 10 ms.
- */
-static int acceptor_full(struct http *h)
-{
-    const union MHD_DaemonInfo *ci = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    return ci && h->max_connections && ci->num_connections >= h->max_connections;
-}
-
-static void *acceptor_main(void *arg)
-{
-    struct http *h = arg;
-    for (;;) {
-        int full = acceptor_full(h);
-        struct pollfd p[2] = {{.fd = h->acc_stop, .events = POLLIN},
-                              {.fd = h->listen_fd, .events = POLLIN}};
-        int n = poll(p, full ? 1 : 2, full ? 10 : -1);
-        if (n < 0 && errno != EINTR)
-            break;
-        if (p[0].revents)
-            break;
-        if (full || n <= 0 || !p[1].revents)
-            continue;
-        /* one accept per look at the count: the wait above may have been
-         * long, and libmicrohttpd takes an added connection in
-         * asynchronously */
-        for (int i = 0; i < 64 && !acceptor_full(h); i++) {
-            struct sockaddr_storage ss;
-            socklen_t sl = sizeof ss;
-            int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl,
-                             SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd < 0) {
-                if (errno == EINTR || errno == ECONNABORTED)
-                    continue;
-                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                    /* out of descriptors: what is queued waits until one closes */
-                    log_warn("http: cannot accept a connection: %s", strerror(errno));
-                    poll(p, 1, 100);
-                }
-                break;
-            }
-            /* closes fd itself when it refuses (a per-address limit, a full pool) */
-            MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl);
-        }
-    }
-    return NULL;
-}
-
-/* Ends the acceptor; the socket stays open (the drain takes its backlog). */
-static void acceptor_stop(struct http *h)
-{
-    if (h->accepting) {
-        uint64_t one = 1;
-        if (write(h->acc_stop, &one, sizeof one) != sizeof one)
-            log_warn("http: cannot stop the acceptor: %s", strerror(errno));
-        pthread_join(h->acceptor, NULL);
-        h->accepting = 0;
-    }
-}
-
 static void http_free(struct http *h)
 {
-    if (h->acc_stop >= 0)
-        close(h->acc_stop);
     free(h->tls_cert);
     free(h->tls_key);
     pcount_free(h->active);
@@ -665,14 +590,6 @@ struct http *http_start(struct srv *S, int listen_fd)
     h->S = S;
     h->active = pcount_new();
     h->loopback = cfg_is_loopback(c->host);
-    h->listen_fd = listen_fd;
-    h->max_connections = c->max_connections;
-    h->acc_stop = eventfd(0, EFD_CLOEXEC);
-    if (h->acc_stop < 0) {
-        log_error("cannot start the HTTP server: eventfd: %s", strerror(errno));
-        http_free(h);
-        return NULL;
-    }
     if (S->sessions)
         allow_methods = "GET, HEAD, POST, DELETE";
     http_cors_origins = c->allowed_origins;
@@ -685,7 +602,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         }
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (strchr(c->host, ':'))
         flags |= MHD_USE_IPv6;
     pthread_mutex_init(&h->watch_mu, NULL);
@@ -718,7 +635,8 @@ struct http *http_start(struct srv *S, int listen_fd)
     opts[nopt] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     /* The logger goes first, or the options before it complain on stderr. */
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
-                            mhd_log, h, MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_ARRAY, opts,
+                            mhd_log, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_ARRAY, opts,
                             MHD_OPTION_END);
     if (!h->d) {
         log_error("cannot start the HTTP server%s: %s",
@@ -728,21 +646,7 @@ struct http *http_start(struct srv *S, int listen_fd)
         http_free(h);
         return NULL;
     }
-    /* non-blocking: several workers' acceptors wait on one socket, and
-     * only one of them gets each connection */
-    int fl = fcntl(listen_fd, F_GETFL);
-    int e = fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0 ? errno : 0;
-    if (!e)
-        e = pthread_create(&h->acceptor, NULL, acceptor_main, h);
-    if (e) {
-        log_error("cannot start the HTTP server: the acceptor: %s", strerror(e));
-        MHD_stop_daemon(h->d);
-        accesslog_stop();
-        http_free(h);
-        return NULL;
-    }
-    h->accepting = 1;
-    e = pthread_create(&h->watcher, NULL, http_watch_main, h);
+    int e = pthread_create(&h->watcher, NULL, http_watch_main, h);
     if (e)
         log_warn("http: no hang-up watcher (%s): a script runs on after its client leaves",
                  strerror(e));
@@ -763,32 +667,29 @@ void http_quiesce(struct http *h)
     h->drain_t0 = now_ns();
     atomic_store(&h->draining, 1);
     notify_end_all();   /* notification streams never end by themselves */
-    acceptor_stop(h);
-    if (h->listen_fd < 0)
+    MHD_socket s = MHD_quiesce_daemon(h->d);
+    if (s == MHD_INVALID_SOCKET)
         return;
     /* A connection the kernel completed before the close may already hold a
      * whole request: hand it to libmicrohttpd rather than reset it. */
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
-        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd = accept4(s, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             break;
-        /* closes fd itself when it refuses */
+        /* closes fd itself when it refuses: no close here, or a descriptor
+         * another thread just opened under the same number goes with it */
         MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl);
     }
-    close(h->listen_fd);
-    h->listen_fd = -1;
+    close(s);
 }
 
 void http_stop(struct http *h)
 {
     if (!h)
         return;
-    acceptor_stop(h);
     MHD_stop_daemon(h->d);
-    if (h->listen_fd >= 0)
-        close(h->listen_fd);
     if (atomic_load(&h->draining))
         accesslog_drained(atomic_load(&h->drain_ended), atomic_load(&h->drain_cut),
                           (double)(now_ns() - h->drain_t0) / 1e9);

@@ -36,13 +36,6 @@ struct http {
      * access log line */
     atomic_long drain_ended, drain_cut;
     uint64_t drain_t0;
-    /* the listening socket, accepted by the server's own thread (see
-     * acceptor_main in http.c), until the drain closes it */
-    int listen_fd;
-    int acc_stop;               /* eventfd: the acceptor ends */
-    int accepting;              /* the acceptor runs: joined before the socket closes */
-    unsigned max_connections;
-    pthread_t acceptor;
 };
 
 struct req {
