@@ -88,8 +88,8 @@ else
 fi
 rm -f "$asan_log" "$asan_log.rc"
 # The fuzz smoke is time-boxed per target (4 s each after its seeds: a
-# smoke; `FUZZ_TIME=300 make fuzz`-style runs are for looking), so its length
-# does not grow with what runs beside it. The deployment check builds the
+# smoke; longer runs are `FUZZ_TIME=300 tests/fuzz/build.sh --smoke`), so its
+# length does not grow with what runs beside it. The deployment check builds the
 # tree once more (the Dockerfile's build stage); the two cores are full here,
 # which is what bounds this stage.
 run_bg deploy bash tests/deploy-check.sh build/skill-mcp
