@@ -78,16 +78,7 @@ int jail_open_regular(int dirfd, const char *rel, struct stat *st)
     int fd = jail_open_beneath(dirfd, rel);
     if (fd < 0)
         return fd == -ELOOP ? -EXDEV : fd;
-    if (fstat(fd, st) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    if (!S_ISREG(st->st_mode)) {
-        close(fd);
-        return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
-    }
-    return fd;
+    return x_keep_regular(fd, st);
 }
 
 int jail_root(const char *dir)

@@ -887,8 +887,11 @@ size_t x_pread_full(int fd, void *buf, size_t n)
 int x_open_regular(int dfd, const char *path, struct stat *st)
 {
     int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
+    return fd < 0 ? -errno : x_keep_regular(fd, st);
+}
+
+int x_keep_regular(int fd, struct stat *st)
+{
     if (fstat(fd, st) < 0) {
         int e = errno;
         close(fd);

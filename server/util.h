@@ -46,6 +46,11 @@ struct stat;
  * Fills *st. The fd, or -errno; -EISDIR for a folder, -EINVAL for any other
  * kind of file. */
 int x_open_regular(int dfd, const char *path, struct stat *st);
+/* The second half of x_open_regular for a descriptor opened some other way
+ * (O_NONBLOCK, so that a FIFO did not block the open): fstats fd into *st
+ * and returns it when it is a regular file; else closes it and returns
+ * -EISDIR, -EINVAL or the fstat's -errno. */
+int x_keep_regular(int fd, struct stat *st);
 
 /* ---- error record (like jansson's json_error_t) ---------------------- */
 
