@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #include "accesslog.h"
 #include "auth.h"
 #include "call.h"
+#include "connslots.h"
 #include "envelope.h"
 #include "notify.h"
 #include "pcount.h"
@@ -519,6 +522,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("http: %s", msg);
 }
 
+/* The listening socket's backlog: also the most connections the drain takes
+ * in from it past --max-connections (see http_quiesce). */
+#define HTTP_BACKLOG 1024
+
 int http_listen(const struct cfg *c, int *port)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -541,7 +548,7 @@ int http_listen(const struct cfg *c, int *port)
     int one = 1;
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0) {
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, HTTP_BACKLOG) < 0) {
         log_error("cannot listen on %s:%d: %s", c->host, c->port, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -575,8 +582,135 @@ static char *read_pem(const char *path)
     return buf_steal(&b, NULL);
 }
 
+/*
+ * The server accepts connections itself and hands them to libmicrohttpd
+ * (MHD_add_connection), whose daemon has no listening socket. Quiescing a
+ * daemon that owns one (MHD_quiesce_daemon) races its epoll workers in
+ * libmicrohttpd 0.9.75: the quiescing thread and a worker both take the
+ * socket out of the worker's epoll set, each after reading unlocked flags,
+ * and the loser's epoll_ctl fails and aborts the process ("Failed to remove
+ * listen FD from epoll set"). With no socket in any epoll set that path is
+ * never taken; the drain stops this thread instead.
+ *
+ * At --max-connections (counted exactly by connslots) the socket is left
+ * alone, so new connections wait in the kernel's backlog, and a close
+ * wakes this thread through acc_wake. libmicrohttpd's own limit is set
+ * above what this thread hands over, so it never refuses a connection.
+ */
+static void on_connection(void *cls, struct MHD_Connection *con, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http *h = cls;
+    (void)socket_ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci)
+            connslots_started(h->slots, ci->connect_fd);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && connslots_closed(h->slots)) {
+        uint64_t one = 1;
+        if (write(h->acc_wake, &one, sizeof one) != sizeof one)
+            log_warn("http: cannot wake the acceptor: %s", strerror(errno));
+    }
+}
+
+/* Waits up to ms for acc_wake (a close, or the stop) and clears it. */
+static void acc_nap(struct http *h, int ms)
+{
+    struct pollfd p = {.fd = h->acc_wake, .events = POLLIN};
+    uint64_t v;
+    if (poll(&p, 1, ms) > 0 && read(h->acc_wake, &v, sizeof v) < 0 && errno != EAGAIN)
+        log_warn("http: acceptor: %s", strerror(errno));
+}
+
+/*
+ * Accepts up to most connections that wait on the socket and hands them
+ * over; past_limit ignores --max-connections (the drain). Returns how many
+ * were accepted.
+ */
+static unsigned accept_some(struct http *h, unsigned most, int past_limit)
+{
+    static _Atomic uint64_t warned;
+    unsigned n = 0;
+    while (n < most && (past_limit || !connslots_full(h->slots, NULL))) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* what is queued waits until a descriptor frees */
+                uint64_t now = now_ns(), prev = atomic_load(&warned);
+                if ((!prev || now - prev >= 10ull * 1000000000ull) &&
+                    atomic_compare_exchange_strong(&warned, &prev, now))
+                    log_warn("http: cannot accept a connection: %s", strerror(errno));
+                if (!past_limit)
+                    acc_nap(h, 100);
+            }
+            break;
+        }
+        n++;
+        connslots_take(h->slots, fd, (struct sockaddr *)&ss, sl);
+        /* closes fd itself when it refuses (--max-connections-per-ip) */
+        if (MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl) != MHD_YES)
+            connslots_refused(h->slots, fd);
+    }
+    return n;
+}
+
+static void *acceptor_main(void *arg)
+{
+    struct http *h = arg;
+    struct pollfd p[2] = {{.fd = h->acc_wake, .events = POLLIN},
+                          {.fd = h->listen_fd, .events = POLLIN}};
+    while (!atomic_load(&h->acc_quit)) {
+        int unstarted = 0;
+        int full = connslots_full(h->slots, &unstarted);
+        /* full with a connection not started: look at it again in 100 ms,
+         * in case libmicrohttpd dropped it without a word */
+        int n = poll(p, full ? 1 : 2, full && unstarted ? 100 : -1);
+        if (n < 0) {
+            if (errno != EINTR) {
+                log_warn("http: acceptor: poll: %s", strerror(errno));
+                acc_nap(h, 100);
+            }
+            continue;
+        }
+        if (p[0].revents) {
+            uint64_t v;
+            if (read(h->acc_wake, &v, sizeof v) < 0 && errno != EAGAIN)
+                log_warn("http: acceptor: %s", strerror(errno));
+        }
+        if (full) {
+            if (n == 0)
+                connslots_check(h->slots);
+        } else if (p[1].revents) {
+            /* a bounded batch, then the stop flag is looked at again */
+            accept_some(h, 64, 0);
+        }
+    }
+    return NULL;
+}
+
+/* Ends the acceptor; the socket stays open (the drain empties its backlog). */
+static void acceptor_stop(struct http *h)
+{
+    if (!h->accepting)
+        return;
+    atomic_store(&h->acc_quit, 1);
+    uint64_t one = 1;
+    if (write(h->acc_wake, &one, sizeof one) != sizeof one)
+        log_warn("http: cannot stop the acceptor: %s", strerror(errno));
+    pthread_join(h->acceptor, NULL);
+    h->accepting = 0;
+}
+
 static void http_free(struct http *h)
 {
+    if (h->acc_wake >= 0)
+        close(h->acc_wake);
+    connslots_free(h->slots);
     free(h->tls_cert);
     free(h->tls_key);
     pcount_free(h->active);
@@ -590,6 +724,14 @@ struct http *http_start(struct srv *S, int listen_fd)
     h->S = S;
     h->active = pcount_new();
     h->loopback = cfg_is_loopback(c->host);
+    h->listen_fd = listen_fd;
+    h->slots = connslots_new((unsigned)c->max_connections);
+    h->acc_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (h->acc_wake < 0) {
+        log_error("cannot start the HTTP server: eventfd: %s", strerror(errno));
+        http_free(h);
+        return NULL;
+    }
     if (S->sessions)
         allow_methods = "GET, HEAD, POST, DELETE";
     http_cors_origins = c->allowed_origins;
@@ -602,15 +744,23 @@ struct http *http_start(struct srv *S, int listen_fd)
         }
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
+                     MHD_USE_ITC;
     if (strchr(c->host, ':'))
         flags |= MHD_USE_IPv6;
     pthread_mutex_init(&h->watch_mu, NULL);
     pthread_cond_init(&h->watch_cv, NULL);
-    /* Limits at the edge: slow or greedy clients cannot pin threads or memory. */
+    /* Limits at the edge: slow or greedy clients cannot pin threads or memory.
+     * --max-connections is the acceptor's (connslots). libmicrohttpd splits
+     * its own limit evenly between its threads and hands a new connection
+     * to one of them by its descriptor's number, so each thread gets room
+     * for all the acceptor may hand over: --max-connections, and the
+     * backlog the drain takes in past it. */
+    unsigned pool = c->threads > 1 ? (unsigned)c->threads : 1;
     struct MHD_OptionItem opts[9] = {
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_no_nul, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, c->max_connections, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(((unsigned)c->max_connections + HTTP_BACKLOG + 1) * pool),
+         NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip, NULL},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)c->max_header_bytes, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout, NULL},
@@ -635,9 +785,9 @@ struct http *http_start(struct srv *S, int listen_fd)
     opts[nopt] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     /* The logger goes first, or the options before it complain on stderr. */
     h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
-                            mhd_log, h, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_done, h, MHD_OPTION_ARRAY, opts,
-                            MHD_OPTION_END);
+                            mhd_log, h, MHD_OPTION_NOTIFY_COMPLETED, on_done, h,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
     if (!h->d) {
         log_error("cannot start the HTTP server%s: %s",
                   c->tls_cert ? " (check --tls-cert and --tls-key)" : "",
@@ -646,7 +796,16 @@ struct http *http_start(struct srv *S, int listen_fd)
         http_free(h);
         return NULL;
     }
-    int e = pthread_create(&h->watcher, NULL, http_watch_main, h);
+    int e = pthread_create(&h->acceptor, NULL, acceptor_main, h);
+    if (e) {
+        log_error("cannot start the HTTP server: the acceptor: %s", strerror(e));
+        MHD_stop_daemon(h->d);
+        accesslog_stop();
+        http_free(h);
+        return NULL;
+    }
+    h->accepting = 1;
+    e = pthread_create(&h->watcher, NULL, http_watch_main, h);
     if (e)
         log_warn("http: no hang-up watcher (%s): a script runs on after its client leaves",
                  strerror(e));
@@ -667,29 +826,26 @@ void http_quiesce(struct http *h)
     h->drain_t0 = now_ns();
     atomic_store(&h->draining, 1);
     notify_end_all();   /* notification streams never end by themselves */
-    MHD_socket s = MHD_quiesce_daemon(h->d);
-    if (s == MHD_INVALID_SOCKET)
+    acceptor_stop(h);
+    if (h->listen_fd < 0)
         return;
-    /* A connection the kernel completed before the close may already hold a
-     * whole request: hand it to libmicrohttpd rather than reset it. */
-    for (;;) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        int fd = accept4(s, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            break;
-        /* closes fd itself when it refuses: no close here, or a descriptor
-         * another thread just opened under the same number goes with it */
-        MHD_add_connection(h->d, fd, (struct sockaddr *)&ss, sl);
-    }
-    close(s);
+    /* A connection the kernel completed before now may already hold a whole
+     * request: take in what the backlog holds, past --max-connections if
+     * need be (libmicrohttpd's limit leaves room for a full backlog),
+     * rather than reset it when the socket closes. */
+    accept_some(h, HTTP_BACKLOG + 1, 1);
+    close(h->listen_fd);
+    h->listen_fd = -1;
 }
 
 void http_stop(struct http *h)
 {
     if (!h)
         return;
+    acceptor_stop(h);
     MHD_stop_daemon(h->d);
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
     if (atomic_load(&h->draining))
         accesslog_drained(atomic_load(&h->drain_ended), atomic_load(&h->drain_cut),
                           (double)(now_ns() - h->drain_t0) / 1e9);

@@ -16,6 +16,7 @@
 #include "util.h"
 
 struct call;
+struct connslots;
 struct nstream;
 
 struct http {
@@ -36,6 +37,14 @@ struct http {
      * access log line */
     atomic_long drain_ended, drain_cut;
     uint64_t drain_t0;
+    /* the listening socket, accepted on by the acceptor thread (http.c)
+     * until the drain closes it */
+    int listen_fd;
+    struct connslots *slots;    /* --max-connections, counted exactly */
+    int acc_wake;               /* eventfd: a slot freed, or the acceptor ends */
+    atomic_int acc_quit;
+    int accepting;              /* the acceptor runs: joined before the socket closes */
+    pthread_t acceptor;
 };
 
 struct req {

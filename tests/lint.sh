@@ -28,7 +28,7 @@ declare -A prefix=(
     [stdio_mcp]='stdio_'
     [metrics]='metrics_'
     [http_peer]='http_' [http_stream]='http_' [http_ops]='http_'
-    [pcount]='pcount_'
+    [pcount]='pcount_' [connslots]='connslots_'
     [acl]='acl_'
     [reloadable]='reloadable_'
     [rcache]='rcache_'

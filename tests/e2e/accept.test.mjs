@@ -1,12 +1,15 @@
-// Connections at the edge: at --max-connections a new connection waits in
-// the kernel's backlog and is answered once a slot frees; it is not reset.
-// Every wait is bounded, so a server that stops answering fails the test
-// instead of holding the file open.
+// Connections at the edge. The server accepts them itself and hands them to
+// libmicrohttpd (docs/internals/threads.md, "Acceptor"): at
+// --max-connections a new connection waits in the kernel's backlog and is
+// answered once a slot frees; it is not reset, and a SIGTERM still answers
+// it. Every wait is bounded, so a server that stops answering fails the
+// test instead of holding the file open.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 
-import { startServer, TEST_TIMEOUT } from './lib/harness.mjs';
+import { BIN, startServer, TEST_TIMEOUT } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_skills' } });
@@ -50,4 +53,34 @@ test('at --max-connections a new connection waits in the backlog, then is answer
     for (const s of socks) s.destroy();
     await srv.stop();
   }
+});
+
+test('SIGTERM at --max-connections: the connection waiting in the backlog is answered, and the server exits 0', opts, async () => {
+  const srv = await startServer({ args: ['--max-connections', '2', '--threads', '2'] });
+  const socks = [];
+  try {
+    const a = ask(srv.port); socks.push(a.s);
+    const b = ask(srv.port); socks.push(b.s);
+    assert.match(await within(a.answered, 8000), /^HTTP\/1\.1 200/);
+    assert.match(await within(b.answered, 8000), /^HTTP\/1\.1 200/);
+    const c = ask(srv.port); socks.push(c.s);
+    assert.equal(await within(c.answered, 400), 'waiting');
+    const gone = new Promise((r) => srv.proc.once('exit', (code, signal) => r({ code, signal })));
+    process.kill(srv.proc.pid, 'SIGTERM');
+    // completed before the SIGTERM, so the drain takes it in, past the limit
+    assert.match(await within(c.answered, 8000), /^HTTP\/1\.1 200/);
+    assert.deepEqual(await within(gone, 8000), { code: 0, signal: null }, srv.log.slice(-1500));
+    assert.doesNotMatch(srv.log, /Fatal error/);
+  } finally {
+    for (const s of socks) s.destroy();
+    await srv.stop();
+  }
+});
+
+// MHD_quiesce_daemon on an epoll thread pool races libmicrohttpd's own
+// workers, and the loser aborts the process: the server must never call it.
+test('the binary does not call MHD_quiesce_daemon', opts, () => {
+  const undef = execFileSync('nm', ['-D', '--undefined-only', BIN], { encoding: 'utf8' });
+  assert.match(undef, /MHD_add_connection/);
+  assert.doesNotMatch(undef, /MHD_quiesce_daemon/);
 });
