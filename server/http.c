@@ -9,7 +9,8 @@
  * (413), then rpc_handle() (which checks the session of a legacy request).
  * The transport's files (http*.c) are the only ones that pick HTTP status
  * codes; this one holds the libmicrohttpd callbacks, the answers, the auth
- * checks, the access log line and the daemon's start and stop.
+ * checks, the access log line, the acceptor thread and the daemon's start
+ * and stop.
  */
 #include "http.h"
 #include "http_int.h"
