@@ -101,7 +101,81 @@ struct build {
     size_t nc, ccap;
     int rootfd[64];         /* the roots' folders, open until every candidate is prepared */
     size_t nrootfd;
+    struct seen_problem *prev;  /* the previous generation's problems, by hash (lazily) */
+    size_t nprev;
+    int prev_ready;
 };
+
+struct seen_problem {
+    uint64_t h;
+    size_t i;               /* in old->errors */
+};
+
+static uint64_t problem_hash(const char *level, const char *skill, const char *path,
+                             const char *msg)
+{
+    const char *part[4] = {level, skill ? skill : "", path, msg};
+    uint64_t h = 0;
+    for (int i = 0; i < 4; i++)
+        h = h * 0x100000001b3ULL ^ hash_fnv1a(part[i], strlen(part[i]) + 1);
+    return h;
+}
+
+static int seen_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct seen_problem *)a)->h, y = ((const struct seen_problem *)b)->h;
+    return x < y ? -1 : x > y;
+}
+
+static const char *field(json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : "";
+}
+
+/*
+ * Whether the previous generation had this very problem. Every rebuild
+ * (an edit anywhere, reload_skills, the body indexer's republish) meets a
+ * broken skill again; the log says what is new, the errors list says what
+ * is, so an unchanged problem is not logged twice.
+ */
+static int reported_before(struct build *b, const char *level, const char *skill,
+                           const char *path, const char *msg)
+{
+    if (!b->old || !b->old->errors)
+        return 0;
+    if (!b->prev_ready) {
+        b->prev_ready = 1;
+        size_t n = json_array_size(b->old->errors);
+        b->prev = n ? xmalloc(n * sizeof *b->prev) : NULL;
+        for (size_t i = 0; i < n; i++) {
+            json_t *e = json_array_get(b->old->errors, i);
+            const char *sk = json_string_value(json_object_get(e, "skill"));
+            b->prev[b->nprev++] = (struct seen_problem){
+                problem_hash(field(e, "level"), sk, field(e, "path"), field(e, "message")), i};
+        }
+        if (b->nprev)
+            qsort(b->prev, b->nprev, sizeof *b->prev, seen_cmp);
+    }
+    uint64_t h = problem_hash(level, skill, path, msg);
+    size_t lo = 0, hi = b->nprev;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->prev[mid].h < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < b->nprev && b->prev[lo].h == h; lo++) {
+        json_t *e = json_array_get(b->old->errors, b->prev[lo].i);
+        const char *sk = json_string_value(json_object_get(e, "skill"));
+        if (!strcmp(field(e, "level"), level) && !strcmp(field(e, "path"), path) &&
+            !strcmp(field(e, "message"), msg) && !strcmp(sk ? sk : "", skill ? skill : "") &&
+            !sk == !skill)
+            return 1;
+    }
+    return 0;
+}
 
 static void report(struct build *b, const char *level, const char *skill, const char *path,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -131,8 +205,9 @@ static void report(struct build *b, const char *level, const char *skill, const 
     json_array_append_new(b->errors, json_pack("{s:s?, s:s, s:s, s:s}", "skill", skill,
                                                "path", path, "message", msg, "level", level));
     /* Logged when found; a reused entry's warnings are carried, not re-logged. */
-    log_msg(strcmp(level, "error") ? LOG_WARN : LOG_ERROR, "skill %s: %s (%s)",
-            skill ? skill : "-", msg, path);
+    if (!reported_before(b, level, skill, path, msg))
+        log_msg(strcmp(level, "error") ? LOG_WARN : LOG_ERROR, "skill %s: %s (%s)",
+                skill ? skill : "-", msg, path);
 }
 
 /* !owned: path lives in an entry the snapshot holds (most watches are a
@@ -1390,6 +1465,7 @@ struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
     snap_of(s)->nw = b.nw;
     s->errors = b.errors;
     free(b.seen);
+    free(b.prev);
     return s;
 }
 

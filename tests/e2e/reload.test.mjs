@@ -50,6 +50,57 @@ describe('reload_skills (no refresh timer)', () => {
     assert.ok(stats.index.errors >= 1);
   });
 
+  test('a problem is logged once, when it appears, not again at each rebuild', opts, async () => {
+    await indexerSettled(s);
+    const count = (re) => s.log.split('\n').filter((l) => re.test(l)).length;
+    // Start-up's build and the body indexer's republish both met it.
+    assert.equal(count(/skill broken-skill: /), 1, s.log);
+    const made = [];
+    const add = (name, text) => {
+      const dir = path.join(s.skills, name);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'SKILL.md'), text);
+      made.push(dir);
+    };
+    // Each rebuild adds a skill, so that it publishes a generation whose
+    // log line follows the build's reports.
+    const rebuild = async (neighbour) => {
+      add(neighbour, skillMd(neighbour, `Neighbour ${neighbour}.`));
+      const r = await callOk(client, 'reload_skills', {});
+      assert.ok(r.added.includes(neighbour), JSON.stringify(r));
+      const line = new RegExp(`skills: generation ${r.generation_after}:`);
+      assert.ok(await poll(() => line.test(s.log), 5000, 20), s.log);
+      return r;
+    };
+    try {
+      add('logged-once', '---\nname: logged-once\n---\n\nNo description.\n');
+      let r = await rebuild('log-neighbour-1');
+      assert.ok(r.errors.some((e) => e.skill === 'logged-once'), JSON.stringify(r.errors));
+      assert.equal(count(/skill logged-once: frontmatter has no 'description'/), 1, s.log);
+      r = await rebuild('log-neighbour-2');
+      // Still reported where problems are listed, not logged again.
+      assert.ok(r.errors.some((e) => e.skill === 'logged-once'), JSON.stringify(r.errors));
+      assert.ok(r.errors.some((e) => e.skill === 'broken-skill'), JSON.stringify(r.errors));
+      assert.equal(count(/skill logged-once: /), 1, s.log);
+      assert.equal(count(/skill broken-skill: /), 1, s.log);
+      // Another problem in the same skill is news.
+      fs.writeFileSync(path.join(s.skills, 'logged-once', 'SKILL.md'),
+        '---\nname: logged-once\ndescription: [unclosed\n---\n');
+      await rebuild('log-neighbour-3');
+      assert.equal(count(/skill logged-once: /), 2, s.log);
+      // Fixed, then broken again: logged again (now over the previous version).
+      fs.writeFileSync(path.join(s.skills, 'logged-once', 'SKILL.md'), skillMd('logged-once', 'Fixed.'));
+      await rebuild('log-neighbour-4');
+      fs.writeFileSync(path.join(s.skills, 'logged-once', 'SKILL.md'),
+        '---\nname: logged-once\ndescription: [unclosed\n---\n');
+      await rebuild('log-neighbour-5');
+      assert.equal(count(/skill logged-once: /), 3, s.log);
+    } finally {
+      for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+      await callOk(client, 'reload_skills', {});
+    }
+  });
+
   test('an edited reference is read anew, with no reload (read_skill_file, resources/read)', opts, async () => {
     // Kept replies are served while the file's (inode, mtime, size) holds:
     // the edit below keeps the size, so only the mtime tells it apart.

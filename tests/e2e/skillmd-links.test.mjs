@@ -181,3 +181,30 @@ test('a skill folder whose SKILL.md is a FIFO is reported, not silently dropped'
     await srv.stop();
   }
 });
+
+// A SKILL.md link that leads nowhere: an error naming the skill, in the
+// server's problems and in validate; the rest of the library serves.
+test('a dangling SKILL.md link is an error in the problems and in validate, the others serve', opts, async () => {
+  const srv = await startServer({
+    setup(skills) {
+      fs.mkdirSync(path.join(skills, 'dangle'));
+      fs.symlinkSync('/nonexistent/skill-mcp-dangle', path.join(skills, 'dangle', 'SKILL.md'));
+    },
+  });
+  try {
+    await indexerSettled(srv);
+    const c = await connect(srv.url);
+    const listed = JSON.parse((await call(c, 'list_skills', { limit: 100 })).content[0].text);
+    const stats = JSON.parse((await call(c, 'skill_server_stats', {})).content[0].text);
+    await c.close();
+    assert.ok(!listed.skills.some((k) => k.name === 'dangle'), 'a dangling SKILL.md is not served');
+    assert.ok(listed.skills.length > 0, 'the other skills serve');
+    const p = stats.index.problems.find((x) => x.skill === 'dangle');
+    assert.ok(p && p.level === 'error' && /SKILL\.md/.test(p.message), JSON.stringify(stats.index.problems));
+    const v = runCli(['validate', '--json', srv.skills]);
+    assert.notEqual(v.code, 0, `validate fails the library: ${v.stdout.slice(0, 300)}`);
+    assert.ok(/dangle/.test(v.stdout), v.stdout.slice(0, 500));
+  } finally {
+    await srv.stop();
+  }
+});
