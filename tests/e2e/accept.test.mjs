@@ -7,7 +7,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
 import { BIN, startServer, TEST_TIMEOUT } from './lib/harness.mjs';
 
@@ -83,4 +86,44 @@ test('the binary does not call MHD_quiesce_daemon', opts, () => {
   const undef = execFileSync('nm', ['-D', '--undefined-only', BIN], { encoding: 'utf8' });
   assert.match(undef, /MHD_add_connection/);
   assert.doesNotMatch(undef, /MHD_quiesce_daemon/);
+});
+
+/** CPU seconds (user + system) the process has used, from /proc. */
+function cpuSeconds(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+// libmicrohttpd 0.9.75 in epoll mode keeps a connection whose TLS handshake
+// waits for the client marked readable, so its thread retries the handshake
+// without sleeping: a client that connects and sends nothing (or half a
+// ClientHello) would pin a core until --connection-timeout.
+test('silent connections to a TLS server do not keep a thread busy', opts, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-accept-'));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+    '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+  const srv = await startServer({ args: ['--tls-cert', cert, '--tls-key', key, '--threads', '2'] });
+  const socks = [];
+  try {
+    // one silent, one stopped half-way through its ClientHello; on
+    // neighbouring descriptors, so on both threads
+    for (const first of ['', '\x16\x03\x01\x02\x00\x01']) {
+      const s = net.connect(srv.port, '127.0.0.1');
+      socks.push(s);
+      await new Promise((r, j) => { s.once('connect', r); s.once('error', j); });
+      if (first) s.write(Buffer.from(first, 'latin1'));
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    const before = cpuSeconds(srv.proc.pid);
+    await new Promise((r) => setTimeout(r, 1000));
+    const used = cpuSeconds(srv.proc.pid) - before;
+    // a spinning thread takes most of a core; an idle server, next to none
+    assert.ok(used < 0.3, `the server used ${used.toFixed(2)} s of CPU in 1 s with two silent TLS connections`);
+  } finally {
+    for (const s of socks) s.destroy();
+    await srv.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
