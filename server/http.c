@@ -744,9 +744,13 @@ struct http *http_start(struct srv *S, int listen_fd)
             return NULL;
         }
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
-                     MHD_USE_ITC;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    /* TLS polls: libmicrohttpd 0.9.75's epoll loop keeps a connection whose
+     * handshake waits for the client marked readable and retries it without
+     * sleeping, so one silent client (or half a ClientHello) would pin a
+     * thread until --connection-timeout; poll asks the kernel each time. */
+    flags |= c->tls_cert ? MHD_USE_POLL : MHD_USE_EPOLL | MHD_USE_TURBO;
     if (strchr(c->host, ':'))
         flags |= MHD_USE_IPv6;
     pthread_mutex_init(&h->watch_mu, NULL);
