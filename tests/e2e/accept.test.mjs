@@ -97,30 +97,36 @@ function cpuSeconds(pid) {
 // libmicrohttpd 0.9.75 in epoll mode keeps a connection whose TLS handshake
 // waits for the client marked readable, so its thread retries the handshake
 // without sleeping: a client that connects and sends nothing (or half a
-// ClientHello) would pin a core until --connection-timeout.
-test('silent connections to a TLS server do not keep a thread busy', opts, async () => {
+// ClientHello) would pin a core until --connection-timeout. The timeout
+// must still close them.
+test('silent connections to a TLS server do not keep a thread busy, and --connection-timeout closes them', opts, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-accept-'));
   const key = path.join(dir, 'key.pem');
   const cert = path.join(dir, 'cert.pem');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
     '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
-  const srv = await startServer({ args: ['--tls-cert', cert, '--tls-key', key, '--threads', '2'] });
+  const srv = await startServer({ args: ['--tls-cert', cert, '--tls-key', key, '--threads', '2',
+    '--connection-timeout', '1'] });
   const socks = [];
   try {
     // one silent, one stopped half-way through its ClientHello; on
     // neighbouring descriptors, so on both threads
+    const closed = [];
     for (const first of ['', '\x16\x03\x01\x02\x00\x01']) {
       const s = net.connect(srv.port, '127.0.0.1');
       socks.push(s);
+      closed.push(new Promise((r) => { s.on('close', () => r('closed')); s.on('error', () => {}); }));
+      s.resume(); // reads, so the server's close is seen
       await new Promise((r, j) => { s.once('connect', r); s.once('error', j); });
       if (first) s.write(Buffer.from(first, 'latin1'));
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 100));
     const before = cpuSeconds(srv.proc.pid);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 700));
     const used = cpuSeconds(srv.proc.pid) - before;
     // a spinning thread takes most of a core; an idle server, next to none
-    assert.ok(used < 0.3, `the server used ${used.toFixed(2)} s of CPU in 1 s with two silent TLS connections`);
+    assert.ok(used < 0.15, `the server used ${used.toFixed(2)} s of CPU in 0.7 s with two silent TLS connections`);
+    for (const c of closed) assert.equal(await within(c, 5000), 'closed', 'closed by --connection-timeout 1');
   } finally {
     for (const s of socks) s.destroy();
     await srv.stop();
