@@ -749,7 +749,9 @@ struct http *http_start(struct srv *S, int listen_fd)
     /* TLS polls: libmicrohttpd 0.9.75's epoll loop keeps a connection whose
      * handshake waits for the client marked readable and retries it without
      * sleeping, so one silent client (or half a ClientHello) would pin a
-     * thread until --connection-timeout; poll asks the kernel each time. */
+     * thread for as long as it stays (--connection-timeout never closed
+     * it); poll asks the kernel each time. Not with MHD_USE_TURBO: its poll
+     * loop never closes such a connection at --connection-timeout. */
     flags |= c->tls_cert ? MHD_USE_POLL : MHD_USE_EPOLL | MHD_USE_TURBO;
     if (strchr(c->host, ':'))
         flags |= MHD_USE_IPv6;

@@ -97,8 +97,8 @@ function cpuSeconds(pid) {
 // libmicrohttpd 0.9.75 in epoll mode keeps a connection whose TLS handshake
 // waits for the client marked readable, so its thread retries the handshake
 // without sleeping: a client that connects and sends nothing (or half a
-// ClientHello) would pin a core until --connection-timeout. The timeout
-// must still close them.
+// ClientHello) pins a core for as long as it stays, and --connection-timeout
+// never closes it. Both must hold: no spinning, and the timeout closes them.
 test('silent connections to a TLS server do not keep a thread busy, and --connection-timeout closes them', opts, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-accept-'));
   const key = path.join(dir, 'key.pem');
