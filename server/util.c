@@ -228,6 +228,59 @@ char *buf_steal(struct buf *b, size_t *len)
     return p;
 }
 
+size_t u64_dec(char *out, uint64_t v)
+{
+    char tmp[20], *e = tmp + sizeof tmp, *q = e;
+    do {
+        *--q = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    size_t n = (size_t)(e - q);
+    memcpy(out, q, n);
+    out[n] = '\0';
+    return n;
+}
+
+size_t i64_dec(char *out, int64_t v)
+{
+    if (v >= 0)
+        return u64_dec(out, (uint64_t)v);
+    out[0] = '-';
+    return 1 + u64_dec(out + 1, 0 - (uint64_t)v);
+}
+
+const char *ascii_casestr(const char *hay, const char *lower)
+{
+    /* Naive, but linear for the needles it is given (media types): an
+     * attempt can only start at a byte equal to the needle's first, and
+     * none of them repeats its first byte more than a few times. */
+    unsigned char first = (unsigned char)lower[0];
+    if (!first)
+        return hay;
+    for (const unsigned char *h = (const unsigned char *)hay; *h; h++) {
+        unsigned c = *h;
+        if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != first)
+            continue;
+        size_t i = 1;
+        for (;; i++) {
+            unsigned want = (unsigned char)lower[i], got = h[i];
+            if (!want)
+                return (const char *)h;
+            if ((got >= 'A' && got <= 'Z' ? got + 32 : got) != want)
+                break;
+        }
+    }
+    return NULL;
+}
+
+size_t x_strlcpy(char *out, const char *s, size_t cap)
+{
+    size_t n = strnlen(s, cap - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return n;
+}
+
 /* Word-at-a-time tests (the classic bit tricks). */
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL

@@ -847,6 +847,92 @@ TEST(tslots_one_per_thread_given_back_at_exit)
     CHECK_EQ(extra, -1);
 }
 
+/* u64_dec and i64_dec write what printf writes, at every width and edge. */
+TEST(decimal_matches_printf)
+{
+    uint64_t u[] = {0, 1, 9, 10, 99, 100, 12345, 4294967295u, 4294967296u,
+                    999999999999999999u, 10000000000000000000u, UINT64_MAX};
+    char got[21], want[32];
+    for (size_t i = 0; i < sizeof u / sizeof *u; i++) {
+        size_t n = u64_dec(got, u[i]);
+        snprintf(want, sizeof want, "%" PRIu64, u[i]);
+        CHECK_STR(got, want);
+        CHECK_EQ(n, strlen(want));
+    }
+    int64_t s[] = {0, 1, -1, 9, -9, 10, -10, 123456789, -123456789, INT64_MAX, INT64_MIN,
+                   INT64_MIN + 1};
+    for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
+        size_t n = i64_dec(got, s[i]);
+        snprintf(want, sizeof want, "%" PRId64, s[i]);
+        CHECK_STR(got, want);
+        CHECK_EQ(n, strlen(want));
+    }
+    /* every power of ten and its neighbours */
+    for (uint64_t p = 1; p <= 1000000000000000000u; p *= 10)
+        for (uint64_t d = p - 1; d <= p + 1; d++) {
+            u64_dec(got, d);
+            snprintf(want, sizeof want, "%" PRIu64, d);
+            CHECK_STR(got, want);
+        }
+}
+
+/* x_strlcpy leaves what snprintf(out, cap, "%s", s) leaves. */
+TEST(strlcpy_matches_snprintf)
+{
+    const char *in[] = {"", "a", "abc", "abcdefgh", "abcdefghi", "abcdefghijklmnop"};
+    for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+        for (size_t cap = 1; cap <= 12; cap++) {
+            char got[16], want[16];
+            memset(got, 'x', sizeof got);
+            memset(want, 'x', sizeof want);
+            size_t n = x_strlcpy(got, in[i], cap);
+            snprintf(want, cap, "%s", in[i]);
+            CHECK(!memcmp(got, want, sizeof got));
+            CHECK_EQ(n, strlen(want));
+        }
+}
+
+/* ascii_casestr finds what glibc's strcasestr finds (the C locale), at the
+ * same place: every needle the server gives it, in headers of every case. */
+TEST(casestr_matches_strcasestr)
+{
+    const char *needles[] = {"text/event-stream", "application/json", "application/*", "a", ""};
+    const char *hays[] = {
+        "", "a", "text/event-stream", "TEXT/EVENT-STREAM", "application/json, text/event-stream",
+        "text/html;q=0.9, Application/JSON;q=0.8", "text/event-strea", "text/event-streamx",
+        "xtext/event-stream", "application/jso", "application/*", "APPLICATION/*;q=0.1",
+        "aapplication/json", "applicationapplication/json", "text/event-text/event-stream",
+        "t\xc3\xa9xt/event-stream", "\xff\xfe" "application/json", "*/*",
+        "text/Event-Stream ; q=1", "application/jsonp",
+    };
+    for (size_t i = 0; i < sizeof needles / sizeof *needles; i++)
+        for (size_t j = 0; j < sizeof hays / sizeof *hays; j++) {
+            const char *want = strcasestr(hays[j], needles[i]);
+            const char *got = ascii_casestr(hays[j], needles[i]);
+            if (got != want) {
+                H_FAIL("'%s' in '%s': at %td, strcasestr at %td", needles[i], hays[j],
+                       got ? got - hays[j] : -1, want ? want - hays[j] : -1);
+                return;
+            }
+        }
+    /* random bytes from a small alphabet around the needles' letters */
+    unsigned seed = 7;
+    for (int round = 0; round < 20000; round++) {
+        char h[24];
+        size_t n = (size_t)(round % 23);
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            h[k] = "tTeExX/-sSrRaAmM\xc3 "[(seed >> 16) % 21];
+        }
+        h[n] = '\0';
+        const char *nd = (round & 1) ? "text" : "ex/t";
+        if (ascii_casestr(h, nd) != strcasestr(h, nd)) {
+            H_FAIL("'%s' in '%s'", nd, h);
+            return;
+        }
+    }
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -876,5 +962,8 @@ int main(void)
     RUN(err_copy_cuts_between_characters);
     RUN(now_after_ms_is_a_normalised_deadline);
     RUN(tslots_one_per_thread_given_back_at_exit);
+    RUN(decimal_matches_printf);
+    RUN(strlcpy_matches_snprintf);
+    RUN(casestr_matches_strcasestr);
     DONE();
 }
