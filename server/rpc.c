@@ -185,11 +185,11 @@ static void dispatch(struct call *c, const char *method, json_t *meta)
         call_error(c, RPC_INTERNAL_ERROR, NULL, "Internal error: no session could be started");
     if (c->method && !strcmp(c->method, "tools/call")) {
         const char *tn = json_string_value(json_object_get(c->params, "name"));
-        snprintf(c->tool, sizeof c->tool, "%s", tn ? tn : "");
+        x_strlcpy(c->tool, tn ? tn : "", sizeof c->tool);
         utf8_sanitize(c->tool);
         const char *sk = json_string_value(
             json_object_get(json_object_get(c->params, "arguments"), "name"));
-        snprintf(c->skill, sizeof c->skill, "%s", sk ? sk : "");
+        x_strlcpy(c->skill, sk ? sk : "", sizeof c->skill);
         utf8_sanitize(c->skill);
     }
     if (call_kind(c) == CALL_RUN) {
