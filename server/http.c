@@ -163,8 +163,50 @@ static int accepts_json(const char *accept)
 {
     if (!accept || !*accept)
         return 1;
-    return strcasestr(accept, "application/json") || strstr(accept, "*/*") ||
-           strcasestr(accept, "application/*");
+    return ascii_casestr(accept, "application/json") || strstr(accept, "*/*") ||
+           ascii_casestr(accept, "application/*");
+}
+
+/* The first header of each name the MCP endpoint reads (struct req_headers). */
+static enum MHD_Result pick_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t klen, const char *value, size_t vlen)
+{
+    struct req_headers *hd = cls;
+    const char **slot = NULL;
+    (void)kind;
+    (void)vlen;
+#define IS(name) (klen == sizeof name - 1 && !strncasecmp(key, name, sizeof name - 1))
+    switch (klen) {
+    case 4:
+        slot = IS(MHD_HTTP_HEADER_HOST) ? &hd->host : NULL;
+        break;
+    case 6:
+        slot = IS(MHD_HTTP_HEADER_ACCEPT) ? &hd->accept : IS("Origin") ? &hd->origin : NULL;
+        break;
+    case 8:
+        slot = IS("Mcp-Name") ? &hd->mcp_name : NULL;
+        break;
+    case 10:
+        slot = IS("Mcp-Method") ? &hd->mcp_method : NULL;
+        break;
+    case 12:
+        slot = IS(MHD_HTTP_HEADER_CONTENT_TYPE) ? &hd->content_type : NULL;
+        break;
+    case 14:
+        slot = IS(MHD_HTTP_HEADER_CONTENT_LENGTH) ? &hd->content_length
+               : IS("Mcp-Session-Id")             ? &hd->session_id
+                                                  : NULL;
+        break;
+    case 20:
+        slot = IS("MCP-Protocol-Version") ? &hd->protocol_version : NULL;
+        break;
+    default:
+        break;
+    }
+#undef IS
+    if (slot && !*slot)
+        *slot = value;
+    return MHD_YES;
 }
 
 /* Any thread: the call's answer (NULL for none). A parked connection is
@@ -274,7 +316,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         }
         if (strcmp(url, S->cfg.path))
             return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
-        const char *why = http_check_peer(h, con);
+        MHD_get_connection_values_n(con, MHD_HEADER_KIND, pick_header, &rq->hd);
+        const char *why = http_check_peer_of(h, rq->hd.host, rq->hd.origin);
         if (why)
             return REFUSE(MHD_HTTP_FORBIDDEN, why);
         enum MHD_Result refused;
@@ -282,7 +325,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             return refused;
         if (!strcmp(method, "DELETE") && S->sessions) {
             /* Ends a --stateful session; there is no body to wait for. */
-            const char *sid = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id");
+            const char *sid = rq->hd.session_id;
             if (!sid)
                 return REFUSE(MHD_HTTP_BAD_REQUEST,
                               "Bad Request: DELETE needs the Mcp-Session-Id header of the "
@@ -305,21 +348,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                                         "stream, DELETE ends a session)"
                                       : "Method Not Allowed: this server is stateless; POST "
                                         "JSON-RPC requests to this endpoint");
-        const char *ct =
-            MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (!media_is(ct, "application/json"))
+        if (!media_is(rq->hd.content_type, "application/json"))
             return REFUSE(MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                           "Unsupported Media Type: Content-Type must be application/json");
-        if (!accepts_json(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-                                                      MHD_HTTP_HEADER_ACCEPT)))
+        if (!accepts_json(rq->hd.accept))
             return REFUSE(MHD_HTTP_NOT_ACCEPTABLE,
                           "Not Acceptable: the client must accept application/json");
-        const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl = rq->hd.content_length;
         if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
             return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE,
                           "Payload Too Large: the body is over --max-body");
-        rq->sse = S->cfg.sse && http_accepts_sse(con);
+        rq->accepts_sse = http_accept_has_sse(rq->hd.accept);
+        rq->sse = S->cfg.sse && rq->accepts_sse;
         rq->status = 0;
         return MHD_YES;
     }
@@ -350,11 +390,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 #undef REFUSE
 
     struct rpc_headers hd = {
-        .protocol_version = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-                                                        "MCP-Protocol-Version"),
-        .method = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Method"),
-        .name = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Name"),
-        .session_id = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Mcp-Session-Id"),
+        .protocol_version = rq->hd.protocol_version,
+        .method = rq->hd.mcp_method,
+        .name = rq->hd.mcp_name,
+        .session_id = rq->hd.session_id,
     };
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -362,7 +401,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     c->client = rq->client;
     call_set_view(c, rq->acl ? rq->acl : acl_classify(S->acl, NULL));
     c->peer = ci ? ci->client_addr : NULL;
-    c->can_stream = http_accepts_sse(con);
+    c->can_stream = rq->accepts_sse;
     c->stream_always = rq->sse;
     rq->con = con;
     call_on_complete(c, plain_complete, rq);

@@ -47,6 +47,15 @@ struct http {
     pthread_t acceptor;
 };
 
+/* The request headers the MCP endpoint reads, found in one pass over the
+ * request's headers (each MHD_lookup_connection_value walks all of them):
+ * the first of each name, any case, as the lookup finds it; NULL when
+ * absent. Borrowed from libmicrohttpd until the request ends. */
+struct req_headers {
+    const char *host, *origin, *content_type, *accept, *content_length;
+    const char *protocol_version, *mcp_method, *mcp_name, *session_id;
+};
+
 struct req {
     struct buf body;
     int too_big;
@@ -68,6 +77,8 @@ struct req {
     size_t resp_len;
     int ready;
     int sse;                    /* --sse and the client accepts text/event-stream */
+    int accepts_sse;            /* the client accepts text/event-stream */
+    struct req_headers hd;      /* on the MCP endpoint, once its path is checked */
     /* on the hang-up watch (struct http): the connection's thread adds and
      * removes it; the watcher reads fd and sets hung under watch_mu */
     struct req *watch_next;
@@ -108,12 +119,16 @@ int http_authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
 void http_host_part(const char *in, char *out, size_t cap);
 /* NULL, or why the request's Host or Origin is refused (403). */
 const char *http_check_peer(struct http *h, struct MHD_Connection *con);
+/* The same for the Host and Origin values (NULL: no such header). */
+const char *http_check_peer_of(struct http *h, const char *host, const char *origin);
 void http_cors_headers(struct MHD_Response *r, struct MHD_Connection *con);
 enum MHD_Result http_cors_preflight(struct MHD_Connection *con, const char *methods);
 
 /* ---- streams and the hang-up watch ---- */
 
 int http_accepts_sse(struct MHD_Connection *con);
+/* The same for an Accept value (NULL: none). */
+int http_accept_has_sse(const char *accept);
 /* Answers c, which streams, with an SSE stream and starts it. */
 enum MHD_Result http_sse_start(struct MHD_Connection *con, struct call *c);
 /* GET (or HEAD: head set) on the MCP path with --stateful. */

@@ -60,9 +60,15 @@ static int in_list(const char *list, const char *item)
 /* DNS-rebinding defence: Host must name this server, Origin must be ours. */
 const char *http_check_peer(struct http *h, struct MHD_Connection *con)
 {
+    return http_check_peer_of(h,
+                              MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+                                                          MHD_HTTP_HEADER_HOST),
+                              MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin"));
+}
+
+const char *http_check_peer_of(struct http *h, const char *host, const char *origin)
+{
     const struct cfg *c = &h->S->cfg;
-    const char *host = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-    const char *origin = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin");
     char name[256];
     if (h->loopback && !in_list(c->allowed_hosts, "*")) {
         if (!host)

@@ -183,9 +183,13 @@ static void sse_free(void *cls)
 
 int http_accepts_sse(struct MHD_Connection *con)
 {
-    const char *accept =
-        MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-    return accept && strcasestr(accept, "text/event-stream");
+    return http_accept_has_sse(
+        MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
+}
+
+int http_accept_has_sse(const char *accept)
+{
+    return accept && ascii_casestr(accept, "text/event-stream");
 }
 
 enum MHD_Result http_sse_start(struct MHD_Connection *con, struct call *c)
