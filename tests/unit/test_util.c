@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -933,6 +934,80 @@ TEST(casestr_matches_strcasestr)
     }
 }
 
+/* jansson's allocator (x_install_json_alloc): every block holds what was
+ * asked, live blocks never overlap, and the blocks are malloc's own. */
+TEST(json_alloc_blocks_fit_and_are_mallocs_own)
+{
+    x_install_json_alloc();
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    enum { N = 400 };
+    static unsigned char *live[N];
+    static size_t len[N];
+    unsigned seed = 11;
+    for (int round = 0; round < 20000; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t i = (seed >> 8) % N;
+        if (live[i]) {
+            for (size_t k = 0; k < len[i]; k++)
+                CHECK_EQ(live[i][k], (unsigned char)(i + k));
+            f(live[i]);
+            live[i] = NULL;
+            continue;
+        }
+        seed = seed * 1103515245u + 12345u;
+        len[i] = (seed >> 8) % 300;
+        live[i] = m(len[i]);
+        CHECK(live[i] != NULL);
+        CHECK(malloc_usable_size(live[i]) >= len[i]);
+        for (size_t k = 0; k < len[i]; k++)
+            live[i][k] = (unsigned char)(i + k);
+    }
+    for (size_t i = 0; i < N; i++)
+        f(live[i]);
+    /* malloc's block to the cache, the cache's to free() */
+    f(malloc(40));
+    free(m(40));
+    json_t *o = json_pack("{s:s, s:i}", "a", "b", "c", 1);
+    char *d = json_dumps(o, JSON_COMPACT);
+    CHECK_STR(d, "{\"a\":\"b\",\"c\":1}");
+    free(d);
+    json_decref(o);
+}
+
+static void *ja_thread(void *arg)
+{
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    static void *p[2000];
+    for (size_t i = 0; i < 2000; i++)
+        p[i] = m(i % 240);
+    for (size_t i = 0; i < 2000; i++)
+        f(p[i]);
+    return arg;
+}
+
+/* What a thread keeps it gives back when it exits. */
+TEST(json_alloc_thread_gives_back_at_exit)
+{
+    x_install_json_alloc();
+    pthread_t t;
+    /* a first thread: whatever the C library keeps for threads is set up */
+    CHECK_EQ(pthread_create(&t, NULL, ja_thread, NULL), 0);
+    pthread_join(t, NULL);
+    size_t before = mallinfo2().uordblks;
+    CHECK_EQ(pthread_create(&t, NULL, ja_thread, NULL), 0);
+    pthread_join(t, NULL);
+    size_t after = mallinfo2().uordblks;
+    /* kept, up to 64 blocks of 15 sizes would be some 100 KB */
+    if (after > before + 8192) {
+        H_FAIL("%zu bytes still in use after the thread exited", after - before);
+        return;
+    }
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -965,5 +1040,7 @@ int main(void)
     RUN(decimal_matches_printf);
     RUN(strlcpy_matches_snprintf);
     RUN(casestr_matches_strcasestr);
+    RUN(json_alloc_blocks_fit_and_are_mallocs_own);
+    RUN(json_alloc_thread_gives_back_at_exit);
     DONE();
 }
