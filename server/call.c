@@ -36,7 +36,9 @@ struct call_outcome {
         } response;                     /* CALL_RESPONSE (owned) */
         struct {
             int code;
-            char msg[512];
+            char *msg;                  /* owned: at most 511 bytes (the call
+                                           stays small enough for malloc's
+                                           per-thread cache) */
             json_t *data;               /* owned, or NULL */
         } error;                        /* CALL_ERROR */
         struct hook_plan *run;          /* CALL_RUN (owned until started) */
@@ -171,6 +173,7 @@ void call_clear(struct call *c)
         free(o->u.response.p);
         break;
     case CALL_ERROR:
+        free(o->u.error.msg);
         json_decref(o->u.error.data);
         break;
     case CALL_RUN:
@@ -212,11 +215,13 @@ int call_error(struct call *c, int code, json_t *data, const char *fmt, ...)
         return -1;
     }
     struct call_outcome *o = &P(c)->out;
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->u.error.msg, sizeof o->u.error.msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    utf8_sanitize(o->u.error.msg);   /* "%.128s" of caller input may split a character */
+    utf8_sanitize(msg);   /* "%.128s" of caller input may split a character */
+    o->u.error.msg = xstrdup(msg);
     o->kind = CALL_ERROR;
     o->u.error.code = code;
     o->u.error.data = data;

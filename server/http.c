@@ -236,9 +236,11 @@ int http_authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
     rq->client = who.client;
     rq->acl = acl_classify(S->acl, &(struct acl_who){who.client, who.groups, who.sub, who.scopes});
     if (S->acl) {
-        snprintf(rq->who_groups, sizeof rq->who_groups, "%s", who.groups);
-        snprintf(rq->who_sub, sizeof rq->who_sub, "%s", who.sub);
-        snprintf(rq->who_scopes, sizeof rq->who_scopes, "%s", who.scopes);
+        if (!rq->who)
+            rq->who = xmalloc(sizeof *rq->who);
+        snprintf(rq->who->groups, sizeof rq->who->groups, "%s", who.groups);
+        snprintf(rq->who->sub, sizeof rq->who->sub, "%s", who.sub);
+        snprintf(rq->who->scopes, sizeof rq->who->scopes, "%s", who.scopes);
     }
     if (v != AUTH_OK) {
         rq->status = v == AUTH_SCOPE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_UNAUTHORIZED;
@@ -502,6 +504,7 @@ static void on_done(void *cls, struct MHD_Connection *con, void **ctx,
         buf_cleanup(&rq->body);
         free(rq->resp);
         free(rq->path);
+        free(rq->who);
         free(rq);
         *ctx = NULL;
     }

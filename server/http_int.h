@@ -56,6 +56,10 @@ struct req_headers {
     const char *protocol_version, *mcp_method, *mcp_name, *session_id;
 };
 
+struct req_who {
+    char groups[256], sub[256], scopes[512];
+};
+
 struct req {
     struct buf body;
     int too_big;
@@ -65,8 +69,10 @@ struct req {
     const char *ops;            /* an operations endpoint (borrowed url), or NULL */
     const char *client;         /* authenticated client id (borrowed from auth), or NULL */
     const struct acl_class *acl;    /* --acl: the caller's class once authorized, or NULL */
-    /* --acl: who it is, for a notification stream that outlives a rule reload */
-    char who_groups[256], who_sub[256], who_scopes[512];
+    /* --acl: who it is, for a notification stream that outlives a rule
+     * reload (allocated only with --acl: a kilobyte every request zeroed
+     * and freed otherwise) */
+    struct req_who *who;
     const char *challenge;      /* WWW-Authenticate of a 401/403 refusal (borrowed), or NULL */
     int rl_limit, rl_remaining, rl_reset;   /* RateLimit-* of this client, when limited */
     struct call *call;          /* the MCP request, once its body is read */

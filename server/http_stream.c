@@ -449,7 +449,8 @@ static enum MHD_Result ns_start(struct http *h, struct MHD_Connection *con, stru
     snprintf(e->client, sizeof e->client, "%s", rq->client ? rq->client : "");
     o->key = key;
     o->acl = h->S->acl;
-    o->who = (struct acl_who){rq->client, rq->who_groups, rq->who_sub, rq->who_scopes};
+    o->who = rq->who ? (struct acl_who){rq->client, rq->who->groups, rq->who->sub, rq->who->scopes}
+                     : (struct acl_who){rq->client, "", "", ""};
     o->wake = ns_wake;
     o->arg = e;
     struct err why;
