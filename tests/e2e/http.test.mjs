@@ -2,6 +2,7 @@
 // checks, body limits, and the modern (2026-07-28) stateless era.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 
 import {
   startServer, raw, post, postModern, modernMeta, MODERN, JSON_HEADERS, TEST_TIMEOUT,
@@ -125,6 +126,37 @@ test('Origin: loopback allowed, anything else 403', opts, async () => {
     const r = await post(s.url, listTools, { origin: o });
     assert.equal(r.status, 403, `Origin ${o}: ${r.status}`);
   }
+});
+
+// A header sent twice: the first one counts (for every header the endpoint
+// reads), whichever of the two would pass.
+function postRawHeaders(url, pairs, body) {
+  const u = new URL(url);
+  const b = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname, method: 'POST', timeout: 10_000,
+      headers: ['Host', u.host, 'Content-Type', 'application/json', 'Content-Length', String(b.length),
+        ...pairs],
+    }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('timeout', () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end(b);
+  });
+}
+
+test('a repeated header: the first one counts', opts, async () => {
+  const loop = `http://127.0.0.1:${s.port}`;
+  assert.equal(await postRawHeaders(s.url, ['Origin', loop, 'origin', 'http://evil.example'], listTools), 200);
+  assert.equal(await postRawHeaders(s.url, ['Origin', 'http://evil.example', 'ORIGIN', loop], listTools), 403);
+  assert.equal(await postRawHeaders(s.url, ['MCP-Protocol-Version', '2025-11-25',
+    'mcp-protocol-version', '1999-01-01'], listTools), 200);
+  assert.equal(await postRawHeaders(s.url, ['MCP-Protocol-Version', '1999-01-01',
+    'mcp-protocol-version', '2025-11-25'], listTools), 400);
+  assert.equal(await postRawHeaders(s.url, ['Accept', 'text/html', 'Accept', 'application/json'], listTools), 406);
 });
 
 test('Host not localhost when bound to loopback -> 403 (DNS rebinding)', opts, async () => {
