@@ -135,6 +135,14 @@ static int m_tools_call(struct call *c)
 {
     json_t *name = json_object_get(c->params, "name");
     json_t *args = json_object_get(c->params, "arguments");
+    /* For the request log, the metrics and the access log, whatever comes
+     * of the call (nothing reads them before it ends). */
+    const char *tn = json_string_value(name);
+    x_strlcpy(c->tool, tn ? tn : "", sizeof c->tool);
+    utf8_sanitize(c->tool);
+    const char *sk = json_string_value(json_object_get(args, "name"));
+    x_strlcpy(c->skill, sk ? sk : "", sizeof c->skill);
+    utf8_sanitize(c->skill);
     if (!json_is_string(name))
         return call_error(c, RPC_INVALID_PARAMS, NULL, "tools/call needs params.name (a string)");
     if (strlen(json_string_value(name)) != json_string_length(name))

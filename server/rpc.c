@@ -183,15 +183,6 @@ static void dispatch(struct call *c, const char *method, json_t *meta)
         !strcmp(c->method, "initialize") &&
         session_create(S->sessions, c->client, c->session_minted) < 0)
         call_error(c, RPC_INTERNAL_ERROR, NULL, "Internal error: no session could be started");
-    if (c->method && !strcmp(c->method, "tools/call")) {
-        const char *tn = json_string_value(json_object_get(c->params, "name"));
-        x_strlcpy(c->tool, tn ? tn : "", sizeof c->tool);
-        utf8_sanitize(c->tool);
-        const char *sk = json_string_value(
-            json_object_get(json_object_get(c->params, "arguments"), "name"));
-        x_strlcpy(c->skill, sk ? sk : "", sizeof c->skill);
-        utf8_sanitize(c->skill);
-    }
     if (call_kind(c) == CALL_RUN) {
         json_t *tok = json_object_get(meta, "progressToken");
         if (json_is_string(tok) || json_is_integer(tok))
