@@ -35,26 +35,42 @@ void env_decorate_modern(json_t *result, int64_t ttl_ms)
     }
 }
 
-/* The bytes of id as JSON, or "null". */
-static char *id_text(json_t *id)
-{
-    char *s = id ? jf_dumps(id, NULL) : NULL;   /* a string or an integer (checked) */
-    return s ? s : xstrdup("null");
-}
+#define ENV_HEAD "{\"jsonrpc\":\"2.0\",\"id\":"
+#define ENV_RESULT ",\"result\":"
 
 char *env_result_raw(json_t *id, const char *raw, size_t rawlen, size_t *len)
 {
-    struct buf b;
-    char *ids = id_text(id);
-    buf_init(&b, 0);
-    buf_reserve(&b, rawlen + 64 + strlen(ids));
-    buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    buf_puts(&b, ids);
-    buf_puts(&b, ",\"result\":");
-    buf_append(&b, raw, rawlen);
-    buf_puts(&b, "}");
-    free(ids);
-    return buf_steal(&b, len);
+    /* One allocation of the exact size: this wraps every answer. The id is
+     * a string or an integer (rpc.c checks), dumped as jf_dump dumps it;
+     * anything else, or none, is null. */
+    char num[21];
+    const char *ids = "null";
+    size_t idlen = 4;
+    struct buf sid = {0};
+    if (json_is_integer(id)) {
+        idlen = i64_dec(num, json_integer_value(id));
+        ids = num;
+    } else if (id && jf_dump(&sid, id) == 0) {
+        ids = sid.p;
+        idlen = sid.len;
+    }
+    size_t n = sizeof ENV_HEAD - 1 + idlen + sizeof ENV_RESULT - 1 + rawlen + 1;
+    char *s = xmalloc(n + 1), *q = s;
+    memcpy(q, ENV_HEAD, sizeof ENV_HEAD - 1);
+    q += sizeof ENV_HEAD - 1;
+    memcpy(q, ids, idlen);
+    q += idlen;
+    memcpy(q, ENV_RESULT, sizeof ENV_RESULT - 1);
+    q += sizeof ENV_RESULT - 1;
+    if (rawlen)
+        memcpy(q, raw, rawlen);
+    q += rawlen;
+    *q++ = '}';
+    *q = '\0';
+    buf_cleanup(&sid);
+    if (len)
+        *len = n;
+    return s;
 }
 
 char *env_result(json_t *id, json_t *result, int modern, int64_t ttl_ms, size_t *len)

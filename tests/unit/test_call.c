@@ -494,6 +494,38 @@ TEST(no_callback_keeps_body)
     call_unref(c);
 }
 
+/* Every id rpc.c lets through (a string or an integer) and none: the
+ * envelope's bytes are json_dumps' of the same tree. */
+TEST(env_result_raw_every_id)
+{
+    json_t *ids[] = {
+        json_integer(0), json_integer(-1), json_integer(7), json_integer(1234567890123LL),
+        json_integer(INT64_MAX), json_integer(INT64_MIN), json_string(""), json_string("abc"),
+        json_string("\xc3\xa9\"\\/\n\x01\x7f"), json_stringn("a\0b", 3),
+        json_string("\xe2\x80\xa8 \xf0\x9f\x98\x80"), NULL,
+    };
+    const char *raw = "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}";
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        size_t len;
+        char *s = env_result_raw(ids[i], raw, strlen(raw), &len);
+        json_t *tree = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
+                                 ids[i] ? ids[i] : json_null(), "result",
+                                 json_loads(raw, 0, NULL));
+        char *want = json_dumps(tree, JSON_COMPACT | JSON_ENCODE_ANY);
+        CHECK_MEM(s, len, want);
+        CHECK_EQ(s[len], '\0');
+        free(want);
+        free(s);
+        json_decref(tree);
+        json_decref(ids[i]);
+    }
+    /* an empty result (never sent, but the length still adds up) */
+    size_t len;
+    char *s = env_result_raw(NULL, "", 0, &len);
+    CHECK_MEM(s, len, "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":}");
+    free(s);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -504,6 +536,7 @@ int main(void)
     RUN(env_result_legacy);
     RUN(env_result_modern);
     RUN(env_result_raw_both_eras);
+    RUN(env_result_raw_every_id);
     RUN(env_error_shapes);
     RUN(batch_refused_once);
     RUN(pending_completed_once);
