@@ -271,12 +271,15 @@ static size_t unescape_no_nul(void *cls, struct MHD_Connection *con, char *s)
     (void)cls;
     (void)con;
     size_t n = strlen(s), out;
-    char *tmp = xmalloc(n + 1);
+    if (!memchr(s, '%', n))
+        return n;   /* nothing to decode: the usual path */
+    char small[256], *tmp = n < sizeof small ? small : xmalloc(n + 1);
     if (pct_decode(s, n, tmp, &out) == 0) {
         memcpy(s, tmp, out + 1);
         n = out;
     }
-    free(tmp);
+    if (tmp != small)
+        free(tmp);
     return n;
 }
 

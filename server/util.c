@@ -365,9 +365,9 @@ const char *ascii_casestr(const char *hay, const char *lower)
     unsigned char first = (unsigned char)lower[0];
     if (!first)
         return hay;
+    unsigned char up = first >= 'a' && first <= 'z' ? (unsigned char)(first - 32) : first;
     for (const unsigned char *h = (const unsigned char *)hay; *h; h++) {
-        unsigned c = *h;
-        if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != first)
+        if (*h != first && *h != up)
             continue;
         size_t i = 1;
         for (;; i++) {
