@@ -32,7 +32,7 @@
 
 /* Deeper documents are rare and go to jansson (its own limit is 2048):
  * this bounds the recursion here. */
-#define JF_PARSE_DEPTH 64
+#define JF_PARSE_DEPTH JSON_PARSE_FAST_DEPTH
 /* Trees are built by the server or parsed (at most 2048 deep); the cap
  * bounds the recursion if ever a tree is not. */
 #define JF_DUMP_DEPTH 4096
@@ -375,10 +375,10 @@ static json_t *jf_value(struct jf_p *ps)
     }
 }
 
-json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err)
+json_t *jf_parse_fast(const char *s, size_t len, size_t flags)
 {
     if (!s || (flags & ~(size_t)JF_FLAGS))
-        return json_loadb(s, len, flags, err);
+        return NULL;
     struct jf_p ps = {(const unsigned char *)s, (const unsigned char *)s + len, flags, 0,
                       NULL, 0, 0};
     jf_ws(&ps);
@@ -393,6 +393,12 @@ json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err)
         }
     }
     free(ps.scratch);
+    return v;
+}
+
+json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err)
+{
+    json_t *v = jf_parse_fast(s, len, flags);
     if (!v)
         return json_loadb(s, len, flags, err);
     if (err) {

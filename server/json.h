@@ -22,6 +22,11 @@
  * passed on to json_loadb.
  */
 json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err);
+/* Its own half, without json_loadb: the tree json_loadb would build, or
+ * NULL where jf_parse would hand the input to json_loadb. A tree it
+ * returns is nested at most 64 deep (JSON_PARSE_FAST_DEPTH). */
+#define JSON_PARSE_FAST_DEPTH 64
+json_t *jf_parse_fast(const char *s, size_t len, size_t flags);
 
 /*
  * Appends to b the bytes json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |

@@ -285,6 +285,39 @@ TEST(deep_nesting)
     json_decref(r);
 }
 
+/* A body nested 64 deep is served, 65 deep is a parse error, whichever
+ * parser reads it (a real sends it to jansson's). */
+static json_t *nested_ping(size_t depth, const char *inner)
+{
+    struct buf q;
+    buf_init(&q, 0);
+    /* the request object and params are two levels */
+    buf_puts(&q, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":");
+    for (size_t i = 2; i < depth; i++)
+        buf_puts(&q, i % 2 ? "[" : "{\"k\":");
+    buf_puts(&q, inner);
+    for (size_t i = depth; i > 2; i--)
+        buf_puts(&q, (i - 1) % 2 ? "]" : "}");
+    buf_puts(&q, "}}");
+    json_t *r = rpc_h(q.p, q.len, &NOH);
+    buf_cleanup(&q);
+    return r;
+}
+
+TEST(nesting_limit_is_64_for_both_parsers)
+{
+    const char *inner[] = {"1", "1.5", "\"s\""};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = nested_ping(64, inner[i]);
+        CHECK(r != NULL);
+        CHECK(json_is_object(json_object_get(r, "result")));
+        json_decref(r);
+        r = nested_ping(65, inner[i]);
+        CHECK_RPC_ERROR(r, RPC_PARSE_ERROR, 0, "null");
+        json_decref(r);
+    }
+}
+
 TEST(brackets_inside_strings_are_not_nesting)
 {
     struct buf q;
@@ -1241,6 +1274,7 @@ int main(void)
     RUN(invalid_json);
     RUN(binary_garbage);
     RUN(deep_nesting);
+    RUN(nesting_limit_is_64_for_both_parsers);
     RUN(brackets_inside_strings_are_not_nesting);
     RUN(duplicate_keys);
     RUN(batch_and_non_object);
