@@ -363,8 +363,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
             return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE,
                           "Payload Too Large: the body is over --max-body");
-        rq->accepts_sse = http_accept_has_sse(rq->hd.accept);
-        rq->sse = S->cfg.sse && rq->accepts_sse;
+        rq->sse = S->cfg.sse && http_accept_has_sse(rq->hd.accept);
         rq->status = 0;
         return MHD_YES;
     }
@@ -406,7 +405,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     c->client = rq->client;
     call_set_view(c, rq->acl ? rq->acl : acl_classify(S->acl, NULL));
     c->peer = ci ? ci->client_addr : NULL;
-    c->can_stream = rq->accepts_sse;
     c->stream_always = rq->sse;
     rq->con = con;
     call_on_complete(c, plain_complete, rq);
@@ -420,6 +418,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         return http_reply(con, rq, MHD_HTTP_ACCEPTED, NULL, 0, NULL);
     case CALL_RUN:
     case CALL_WAIT:
+        /* only a pending call can stream: no other pays for the Accept scan */
+        c->can_stream = http_accept_has_sse(rq->hd.accept);
         rq->status = MHD_HTTP_OK;
         if (call_kind(c) == CALL_RUN && call_streams(c)) {
             enum MHD_Result ret = http_sse_start(con, c);

@@ -83,7 +83,6 @@ struct req {
     size_t resp_len;
     int ready;
     int sse;                    /* --sse and the client accepts text/event-stream */
-    int accepts_sse;            /* the client accepts text/event-stream */
     struct req_headers hd;      /* on the MCP endpoint, once its path is checked */
     /* on the hang-up watch (struct http): the connection's thread adds and
      * removes it; the watcher reads fd and sets hung under watch_mu */
