@@ -741,27 +741,21 @@ int tools_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
          * the era, the budget and these arguments, length-prefixed so no two
          * spellings of them meet. */
         const struct shape_budget *bu = o->budget;
-        /* "%d %zu %zu %zu %ld %zu:" without printf, which cost more than
-         * the lookup itself (limit is at least 1) */
-        char head[6 * 21], *q = head;
+        /* The numbers as fixed-width words, not text: the key is only
+         * ever compared within this process, and printf cost more than
+         * the lookup itself. */
         size_t qlen = query ? strlen(query) : 0;
-        const uint64_t nums[6] = {(uint64_t)(c->call->modern != 0), bu ? bu->max_tokens : 0,
+        const uint64_t nums[6] = {(uint64_t)c->call->modern, bu ? bu->max_tokens : 0,
                                   bu ? bu->max_chars : 0, offset, (uint64_t)limit, qlen};
-        for (size_t k = 0; k < 6; k++) {
-            q += u64_dec(q, nums[k]);
-            *q++ = k < 5 ? ' ' : ':';
-        }
-        buf_reserve(&key, (size_t)(q - head) + qlen);
-        buf_append(&key, head, (size_t)(q - head));
+        buf_reserve(&key, sizeof nums + qlen);
+        buf_append(&key, nums, sizeof nums);
         if (query)
             buf_append(&key, query, qlen);
         size_t i;
         json_t *t;
         json_array_foreach(tags, i, t) {
-            char n[22];
-            size_t nl = u64_dec(n, json_string_length(t));
-            n[nl++] = ':';
-            buf_append(&key, n, nl);
+            uint64_t tl = json_string_length(t);
+            buf_append(&key, &tl, sizeof tl);
             buf_append(&key, json_string_value(t), json_string_length(t));
         }
         if (rcache_pages_get(pages, c->call->view, key.p, key.len, &o->raw_owned, &o->rawlen)) {
