@@ -211,15 +211,29 @@ static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
         set_error(out, RPC_INVALID_REQUEST, "Invalid Request: expected a JSON object", NULL, 0);
         return;
     }
-    json_t *id = json_object_get(req, "id");
+    /* One pass over the members rather than a hashed lookup of each: keys
+     * are unique (duplicates are refused) and have no NUL. */
+    json_t *id = NULL, *jvj = NULL, *mj = NULL, *params = NULL;
+    for (void *it = json_object_iter(req); it; it = json_object_iter_next(req, it)) {
+        const char *k = json_object_iter_key(it);
+        size_t kl = json_object_iter_key_len(it);
+        json_t *v = json_object_iter_value(it);
+        if (kl == 2 && !memcmp(k, "id", 2))
+            id = v;
+        else if (kl == 7 && !memcmp(k, "jsonrpc", 7))
+            jvj = v;
+        else if (kl == 6 && !memcmp(k, "method", 6))
+            mj = v;
+        else if (kl == 6 && !memcmp(k, "params", 6))
+            params = v;
+    }
     if (id && !json_is_string(id) && !json_is_integer(id)) {
         set_error(out, RPC_INVALID_REQUEST, "Invalid Request: id must be a string or an integer",
                   NULL, 0);
         return;
     }
     out->id = json_incref(id);
-    const char *jv = json_string_value(json_object_get(req, "jsonrpc"));
-    json_t *mj = json_object_get(req, "method");
+    const char *jv = json_string_value(jvj);
     if (!jv || strcmp(jv, "2.0")) {
         set_error(out, RPC_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", NULL, 0);
         return;
@@ -243,7 +257,6 @@ static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
                   0);
         return;
     }
-    json_t *params = json_object_get(req, "params");
     if (params && !json_is_object(params) && !json_is_null(params)) {
         set_error(out, RPC_INVALID_REQUEST, "Invalid Request: params must be an object", NULL, 0);
         return;
