@@ -48,7 +48,7 @@ char *env_result_raw(json_t *id, const char *raw, size_t rawlen, size_t *len)
     size_t idlen = 4;
     struct buf sid = {0};
     if (json_is_integer(id)) {
-        idlen = i64_dec(num, json_integer_value(id));
+        idlen = x_i64_dec(num, json_integer_value(id));
         ids = num;
     } else if (id && jf_dump(&sid, id) == 0) {
         ids = sid.p;

@@ -163,8 +163,8 @@ static int accepts_json(const char *accept)
 {
     if (!accept || !*accept)
         return 1;
-    return ascii_casestr(accept, "application/json") || strstr(accept, "*/*") ||
-           ascii_casestr(accept, "application/*");
+    return x_casestr(accept, "application/json") || strstr(accept, "*/*") ||
+           x_casestr(accept, "application/*");
 }
 
 /* The first header of each name the MCP endpoint reads (struct req_headers). */

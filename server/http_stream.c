@@ -189,7 +189,7 @@ int http_accepts_sse(struct MHD_Connection *con)
 
 int http_accept_has_sse(const char *accept)
 {
-    return accept && ascii_casestr(accept, "text/event-stream");
+    return accept && x_casestr(accept, "text/event-stream");
 }
 
 enum MHD_Result http_sse_start(struct MHD_Connection *con, struct call *c)

@@ -336,7 +336,7 @@ char *buf_steal(struct buf *b, size_t *len)
     return p;
 }
 
-size_t u64_dec(char *out, uint64_t v)
+size_t x_u64_dec(char *out, uint64_t v)
 {
     char tmp[20], *e = tmp + sizeof tmp, *q = e;
     do {
@@ -349,15 +349,15 @@ size_t u64_dec(char *out, uint64_t v)
     return n;
 }
 
-size_t i64_dec(char *out, int64_t v)
+size_t x_i64_dec(char *out, int64_t v)
 {
     if (v >= 0)
-        return u64_dec(out, (uint64_t)v);
+        return x_u64_dec(out, (uint64_t)v);
     out[0] = '-';
-    return 1 + u64_dec(out + 1, 0 - (uint64_t)v);
+    return 1 + x_u64_dec(out + 1, 0 - (uint64_t)v);
 }
 
-const char *ascii_casestr(const char *hay, const char *lower)
+const char *x_casestr(const char *hay, const char *lower)
 {
     /* Naive, but linear for the needles it is given (media types): an
      * attempt can only start at a byte equal to the needle's first, and

@@ -285,9 +285,9 @@ static inline uint32_t hash_fnv1a32(const void *p, size_t n)
 /* v in decimal into out (room for 21: 20 digits and a NUL), NUL-terminated;
  * returns its length. What "%" PRIu64 writes, for the request path, where
  * vsnprintf costs a few hundred instructions a number. */
-size_t u64_dec(char *out, uint64_t v);
+size_t x_u64_dec(char *out, uint64_t v);
 /* The same for a signed value ("%" PRId64; room for 21). */
-size_t i64_dec(char *out, int64_t v);
+size_t x_i64_dec(char *out, int64_t v);
 /* What snprintf(out, cap, "%s", s) leaves in out (cap > 0): s cut to
  * cap - 1 bytes, NUL-terminated. Returns the bytes copied. */
 size_t x_strlcpy(char *out, const char *s, size_t cap);
@@ -295,7 +295,7 @@ size_t x_strlcpy(char *out, const char *s, size_t cap);
  * locale (the server's) compares: the first place it occurs in hay, any
  * case, or NULL. For header values: glibc's two-way search spends some 800
  * instructions setting up before it reads a byte of a 40-byte Accept. */
-const char *ascii_casestr(const char *hay, const char *lower);
+const char *x_casestr(const char *hay, const char *lower);
 
 /* ---- hex and percent-encoding ---------------------------------------- */
 

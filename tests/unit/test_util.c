@@ -848,14 +848,14 @@ TEST(tslots_one_per_thread_given_back_at_exit)
     CHECK_EQ(extra, -1);
 }
 
-/* u64_dec and i64_dec write what printf writes, at every width and edge. */
+/* x_u64_dec and x_i64_dec write what printf writes, at every width and edge. */
 TEST(decimal_matches_printf)
 {
     uint64_t u[] = {0, 1, 9, 10, 99, 100, 12345, 4294967295u, 4294967296u,
                     999999999999999999u, 10000000000000000000u, UINT64_MAX};
     char got[21], want[32];
     for (size_t i = 0; i < sizeof u / sizeof *u; i++) {
-        size_t n = u64_dec(got, u[i]);
+        size_t n = x_u64_dec(got, u[i]);
         snprintf(want, sizeof want, "%" PRIu64, u[i]);
         CHECK_STR(got, want);
         CHECK_EQ(n, strlen(want));
@@ -863,7 +863,7 @@ TEST(decimal_matches_printf)
     int64_t s[] = {0, 1, -1, 9, -9, 10, -10, 123456789, -123456789, INT64_MAX, INT64_MIN,
                    INT64_MIN + 1};
     for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
-        size_t n = i64_dec(got, s[i]);
+        size_t n = x_i64_dec(got, s[i]);
         snprintf(want, sizeof want, "%" PRId64, s[i]);
         CHECK_STR(got, want);
         CHECK_EQ(n, strlen(want));
@@ -871,7 +871,7 @@ TEST(decimal_matches_printf)
     /* every power of ten and its neighbours */
     for (uint64_t p = 1; p <= 1000000000000000000u; p *= 10)
         for (uint64_t d = p - 1; d <= p + 1; d++) {
-            u64_dec(got, d);
+            x_u64_dec(got, d);
             snprintf(want, sizeof want, "%" PRIu64, d);
             CHECK_STR(got, want);
         }
@@ -893,7 +893,7 @@ TEST(strlcpy_matches_snprintf)
         }
 }
 
-/* ascii_casestr finds what glibc's strcasestr finds (the C locale), at the
+/* x_casestr finds what glibc's strcasestr finds (the C locale), at the
  * same place: every needle the server gives it, in headers of every case. */
 TEST(casestr_matches_strcasestr)
 {
@@ -909,7 +909,7 @@ TEST(casestr_matches_strcasestr)
     for (size_t i = 0; i < sizeof needles / sizeof *needles; i++)
         for (size_t j = 0; j < sizeof hays / sizeof *hays; j++) {
             const char *want = strcasestr(hays[j], needles[i]);
-            const char *got = ascii_casestr(hays[j], needles[i]);
+            const char *got = x_casestr(hays[j], needles[i]);
             if (got != want) {
                 H_FAIL("'%s' in '%s': at %td, strcasestr at %td", needles[i], hays[j],
                        got ? got - hays[j] : -1, want ? want - hays[j] : -1);
@@ -927,7 +927,7 @@ TEST(casestr_matches_strcasestr)
         }
         h[n] = '\0';
         const char *nd = (round & 1) ? "text" : "ex/t";
-        if (ascii_casestr(h, nd) != strcasestr(h, nd)) {
+        if (x_casestr(h, nd) != strcasestr(h, nd)) {
             H_FAIL("'%s' in '%s'", nd, h);
             return;
         }
