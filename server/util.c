@@ -109,7 +109,12 @@ void x_shared_free(void *p, size_t n)
  */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define JA_CACHE 0
-#else
+#elif defined(__has_feature)    /* clang names them so */
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define JA_CACHE 0
+#endif
+#endif
+#ifndef JA_CACHE
 #define JA_CACHE 1
 #endif
 #define JA_MAXCHUNK 256 /* the largest chunk kept, in bytes */
