@@ -903,7 +903,7 @@ TEST(casestr_matches_strcasestr)
         "text/html;q=0.9, Application/JSON;q=0.8", "text/event-strea", "text/event-streamx",
         "xtext/event-stream", "application/jso", "application/*", "APPLICATION/*;q=0.1",
         "aapplication/json", "applicationapplication/json", "text/event-text/event-stream",
-        "t\xc3\xa9xt/event-stream", "\xff\xfe" "application/json", "*/*",
+        "t\xc3\xa9xt/event-stream", "\xff\xfe\x61pplication/json", "*/*",
         "text/Event-Stream ; q=1", "application/jsonp",
     };
     for (size_t i = 0; i < sizeof needles / sizeof *needles; i++)
@@ -917,13 +917,14 @@ TEST(casestr_matches_strcasestr)
             }
         }
     /* random bytes from a small alphabet around the needles' letters */
+    static const char alphabet[] = "tTeExX/-sSrRaAmM\xc3 ";
     unsigned seed = 7;
     for (int round = 0; round < 20000; round++) {
         char h[24];
         size_t n = (size_t)(round % 23);
         for (size_t k = 0; k < n; k++) {
             seed = seed * 1103515245u + 12345u;
-            h[k] = "tTeExX/-sSrRaAmM\xc3 "[(seed >> 16) % 21];
+            h[k] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
         }
         h[n] = '\0';
         const char *nd = (round & 1) ? "text" : "ex/t";
