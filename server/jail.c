@@ -81,6 +81,35 @@ int jail_open_regular(int dirfd, const char *rel, struct stat *st)
     return x_keep_regular(fd, st);
 }
 
+static int plain_path(const char *p)
+{
+    if (p[0] != '/')
+        return 0;
+    for (p++;; p++) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (!n || (p[0] == '.' && (n == 1 || (n == 2 && p[1] == '.'))))
+            return 0;
+        if (!slash)
+            return 1;
+        p = slash;
+    }
+}
+
+int jail_open_plain(const char *path, struct stat *st)
+{
+    if (!plain_path(path))
+        return -EINVAL;
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+    if (fd < 0)
+        return -errno;
+    return x_keep_regular((int)fd, st);
+}
+
 int jail_root(const char *dir)
 {
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -59,6 +59,19 @@ int jail_open_beneath(int dirfd, const char *rel);
  */
 int jail_open_regular(int dirfd, const char *rel, struct stat *st);
 
+/*
+ * Opens the absolute path read-only, as jail_open_regular does, only when
+ * it names a regular file through no symbolic link at all
+ * (openat2 RESOLVE_NO_SYMLINKS over every component) and its text is plain
+ * (absolute, no empty, '.' or '..' component): then the path as written is
+ * the file's real path, with no need to ask /proc which path the
+ * descriptor has. The fd, or a negative errno: -EINVAL text that is not
+ * plain or a file that is not regular, -EISDIR a folder, -ELOOP a link on
+ * the way, -ENOSYS a kernel without openat2. A caller that needs links
+ * followed falls back to its full resolution on any error.
+ */
+int jail_open_plain(const char *path, struct stat *st);
+
 /* An O_PATH descriptor of the skill folder dir, or a negative errno. */
 int jail_root(const char *dir);
 

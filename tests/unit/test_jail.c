@@ -283,6 +283,45 @@ TEST(read_missing_dir)
     CHECK(f.data == NULL);
 }
 
+/* The fast path of the script and hook resolutions: the path as written is
+ * the real path only when no link is on the way and its text is plain. */
+TEST(open_plain)
+{
+    char p[300];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/a.txt", skill);
+    int fd = jail_open_plain(p, &st);
+    CHECK(fd >= 0);
+    CHECK(S_ISREG(st.st_mode) && st.st_size == 10);
+    if (fd >= 0)
+        close(fd);
+    /* a link anywhere on the way, inside the folder or out of it */
+    static const char *const linked[] = {"sibling", "sub/up", "outlink/o.txt", "escape",
+                                         "passwd", "loop", NULL};
+    for (const char *const *l = linked; *l; l++) {
+        snprintf(p, sizeof p, "%s/%s", skill, *l);
+        CHECK_EQ(jail_open_plain(p, &st), -ELOOP);
+    }
+    /* text that is not its own real path, even where it names a file */
+    static const char *const unplain[] = {"//a.txt", "/./a.txt", "/sub/../a.txt", "/a.txt/",
+                                          "/a.txt/.", NULL};
+    for (const char *const *u = unplain; *u; u++) {
+        snprintf(p, sizeof p, "%s%s", skill, *u);
+        CHECK_EQ(jail_open_plain(p, &st), -EINVAL);
+    }
+    CHECK_EQ(jail_open_plain("a.txt", &st), -EINVAL);
+    CHECK_EQ(jail_open_plain("", &st), -EINVAL);
+    /* not a regular file, or not there */
+    snprintf(p, sizeof p, "%s/references", skill);
+    CHECK_EQ(jail_open_plain(p, &st), -EISDIR);
+    snprintf(p, sizeof p, "%s/fifo", skill);
+    alarm(10);
+    CHECK_EQ(jail_open_plain(p, &st), -EINVAL);
+    alarm(0);
+    snprintf(p, sizeof p, "%s/nope.txt", skill);
+    CHECK_EQ(jail_open_plain(p, &st), -ENOENT);
+}
+
 int main(void)
 {
     setup();
@@ -302,6 +341,7 @@ int main(void)
     RUN(read_fifo_does_not_block);
     RUN(read_bad_text);
     RUN(read_missing_dir);
+    RUN(open_plain);
     teardown();
     DONE();
 }
