@@ -665,12 +665,15 @@ static int child_main(void *arg)
             syscall(SYS_rt_sigaction, sig, dfl, NULL, (size_t)(NSIG - 1) / 8);
     if (setsid() < 0)
         child_fail(c, "setsid");
-    /* Lifted above 3 first: a server started with 0-2 closed gets its pipes
-     * there, and a dup2 in place could overwrite a source still to be
-     * moved (or, onto itself, keep O_CLOEXEC). */
+    /* Lifted above 3 first when one is among the targets: a server started
+     * with 0-2 closed gets its pipes there, and a dup2 in place could
+     * overwrite a source still to be moved (or, onto itself, keep
+     * O_CLOEXEC). Sources all above the targets, the usual case, cannot. */
     int src[4] = {c->fd_in, c->fd_out, c->fd_err, c->fd_script};
-    int nsrc = c->fd_script >= 0 ? 4 : 3;
+    int nsrc = c->fd_script >= 0 ? 4 : 3, low = 0;
     for (int i = 0; i < nsrc; i++)
+        low |= src[i] < nsrc;
+    for (int i = 0; low && i < nsrc; i++)
         if ((src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 4)) < 0)
             child_fail(c, "dup");
     for (int i = 0; i < nsrc; i++)

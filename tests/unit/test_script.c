@@ -18,6 +18,7 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char base[64], dir[4096];
@@ -375,6 +376,43 @@ TEST(spawn_as_names_the_failed_step)
     skill_free(k);
 }
 
+/* A server started with 0-2 closed gets a job's pipes there: the child
+ * must not overwrite one source while it moves another into place. Here
+ * stdout and stderr come from fd 0, which stdin's /dev/null is moved onto. */
+TEST(spawn_as_sources_among_targets)
+{
+    struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
+    put("scripts/ok.sh", "true\n");
+    struct run_job *j = prep(k, "{\"script\":\"ok.sh\"}");
+    CHECK(j);
+    int p[2], keep0 = dup(0);
+    CHECK(keep0 >= 0 && pipe2(p, O_CLOEXEC) == 0);
+    CHECK(dup3(p[1], 0, O_CLOEXEC) == 0);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    char *argv[] = {"/bin/sh", "-c", "echo out; echo err >&2; cat", NULL}, *envp[] = {NULL};
+    struct err e = {0};
+    pid_t pid = run_spawn_as(j, argv, envp, "/", devnull, 0, 0, &e);
+    dup2(keep0, 0);
+    close(keep0);
+    close(devnull);
+    close(p[1]);
+    CHECK(pid > 0);
+    char out[64];
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(p[0], out + got, sizeof out - 1 - got)) > 0)
+        got += (size_t)r;
+    out[got] = '\0';
+    close(p[0]);
+    int st = -1;
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    CHECK_STR(out, "out\nerr\n");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    run_job_free(j);
+    skill_free(k);
+}
+
 /* The caller's timeout is bounded by the server's ceiling even where the
  * skill asks for more than the ceiling: it can only lower what the policy
  * gives. */
@@ -598,6 +636,7 @@ int main(void)
     RUN(canonical_identity);
     RUN(verify_at_spawn);
     RUN(spawn_as_names_the_failed_step);
+    RUN(spawn_as_sources_among_targets);
     RUN(caller_timeout_clamped_to_max);
     RUN(limits_follow_policy);
     RUN(server_secrets_never_passed);
