@@ -46,6 +46,7 @@
 #define KILL_GRACE_MS 2000
 #define DRAIN_GRACE_MS 500
 #define READ_CHUNK 65536
+#define SPARES 4               /* scratch folders made ahead of the jobs */
 
 struct run_slot {
     atomic_int owner;           /* worker index + 1; 0 = free */
@@ -84,6 +85,8 @@ struct runner {
     void *stack;                /* the children's stack between clone and exec */
     char *trash;                /* this process's 0700 folder of used scratch folders, or NULL */
     unsigned trash_seq;
+    char *spare[SPARES];        /* scratch folders made ahead (loop thread) */
+    int nspare, spare_pending;  /* ready; being made on the thread pool */
 };
 
 const char *run_status_name(enum run_status s)
@@ -112,47 +115,118 @@ static void remove_tree(const char *dir)
  * three times per hooked call), where a rename is a directory entry. The
  * trash folder is this process's own (0700, on the same /tmp), so nothing
  * the script user runs can reach what is renamed into it.
+ *
+ * The next scratch folders are made on the same thread pool, ahead of the
+ * jobs that take them: a mkdir on ext4 costs 0.1-0.2 ms and, at times,
+ * milliseconds, on the path of every run and of each hook. A spare is
+ * this process's own 0700 folder, out of a script user's reach until the
+ * job that takes it gives it to that user; it is named with the pid, so
+ * that the next server removes those of a server killed outright.
  */
-struct trash_work {
+struct scratch_work {
     uv_work_t req;
-    char path[];
+    struct runner *r;
+    char *del;                  /* a used folder in the trash, or NULL */
+    int nmake, nmade;
+    char *made[SPARES];
 };
 
-static void trash_delete(uv_work_t *w)
+static int scratch_make(char *out, size_t n)
 {
-    remove_tree(((struct trash_work *)w->data)->path);
+    snprintf(out, n, "/tmp/skill-mcp-run-%d-XXXXXX", (int)getpid());
+    return mkdtemp(out) ? 0 : -1;
 }
 
-static void trash_deleted(uv_work_t *w, int status)
+static void scratch_work(uv_work_t *w)
 {
-    free(w->data);
+    struct scratch_work *t = w->data;
+    remove_tree(t->del);
+    for (int i = 0; i < t->nmake; i++) {
+        char dir[64];
+        if (scratch_make(dir, sizeof dir) == 0)
+            t->made[t->nmade++] = xstrdup(dir);
+    }
 }
 
-static void scratch_release(struct runner *r, const char *dir)
+static void scratch_worked(uv_work_t *w, int status)
+{
+    struct scratch_work *t = w->data;
+    struct runner *r = t->r;
+    r->spare_pending -= t->nmake;
+    for (int i = 0; i < t->nmade; i++) {
+        if (r->closing || r->nspare == SPARES) {
+            rmdir(t->made[i]);
+            free(t->made[i]);
+        } else {
+            r->spare[r->nspare++] = t->made[i];
+        }
+    }
+    free(t->del);
+    free(t);
+}
+
+/* Deletes del (in the trash) and tops the spares up, on the thread pool. */
+static void scratch_queue(struct runner *r, char *del)
+{
+    int make = r->closing ? 0 : SPARES - r->nspare - r->spare_pending;
+    if (!del && make <= 0)
+        return;
+    struct scratch_work *t = xcalloc(1, sizeof *t);
+    t->req.data = t;
+    t->r = r;
+    t->del = del;
+    t->nmake = make > 0 ? make : 0;
+    if (uv_queue_work(r->uv, &t->req, scratch_work, scratch_worked) == 0) {
+        r->spare_pending += t->nmake;
+        return;
+    }
+    remove_tree(del);
+    free(del);
+    free(t);
+}
+
+/* A new scratch folder, given to uid (-1: kept): a spare, else one made
+ * now. NULL with errno set. */
+static char *scratch_take(struct runner *r, int uid, int gid)
+{
+    while (r->nspare > 0) {
+        char *d = r->spare[--r->nspare];
+        /* one that a /tmp cleaner removed meanwhile is not a HOME */
+        if (uid >= 0 ? chown(d, (uid_t)uid, (gid_t)gid) == 0 : access(d, F_OK) == 0)
+            return d;
+        rmdir(d);
+        free(d);
+    }
+    char dir[64];
+    if (scratch_make(dir, sizeof dir) < 0)
+        return NULL;
+    /* The script runs as --script-user: its HOME must be its own. */
+    if (uid >= 0 && chown(dir, (uid_t)uid, (gid_t)gid) < 0)
+        log_warn("cannot give the scratch folder to uid %d: %s", uid, strerror(errno));
+    return xstrdup(dir);
+}
+
+/* Takes dir out of reach; the path in the trash, to be deleted, or NULL
+ * when it is gone already. */
+static char *scratch_retire(struct runner *r, const char *dir)
 {
     char dst[PATH_MAX];
     if (!dir)
-        return;
+        return NULL;
     if (r->trash) {
         snprintf(dst, sizeof dst, "%s/%u", r->trash, r->trash_seq++);
-        if (rename(dir, dst) == 0) {
-            size_t n = strlen(dst) + 1;
-            struct trash_work *t = xmalloc(sizeof *t + n);
-            memcpy(t->path, dst, n);
-            t->req.data = t;
-            if (uv_queue_work(r->uv, &t->req, trash_delete, trash_deleted) == 0)
-                return;
-            free(t);
-            dir = dst;
-        }
+        if (rename(dir, dst) == 0)
+            return xstrdup(dst);
     }
     remove_tree(dir);
+    return NULL;
 }
 
 /*
- * The trash folders of servers that ended without removing theirs (killed
- * outright): this user's own 0700 folders whose pid is gone. Only folders
- * this user owns, so nothing another user planted in /tmp is walked.
+ * The trash folders and spare scratch folders of servers that ended without
+ * removing theirs (killed outright): this user's own 0700 folders whose pid
+ * is gone. Only folders this user owns, so nothing another user planted in
+ * /tmp is walked.
  */
 static void trash_sweep_stale(void)
 {
@@ -161,11 +235,14 @@ static void trash_sweep_stale(void)
         return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        static const char prefix[] = "skill-mcp-trash-";
-        if (strncmp(e->d_name, prefix, sizeof prefix - 1))
+        static const char trash[] = "skill-mcp-trash-", spare[] = "skill-mcp-run-";
+        size_t skip = !strncmp(e->d_name, trash, sizeof trash - 1)   ? sizeof trash - 1
+                      : !strncmp(e->d_name, spare, sizeof spare - 1) ? sizeof spare - 1
+                                                                     : 0;
+        if (!skip)
             continue;
         char *end;
-        long pid = strtol(e->d_name + sizeof prefix - 1, &end, 10);
+        long pid = strtol(e->d_name + skip, &end, 10);
         if (pid <= 0 || *end != '-' || pid == (long)getpid())
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
@@ -399,7 +476,7 @@ static void maybe_release(struct run_job *j)
             }
         r->live--;
     }
-    scratch_release(r, j->_scratch);
+    char *used = scratch_retire(r, j->_scratch);
     log_info("run %s %s/%s: %s in %.0f ms (stdout %llu B, stderr %llu B)", j->request_id,
              j->skill, j->script, run_status_name(j->status), j->duration_ms,
              (unsigned long long)j->out.total, (unsigned long long)j->err.total);
@@ -410,6 +487,8 @@ static void maybe_release(struct run_job *j)
     done(j, arg);
     in_done = was;
     pump(r);
+    /* after the answer and the next stage are on their way */
+    scratch_queue(r, used);
 }
 
 static void on_closed(uv_handle_t *h)
@@ -800,17 +879,14 @@ static int spawn_job(struct run_job *j)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
     int rc = -1;
-    char tmpl[] = "/tmp/skill-mcp-run-XXXXXX";
     char home[64], tmpv[64];
 
-    if (!mkdtemp(tmpl)) {
+    char *tmpl = scratch_take(j->_r, j->run_uid, j->run_gid);
+    if (!tmpl) {
         snprintf(j->error, sizeof j->error, "cannot create a scratch folder: %s", strerror(errno));
         return -1;
     }
-    j->_scratch = xstrdup(tmpl);
-    /* The script runs as --script-user: its HOME must be its own. */
-    if (j->run_uid >= 0 && chown(tmpl, (uid_t)j->run_uid, (gid_t)j->run_gid) < 0)
-        log_warn("cannot give the scratch folder to uid %d: %s", j->run_uid, strerror(errno));
+    j->_scratch = tmpl;
     for (int i = 0; i < j->nscratch_args && i < 4; i++) {
         free(j->argv[j->scratch_args[i]]);
         j->argv[j->scratch_args[i]] = xstrdup(tmpl);
@@ -1205,6 +1281,7 @@ struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max
         log_warn("runner: cannot create %s (%s): each scratch folder is deleted before its "
                  "result is handed on", trash, strerror(errno));
     r->max_live = max_live > 0 ? max_live : 1;
+    scratch_queue(r, NULL);
     r->queue_timeout_ms = (uint64_t)(queue_timeout_s * 1000.0);
     pthread_mutex_init(&r->mu, NULL);
     r->incoming_tail = &r->incoming;
@@ -1275,6 +1352,10 @@ void run_free(struct runner *r)
     /* the loop has run every deletion to its end; this catches a failed one */
     remove_tree(r->trash);
     free(r->trash);
+    for (int i = 0; i < r->nspare; i++) {
+        rmdir(r->spare[i]);
+        free(r->spare[i]);
+    }
     if (r->stack)
         munmap(r->stack, CHILD_STACK);
     free(r);

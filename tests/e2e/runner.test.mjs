@@ -358,9 +358,12 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   const dead = spawnSync('true').pid;
   const stale = path.join(os.tmpdir(), `skill-mcp-trash-${dead}-e2e${crypto.randomBytes(3).toString('hex')}`);
   const decoy = `${stale}x`;
+  // and so are its scratch folders made ahead of runs that never came
+  const staleSpare = path.join(os.tmpdir(), `skill-mcp-run-${dead}-e2e${crypto.randomBytes(3).toString('hex')}`);
   fs.mkdirSync(path.join(stale, '0'), { recursive: true });
   fs.writeFileSync(path.join(stale, '0', 'f'), 'x');
   fs.chmodSync(stale, 0o700);
+  fs.mkdirSync(staleSpare, { mode: 0o700 });
   fs.mkdirSync(decoy, { mode: 0o755 });
   fs.chmodSync(decoy, 0o755);
   const srv = await startRunner({
@@ -370,6 +373,7 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   // the server's own folder of used scratch folders, named with its pid
   const trashOf = () => fs.readdirSync(os.tmpdir())
     .filter((n) => n.startsWith(`skill-mcp-trash-${srv.proc.pid}-`)).map((n) => path.join(os.tmpdir(), n));
+  const sparesOf = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(`skill-mcp-run-${srv.proc.pid}-`));
   const c = await connect(srv.url);
   try {
     const [trash] = trashOf();
@@ -379,7 +383,7 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
       const r = await run(c, BASICS, 'scripts/fill-home.sh');
       assert.equal(r.status, 'ok', r.stderr);
       const home = r.stdout.trim();
-      assert.match(home, /^\/tmp\/skill-mcp-run-/);
+      assert.match(home, new RegExp(`^/tmp/skill-mcp-run-${srv.proc.pid}-`));
       assert.equal(fs.existsSync(home), false, `scratch ${home} must be gone when the call returns`);
     }
     const left = await poll(() => fs.readdirSync(trash).length === 0, 5000, 50);
@@ -389,11 +393,15 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
     await srv.stop();
   }
   assert.deepEqual(trashOf(), [], 'the server removes its folder when it exits');
+  assert.deepEqual(sparesOf(), [], 'the server removes its unused scratch folders when it exits');
   const staleGone = !fs.existsSync(stale);
+  const staleSpareGone = !fs.existsSync(staleSpare);
+  fs.rmSync(staleSpare, { recursive: true, force: true });
   const decoyKept = fs.existsSync(decoy);
   fs.rmSync(stale, { recursive: true, force: true });
   fs.rmSync(decoy, { recursive: true, force: true });
   assert.ok(staleGone, `${stale}, left by a server that is gone, must be removed at start`);
+  assert.ok(staleSpareGone, `${staleSpare}, left by a server that is gone, must be removed at start`);
   assert.ok(decoyKept, `${decoy} is not a trash folder of this user (mode 0755) and must be left alone`);
 });
 
