@@ -898,6 +898,24 @@ static int spawn_job(struct run_job *j)
         snprintf(j->error, sizeof j->error, "cannot create pipes: %s", strerror(errno));
         goto out;
     }
+    /* The input goes into the pipe before the child starts, as far as the
+     * pipe holds it (64 KiB as a rule): a hook's few hundred bytes are there
+     * when it reads them, with the pipe closed behind them, and the loop is
+     * not woken in the middle of the run to feed it. The rest, if any, is
+     * written as the script reads. */
+    size_t fed = 0;
+    if (j->stdin_data && fcntl(in[1], F_SETFL, O_NONBLOCK) == 0) {
+        while (fed < j->stdin_len) {
+            ssize_t w = write(in[1], j->stdin_data + fed, j->stdin_len - fed);
+            if (w <= 0)
+                break;
+            fed += (size_t)w;
+        }
+        if (fed == j->stdin_len) {
+            close(in[1]);
+            in[1] = -1;
+        }
+    }
     struct child c = {.argv = j->argv, .cwd = j->cwd, .fd_in = in[0], .fd_out = out[1],
                       .fd_err = err[1], .fd_script = -1, .uid = j->run_uid, .gid = j->run_gid};
     if (j->script_path && j->script_on_fd3) {
@@ -955,12 +973,12 @@ out:
     uv_pipe_open(&j->_err, err[0]);
     uv_read_start((uv_stream_t *)&j->_out, on_alloc, on_read);
     uv_read_start((uv_stream_t *)&j->_err, on_alloc, on_read);
-    if (j->stdin_data) {
+    if (in[1] >= 0) {
         uv_pipe_init(uv, &j->_in, 0);
         j->_in.data = j;
         j->_open_handles++;
         uv_pipe_open(&j->_in, in[1]);
-        uv_buf_t b = uv_buf_init(j->stdin_data, (unsigned)j->stdin_len);
+        uv_buf_t b = uv_buf_init(j->stdin_data + fed, (unsigned)(j->stdin_len - fed));
         j->_wreq.data = j;
         if (uv_write(&j->_wreq, (uv_stream_t *)&j->_in, &b, 1, on_stdin_written) < 0)
             close_handle(j, &j->_in);

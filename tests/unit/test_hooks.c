@@ -364,6 +364,45 @@ TEST(the_child_sets_user_and_limits)
     json_decref(r);
 }
 
+/* A script's stdin arrives whole and once, a few bytes or past a pipe's
+ * buffer (the runner puts what fits into the pipe before the child starts
+ * and writes the rest as the script reads). */
+TEST(a_script_reads_its_stdin_whole)
+{
+    static const size_t sizes[] = {0, 37, 65536, 200000};
+    char path[4400];
+    snprintf(path, sizeof path, "%s/stdin", logdir);
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        size_t n = sizes[t];
+        char *text = xmalloc(n + 8);
+        for (size_t i = 0; i + 7 <= n; i += 7)
+            snprintf(text + i, 8, "%06zu\n", i / 7 % 1000000);
+        for (size_t i = n - n % 7; i < n; i++)
+            text[i] = 'z';
+        text[n] = '\0';
+        json_t *a = json_pack("{s:s, s:s%}", "script", "keep_stdin.sh", "stdin", text, n);
+        char *args = json_dumps(a, JSON_COMPACT);
+        json_decref(a);
+        unlink(path);
+        int ok;
+        json_t *r = run_chain(&NoGlobal, &Bare, args, NULL, &ok);
+        free(args);
+        CHECK(r && ok);
+        json_decref(r);
+        FILE *f = fopen(path, "rb");
+        CHECK(f);
+        char *got = xmalloc(n + 2);
+        size_t len = f ? fread(got, 1, n + 1, f) : 0;
+        if (f)
+            fclose(f);
+        if (len != n)
+            printf("# %zu bytes given, %zu read\n", n, len);
+        CHECK(len == n && !memcmp(got, text, n));
+        free(got);
+        free(text);
+    }
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -394,6 +433,9 @@ int main(void)
     snprintf(script, sizeof script,
              "echo script >\"%s/script\"\necho script \"$@\" ${REGION:+\"$REGION\"}\n", logdir);
     snprintf(p, sizeof p, "%s/scripts/echo.sh", dir);
+    put(p, script);
+    snprintf(script, sizeof script, "cat >\"%s/stdin\"\n", logdir);
+    snprintf(p, sizeof p, "%s/scripts/keep_stdin.sh", dir);
     put(p, script);
     snprintf(p, sizeof p, "%s/scripts/status.sh", dir);
     put(p, "grep -E '^(Uid|Gid|Groups|NoNewPrivs|CapEff|SigIgn|SigBlk):' /proc/self/status\n"
@@ -452,6 +494,7 @@ int main(void)
     RUN(a_failing_post_hook_withholds_output);
     RUN(a_pre_hook_changes_args_and_env);
     RUN(the_child_sets_user_and_limits);
+    RUN(a_script_reads_its_stdin_whole);
 
     run_shutdown(S.runner);
     while (uv_run(&loop, UV_RUN_NOWAIT))
