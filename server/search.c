@@ -382,8 +382,9 @@ static uint32_t score_key(float f)
  * score descending then doc ascending, in four linear passes where a heap
  * of all the hits would cost O(k log k) comparisons; a stable partition
  * then puts the exactly named first. A broad query at 100,000 skills
- * matches tens of thousands of documents, and every list_skills(query)
- * asks for them all.
+ * matches tens of thousands of documents, and a list_skills(query) that
+ * filters by tags or an --acl view asks for them all (without a filter it
+ * asks for the page's end: the bounded heap).
  */
 static void sort_all(struct sel *s)
 {

@@ -312,18 +312,28 @@ static size_t *page_window(const struct snapshot *s, const struct view *v, const
                            int *miss)
 {
     struct search_hit *hits = NULL;
-    size_t nhits = 0;
+    size_t nhits = 0, ranked = 0;
     *miss = MISS_NONE;
     if (query) {
-        hits = xmalloc((s->n ? s->n : 1) * sizeof *hits);
-        nhits = search_query(s->search, query, hits, s->n);
+        /* Unfiltered, the page is the ranking's [offset, offset + limit)
+         * and the total its count: only that many hits need ranking in
+         * order (a bounded selection, not a sort of every match). A view
+         * or tags filter the ranking first, so they need all of it. */
+        ranked = s->n;
+        if (!v && !tags && offset < s->n && limit < s->n - offset)
+            ranked = offset + limit;
+        size_t room = ranked > CLOSEST_CANDIDATES ? ranked : CLOSEST_CANDIDATES;
+        hits = xmalloc(room * sizeof *hits);
+        nhits = search_query(s->search, query, hits, ranked);
         if (nhits > s->n)
             nhits = s->n;
     }
-    size_t count = query ? nhits : view_count(v, s);
+    size_t count = query ? (nhits < ranked ? nhits : ranked) : view_count(v, s);
     size_t cap = limit > CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
     size_t *win = xmalloc((cap < s->n ? cap : s->n ? s->n : 1) * sizeof *win);
     fill_window(s, v, query ? hits : NULL, count, tags, offset, limit, win, n, total);
+    if (query && !v && !tags)
+        *total = nhits;
     if (query && !*total && view_count(v, s)) {
         int similar;
         size_t max = limit < CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
@@ -342,11 +352,70 @@ static size_t *page_window(const struct snapshot *s, const struct view *v, const
     return win;
 }
 
-static struct card *card_render(json_t *j)
+/* A JSON string of s[0..n) appended to b; -1 (b unchanged) when s is not
+ * UTF-8, which json_string refuses. */
+static int card_str(struct buf *b, const char *key, const char *s, size_t n)
+{
+    size_t start = b->len;
+    buf_puts(b, key);
+    buf_puts(b, "\"");
+    if (buf_json_escape_utf8(b, s, n) < 0) {
+        b->len = start;
+        b->p[start] = '\0';
+        return -1;
+    }
+    buf_puts(b, "\"");
+    return 0;
+}
+
+/*
+ * card_of's JSON as jf_dumps writes it (keys in insertion order, a member
+ * json_string would refuse left out), without building the tree: a first
+ * query renders up to a few hundred cards at several tiers.
+ * tests/unit/test_tools.c list_cards_match_tree_path compares the two.
+ */
+static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len)
+{
+    const struct skill *k = s->v[idx];
+    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
+    if (g && g->serve)
+        k = g->serve;
+    struct buf b;
+    buf_init(&b, 0);
+    buf_reserve(&b, 512);
+    buf_puts(&b, "{");
+    card_str(&b, "\"name\":", k->name, strlen(k->name));
+    if (strcmp(k->qname, k->name))
+        card_str(&b, ",\"qualified_name\":", k->qname, strlen(k->qname));
+    int marker;
+    size_t dlen = strlen(k->description);
+    size_t keep = tools_desc_cut(k->description, dlen, tier_cap[tier], &marker);
+    if (card_str(&b, ",\"description\":", k->description, keep) == 0 && marker) {
+        b.len--;        /* before the closing quote */
+        buf_puts(&b, ELLIPSIS "\"");
+    }
+    if (tier == 0 && k->ntags) {
+        buf_puts(&b, ",\"tags\":[");
+        int first = 1;
+        for (size_t i = 0; i < k->ntags; i++)
+            if (card_str(&b, first ? "" : ",", k->tags[i], strlen(k->tags[i])) == 0)
+                first = 0;
+        buf_puts(&b, "]");
+    }
+    if (tier == 0 && k->version)
+        card_str(&b, ",\"version\":", k->version, strlen(k->version));
+    if (g && g->reason) {
+        buf_puts(&b, ",\"quarantined\":true");
+        card_str(&b, ",\"quarantine_reason\":", g->reason, strlen(g->reason));
+    }
+    buf_puts(&b, "}");
+    return buf_steal(&b, len);
+}
+
+static struct card *card_render(const struct snapshot *snap, size_t idx, int tier)
 {
     size_t n;
-    char *s = jf_dumps(j, &n);
-    json_decref(j);
+    char *s = card_json(snap, idx, tier, &n);
     struct buf esc;
     buf_init(&esc, 0);
     buf_json_escape(&esc, s, n);
@@ -374,12 +443,12 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
     *owned = g && (g->reason || g->serve);
     if (*owned)
-        return card_render(card_of(s, idx, tier));
+        return card_render(s, idx, tier);
     struct skill *k = s->v[idx];
     struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
     if (c)
         return c;
-    c = card_render(card_of(s, idx, tier));
+    c = card_render(s, idx, tier);
     struct card *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -395,6 +464,8 @@ static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens
                   (!b->max_chars || chars <= b->max_chars));
 }
 
+static const char page_head[] = "{\"skills\":[";
+
 /* The cards of one page, each at the tier page_tiers gave it. */
 struct page {
     size_t *idx;            /* entries, in page order */
@@ -402,6 +473,7 @@ struct page {
     struct card **card;
     unsigned char *own;     /* card[i] is this page's to free */
     unsigned char *tier;
+    size_t sized;           /* cards [0, sized) have their tier: all n, or fewer (below) */
     int miss;               /* the query matched nothing: closest cards (MISS_*) */
 };
 
@@ -436,11 +508,20 @@ static void page_set(const struct snapshot *s, struct page *p, size_t i, int tie
  * Cards are kept with their entries, so this reads sizes and renders only
  * a tier no page has shown yet. Tokens decide the tiers: characters bound
  * what a client accepts, not what a model can read, and are left to the cut.
+ *
+ * With prefix set, the cards stop at the first one that takes the page's
+ * head and the cards so far over the budget: the cut keeps fewer than
+ * that, nothing is left to spend on the top results, and the cards after it
+ * are not shown. A card's tier depends only on its room, so the cards
+ * before it have the tiers the whole page would give them. Rendering the
+ * rest only to drop them was most of a first query's time (a page of 500
+ * cut to ~200 by --max-result-chars). p->sized says how far it went.
  */
 static void page_tiers(const struct snapshot *s, struct page *p, const struct shape_budget *b,
-                       int ranked, size_t env_tokens, size_t env_chars)
+                       int ranked, size_t env_tokens, size_t env_chars, int prefix)
 {
     size_t n = p->n;
+    p->sized = n;
     if (!n)
         return;
     size_t room = SIZE_MAX;
@@ -450,6 +531,8 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         room = room ? room - 1 : 0;     /* the comma after it */
     }
     size_t tokens = env_tokens + n - 1, chars = env_chars + n - 1;
+    size_t hc = sizeof page_head - 1, head_t = shape_tokens(page_head, hc);
+    size_t pre_t = head_t, pre_c = hc;      /* the head and cards [0, i] */
     for (size_t i = 0; i < n; i++) {
         for (int t = 0; t < SKILL_CARD_TIERS; t++) {
             page_set(s, p, i, t);
@@ -458,6 +541,12 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         }
         tokens += p->card[i]->tokens;
         chars += p->card[i]->chars;
+        pre_t += p->card[i]->tokens + (i > 0);
+        pre_c += p->card[i]->chars + (i > 0);
+        if (prefix && b && i + 1 < n && !fits_budget(b, pre_c, pre_t)) {
+            p->sized = i + 1;
+            return;
+        }
     }
     if (!ranked || !b || !b->max_tokens || tokens >= b->max_tokens ||
         (b->max_chars && chars >= b->max_chars))
@@ -498,12 +587,10 @@ static void page_tail(struct buf *t, size_t total, uint64_t generation, size_t o
     buf_puts(t, "}");
 }
 
-static const char page_head[] = "{\"skills\":[";
-
 /* The entries of a page and their cards, fitted to budget b. */
 static void page_build(const struct snapshot *s, const struct view *v, const char *query,
                        json_t *tags, size_t offset, size_t limit, const struct shape_budget *b,
-                       struct page *p)
+                       int prefix, struct page *p)
 {
     p->idx = page_window(s, v, query, tags, offset, limit, &p->n, &p->total, &p->miss);
     size_t m = p->n ? p->n : 1;
@@ -515,7 +602,7 @@ static void page_build(const struct snapshot *s, const struct view *v, const cha
     page_tail(&t, p->total, s->generation, offset, p->n);
     size_t hc = sizeof page_head - 1;
     page_tiers(s, p, b, query != NULL, shape_tokens(page_head, hc) + shape_tokens(t.p, t.len),
-               hc + shape_chars(t.p, t.len));
+               hc + shape_chars(t.p, t.len), prefix);
     buf_cleanup(&t);
 }
 
@@ -537,7 +624,7 @@ static json_t *list_page(const struct snapshot *s, const struct view *v, const c
 {
     json_t *cards = json_array();
     struct page p;
-    page_build(s, v, query, tags, offset, limit, b, &p);
+    page_build(s, v, query, tags, offset, limit, b, 0, &p);
     for (size_t i = 0; i < p.n; i++)
         json_array_append_new(cards, card_of(s, p.idx[i], p.tier[i]));
     json_t *r = json_pack("{s:o, s:I, s:I}", "skills", cards, "total", (json_int_t)p.total,
@@ -622,8 +709,8 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
     const char *head = page_head;
     struct buf b, e, tail;
     struct page p;
-    page_build(s, v, query, tags, offset, limit, o->budget, &p);
-    size_t total = p.total, kept = p.n;
+    page_build(s, v, query, tags, offset, limit, o->budget, 1, &p);
+    size_t total = p.total, kept = p.n, sized = p.sized;
     struct card **win = p.card;
     if (p.miss) {
         /* Rare, and carries a hint: the JSON path renders it. */
@@ -634,7 +721,7 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
     /* Sizes of the head and of every prefix of the window. */
     size_t hc = sizeof page_head - 1, ht = shape_tokens(head, hc);
     size_t chars = hc, tokens = ht;
-    for (size_t i = 0; i < kept; i++) {
+    for (size_t i = 0; i < sized; i++) {
         chars += win[i]->chars + (i > 0);
         tokens += win[i]->tokens + (i > 0);
     }
@@ -643,10 +730,27 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
     size_t cut = kept;
     const struct shape_budget *bu = o->budget;
     size_t full_tokens = tokens + shape_tokens(tail.p, tail.len);
-    if (!fits_budget(bu, chars + shape_chars(tail.p, tail.len), full_tokens)) {
+    if (sized < kept) {
+        /* Cards [sized, kept) were not sized (page_tiers): counted at the
+         * mean of those that were, with their commas. */
+        size_t cards = tokens - ht - (sized - 1);
+        full_tokens += (cards * (kept - sized) + sized - 1) / sized + (kept - sized);
+    }
+    if (sized < kept || !fits_budget(bu, chars + shape_chars(tail.p, tail.len), full_tokens)) {
         /* The tail of a cut page, sized with the widest numbers it can hold
          * (kept_tokens <= original_tokens, the cursor <= offset + kept). */
-        cut_tail(&tail, total, s->generation, offset + kept, full_tokens, full_tokens, o->hint);
+        size_t wide = full_tokens;
+        if (sized < kept) {
+            /* The cut keeps at most the sized cards: kept_tokens is at most
+             * their sum and this tail (+2 should its numbers grow a digit),
+             * and at most the budget. */
+            cut_tail(&tail, total, s->generation, offset + kept, wide, wide, o->hint);
+            size_t up = tokens + shape_tokens(tail.p, tail.len) + 2;
+            if (bu->max_tokens && up > bu->max_tokens)
+                up = bu->max_tokens;
+            wide = up > wide ? up : wide;
+        }
+        cut_tail(&tail, total, s->generation, offset + kept, wide, wide, o->hint);
         size_t tc = shape_chars(tail.p, tail.len), tt = shape_tokens(tail.p, tail.len);
         if ((bu->max_chars && tc * 3 > bu->max_chars) ||
             (bu->max_tokens && tt * 3 > bu->max_tokens))
@@ -654,7 +758,7 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
         else {
             chars = hc + tc;
             tokens = ht + tt;
-            for (cut = 0; cut < kept; cut++) {
+            for (cut = 0; cut < sized; cut++) {
                 size_t c2 = chars + win[cut]->chars + (cut > 0);
                 size_t t2 = tokens + win[cut]->tokens + (cut > 0);
                 if (!fits_budget(bu, c2, t2))
@@ -668,7 +772,8 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
             buf_cleanup(&tail);
             return -1;
         }
-        cut_tail(&tail, total, s->generation, offset + cut, full_tokens, tokens, o->hint);
+        cut_tail(&tail, total, s->generation, offset + cut,
+                 full_tokens > tokens ? full_tokens : tokens, tokens, o->hint);
     }
 
     size_t bytes = 0, esc_bytes = 0;

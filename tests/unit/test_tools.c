@@ -321,6 +321,11 @@ TEST(list_cards_cut_to_budget)
             /* the same skills (their cards may be poorer: a smaller budget) */
             for (size_t j = 0; j < kept; j++)
                 CHECK_STR(card_qname(json_array_get(fk, j)), card_qname(json_array_get(all, j)));
+            /* at the tiers the whole page gives them (the JSON-tree path
+             * sizes every card; this one stops once the page is over), up
+             * to the tree path's last card, which it may cut inside */
+            for (size_t j = 0; j + 1 < kept && j + 1 < json_array_size(tk); j++)
+                CHECK(json_equal(json_array_get(fk, j), json_array_get(tk, j)));
             if (kept < json_array_size(all)) {
                 json_t *tr = json_object_get(fsc, "_truncated");
                 CHECK(json_is_object(tr));
@@ -747,6 +752,38 @@ TEST(list_paging)
     CHECK_EQ(iget(sc(r), "total"), 2);
     CHECK_STR(sget(sc(r), "next_cursor"), "1");
     json_decref(r);
+}
+
+/* An unfiltered query page is the ranking's [cursor, cursor + limit)
+ * (only that much of it is selected), with the count of every match. */
+TEST(list_query_pages_are_slices)
+{
+#define SLICE_Q "x y csv pdf text reports billing"
+    json_t *full = call("list_skills", "{\"query\":\"" SLICE_Q "\"}");
+    CHECK_TOOL_OK(full);
+    json_t *all = json_object_get(sc(full), "skills");
+    size_t n = json_array_size(all);
+    json_int_t total = iget(sc(full), "total");
+    CHECK(n >= 4);
+    CHECK_EQ((size_t)total, n);
+    for (size_t off = 0; off <= n; off++)
+        for (size_t lim = 1; lim <= 3; lim++) {
+            char a[128];
+            snprintf(a, sizeof a, "{\"query\":\"" SLICE_Q "\",\"limit\":%zu,\"cursor\":\"%zu\"}",
+                     lim, off);
+            json_t *r = call("list_skills", a);
+            CHECK_TOOL_OK(r);
+            json_t *k = json_object_get(sc(r), "skills");
+            CHECK_EQ(iget(sc(r), "total"), total);
+            size_t want = off + lim <= n ? lim : n - off;
+            CHECK_EQ(json_array_size(k), want);
+            for (size_t j = 0; j < want && j < json_array_size(k); j++)
+                CHECK_STR(card_qname(json_array_get(k, j)),
+                          card_qname(json_array_get(all, off + j)));
+            CHECK((sget(sc(r), "next_cursor") != NULL) == (off + lim < n));
+            json_decref(r);
+        }
+    json_decref(full);
 }
 
 TEST(list_bad_arguments)
@@ -1469,6 +1506,7 @@ int main(void)
     RUN(budget_is_per_copy);
     RUN(desc_cut_boundaries);
     RUN(list_cards_tiers);
+    RUN(list_query_pages_are_slices);
     RUN(list_query_top_fuller);
     RUN(list_query_ranking);
     RUN(list_tags_filter);
