@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Conservative token estimate of the UTF-8 text s[0..n): meant never to
@@ -22,6 +23,28 @@
  * UTF-8 bytes count one token each.
  */
 size_t shape_tokens(const char *s, size_t n);
+
+/*
+ * shape_tokens of every prefix of one text, for a caller that measures many
+ * of them (cutting a description to a token cap probes a dozen): one pass
+ * records where each run of the estimate starts and the count before it;
+ * a prefix then costs a binary search and a rescan of the run it ends in.
+ * shape_prefix_tokens(sp, m) == shape_tokens(s, m) for every m <= n
+ * (tests/unit/test_shape.c). s must outlive sp.
+ */
+struct shape_run {
+    uint32_t at, t, q;      /* where a run starts; whole and quarter tokens before it */
+};
+struct shape_prefix {
+    const char *s;
+    size_t n, nrun, total;
+    struct shape_run *run;
+    struct shape_run local[512];    /* a description's worth (6 KB) */
+};
+/* Returns shape_tokens(s, n). */
+size_t shape_prefix_init(struct shape_prefix *sp, const char *s, size_t n);
+size_t shape_prefix_tokens(const struct shape_prefix *sp, size_t m);
+void shape_prefix_free(struct shape_prefix *sp);
 
 /*
  * Characters of s[0..n) as a JavaScript client counts them (UTF-16 code

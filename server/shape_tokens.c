@@ -92,12 +92,17 @@ static int opaque_run(const unsigned char *p, size_t n, size_t *len)
     return j >= OPAQUE_RUN && digits >= 2 && j - digits >= 2;
 }
 
-size_t shape_tokens(const char *s, size_t n)
+/* The estimate's scan of p[i..n), adding to *tp and *qp (quarter tokens);
+ * p[i - 1] is looked at as the text before. With rec, the start of each run
+ * and the counts before it are appended to rec[*nrec] (room for n - i). */
+static inline void tok_scan(const unsigned char *p, size_t i, size_t n, size_t *tp, size_t *qp,
+                            struct shape_run *rec, size_t *nrec)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, t = 0, q = 0, run = 0;   /* q: quarter tokens */
+    size_t t = *tp, q = *qp, run = 0;
     while (i < n) {
         unsigned c = p[i];
+        if (rec)
+            rec[(*nrec)++] = (struct shape_run){(uint32_t)i, (uint32_t)t, (uint32_t)q};
         if (c >= 0x80) {
             unsigned cp = 0;
             size_t k = utf8_decode(p + i, n - i, &cp);
@@ -169,7 +174,66 @@ size_t shape_tokens(const char *s, size_t n)
             i = j;
         }
     }
+    *tp = t;
+    *qp = q;
+}
+
+size_t shape_tokens(const char *s, size_t n)
+{
+    size_t t = 0, q = 0;
+    tok_scan((const unsigned char *)s, 0, n, &t, &q, NULL, NULL);
     return t + cdiv(q, 4);
+}
+
+size_t shape_prefix_init(struct shape_prefix *sp, const char *s, size_t n)
+{
+    sp->s = s;
+    sp->n = n;
+    sp->nrun = 0;
+    sp->run = sp->local;
+    if (n > UINT32_MAX / 8) {   /* counts kept in 32 bits: each prefix is scanned whole */
+        sp->total = shape_tokens(s, n);
+        return sp->total;
+    }
+    if (n > sizeof sp->local / sizeof sp->local[0])
+        sp->run = xmalloc(n * sizeof *sp->run);
+    size_t t = 0, q = 0;
+    tok_scan((const unsigned char *)s, 0, n, &t, &q, sp->run, &sp->nrun);
+    sp->total = t + cdiv(q, 4);
+    return sp->total;
+}
+
+/*
+ * The runs that end before the one holding byte m - 1 are scanned the same
+ * in s[0..m) as in s[0..n): each run's extent and cost look at most one
+ * byte past its end, which is still before m, and a run that is not an
+ * opaque one stays so when its alphanumerics are cut short. So the prefix's
+ * count is the count before that last run plus a scan of it up to m.
+ */
+size_t shape_prefix_tokens(const struct shape_prefix *sp, size_t m)
+{
+    if (m == sp->n)
+        return sp->total;
+    if (m > sp->n || !sp->nrun)
+        return shape_tokens(sp->s, m);
+    size_t lo = 0, hi = sp->nrun;   /* the last run starting before m */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sp->run[mid].at < m)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t t = sp->run[lo].t, q = sp->run[lo].q;
+    tok_scan((const unsigned char *)sp->s, sp->run[lo].at, m, &t, &q, NULL, NULL);
+    return t + cdiv(q, 4);
+}
+
+void shape_prefix_free(struct shape_prefix *sp)
+{
+    if (sp->run != sp->local)
+        free(sp->run);
+    sp->run = NULL;
 }
 
 size_t shape_chars(const char *s, size_t n)

@@ -153,8 +153,13 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
 {
     const unsigned char *u = (const unsigned char *)d;
     *marker = 0;
-    if (!cap || shape_tokens(d, n) <= cap)
+    if (!cap)
         return n;
+    struct shape_prefix sp;     /* the search below measures a dozen prefixes */
+    if (shape_prefix_init(&sp, d, n) <= cap) {
+        shape_prefix_free(&sp);
+        return n;
+    }
     size_t lo = 0, hi = n;      /* prefix lo fits with the marker, hi does not */
     while (hi - lo > 1) {
         size_t mid = utf8_trim(d, lo + (hi - lo) / 2);
@@ -164,11 +169,12 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
         }
         if (mid >= hi)
             break;
-        if (shape_tokens(d, mid) + 1 <= cap)
+        if (shape_prefix_tokens(&sp, mid) + 1 <= cap)
             lo = mid;
         else
             hi = mid;
     }
+    shape_prefix_free(&sp);
     size_t lim = lo, sent = 0, clause = 0, word = 0;
     for (size_t i = 1; i <= lim && i < n; i++) {
         unsigned char c = u[i - 1];
@@ -183,7 +189,7 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
             sent = i;
         if (isspace(u[i]) && !isspace(c))
             word = i;
-        if (strchr(",;:", u[i]) && i + 1 < n && u[i + 1] == ' ')
+        if ((u[i] == ',' || u[i] == ';' || u[i] == ':') && i + 1 < n && u[i + 1] == ' ')
             clause = i;
         if (u[i] == ' ' && i + 2 < n && u[i + 1] == '-' && u[i + 2] == ' ')
             clause = i;
@@ -458,6 +464,34 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
     return c;
 }
 
+/*
+ * At most the tokens of entry idx's card at tier 0 or 1, read without
+ * rendering either: the tokens of its description alone, when the card
+ * holds it as is (UTF-8 that JSON does not escape). The card is that text
+ * between two quotes: the estimate's runs inside it are the same, and a
+ * run that meets a quote only grows, so the card counts at least as many.
+ * 0 when that does not hold (a card the lock changes, an escaped or
+ * invalid description). A first query's page gives most cards less room
+ * than their description; this spares rendering two tiers to learn it.
+ */
+static size_t desc_floor(const struct snapshot *s, size_t idx)
+{
+    if (s->gate && (s->gate[idx].reason || s->gate[idx].serve))
+        return 0;
+    const struct skill *k = s->v[idx];
+    if (atomic_load_explicit(&k->card[0], memory_order_acquire) &&
+        atomic_load_explicit(&k->card[1], memory_order_acquire))
+        return 0;           /* both kept: their sizes are known */
+    const unsigned char *d = (const unsigned char *)k->description;
+    size_t n = strlen(k->description);
+    for (size_t i = 0; i < n; i++)
+        if (d[i] < 0x20 || d[i] == '"' || d[i] == '\\')
+            return 0;
+    if (!utf8_valid(k->description, n))
+        return 0;
+    return shape_tokens(k->description, n);
+}
+
 static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
 {
     return !b || ((!b->max_tokens || tokens <= b->max_tokens) &&
@@ -534,7 +568,10 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
     size_t hc = sizeof page_head - 1, head_t = shape_tokens(page_head, hc);
     size_t pre_t = head_t, pre_c = hc;      /* the head and cards [0, i] */
     for (size_t i = 0; i < n; i++) {
-        for (int t = 0; t < SKILL_CARD_TIERS; t++) {
+        int t = 0;
+        if (room != SIZE_MAX && desc_floor(s, p->idx[i]) > room)
+            t = 2;          /* tiers 0 and 1 hold the whole description */
+        for (; t < SKILL_CARD_TIERS; t++) {
             page_set(s, p, i, t);
             if (p->card[i]->tokens <= room)
                 break;

@@ -474,6 +474,49 @@ TEST(random_results)
     printf("# %d of 300 reduced, %d of them still over a tiny budget\n", reduced, over);
 }
 
+/* The prefix counts equal shape_tokens of every prefix, mid-character
+ * ones included, for text of every kind the estimate tells apart and for
+ * random mixes of it (short texts use the inline runs, long ones the heap). */
+TEST(prefix_tokens_match_every_prefix)
+{
+    static const char *const pieces[] = {
+        "the", "Quick", "HTTPServer", "ALLCAPS", "x", "a1b2c3d4e5f6g7h8i9", "deadbeef0123456789ab",
+        "12345", "7", " ", "  ", "\t", "\n\n", "        \t", ".", "...", "-", "_", "@", "#", "'",
+        "\"", "\\", "\\n", "\\\"", ",", ";", ":", "(", ")", "e.g.", "U.S.", "\xe2\x80\xa6",
+        "\xe2\x80\x94", "\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87", "\xed\x95\x9c",
+        "\xf0\x9f\x98\x80", "\xff", "\x80", "\xe4\xb8", "\x01", "base64/AbC+09==",
+    };
+    static const char *const fixed[] = {english, chinese, "", "a", "a1b2c3d4e5f6g7h8",
+                                        "Use it: fast, simple \xe2\x80\x94 and safe!"};
+    char buf[1400];
+    size_t bad = 0;
+    for (int k = 0; k < 406; k++) {
+        size_t n = 0;
+        if (k < 6) {
+            n = strlen(fixed[k]);
+            memcpy(buf, fixed[k], n);
+        } else {
+            size_t want = k < 200 ? 1 + rnd(120) : 400 + rnd(900);
+            while (n < want) {
+                const char *p = pieces[rnd(sizeof pieces / sizeof *pieces)];
+                size_t l = strlen(p);
+                if (n + l > sizeof buf)
+                    break;
+                memcpy(buf + n, p, l);
+                n += l;
+            }
+        }
+        struct shape_prefix sp;
+        CHECK_EQ(shape_prefix_init(&sp, buf, n), shape_tokens(buf, n));
+        for (size_t m = 0; m <= n; m++)
+            if (shape_prefix_tokens(&sp, m) != shape_tokens(buf, m) && bad++ < 5)
+                printf("# text %d, prefix %zu of %zu: %zu, not %zu\n", k, m, n,
+                       shape_prefix_tokens(&sp, m), shape_tokens(buf, m));
+        shape_prefix_free(&sp);
+    }
+    CHECK_EQ(bad, 0);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -491,6 +534,7 @@ int main(void)
     RUN(nested_largest_leaf);
     RUN(array_of_one_huge_element);
     RUN(random_results);
+    RUN(prefix_tokens_match_every_prefix);
     RUN(performance_10mb);
     DONE();
 }
