@@ -465,15 +465,26 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
 }
 
 /*
- * At most the tokens of entry idx's card at tier 0 or 1, read without
- * rendering either: the tokens of its description alone, when the card
- * holds it as is (UTF-8 that JSON does not escape). The card is that text
- * between two quotes: the estimate's runs inside it are the same, and a
- * run that meets a quote only grows, so the card counts at least as many.
- * 0 when that does not hold (a card the lock changes, an escaped or
- * invalid description). A first query's page gives most cards less room
- * than their description; this spares rendering two tiers to learn it.
+ * The card holds the description between two quotes: the estimate's runs
+ * inside it are the same, and a run that meets a quote only grows, so the
+ * card counts at least as many tokens as the description alone.
  */
+size_t tools_card_floor(const struct skill *k)
+{
+    const unsigned char *d = (const unsigned char *)k->description;
+    size_t n = strlen(k->description);
+    for (size_t i = 0; i < n; i++)
+        if (d[i] < 0x20 || d[i] == '"' || d[i] == '\\')
+            return 0;
+    if (!utf8_valid(k->description, n))
+        return 0;           /* json_string refuses it: the card has no description */
+    return shape_tokens(k->description, n);
+}
+
+/* tools_card_floor of entry idx's card, 0 when the lock changes that card
+ * (it is another entry's, or carries a reason) or both tiers are kept. A
+ * first query's page gives most cards less room than their description;
+ * this spares rendering two tiers to learn it. */
 static size_t desc_floor(const struct snapshot *s, size_t idx)
 {
     if (s->gate && (s->gate[idx].reason || s->gate[idx].serve))
@@ -481,15 +492,8 @@ static size_t desc_floor(const struct snapshot *s, size_t idx)
     const struct skill *k = s->v[idx];
     if (atomic_load_explicit(&k->card[0], memory_order_acquire) &&
         atomic_load_explicit(&k->card[1], memory_order_acquire))
-        return 0;           /* both kept: their sizes are known */
-    const unsigned char *d = (const unsigned char *)k->description;
-    size_t n = strlen(k->description);
-    for (size_t i = 0; i < n; i++)
-        if (d[i] < 0x20 || d[i] == '"' || d[i] == '\\')
-            return 0;
-    if (!utf8_valid(k->description, n))
         return 0;
-    return shape_tokens(k->description, n);
+    return tools_card_floor(k);
 }
 
 static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)

@@ -754,6 +754,64 @@ TEST(list_paging)
     json_decref(r);
 }
 
+/* tools_card_floor never counts more than the card it stands for: tiers 0
+ * and 1 as card_of builds them (name, qualified name, description, tags,
+ * version), for descriptions of every kind the estimate tells apart. A
+ * larger floor would skip a tier that fits and change the page. */
+TEST(card_floor_at_most_the_card)
+{
+    static const char *const descs[] = {
+        "Extract text and tables from PDF documents, fill forms, merge and split files",
+        "(beta) starts with a bracket", "ends with punctuation...", "  leading spaces",
+        "trailing spaces  ", "a1b2c3d4e5f6g7h8i9 opaque", "HTTPServer ALLCAPS camelCase",
+        "\xe5\xb0\x8f\xe5\x9e\x8b\xe8\xaf\xad\xe8\xa8\x80 CJK", "\xed\x95\x9c\xea\xb8\x80",
+        "emoji \xf0\x9f\x98\x80!", "say \"quoted\" and back\\slash", "tab\there\nnewline",
+        "\x01\x02 control", "invalid \xff byte, in a description that goes on for a good many more words",
+        "truncated \xe4\xb8", "-", "@handle", "#1",
+        "_under_score_", "1234567890", "e.g. U.S. etc.",
+    };
+    static const char *const tagsets[][3] = {{NULL}, {"data", "csv", NULL}, {"(x)", NULL}};
+    for (size_t d = 0; d < sizeof descs / sizeof *descs; d++)
+        for (size_t ts = 0; ts < 3; ts++)
+            for (int q = 0; q < 2; q++) {
+                char *tags[3];
+                size_t nt = 0;
+                while (tagsets[ts][nt]) {
+                    tags[nt] = (char *)(uintptr_t)tagsets[ts][nt];
+                    nt++;
+                }
+                struct skill k = {0};
+                k.name = "n";
+                k.qname = q ? "team/n" : "n";
+                k.description = descs[d];
+                k.tags = tags;
+                k.ntags = nt;
+                k.version = q ? "1.0" : NULL;
+                size_t floor = tools_card_floor(&k);
+                for (int tier = 0; tier < 2; tier++) {
+                    json_t *c = json_pack("{s:s}", "name", k.name);
+                    if (q)
+                        json_object_set_new(c, "qualified_name", json_string(k.qname));
+                    json_object_set_new(c, "description", json_string(k.description));
+                    if (tier == 0 && nt) {
+                        json_t *a = json_array();
+                        for (size_t i = 0; i < nt; i++)
+                            json_array_append_new(a, json_string(tags[i]));
+                        json_object_set_new(c, "tags", a);
+                    }
+                    if (tier == 0 && k.version)
+                        json_object_set_new(c, "version", json_string(k.version));
+                    char *j = json_dumps(c, JSON_COMPACT);
+                    size_t t = shape_tokens(j, strlen(j));
+                    if (floor > t)
+                        printf("# floor %zu over the card's %zu tokens: %s\n", floor, t, j);
+                    CHECK(floor <= t);
+                    free(j);
+                    json_decref(c);
+                }
+            }
+}
+
 /* An unfiltered query page is the ranking's [cursor, cursor + limit)
  * (only that much of it is selected), with the count of every match. */
 TEST(list_query_pages_are_slices)
@@ -1507,6 +1565,7 @@ int main(void)
     RUN(desc_cut_boundaries);
     RUN(list_cards_tiers);
     RUN(list_query_pages_are_slices);
+    RUN(card_floor_at_most_the_card);
     RUN(list_query_top_fuller);
     RUN(list_query_ranking);
     RUN(list_tags_filter);
