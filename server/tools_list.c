@@ -149,15 +149,22 @@ static size_t cluster_start(const unsigned char *u, size_t n, size_t at)
  * marker; any other cut ends with "…". Text with no boundary at all (one
  * long word) is cut on a character boundary.
  */
-size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
+/* tools_desc_cut with d's prefix counts given (shared by the tiers of one
+ * card), or NULL. */
+static size_t desc_cut(const char *d, size_t n, size_t cap, int *marker,
+                       const struct shape_prefix *given)
 {
     const unsigned char *u = (const unsigned char *)d;
     *marker = 0;
     if (!cap)
         return n;
-    struct shape_prefix sp;     /* the search below measures a dozen prefixes */
-    if (shape_prefix_init(&sp, d, n) <= cap) {
-        shape_prefix_free(&sp);
+    struct shape_prefix own;    /* the search below measures a dozen prefixes */
+    const struct shape_prefix *sp = given ? given : &own;
+    if (!given)
+        shape_prefix_init(&own, d, n);
+    if (sp->total <= cap) {
+        if (!given)
+            shape_prefix_free(&own);
         return n;
     }
     size_t lo = 0, hi = n;      /* prefix lo fits with the marker, hi does not */
@@ -169,15 +176,22 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
         }
         if (mid >= hi)
             break;
-        if (shape_prefix_tokens(&sp, mid) + 1 <= cap)
+        if (shape_prefix_tokens(sp, mid) + 1 <= cap)
             lo = mid;
         else
             hi = mid;
     }
-    shape_prefix_free(&sp);
+    if (!given)
+        shape_prefix_free(&own);
     size_t lim = lo, sent = 0, clause = 0, word = 0;
     for (size_t i = 1; i <= lim && i < n; i++) {
         unsigned char c = u[i - 1];
+        /* Every boundary below is at white space, punctuation or a CJK
+         * byte, but for a CJK sentence mark ending at i (its lead byte at
+         * i - 3): most bytes are letters and digits, and skip them. */
+        if (((u[i] | 0x20) >= 'a' && (u[i] | 0x20) <= 'z') || (u[i] >= '0' && u[i] <= '9'))
+            if (i < 3 || (u[i - 3] != 0xe3 && u[i - 3] != 0xef))
+                continue;
         if ((c == '.' || c == '!' || c == '?') && isspace(u[i])) {
             size_t j = i;
             while (j < n && isspace(u[j]))
@@ -221,6 +235,11 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
         at = cluster_start(u, n, lim);
     *marker = 1;
     return at;
+}
+
+size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker)
+{
+    return desc_cut(d, n, cap, marker, NULL);
 }
 
 static json_t *card_of(const struct snapshot *s, size_t idx, int tier)
@@ -380,7 +399,8 @@ static int card_str(struct buf *b, const char *key, const char *s, size_t n)
  * query renders up to a few hundred cards at several tiers.
  * tests/unit/test_tools.c list_cards_match_tree_path compares the two.
  */
-static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len)
+static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len,
+                       const struct shape_prefix *sp)
 {
     const struct skill *k = s->v[idx];
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
@@ -395,7 +415,7 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
         card_str(&b, ",\"qualified_name\":", k->qname, strlen(k->qname));
     int marker;
     size_t dlen = strlen(k->description);
-    size_t keep = tools_desc_cut(k->description, dlen, tier_cap[tier], &marker);
+    size_t keep = desc_cut(k->description, dlen, tier_cap[tier], &marker, sp);
     if (card_str(&b, ",\"description\":", k->description, keep) == 0 && marker) {
         b.len--;        /* before the closing quote */
         buf_puts(&b, ELLIPSIS "\"");
@@ -418,10 +438,11 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
     return buf_steal(&b, len);
 }
 
-static struct card *card_render(const struct snapshot *snap, size_t idx, int tier)
+static struct card *card_render(const struct snapshot *snap, size_t idx, int tier,
+                                const struct shape_prefix *sp)
 {
     size_t n;
-    char *s = card_json(snap, idx, tier, &n);
+    char *s = card_json(snap, idx, tier, &n, sp);
     struct buf esc;
     buf_init(&esc, 0);
     buf_json_escape(&esc, s, n);
@@ -444,17 +465,18 @@ static struct card *card_render(const struct snapshot *snap, size_t idx, int tie
  * the lock changes (quarantined, or served from the store) belongs to this
  * snapshot's verdict, not to the entry: it is rendered each time, *owned set.
  */
-static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int *owned)
+static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int *owned,
+                             const struct shape_prefix *sp)
 {
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
     *owned = g && (g->reason || g->serve);
     if (*owned)
-        return card_render(s, idx, tier);
+        return card_render(s, idx, tier, NULL);
     struct skill *k = s->v[idx];
     struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
     if (c)
         return c;
-    c = card_render(s, idx, tier);
+    c = card_render(s, idx, tier, sp);
     struct card *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -469,31 +491,20 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
  * inside it are the same, and a run that meets a quote only grows, so the
  * card counts at least as many tokens as the description alone.
  */
-size_t tools_card_floor(const struct skill *k)
+static int desc_plain(const struct skill *k)
 {
     const unsigned char *d = (const unsigned char *)k->description;
     size_t n = strlen(k->description);
     for (size_t i = 0; i < n; i++)
         if (d[i] < 0x20 || d[i] == '"' || d[i] == '\\')
             return 0;
-    if (!utf8_valid(k->description, n))
-        return 0;           /* json_string refuses it: the card has no description */
-    return shape_tokens(k->description, n);
+    /* json_string refuses invalid UTF-8: the card then has no description */
+    return utf8_valid(k->description, n);
 }
 
-/* tools_card_floor of entry idx's card, 0 when the lock changes that card
- * (it is another entry's, or carries a reason) or both tiers are kept. A
- * first query's page gives most cards less room than their description;
- * this spares rendering two tiers to learn it. */
-static size_t desc_floor(const struct snapshot *s, size_t idx)
+size_t tools_card_floor(const struct skill *k)
 {
-    if (s->gate && (s->gate[idx].reason || s->gate[idx].serve))
-        return 0;
-    const struct skill *k = s->v[idx];
-    if (atomic_load_explicit(&k->card[0], memory_order_acquire) &&
-        atomic_load_explicit(&k->card[1], memory_order_acquire))
-        return 0;
-    return tools_card_floor(k);
+    return desc_plain(k) ? shape_tokens(k->description, strlen(k->description)) : 0;
 }
 
 static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
@@ -526,10 +537,11 @@ static void page_free(struct page *p)
     free(p->tier);
 }
 
-static void page_set(const struct snapshot *s, struct page *p, size_t i, int tier)
+static void page_set(const struct snapshot *s, struct page *p, size_t i, int tier,
+                     const struct shape_prefix *sp)
 {
     int own;
-    struct card *c = card_get(s, p->idx[i], tier, &own);
+    struct card *c = card_get(s, p->idx[i], tier, &own, sp);
     if (p->own[i])
         free(p->card[i]);
     p->card[i] = c;
@@ -572,14 +584,36 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
     size_t hc = sizeof page_head - 1, head_t = shape_tokens(page_head, hc);
     size_t pre_t = head_t, pre_c = hc;      /* the head and cards [0, i] */
     for (size_t i = 0; i < n; i++) {
-        int t = 0;
-        if (room != SIZE_MAX && desc_floor(s, p->idx[i]) > room)
-            t = 2;          /* tiers 0 and 1 hold the whole description */
+        /* A card the lock does not change, with tiers to render: its
+         * description's prefix counts serve every tier's cut, and their
+         * total is tools_card_floor (a first query's page gives most cards
+         * less room than their description: tiers 0 and 1 are skipped
+         * without rendering them). */
+        struct skill *k = s->v[p->idx[i]];
+        struct shape_prefix sp;
+        int t = 0, have = 0;
+        int plain = room != SIZE_MAX &&
+                    !(s->gate && (s->gate[p->idx[i]].reason || s->gate[p->idx[i]].serve)) &&
+                    desc_plain(k);
+        if (plain && !(atomic_load_explicit(&k->card[0], memory_order_acquire) &&
+                       atomic_load_explicit(&k->card[1], memory_order_acquire))) {
+            shape_prefix_init(&sp, k->description, strlen(k->description));
+            have = 1;
+            if (sp.total > room)
+                t = 2;      /* tiers 0 and 1 hold the whole description */
+        }
         for (; t < SKILL_CARD_TIERS; t++) {
-            page_set(s, p, i, t);
+            if (plain && !have && t >= 2 &&
+                !atomic_load_explicit(&k->card[t], memory_order_acquire)) {
+                shape_prefix_init(&sp, k->description, strlen(k->description));
+                have = 1;
+            }
+            page_set(s, p, i, t, have ? &sp : NULL);
             if (p->card[i]->tokens <= room)
                 break;
         }
+        if (have)
+            shape_prefix_free(&sp);
         tokens += p->card[i]->tokens;
         chars += p->card[i]->chars;
         pre_t += p->card[i]->tokens + (i > 0);
@@ -599,7 +633,7 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         struct card *cur = p->card[i];
         for (int t = 0; t < from && to < 0; t++) {
             int own;
-            struct card *c = card_get(s, p->idx[i], t, &own);
+            struct card *c = card_get(s, p->idx[i], t, &own, NULL);
             size_t dt = c->tokens > cur->tokens ? c->tokens - cur->tokens : 0;
             size_t dc = c->chars > cur->chars ? c->chars - cur->chars : 0;
             if (dt <= slack_t && dc <= slack_c) {
@@ -613,7 +647,7 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         if (from > 0 && to < 0)
             break;
         if (to >= 0)
-            page_set(s, p, i, to);
+            page_set(s, p, i, to, NULL);
     }
 }
 

@@ -435,6 +435,11 @@ TEST(desc_cut_boundaries)
         16, out, sizeof out);
     CHECK_STR(out, "\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82"
                    "\xe5\x86\x99\xe5\x87\xba\xe6\x8a\xa5\xe5\x91\x8a\xe2\x80\xa6");
+    /* a CJK sentence end right before a Latin word */
+    cut("\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82"     /* 分析表格。 */
+        "Then it writes the report for every column and table in the workbook you name",
+        12, out, sizeof out);
+    CHECK_STR(out, "\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82");
     /* an abbreviation before a capital ends no sentence: the cut shows its marker */
     cut("Converts office files e.g. Word documents and spreadsheets into PDF files that "
         "print well on any printer.", 10, out, sizeof out);
