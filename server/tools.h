@@ -57,13 +57,15 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
 size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker);
 
 /*
- * At most the tokens of k's list_skills card at tier 0 or 1 (both hold the
- * whole description), read without rendering either: the tokens of the
- * description alone when the card holds it as is (UTF-8 that JSON does
- * not escape), else 0.
+ * At most the tokens of k's list_skills card at a tier, read without
+ * rendering it, or 0: at tiers 0 and 1 (both hold the whole description)
+ * the tokens of the description alone when the card holds it as is (UTF-8
+ * that JSON does not escape); at the cut tiers those of the card's name,
+ * cut description and punctuation added up, where no run of the estimate
+ * can cross their quotes.
  */
 struct skill;
-size_t tools_card_floor(const struct skill *k);
+size_t tools_card_floor(const struct skill *k, int tier);
 
 /* Snapshot hooks: pre-render the default list_skills result. */
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);

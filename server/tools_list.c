@@ -399,8 +399,27 @@ static int card_str(struct buf *b, const char *key, const char *s, size_t n)
  * query renders up to a few hundred cards at several tiers.
  * tests/unit/test_tools.c list_cards_match_tree_path compares the two.
  */
+/* A description's prefix counts, and the last cut made with them (tier -1:
+ * none), which the render of that tier then reuses. */
+struct desc_counts {
+    struct shape_prefix sp;
+    int tier, marker;
+    size_t keep;
+};
+
+static size_t counts_cut(const struct skill *k, int tier, struct desc_counts *dc, int *marker)
+{
+    if (dc->tier != tier) {
+        dc->keep = desc_cut(k->description, strlen(k->description), tier_cap[tier], &dc->marker,
+                            &dc->sp);
+        dc->tier = tier;
+    }
+    *marker = dc->marker;
+    return dc->keep;
+}
+
 static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len,
-                       const struct shape_prefix *sp)
+                       struct desc_counts *dc)
 {
     const struct skill *k = s->v[idx];
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
@@ -415,7 +434,8 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
         card_str(&b, ",\"qualified_name\":", k->qname, strlen(k->qname));
     int marker;
     size_t dlen = strlen(k->description);
-    size_t keep = desc_cut(k->description, dlen, tier_cap[tier], &marker, sp);
+    size_t keep = dc ? counts_cut(k, tier, dc, &marker)
+                     : desc_cut(k->description, dlen, tier_cap[tier], &marker, NULL);
     if (card_str(&b, ",\"description\":", k->description, keep) == 0 && marker) {
         b.len--;        /* before the closing quote */
         buf_puts(&b, ELLIPSIS "\"");
@@ -439,10 +459,10 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
 }
 
 static struct card *card_render(const struct snapshot *snap, size_t idx, int tier,
-                                const struct shape_prefix *sp)
+                                struct desc_counts *dc)
 {
     size_t n;
-    char *s = card_json(snap, idx, tier, &n, sp);
+    char *s = card_json(snap, idx, tier, &n, dc);
     struct buf esc;
     buf_init(&esc, 0);
     buf_json_escape(&esc, s, n);
@@ -466,7 +486,7 @@ static struct card *card_render(const struct snapshot *snap, size_t idx, int tie
  * snapshot's verdict, not to the entry: it is rendered each time, *owned set.
  */
 static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int *owned,
-                             const struct shape_prefix *sp)
+                             struct desc_counts *dc)
 {
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
     *owned = g && (g->reason || g->serve);
@@ -476,7 +496,7 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
     struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
     if (c)
         return c;
-    c = card_render(s, idx, tier, sp);
+    c = card_render(s, idx, tier, dc);
     struct card *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -502,9 +522,53 @@ static int desc_plain(const struct skill *k)
     return utf8_valid(k->description, n);
 }
 
-size_t tools_card_floor(const struct skill *k)
+/* A byte a value may start or end with and meet a quote as the start or
+ * end of the text would: a letter, a digit, or part of a UTF-8 sequence. */
+static int safe_end(unsigned char c)
 {
-    return desc_plain(k) ? shape_tokens(k->description, strlen(k->description)) : 0;
+    return c >= 0x80 || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9');
+}
+
+/*
+ * The floor of k's card at a cut tier (2 and up), sp being the prefix counts
+ * of k's plain description: the card less its qualified name and quarantine
+ * fields is {"name":"N","description":"D"} with D the cut (and "…"), and
+ * where N and D start and end with safe_end bytes and N is ASCII, its
+ * tokens are those of the four pieces and of N and D added up (no run
+ * crosses a quote; the marker is one token of its own). Leaving members out
+ * only removes runs. 0 when that does not hold.
+ */
+static size_t cut_floor(const struct skill *k, int tier, struct desc_counts *dc)
+{
+    static const char p0[] = "{\"name\":\"", p1[] = "\",\"description\":\"", p2[] = "\"}";
+    const unsigned char *nm = (const unsigned char *)k->name;
+    size_t nl = strlen(k->name);
+    if (!nl || !safe_end(nm[0]) || !safe_end(nm[nl - 1]))
+        return 0;
+    for (size_t i = 0; i < nl; i++)
+        if (nm[i] >= 0x80 || nm[i] < 0x20 || nm[i] == '"' || nm[i] == '\\')
+            return 0;
+    int marker;
+    size_t keep = counts_cut(k, tier, dc, &marker);
+    const unsigned char *d = (const unsigned char *)k->description;
+    if (!keep || !safe_end(d[0]) || !safe_end(d[keep - 1]))
+        return 0;
+    return shape_tokens(p0, sizeof p0 - 1) + shape_tokens(p1, sizeof p1 - 1) +
+           shape_tokens(p2, sizeof p2 - 1) + shape_tokens(k->name, nl) +
+           shape_prefix_tokens(&dc->sp, keep) + (size_t)marker;
+}
+
+size_t tools_card_floor(const struct skill *k, int tier)
+{
+    if (!desc_plain(k))
+        return 0;
+    struct desc_counts dc;
+    dc.tier = -1;
+    size_t f = shape_prefix_init(&dc.sp, k->description, strlen(k->description));
+    if (tier >= 2)
+        f = cut_floor(k, tier, &dc);
+    shape_prefix_free(&dc.sp);
+    return f;
 }
 
 static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
@@ -538,10 +602,10 @@ static void page_free(struct page *p)
 }
 
 static void page_set(const struct snapshot *s, struct page *p, size_t i, int tier,
-                     const struct shape_prefix *sp)
+                     struct desc_counts *dc)
 {
     int own;
-    struct card *c = card_get(s, p->idx[i], tier, &own, sp);
+    struct card *c = card_get(s, p->idx[i], tier, &own, dc);
     if (p->own[i])
         free(p->card[i]);
     p->card[i] = c;
@@ -590,30 +654,37 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
          * less room than their description: tiers 0 and 1 are skipped
          * without rendering them). */
         struct skill *k = s->v[p->idx[i]];
-        struct shape_prefix sp;
+        struct desc_counts dc;     /* not zeroed: 6 KB */
+        dc.tier = -1;
         int t = 0, have = 0;
         int plain = room != SIZE_MAX &&
                     !(s->gate && (s->gate[p->idx[i]].reason || s->gate[p->idx[i]].serve)) &&
                     desc_plain(k);
         if (plain && !(atomic_load_explicit(&k->card[0], memory_order_acquire) &&
                        atomic_load_explicit(&k->card[1], memory_order_acquire))) {
-            shape_prefix_init(&sp, k->description, strlen(k->description));
+            shape_prefix_init(&dc.sp, k->description, strlen(k->description));
             have = 1;
-            if (sp.total > room)
+            if (dc.sp.total > room)
                 t = 2;      /* tiers 0 and 1 hold the whole description */
         }
         for (; t < SKILL_CARD_TIERS; t++) {
             if (plain && !have && t >= 2 &&
                 !atomic_load_explicit(&k->card[t], memory_order_acquire)) {
-                shape_prefix_init(&sp, k->description, strlen(k->description));
+                shape_prefix_init(&dc.sp, k->description, strlen(k->description));
                 have = 1;
             }
-            page_set(s, p, i, t, have ? &sp : NULL);
+            /* a cut tier whose floor is over the room is not rendered
+                 * (the last one always is: a card that fits none takes it) */
+            if (have && t >= 2 && t + 1 < SKILL_CARD_TIERS &&
+                !atomic_load_explicit(&k->card[t], memory_order_acquire) &&
+                cut_floor(k, t, &dc) > room)
+                continue;
+            page_set(s, p, i, t, have ? &dc : NULL);
             if (p->card[i]->tokens <= room)
                 break;
         }
         if (have)
-            shape_prefix_free(&sp);
+            shape_prefix_free(&dc.sp);
         tokens += p->card[i]->tokens;
         chars += p->card[i]->chars;
         pre_t += p->card[i]->tokens + (i > 0);

@@ -759,10 +759,11 @@ TEST(list_paging)
     json_decref(r);
 }
 
-/* tools_card_floor never counts more than the card it stands for: tiers 0
- * and 1 as card_of builds them (name, qualified name, description, tags,
- * version), for descriptions of every kind the estimate tells apart. A
- * larger floor would skip a tier that fits and change the page. */
+/* tools_card_floor never counts more than the card it stands for, at
+ * every tier as card_of builds it (name, qualified name, description or its
+ * cut, tags, version), for names and descriptions of every kind the
+ * estimate tells apart. A larger floor would skip a tier that fits and
+ * change the page. */
 TEST(card_floor_at_most_the_card)
 {
     static const char *const descs[] = {
@@ -774,9 +775,27 @@ TEST(card_floor_at_most_the_card)
         "\x01\x02 control", "invalid \xff byte, in a description that goes on for a good many more words",
         "truncated \xe4\xb8", "-", "@handle", "#1",
         "_under_score_", "1234567890", "e.g. U.S. etc.",
+        "Profile CSV files quickly. It reports column types, null counts and value ranges for "
+        "every column in the file, then writes a report that a spreadsheet can open (xlsx).",
+        "Audit Terraform plans before they are applied; report every resource that would be "
+        "destroyed and why, with the module path 3f9a8b7c6d5e4f3a2b1c and the plan's id: 42!",
+        "\xe5\x88\x86\xe6\x9e\x90\xe8\xa1\xa8\xe6\xa0\xbc\xe3\x80\x82\xe5\x86\x99\xe5\x87\xba"
+        "\xe6\x8a\xa5\xe5\x91\x8a\xef\xbc\x8c\xe5\x88\x97\xe5\x87\xba\xe6\xaf\x8f\xe4\xb8\x80"
+        "\xe5\x88\x97\xe7\x9a\x84\xe7\xb1\xbb\xe5\x9e\x8b\xe5\x92\x8c\xe7\xa9\xba\xe5\x80\xbc"
+        "\xe3\x80\x82 then English words follow for a while to make it longer than the caps",
+        "use this skill when you need to check review find fix build run compare generate convert "
+        "summarise validate inspect analyse prepare update create list read write report explain",
+        "(parenthesised start) and a long run of words afterwards, -- dashes -- and more words "
+        "to pass the caps of every tier, ending in punctuation...",
+        "Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word "
+        "Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word "
+        "Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word Word",
     };
+    static const char *const names[] = {"n", "check-csv-01234", "x-", "-x", "9lives", "a_b",
+                                        "caf\xc3\xa9", "HTTPServer", "deadbeef0123456789ab"};
     static const char *const tagsets[][3] = {{NULL}, {"data", "csv", NULL}, {"(x)", NULL}};
     for (size_t d = 0; d < sizeof descs / sizeof *descs; d++)
+        for (size_t nmi = 0; nmi < sizeof names / sizeof *names; nmi++)
         for (size_t ts = 0; ts < 3; ts++)
             for (int q = 0; q < 2; q++) {
                 char *tags[3];
@@ -786,18 +805,27 @@ TEST(card_floor_at_most_the_card)
                     nt++;
                 }
                 struct skill k = {0};
-                k.name = "n";
-                k.qname = q ? "team/n" : "n";
+                char qn[64];
+                snprintf(qn, sizeof qn, "team/%s", names[nmi]);
+                k.name = (char *)(uintptr_t)names[nmi];
+                k.qname = q ? qn : k.name;
                 k.description = descs[d];
                 k.tags = tags;
                 k.ntags = nt;
                 k.version = q ? "1.0" : NULL;
-                size_t floor = tools_card_floor(&k);
-                for (int tier = 0; tier < 2; tier++) {
+                for (int tier = 0; tier < SKILL_CARD_TIERS; tier++) {
+                    size_t floor = tools_card_floor(&k, tier);
+                    static const unsigned short caps[SKILL_CARD_TIERS] = {0, 0, 48, 32, 24, 16, 10};
+                    int marker;
+                    size_t keep = tools_desc_cut(k.description, strlen(k.description), caps[tier],
+                                                 &marker);
+                    char dcut[512];
+                    snprintf(dcut, sizeof dcut, "%.*s%s", (int)keep, k.description,
+                             marker ? "\xe2\x80\xa6" : "");
                     json_t *c = json_pack("{s:s}", "name", k.name);
                     if (q)
                         json_object_set_new(c, "qualified_name", json_string(k.qname));
-                    json_object_set_new(c, "description", json_string(k.description));
+                    json_object_set_new(c, "description", json_string(dcut));
                     if (tier == 0 && nt) {
                         json_t *a = json_array();
                         for (size_t i = 0; i < nt; i++)
