@@ -147,10 +147,9 @@ static size_t cluster_start(const unsigned char *u, size_t n, size_t at)
  * between two CJK characters); a later class wins only when the earlier
  * one would keep less than half of that prefix. A sentence end needs no
  * marker; any other cut ends with "…". Text with no boundary at all (one
- * long word) is cut on a character boundary.
+ * long word) is cut on a character boundary. given is d's prefix counts
+ * (shared by the tiers of one card), or NULL.
  */
-/* tools_desc_cut with d's prefix counts given (shared by the tiers of one
- * card), or NULL. */
 static size_t desc_cut(const char *d, size_t n, size_t cap, int *marker,
                        const struct shape_prefix *given)
 {
