@@ -39,17 +39,23 @@ const within = (p, ms) => {
     .finally(() => clearTimeout(t));
 };
 
+// At --max-connections 2: two connections answered and held, a third
+// neither reset nor answered (it waits in the backlog while both are held).
+async function twoHeldOneWaiting(port, socks) {
+  const a = ask(port); socks.push(a.s);
+  const b = ask(port); socks.push(b.s);
+  assert.match(await within(a.answered, 8000), /^HTTP\/1\.1 200/);
+  assert.match(await within(b.answered, 8000), /^HTTP\/1\.1 200/);
+  const c = ask(port); socks.push(c.s);
+  assert.equal(await within(c.answered, 400), 'waiting');
+  return [a, b, c];
+}
+
 test('at --max-connections a new connection waits in the backlog, then is answered when one closes', opts, async () => {
   const srv = await startServer({ args: ['--max-connections', '2', '--threads', '2'] });
   const socks = [];
   try {
-    const a = ask(srv.port); socks.push(a.s);
-    const b = ask(srv.port); socks.push(b.s);
-    assert.match(await within(a.answered, 8000), /^HTTP\/1\.1 200/);
-    assert.match(await within(b.answered, 8000), /^HTTP\/1\.1 200/);
-    const c = ask(srv.port); socks.push(c.s);
-    // not reset, not answered: it waits while both slots are held
-    assert.equal(await within(c.answered, 400), 'waiting');
+    const [a, , c] = await twoHeldOneWaiting(srv.port, socks);
     a.s.destroy();
     assert.match(await within(c.answered, 8000), /^HTTP\/1\.1 200/);
   } finally {
@@ -62,12 +68,7 @@ test('SIGTERM at --max-connections: the connection waiting in the backlog is ans
   const srv = await startServer({ args: ['--max-connections', '2', '--threads', '2'] });
   const socks = [];
   try {
-    const a = ask(srv.port); socks.push(a.s);
-    const b = ask(srv.port); socks.push(b.s);
-    assert.match(await within(a.answered, 8000), /^HTTP\/1\.1 200/);
-    assert.match(await within(b.answered, 8000), /^HTTP\/1\.1 200/);
-    const c = ask(srv.port); socks.push(c.s);
-    assert.equal(await within(c.answered, 400), 'waiting');
+    const [, , c] = await twoHeldOneWaiting(srv.port, socks);
     const gone = new Promise((r) => srv.proc.once('exit', (code, signal) => r({ code, signal })));
     process.kill(srv.proc.pid, 'SIGTERM');
     // completed before the SIGTERM, so the drain takes it in, past the limit
