@@ -405,6 +405,44 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   assert.ok(decoyKept, `${decoy} is not a trash folder of this user (mode 0755) and must be left alone`);
 });
 
+test('scratch: a spare replaced in /tmp (a link, a folder of another user) is not given to a run', opts, async () => {
+  // A spare can wait in /tmp for days; a cleaner may remove it, and anyone
+  // may then put a link or a folder of their own at its name. The server
+  // must not chown what the link names, nor hand such a folder out as HOME.
+  const victim = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-e2e-victim-'));
+  fs.chmodSync(victim, 0o755);
+  const srv = await startRunner({
+    setup: (skills) => fs.writeFileSync(path.join(skills, BASICS, 'scripts', 'home.sh'), 'echo "$HOME"\n'),
+  });
+  const sparesOf = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(`skill-mcp-run-${srv.proc.pid}-`))
+    .map((n) => path.join(os.tmpdir(), n));
+  const planted = [];
+  const c = await connect(srv.url);
+  let homes = [];
+  let victimUid;
+  try {
+    assert.ok(await poll(() => sparesOf().length === 4, 5000, 20), 'the server makes its spares at start');
+    sparesOf().forEach((p, i) => {
+      fs.rmdirSync(p);
+      if (i % 2) fs.symlinkSync(victim, p);
+      else { fs.mkdirSync(p, { mode: 0o700 }); fs.chownSync(p, 4242, 4242); }
+      planted.push(p);
+    });
+    // four at once take the four spares before any is topped up
+    const rs = await Promise.all([0, 1, 2, 3].map(() => run(c, BASICS, 'scripts/home.sh')));
+    for (const r of rs) assert.equal(r.status, 'ok', r.stderr);
+    homes = rs.map((r) => r.stdout.trim());
+    victimUid = fs.statSync(victim).uid;
+  } finally {
+    await c.close();
+    await srv.stop();
+    for (const p of [...planted, victim]) fs.rmSync(p, { recursive: true, force: true });
+  }
+  assert.equal(victimUid, process.getuid(), 'the folder a planted link names must not be given to the script user');
+  const reused = homes.filter((h) => planted.includes(h));
+  assert.deepEqual(reused, [], 'a planted name must not be a run\'s HOME');
+});
+
 test('env: refused names and values (injection variables, server-set names, bad names, NUL)', opts, async () => {
   const names = ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'BASH_ENV', 'ENV', 'PYTHONPATH', 'PYTHONSTARTUP',
     'NODE_OPTIONS', 'PERL5OPT', 'GIT_SSH_COMMAND', 'PATH', 'HOME', 'TMPDIR', 'SKILL_NAME',
