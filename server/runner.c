@@ -185,16 +185,36 @@ static void scratch_queue(struct runner *r, char *del)
     free(t);
 }
 
+/*
+ * Whether the spare d is still the folder this process made, then given to
+ * uid (-1: kept). A spare waits in world-writable /tmp, where a cleaner may
+ * remove it and anyone may then put a link or a folder of their own at its
+ * name: the name is opened without following a link and the folder proven
+ * ours, 0700, before it is chowned through that descriptor. Once it is the
+ * script user's, no other user may rename it in sticky /tmp.
+ */
+static int spare_claim(const char *d, int uid, int gid)
+{
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+             (st.st_mode & 07777) == 0700 &&
+             (uid < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) == 0);
+    close(fd);
+    return ok;
+}
+
 /* A new scratch folder, given to uid (-1: kept): a spare, else one made
  * now. NULL with errno set. */
 static char *scratch_take(struct runner *r, int uid, int gid)
 {
     while (r->nspare > 0) {
         char *d = r->spare[--r->nspare];
-        /* one that a /tmp cleaner removed meanwhile is not a HOME */
-        if (uid >= 0 ? chown(d, (uid_t)uid, (gid_t)gid) == 0 : access(d, F_OK) == 0)
+        if (spare_claim(d, uid, gid))
             return d;
-        rmdir(d);
+        /* not ours any more: whatever is at that name is left alone */
         free(d);
     }
     char dir[64];
