@@ -366,6 +366,9 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   fs.mkdirSync(staleSpare, { mode: 0o700 });
   fs.mkdirSync(decoy, { mode: 0o755 });
   fs.chmodSync(decoy, 0o755);
+  // the spares of a server that is alive (the main one) are its own
+  const liveSpares = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(`skill-mcp-run-${s.proc.pid}-`))
+    .map((n) => path.join(os.tmpdir(), n));
   const srv = await startRunner({
     setup: (skills) => fs.writeFileSync(path.join(skills, BASICS, 'scripts', 'fill-home.sh'),
       'mkdir -p "$HOME/a/b" && head -c 4096 /dev/zero >"$HOME/a/b/f" && : >"$TMPDIR/t" && echo "$HOME"\n'),
@@ -375,7 +378,9 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
     .filter((n) => n.startsWith(`skill-mcp-trash-${srv.proc.pid}-`)).map((n) => path.join(os.tmpdir(), n));
   const sparesOf = () => fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith(`skill-mcp-run-${srv.proc.pid}-`));
   const c = await connect(srv.url);
+  let swept;
   try {
+    swept = liveSpares.filter((p) => !fs.existsSync(p));
     const [trash] = trashOf();
     assert.ok(trash, 'the server keeps a folder for used scratch folders in /tmp');
     assert.equal(fs.statSync(trash).mode & 0o777, 0o700, 'only the server can reach what is in it');
@@ -398,6 +403,8 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   const staleSpareGone = !fs.existsSync(staleSpare);
   const decoyKept = fs.existsSync(decoy);
   for (const p of [stale, staleSpare, decoy]) fs.rmSync(p, { recursive: true, force: true });
+  assert.ok(liveSpares.length > 0, 'the main server keeps spare scratch folders');
+  assert.deepEqual(swept, [], 'a starting server must not remove the spares of a server that is alive');
   assert.deepEqual(trashLeft, [], 'the server removes its folder when it exits');
   assert.deepEqual(sparesLeft, [], 'the server removes its unused scratch folders when it exits');
   assert.ok(staleGone, `${stale}, left by a server that is gone, must be removed at start`);
