@@ -130,14 +130,14 @@ test('Origin: loopback allowed, anything else 403', opts, async () => {
 
 // A header sent twice: the first one counts (for every header the endpoint
 // reads), whichever of the two would pass.
-function postRawHeaders(url, pairs, body) {
+function postRawHeaders(url, pairs, body, lead) {
   const u = new URL(url);
   const b = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const req = http.request({
       host: u.hostname, port: u.port, path: u.pathname, method: 'POST', timeout: 10_000,
-      headers: ['Host', u.host, 'Content-Type', 'application/json', 'Content-Length', String(b.length),
-        ...pairs],
+      headers: [...(lead ?? ['Host', u.host, 'Content-Type', 'application/json']),
+        'Content-Length', String(b.length), ...pairs],
     }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode));
@@ -157,6 +157,16 @@ test('a repeated header: the first one counts', opts, async () => {
   assert.equal(await postRawHeaders(s.url, ['MCP-Protocol-Version', '1999-01-01',
     'mcp-protocol-version', '2025-11-25'], listTools), 400);
   assert.equal(await postRawHeaders(s.url, ['Accept', 'text/html', 'Accept', 'application/json'], listTools), 406);
+  // Host and Content-Type as well, whichever case the second is sent in.
+  const host = `127.0.0.1:${s.port}`, json = 'application/json';
+  assert.equal(await postRawHeaders(s.url, [], listTools,
+    ['Host', host, 'host', 'evil.example', 'Content-Type', json]), 200);
+  assert.equal(await postRawHeaders(s.url, [], listTools,
+    ['Host', 'evil.example', 'HOST', host, 'Content-Type', json]), 403);
+  assert.equal(await postRawHeaders(s.url, [], listTools,
+    ['Host', host, 'Content-Type', json, 'content-type', 'text/plain']), 200);
+  assert.equal(await postRawHeaders(s.url, [], listTools,
+    ['Host', host, 'Content-Type', 'text/plain', 'CONTENT-TYPE', json]), 415);
 });
 
 test('Host not localhost when bound to loopback -> 403 (DNS rebinding)', opts, async () => {
