@@ -1009,6 +1009,48 @@ TEST(json_alloc_thread_gives_back_at_exit)
     }
 }
 
+struct ja_hold {
+    void **blocks;
+    size_t n, in_use;
+};
+
+static void *ja_free_thread(void *arg)
+{
+    struct ja_hold *h = arg;
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    for (size_t i = 0; i < h->n; i++)
+        f(h->blocks[i]);
+    h->in_use = mallinfo2().uordblks;
+    return NULL;
+}
+
+/* A thread that frees more blocks of one size than it will reuse (a tree
+ * built on one thread and dropped on another, a burst) keeps a bounded
+ * number of them, not all. */
+TEST(json_alloc_thread_keeps_a_bounded_number)
+{
+    x_install_json_alloc();
+    json_malloc_t m;
+    json_free_t f;
+    json_get_alloc_funcs(&m, &f);
+    enum { N = 2000 };
+    static void *blocks[N];
+    struct ja_hold h = {blocks, N, 0};
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, ja_thread, NULL), 0);
+    pthread_join(t, NULL);
+    size_t before = mallinfo2().uordblks;
+    for (size_t i = 0; i < N; i++)
+        blocks[i] = m(40);
+    CHECK_EQ(pthread_create(&t, NULL, ja_free_thread, &h), 0);
+    pthread_join(t, NULL);
+    /* all N kept would be some 96 KB; 64 and the C library's own few, 4 KB */
+    if (h.in_use > before + 8192)
+        H_FAIL("%zu bytes in use while the thread that freed them ran", h.in_use - before);
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -1043,5 +1085,6 @@ int main(void)
     RUN(casestr_matches_strcasestr);
     RUN(json_alloc_blocks_fit_and_are_mallocs_own);
     RUN(json_alloc_thread_gives_back_at_exit);
+    RUN(json_alloc_thread_keeps_a_bounded_number);
     DONE();
 }
