@@ -131,9 +131,25 @@ struct scratch_work {
     char *made[SPARES];
 };
 
+/*
+ * A pid names a server only inside its pid namespace: servers in containers
+ * that share /tmp see each other's pids as gone. The names carry the
+ * namespace (its inode number) after the pid, and the start-up sweep judges
+ * only folders of its own namespace, so it never removes the scratch folder
+ * of a script still running in another one.
+ */
+static char pidns[24] = "0";
+
+static void pidns_init(void)
+{
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) == 0)
+        snprintf(pidns, sizeof pidns, "%llu", (unsigned long long)st.st_ino);
+}
+
 static int scratch_make(char *out, size_t n)
 {
-    snprintf(out, n, "/tmp/skill-mcp-run-%d-XXXXXX", (int)getpid());
+    snprintf(out, n, "/tmp/skill-mcp-run-%d-%s-XXXXXX", (int)getpid(), pidns);
     return mkdtemp(out) ? 0 : -1;
 }
 
@@ -142,7 +158,7 @@ static void scratch_work(uv_work_t *w)
     struct scratch_work *t = w->data;
     remove_tree(t->del);
     for (int i = 0; i < t->nmake; i++) {
-        char dir[64];
+        char dir[96];
         if (scratch_make(dir, sizeof dir) == 0)
             t->made[t->nmade++] = xstrdup(dir);
     }
@@ -217,7 +233,7 @@ static char *scratch_take(struct runner *r, int uid, int gid)
         /* not ours any more: whatever is at that name is left alone */
         free(d);
     }
-    char dir[64];
+    char dir[96];
     if (scratch_make(dir, sizeof dir) < 0)
         return NULL;
     /* The script runs as --script-user: its HOME must be its own. */
@@ -244,8 +260,8 @@ static char *scratch_retire(struct runner *r, const char *dir)
 
 /*
  * The trash folders and spare scratch folders of servers that ended without
- * removing theirs (killed outright): this user's own 0700 folders whose pid
- * is gone. Only folders this user owns, so nothing another user planted in
+ * removing theirs (killed outright): this user's own 0700 folders whose pid,
+ * in this pid namespace, is gone. Only folders this user owns, so nothing another user planted in
  * /tmp is walked.
  */
 static void trash_sweep_stale(void)
@@ -263,7 +279,9 @@ static void trash_sweep_stale(void)
             continue;
         char *end;
         long pid = strtol(e->d_name + skip, &end, 10);
-        if (pid <= 0 || *end != '-' || pid == (long)getpid())
+        size_t nl = strlen(pidns);
+        if (pid <= 0 || *end != '-' || pid == (long)getpid() || strncmp(end + 1, pidns, nl) ||
+            end[1 + nl] != '-')
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
@@ -899,7 +917,7 @@ static int spawn_job(struct run_job *j)
 {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
     int rc = -1;
-    char home[64], tmpv[64];
+    char home[96], tmpv[96];
 
     char *tmpl = scratch_take(j->_r, j->run_uid, j->run_gid);
     if (!tmpl) {
@@ -1310,9 +1328,10 @@ struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max
     r->sweep.data = r;
     uv_timer_start(&r->sweep, on_sweep, 250, 250);
     uv_unref((uv_handle_t *)&r->sweep);
+    pidns_init();
     trash_sweep_stale();
-    char trash[64];
-    snprintf(trash, sizeof trash, "/tmp/skill-mcp-trash-%d-XXXXXX", (int)getpid());
+    char trash[80];
+    snprintf(trash, sizeof trash, "/tmp/skill-mcp-trash-%d-%s-XXXXXX", (int)getpid(), pidns);
     if (mkdtemp(trash))
         r->trash = xstrdup(trash);
     else

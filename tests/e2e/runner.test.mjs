@@ -356,10 +356,17 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   // the trash folder of a server killed outright (its pid gone) is removed by
   // the next server; a folder of that name with another mode is not its own
   const dead = spawnSync('true').pid;
-  const stale = path.join(os.tmpdir(), `skill-mcp-trash-${dead}-e2e${crypto.randomBytes(3).toString('hex')}`);
+  // the names carry the pid namespace: a pid is judged only in its own
+  const ns = fs.statSync('/proc/self/ns/pid').ino;
+  const stale = path.join(os.tmpdir(), `skill-mcp-trash-${dead}-${ns}-e2e${crypto.randomBytes(3).toString('hex')}`);
   const decoy = `${stale}x`;
   // and so are its scratch folders made ahead of runs that never came
-  const staleSpare = path.join(os.tmpdir(), `skill-mcp-run-${dead}-e2e${crypto.randomBytes(3).toString('hex')}`);
+  const staleSpare = path.join(os.tmpdir(), `skill-mcp-run-${dead}-${ns}-e2e${crypto.randomBytes(3).toString('hex')}`);
+  // a folder of another pid namespace (a container sharing /tmp), whose pid
+  // this one cannot see: it may be a running script's HOME, so it stays
+  const otherNs = path.join(os.tmpdir(), `skill-mcp-run-${dead}-${ns + 1}-e2e${crypto.randomBytes(3).toString('hex')}`);
+  fs.mkdirSync(otherNs, { mode: 0o700 });
+  fs.chmodSync(otherNs, 0o700);
   fs.mkdirSync(path.join(stale, '0'), { recursive: true });
   fs.writeFileSync(path.join(stale, '0', 'f'), 'x');
   fs.chmodSync(stale, 0o700);
@@ -402,7 +409,8 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   const staleGone = !fs.existsSync(stale);
   const staleSpareGone = !fs.existsSync(staleSpare);
   const decoyKept = fs.existsSync(decoy);
-  for (const p of [stale, staleSpare, decoy]) fs.rmSync(p, { recursive: true, force: true });
+  const otherNsKept = fs.existsSync(otherNs);
+  for (const p of [stale, staleSpare, decoy, otherNs]) fs.rmSync(p, { recursive: true, force: true });
   assert.ok(liveSpares.length > 0, 'the main server keeps spare scratch folders');
   assert.deepEqual(swept, [], 'a starting server must not remove the spares of a server that is alive');
   assert.deepEqual(trashLeft, [], 'the server removes its folder when it exits');
@@ -410,6 +418,7 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
   assert.ok(staleGone, `${stale}, left by a server that is gone, must be removed at start`);
   assert.ok(staleSpareGone, `${staleSpare}, left by a server that is gone, must be removed at start`);
   assert.ok(decoyKept, `${decoy} is not a trash folder of this user (mode 0755) and must be left alone`);
+  assert.ok(otherNsKept, `${otherNs} is another pid namespace's: its pid cannot be judged here`);
 });
 
 test('scratch: a spare replaced in /tmp (a link, a folder of another user) is not given to a run', opts, async () => {
