@@ -67,11 +67,13 @@ struct search_index *search_new_terms(const struct search_doc *docs,
 
 /*
  * search_new_terms, with a document that has no xterms taking its body and
- * reference terms from the previous index: prev_doc[d] is document d's
- * number in prev, or SEARCH_NO_DOC. The index keeps, per posting, the two
- * counts this needs, so the lists need not outlive the index that merged
- * them. Ranks exactly as if the lists had been given again. prev (and
- * prev_doc) may be NULL; prev must stay alive during the call.
+ * reference terms from the previous index, and one that has no terms (NULL)
+ * its name, tags and description terms: prev_doc[d] is document d's number
+ * in prev, or SEARCH_NO_DOC (then a NULL terms[d] gives the document no
+ * card terms). The index keeps, per posting, the counts this needs, so the
+ * lists need not outlive the index that merged them. Ranks exactly as if
+ * the lists had been given again. prev (and prev_doc) may be NULL; prev
+ * must stay alive during the call.
  */
 #define SEARCH_NO_DOC UINT32_MAX
 struct search_index *search_new_carry(const struct search_doc *docs,

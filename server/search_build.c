@@ -344,77 +344,130 @@ static double saturate(double wtf)
 }
 
 
-/* The body and reference terms of the previous index's documents that are
- * to be carried, grouped by previous document: from[o] .. from[o + 1]. */
+/* The terms of the previous index's documents that are to be carried,
+ * grouped by previous document: from[o] .. from[o + 1]. A posting gives
+ * a body entry (its body and reference counts) when the document's body
+ * terms are carried, and a card entry (name, tags, description) when its
+ * card terms are. */
+enum { CARRY_BODY = 1, CARRY_CARD = 2 };
+
 struct carried {
     uint32_t rank;              /* the term's rank in the previous index */
-    uint8_t tf[2];              /* body, references */
+    uint8_t kind;               /* CARRY_BODY or CARRY_CARD */
+    uint8_t tf[3];              /* body, references; or name, tags, description */
 };
 
 struct carry {
     size_t *from;               /* [prev->ndocs + 1], NULL when nothing is carried */
     struct carried *c;
+    uint8_t *wanted;            /* [prev->ndocs]: CARRY_BODY | CARRY_CARD */
 };
 
+static int card_bit(const struct search_index *idx, size_t j)
+{
+    return idx->card_bit[j >> 3] >> (j & 7) & 1;
+}
+
+/* Counts each previous document's carried entries into from[o + 1] (fill
+ * NULL), or writes them at fill[o] (ctf is read in posting order: k counts
+ * the card postings before j). */
+static size_t carry_walk(struct carry *cy, const struct search_index *prev, size_t *fill)
+{
+    size_t total = 0, k = 0;
+    for (size_t r = 0; r < prev->nterms; r++) {
+        for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++) {
+            uint32_t o = prev->post[j].doc;
+            int card = card_bit(prev, j);
+            const uint8_t *ct = card ? prev->ctf[k++] : NULL;
+            if ((cy->wanted[o] & CARRY_BODY) && (prev->xtf[j][0] || prev->xtf[j][1])) {
+                if (fill) {
+                    struct carried *e = &cy->c[fill[o]++];
+                    e->rank = (uint32_t)r;
+                    e->kind = CARRY_BODY;
+                    e->tf[0] = prev->xtf[j][0];
+                    e->tf[1] = prev->xtf[j][1];
+                    e->tf[2] = 0;
+                } else {
+                    cy->from[o + 1]++;
+                }
+                total++;
+            }
+            if ((cy->wanted[o] & CARRY_CARD) && card) {
+                if (fill) {
+                    struct carried *e = &cy->c[fill[o]++];
+                    e->rank = (uint32_t)r;
+                    e->kind = CARRY_CARD;
+                    memcpy(e->tf, ct, 3);
+                } else {
+                    cy->from[o + 1]++;
+                }
+                total++;
+            }
+        }
+    }
+    return total;
+}
+
 static void carry_init(struct carry *cy, const struct search_index *prev,
-                       const uint32_t *prev_doc, const struct search_terms *const *xterms,
-                       size_t n)
+                       const uint32_t *prev_doc, const struct search_terms *const *terms,
+                       const struct search_terms *const *xterms, size_t n)
 {
     memset(cy, 0, sizeof *cy);
     if (!prev || !prev_doc)
         return;
     size_t pn = prev->ndocs, want = 0;
-    uint8_t *wanted = xcalloc(pn ? pn : 1, 1);
+    cy->wanted = xcalloc(pn ? pn : 1, 1);
     for (size_t d = 0; d < n; d++) {
         uint32_t o = prev_doc[d];
-        if (o != SEARCH_NO_DOC && o < pn && prev->has_body[o] && !(xterms && xterms[d])) {
-            wanted[o] = 1;
-            want++;
-        }
+        if (o == SEARCH_NO_DOC || o >= pn)
+            continue;
+        if (prev->has_body[o] && !(xterms && xterms[d]))
+            cy->wanted[o] |= CARRY_BODY;
+        if (!terms[d])
+            cy->wanted[o] |= CARRY_CARD;
+        want += cy->wanted[o] != 0;
     }
     if (!want) {
-        free(wanted);
+        free(cy->wanted);
+        cy->wanted = NULL;
         return;
     }
     cy->from = xcalloc(pn + 1, sizeof *cy->from);
-    for (size_t r = 0; r < prev->nterms; r++)
-        for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++)
-            if (wanted[prev->post[j].doc] && (prev->xtf[j][0] || prev->xtf[j][1]))
-                cy->from[prev->post[j].doc + 1]++;
+    carry_walk(cy, prev, NULL);
     for (size_t o = 0; o < pn; o++)
         cy->from[o + 1] += cy->from[o];
     cy->c = xmalloc((cy->from[pn] ? cy->from[pn] : 1) * sizeof *cy->c);
     size_t *fill = xmalloc((pn ? pn : 1) * sizeof *fill);
     memcpy(fill, cy->from, pn * sizeof *fill);
-    for (size_t r = 0; r < prev->nterms; r++) {
-        for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++) {
-            uint32_t o = prev->post[j].doc;
-            if (!wanted[o] || !(prev->xtf[j][0] || prev->xtf[j][1]))
-                continue;
-            struct carried *e = &cy->c[fill[o]++];
-            e->rank = (uint32_t)r;
-            e->tf[0] = prev->xtf[j][0];
-            e->tf[1] = prev->xtf[j][1];
-        }
-    }
+    carry_walk(cy, prev, fill);
     free(fill);
-    free(wanted);
 }
 
-/* Doc d's body and reference terms, as the previous index held them for
- * its document o: the same counts merge_terms would add from a list. */
+/* Doc d's carried terms, as the previous index held them for its document
+ * o: the same counts merge_terms would add from the lists. */
 static void carry_doc(struct builder *b, const struct carry *cy,
                       const struct search_index *prev, uint32_t o, uint32_t d)
 {
-    b->len[d][F_BODY] += prev->xlen[o][0];
-    b->len[d][F_REFS] += prev->xlen[o][1];
+    if (cy->wanted[o] & CARRY_BODY) {
+        b->len[d][F_BODY] += prev->flen[o][F_BODY];
+        b->len[d][F_REFS] += prev->flen[o][F_REFS];
+    }
+    if (cy->wanted[o] & CARRY_CARD)
+        for (int f = F_NAME; f <= F_DESC; f++)
+            b->len[d][f] += prev->flen[o][f];
     search_grow((void **)&b->tp, &b->tpcap, b->ntp + (cy->from[o + 1] - cy->from[o]), sizeof *b->tp);
     for (size_t i = cy->from[o]; i < cy->from[o + 1]; i++) {
-        const char *s = prev->terms + prev->term_off[cy->c[i].rank];
+        const struct carried *e = &cy->c[i];
+        const char *s = prev->terms + prev->term_off[e->rank];
         uint32_t tid = intern(b, s, strlen(s));
         struct bterm *bt = post_slot(b, tid, d);
-        b->tp[bt->slot].tf[F_BODY] += cy->c[i].tf[0];
-        b->tp[bt->slot].tf[F_REFS] += cy->c[i].tf[1];
+        if (e->kind == CARRY_BODY) {
+            b->tp[bt->slot].tf[F_BODY] += e->tf[0];
+            b->tp[bt->slot].tf[F_REFS] += e->tf[1];
+        } else {
+            for (int f = F_NAME; f <= F_DESC; f++)
+                b->tp[bt->slot].tf[f] += e->tf[f - F_NAME];
+        }
     }
 }
 
@@ -422,6 +475,7 @@ static void carry_free(struct carry *cy)
 {
     free(cy->from);
     free(cy->c);
+    free(cy->wanted);
 }
 
 struct search_index *search_new_terms(const struct search_doc *docs,
@@ -453,7 +507,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     while (cap < n * 4 && cap < ((size_t)1 << 24))
         cap *= 2;
     struct carry cy;
-    carry_init(&cy, prev, prev_doc, xterms, n);
+    carry_init(&cy, prev, prev_doc, terms, xterms, n);
     /* Every term of every list and carried document is at most one tmp
      * posting: sized once, the largest array of the build is not copied
      * through a chain of reallocations that leaves holes in the heap. */
@@ -466,15 +520,17 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     idx->has_body = xcalloc(n ? n : 1, 1);
     /* Merge each document's dictionaries into the library's. */
     for (size_t d = 0; d < n; d++) {
+        uint32_t o = cy.from && prev_doc[d] < prev->ndocs ? prev_doc[d] : SEARCH_NO_DOC;
         if (terms[d])
             merge_terms(&b, terms[d], (uint32_t)d);
         if (xterms && xterms[d]) {
             merge_terms(&b, xterms[d], (uint32_t)d);
             idx->has_body[d] = 1;
-        } else if (cy.from && prev_doc[d] != SEARCH_NO_DOC && prev->has_body[prev_doc[d]]) {
-            carry_doc(&b, &cy, prev, prev_doc[d], (uint32_t)d);
+        } else if (o != SEARCH_NO_DOC && (cy.wanted[o] & CARRY_BODY)) {
             idx->has_body[d] = 1;
         }
+        if (o != SEARCH_NO_DOC && cy.wanted[o])
+            carry_doc(&b, &cy, prev, o, (uint32_t)d);
     }
     carry_free(&cy);
     /* The sorted dictionary: rank[tid] is the term's position. */
@@ -516,11 +572,11 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     }
     idx->post = xmalloc((b.ntp ? b.ntp : 1) * sizeof *idx->post);
     idx->xtf = xmalloc((b.ntp ? b.ntp : 1) * sizeof *idx->xtf);
-    idx->xlen = xmalloc((n ? n : 1) * sizeof *idx->xlen);
-    for (size_t d = 0; d < n; d++) {
-        idx->xlen[d][0] = b.len[d][F_BODY];
-        idx->xlen[d][1] = b.len[d][F_REFS];
-    }
+    idx->card_bit = xcalloc((b.ntp + 7) / 8 + 1, 1);
+    uint8_t (*ctf)[3] = xmalloc((b.ntp ? b.ntp : 1) * sizeof *ctf);
+    idx->flen = xmalloc((n ? n : 1) * sizeof *idx->flen);
+    if (n)
+        memcpy(idx->flen, b.len, n * sizeof *idx->flen);
     for (size_t i = 0; i < b.ntp; i++) {
         const struct tmp_post *p = &b.tp[i];
         uint32_t r = rank[p->tid];
@@ -540,8 +596,20 @@ struct search_index *search_new_carry(const struct search_doc *docs,
          * the count a list would have given. */
         idx->xtf[fill[r]][0] = (uint8_t)(p->tf[F_BODY] > UINT8_MAX ? UINT8_MAX : p->tf[F_BODY]);
         idx->xtf[fill[r]][1] = (uint8_t)(p->tf[F_REFS] > UINT8_MAX ? UINT8_MAX : p->tf[F_REFS]);
+        if (p->tf[F_NAME] || p->tf[F_TAGS] || p->tf[F_DESC]) {
+            idx->card_bit[fill[r] >> 3] |= (uint8_t)(1u << (fill[r] & 7));
+            for (int f = F_NAME; f <= F_DESC; f++)
+                ctf[fill[r]][f - F_NAME] = (uint8_t)(p->tf[f] > UINT8_MAX ? UINT8_MAX : p->tf[f]);
+        }
         fill[r]++;
     }
+    /* The card counts kept only for the postings that have one, in
+     * posting order. */
+    size_t nc = 0;
+    for (size_t j = 0; j < b.ntp; j++)
+        if (card_bit(idx, j))
+            memmove(ctf[nc++], ctf[j], 3);
+    idx->ctf = xrealloc(ctf, (nc ? nc : 1) * sizeof *ctf);
     free(fill);
     free(idf);
     free(rank);
@@ -619,7 +687,9 @@ void search_free(struct search_index *idx)
     free(idx->post_start);
     free(idx->post);
     free(idx->xtf);
-    free(idx->xlen);
+    free(idx->card_bit);
+    free(idx->ctf);
+    free(idx->flen);
     free(idx->has_body);
     free(idx->names);
     free(idx->byname);

@@ -64,13 +64,17 @@ struct search_index {
     size_t *term_off;           /* [nterms], in strcmp order of the terms */
     size_t *post_start;         /* [nterms + 1] into post */
     struct posting *post;
-    /* What the next build needs to take a document's body and reference
-     * terms from this index instead of from a per-document list kept for
-     * every entry (two bytes per posting against ~14 per term and
-     * document): per posting, the body and reference counts; per document,
-     * the two field lengths and whether its body terms are here. */
+    /* What the next build needs to take a document's terms from this index
+     * instead of from a per-document list kept for every entry (a few
+     * bytes per posting against ~14 per term and document): per posting,
+     * the body and reference counts, and for the postings with a card
+     * count (bit j of card_bit) the name, tags and description counts, in
+     * posting order; per document, the field lengths and whether its body
+     * terms are here. Counts saturate at 255 as in struct search_terms. */
     uint8_t (*xtf)[2];          /* [npost] */
-    uint32_t (*xlen)[2];        /* [ndocs] */
+    uint8_t *card_bit;          /* [(npost + 7) / 8] */
+    uint8_t (*ctf)[3];          /* [postings with a card count] */
+    uint32_t (*flen)[NFIELDS];  /* [ndocs] */
     uint8_t *has_body;          /* [ndocs] */
     char *names;                /* trimmed, ASCII-lowercased names */
     struct name_ent *byname;    /* [ndocs], by (name, doc) */

@@ -579,9 +579,25 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
         i += c <= 0;
         j += c >= 0;
     }
+    /* An entry whose card terms were released is always one old's index
+     * holds (it was in every snapshot since its terms were merged); should
+     * one ever come without, it is tokenized again rather than lose them. */
+    struct search_terms **made = xcalloc(s->n ? s->n : 1, sizeof *made);
+    for (size_t i = 0; i < s->n; i++) {
+        if (!terms[i] && prev_doc[i] == SEARCH_NO_DOC)
+            terms[i] = made[i] = search_terms_new(&docs[i]);
+    }
     s->search = search_new_carry(docs, terms, xterms, s->n, old ? old->search : NULL, prev_doc);
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         snap_of(s)->bodies_indexed += (size_t)search_has_body(s->search, i);
+        search_terms_free(made[i]);
+        /* s's index holds them now, and s is published by every caller:
+         * the next build carries them from it. Scanner role: no other
+         * build reads them. */
+        search_terms_free(s->v[i]->terms);
+        s->v[i]->terms = NULL;
+    }
+    free(made);
     free(prev_doc);
     free(xterms);
     free(terms);

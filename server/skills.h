@@ -100,7 +100,10 @@ struct skill {
     size_t ndirs;
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
-    struct search_terms *terms; /* name, tags and description tokenized for search */
+    /* name, tags and description tokenized for search (discovery's threads),
+     * until the build that merges them: later builds carry them from the
+     * index */
+    struct search_terms *terms;
     /* body and references tokenized for search: set once, after discovery
      * (skills_index_bodies), NULL until then; freed (replaced by a mark)
      * once an index holding them is current, since later builds take

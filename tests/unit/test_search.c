@@ -952,6 +952,135 @@ TEST(body_terms_carried_from_previous_index)
     }
 }
 
+/* A rebuild also takes a reused document's name, tags and description
+ * terms from the index it replaces when its list is gone (an entry keeps
+ * none once they are merged): the same ranking as from the lists, with
+ * documents renumbered, a card count past the one-byte saturation, a
+ * document whose body is carried and one whose body is not read yet, a
+ * document given new card terms in place of its old ones, a new one, and
+ * over two generations. */
+TEST(card_terms_carried_from_previous_index)
+{
+    enum { N = 5 };
+    static char zebras[300 * 6 + 1];
+    for (size_t i = 0; i < 300; i++)
+        memcpy(zebras + i * 6, "zebra ", 6);
+    static const char *const tg0[] = { "spreadsheet", "excel-files" };
+    static const char *const tg2[] = { "animals" };
+    static const char *const tg3[] = { "wombat", "burrow" };
+    struct search_doc d[N] = {
+        { .name = "team/xlsx-tools", .description = "Edit workbooks and charts.",
+          .tags = tg0, .ntags = 2 },
+        { .name = "pdf", .description = "Fill PDF forms; merge PDF files." },
+        { .name = "zoo", .description = zebras, .tags = tg2, .ntags = 1 },
+        { .name = "burrows", .description = "Where wombats sleep.", .tags = tg3, .ntags = 2 },
+        { .name = "charts", .description = "Bar charts and line charts of a sample." },
+    };
+    static const char *const bodies[N] = {
+        "# Cells\nopenpyxl writes cells.\n", "# Forms\nUse pypdf.\n", NULL,
+        "Dig a burrow; a wombat sleeps there.\n", "# Plot\nmatplotlib series.\n",
+    };
+    struct search_terms *t[N], *xt[N];
+    for (size_t i = 0; i < N; i++) {
+        t[i] = search_terms_new(&d[i]);
+        struct search_doc b = { .body = bodies[i], .body_len = bodies[i] ? strlen(bodies[i]) : 0 };
+        xt[i] = search_terms_new(&b);
+    }
+    const char *const q[] = { "xlsx", "excel", "spreadsheet", "charts", "zebra", "animals",
+                              "wombat", "burrow", "pdf forms", "openpyxl", "sample", "tools",
+                              "team/xlsx-tools", "zoo", "sleep", "matplotlib", "pypdf" };
+
+    /* Generation 1, from lists; document 2 has no body read. */
+    const struct search_terms *g1x[N];
+    for (size_t i = 0; i < N; i++)
+        g1x[i] = i == 2 ? NULL : xt[i];
+    struct search_index *g1 = search_new_terms(d, (const struct search_terms *const *)t, g1x, N);
+
+    /* Generation 2: document 0 is gone (the rest move up one); every card
+     * and body is carried except the last document's card, given anew
+     * with a different description; the zoo's body arrives as a list. */
+    struct search_doc d2[N - 1];
+    const struct search_terms *t2[N - 1], *x2[N - 1], *r2t[N - 1], *r2x[N - 1];
+    uint32_t prev2[N - 1];
+    struct search_doc edited = d[4];
+    edited.description = "Pie charts of a census.";
+    struct search_terms *te = search_terms_new(&edited);
+    for (size_t i = 0; i + 1 < N; i++) {
+        d2[i] = d[i + 1];
+        t2[i] = NULL;
+        x2[i] = i + 1 == 2 ? xt[2] : NULL;
+        prev2[i] = (uint32_t)(i + 1);
+        r2t[i] = t[i + 1];
+        r2x[i] = xt[i + 1];
+    }
+    d2[3] = edited;
+    t2[3] = te;
+    r2t[3] = te;
+    struct search_index *g2 = search_new_carry(d2, t2, x2, N - 1, g1, prev2);
+    struct search_index *ref2 = search_new_terms(d2, r2t, r2x, N - 1);
+    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
+        struct search_hit x[NHITS], y[NHITS];
+        size_t nx = search_query(g2, q[k], x, NHITS);
+        CHECK_EQ(nx, search_query(ref2, q[k], y, NHITS));
+        for (size_t i = 0; i < min_sz(nx, NHITS); i++) {
+            CHECK_EQ(x[i].doc, y[i].doc);
+            CHECK(x[i].score == y[i].score);
+        }
+    }
+    struct search_hit h[NHITS];
+    CHECK_EQ(search_query(g2, "sample", h, NHITS), 0);
+    CHECK_EQ(search_query(g2, "census", h, NHITS), 1);
+    CHECK_EQ(search_query(g2, "wombat", h, NHITS), 1);
+    CHECK_EQ(h[0].doc, 2);
+
+    /* Generation 3: all carried, in reverse order, plus the first
+     * document again as new (no previous number). */
+    struct search_doc d3[N];
+    const struct search_terms *t3[N], *x3[N], *r3t[N], *r3x[N];
+    uint32_t prev3[N];
+    for (size_t i = 0; i + 1 < N; i++) {
+        size_t o = N - 2 - i;
+        d3[i] = d2[o];
+        t3[i] = NULL;
+        x3[i] = NULL;
+        prev3[i] = (uint32_t)o;
+        r3t[i] = r2t[o];
+        r3x[i] = r2x[o];
+    }
+    d3[N - 1] = d[0];
+    t3[N - 1] = t[0];
+    x3[N - 1] = NULL;
+    prev3[N - 1] = SEARCH_NO_DOC;
+    r3t[N - 1] = t[0];
+    r3x[N - 1] = NULL;
+    struct search_index *g3 = search_new_carry(d3, t3, x3, N, g2, prev3);
+    search_free(g2);
+    struct search_index *ref3 = search_new_terms(d3, r3t, r3x, N);
+    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
+        struct search_hit x[NHITS], y[NHITS];
+        size_t nx = search_query(g3, q[k], x, NHITS);
+        CHECK_EQ(nx, search_query(ref3, q[k], y, NHITS));
+        for (size_t i = 0; i < min_sz(nx, NHITS); i++) {
+            CHECK_EQ(x[i].doc, y[i].doc);
+            CHECK(x[i].score == y[i].score);
+        }
+    }
+    CHECK_EQ(search_query(g3, "zebra", h, NHITS), 1);
+    CHECK_EQ(h[0].doc, 2);
+    CHECK(!search_has_body(g3, N - 1));
+    CHECK(search_has_body(g3, 0));
+
+    search_free(g1);
+    search_free(ref2);
+    search_free(g3);
+    search_free(ref3);
+    search_terms_free(te);
+    for (size_t i = 0; i < N; i++) {
+        search_terms_free(t[i]);
+        search_terms_free(xt[i]);
+    }
+}
+
 TEST(synonyms_bridge_everyday_names)
 {
     struct search_index *idx = build_x(xlib, NX);
@@ -1138,6 +1267,7 @@ int main(void)
     RUN(body_only_word_found);
     RUN(reference_only_ranks_below_card_and_body);
     RUN(body_terms_carried_from_previous_index);
+    RUN(card_terms_carried_from_previous_index);
     RUN(synonyms_bridge_everyday_names);
     RUN(exact_name_beats_body_repeats);
     RUN(synonyms_file_errors_name_file_and_line);

@@ -407,6 +407,41 @@ TEST(body_terms_survive_rescans)
     skills_free(S);
 }
 
+/* An entry keeps no card terms once an index has merged them; a rebuild
+ * that reuses it still finds it by its name, tags and description, and an
+ * edited skill by its new description only. */
+TEST(card_terms_survive_rescans)
+{
+    fresh_root();
+    writef("alpha/SKILL.md", "---\nname: alpha\ndescription: Feeds the wombat.\n"
+                             "tags: [marsupial]\n---\nbody\n");
+    skill("beta", "beta", "Counts every quokka.");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    for (size_t i = 0; i < s->n; i++)
+        CHECK(s->v[i]->terms == NULL);
+    skills_release(s);
+    CHECK_EQ(hits_of(S, "quokka", "beta"), 1);
+
+    writef("beta/SKILL.md", "---\nname: beta\ndescription: Counts every bilby.\n---\nbody\n");
+    touch_later("beta/SKILL.md");
+    skill("gamma", "gamma", "Tracks a numbat.");
+    for (int i = 0; i < 3; i++) {
+        skills_rescan(S, i > 0, NULL);
+        CHECK_EQ(hits_of(S, "wombat", "alpha"), 1);
+        CHECK_EQ(hits_of(S, "marsupial", "alpha"), 1);
+        CHECK_EQ(hits_of(S, "alpha", "alpha"), 1);
+        CHECK_EQ(hits_of(S, "bilby", "beta"), 1);
+        CHECK_EQ(hits_of(S, "quokka", "beta"), 0);
+        CHECK_EQ(hits_of(S, "numbat", "gamma"), 1);
+    }
+    s = skills_acquire(S);
+    for (size_t i = 0; i < s->n; i++)
+        CHECK(s->v[i]->terms == NULL);
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(earlier_root_wins_and_shadowed_is_reported)
 {
     fresh_root();
@@ -1000,6 +1035,7 @@ int main(void)
     RUN(broken_skill_reported_and_previous_version_kept);
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
     RUN(body_terms_survive_rescans);
+    RUN(card_terms_survive_rescans);
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(large_library_builds_deterministically_on_threads);
     RUN(frontmatter_kept_compact_and_given_back_whole);
