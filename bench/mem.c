@@ -2,7 +2,8 @@
  * mem.c - where a built index's heap goes, in-process: the server's own
  * skills_new() over a library, malloc_trim, then the heap in use
  * (mallinfo2) and the bytes of each class of data, read from the entries
- * with malloc_usable_size (the allocator's real cost, slack included).
+ * with malloc_usable_size (the allocator's real cost, slack included), and
+ * the process's VmRSS (what of the freed heap was not handed back).
  *
  *   build/bench/mem DIR
  *
@@ -24,6 +25,21 @@ static size_t heap(void)
     malloc_trim(0);
     struct mallinfo2 mi = mallinfo2();
     return mi.uordblks + mi.hblkhd;
+}
+
+/* The process's resident set (kB), as the OS sees it: freed heap that is
+ * not handed back still counts. */
+static long vmrss_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
 }
 
 static size_t slen(const char *s)
@@ -84,6 +100,7 @@ int main(int argc, char **argv)
     printf("skills=%zu watched=%zu sizeof(struct skill)=%zu entries_with_warnings=%zu\n", n,
            snap_of(s)->nw, sizeof(struct skill), warn);
     row("heap in use after the build (mallinfo2, after malloc_trim)", h1 - h0, n);
+    row("VmRSS after the build (whole process)", (size_t)vmrss_kb() * 1024, n);
     row("entry blocks (struct + strings, usable size)", blk, n);
     row("  struct skill", st, n);
     row("  names (name, qname, team)", names, n);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,6 +105,7 @@ struct build {
     struct seen_problem *prev;  /* the previous generation's problems, by hash (lazily) */
     size_t nprev;
     int prev_ready;
+    struct term_chunk *term_chunks; /* the new entries' card terms (terms_keep) */
 };
 
 struct seen_problem {
@@ -983,6 +985,59 @@ static void cand_init(struct cand *c, unsigned root, const char *team, const cha
                       const struct stat *mdst);
 static int child_dir(int dfd, const struct dent *d, struct stat *st, int *link);
 static int has_skill_md(int dfd, const char *name, struct stat *mst);
+/*
+ * An entry's card terms live only until the build that merges them into
+ * the index (later builds carry them from it). Kept between the entries in
+ * the preparing threads' heaps, their freed blocks would be holes no page
+ * of which is ever handed back; kept in chunks of their own, they leave
+ * with the build. tl_chunks is the preparing thread's list (NULL on other
+ * threads: terms then stay in their own block). An entry not served is
+ * freed before its build ends, while its chunk is still there.
+ */
+struct term_chunk {
+    struct term_chunk *next;
+    size_t used, cap;
+    _Alignas(8) unsigned char data[];
+};
+
+#define TERM_CHUNK_BYTES (256u << 10)
+
+static _Thread_local struct term_chunk **tl_chunks;
+
+static struct search_terms *terms_keep(struct search_terms *t)
+{
+    size_t n = (search_terms_bytes(t) + 7) & ~(size_t)7;
+    struct term_chunk *ch = *tl_chunks;
+    if (!ch || ch->cap - ch->used < n) {
+        size_t cap = TERM_CHUNK_BYTES - sizeof *ch;
+        if (n > cap)
+            cap = n;
+        ch = mmap(NULL, sizeof *ch + cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                  -1, 0);
+        if (ch == MAP_FAILED)
+            abort();
+        ch->next = *tl_chunks;
+        ch->used = 0;
+        ch->cap = cap;
+        *tl_chunks = ch;
+    }
+    struct search_terms *kept = search_terms_place(t, ch->data + ch->used);
+    ch->used += n;
+    search_terms_free(t);
+    return kept;
+}
+
+void scan_release_terms(struct snapshot *s)
+{
+    struct term_chunk *ch = snap_of(s)->term_chunks;
+    snap_of(s)->term_chunks = NULL;
+    while (ch) {
+        struct term_chunk *next = ch->next;
+        munmap(ch, sizeof *ch + ch->cap);
+        ch = next;
+    }
+}
+
 static void prepare(const struct snapshot *old, struct cand *c);
 
 /* A team folder: its skill folders (one level down) become its kids,
@@ -1120,6 +1175,8 @@ static void prepare(const struct snapshot *old, struct cand *c)
     k->terms = search_terms_new(&(struct search_doc){
         .name = k->qname, .description = k->description,
         .tags = (const char *const *)k->tags, .ntags = k->ntags});
+    if (tl_chunks)
+        k->terms = terms_keep(k->terms);
 }
 
 static void cand_free(struct cand *c)
@@ -1266,6 +1323,8 @@ struct prep_pool {
     size_t n;
     const struct snapshot *old;
     atomic_size_t next;
+    pthread_mutex_t mu;
+    struct term_chunk *chunks;  /* the workers' term chunks */
 };
 
 #define PREP_CHUNK 16
@@ -1273,14 +1332,26 @@ struct prep_pool {
 static void *prep_worker(void *arg)
 {
     struct prep_pool *p = arg;
+    struct term_chunk *mine = NULL;
+    tl_chunks = &mine;
     for (;;) {
         size_t i = atomic_fetch_add(&p->next, PREP_CHUNK);
         if (i >= p->n)
-            return NULL;
+            break;
         size_t end = i + PREP_CHUNK < p->n ? i + PREP_CHUNK : p->n;
         for (; i < end; i++)
             prepare(p->old, &p->c[i]);
     }
+    tl_chunks = NULL;
+    while (mine) {
+        struct term_chunk *next = mine->next;
+        pthread_mutex_lock(&p->mu);
+        mine->next = p->chunks;
+        p->chunks = mine;
+        pthread_mutex_unlock(&p->mu);
+        mine = next;
+    }
+    return NULL;
 }
 
 /* Threads for preparing: the CPUs this process may use, at most 4 (past
@@ -1302,6 +1373,7 @@ static void prepare_all(struct build *b, size_t lo, size_t hi)
     if (hi <= lo)
         return;
     struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old};
+    pthread_mutex_init(&p.mu, NULL);
     pthread_t t[3];
     size_t want = prep_threads(hi - lo), started = 0;
     atomic_init(&p.next, 0);
@@ -1310,6 +1382,13 @@ static void prepare_all(struct build *b, size_t lo, size_t hi)
     prep_worker(&p);
     for (size_t i = 0; i < started; i++)
         pthread_join(t[i], NULL);
+    pthread_mutex_destroy(&p.mu);
+    while (p.chunks) {
+        struct term_chunk *next = p.chunks->next;
+        p.chunks->next = b->term_chunks;
+        b->term_chunks = p.chunks;
+        p.chunks = next;
+    }
 }
 
 /* The global hooks folder: watched like a skill folder, so hooks change on reload. */
@@ -1463,6 +1542,7 @@ struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
         qsort(s->v, s->n, sizeof *s->v, skill_cmp);
     snap_of(s)->w = b.w;
     snap_of(s)->nw = b.nw;
+    snap_of(s)->term_chunks = b.term_chunks;
     s->errors = b.errors;
     free(b.seen);
     free(b.prev);

@@ -61,6 +61,9 @@ struct search_terms;
 struct search_terms *search_terms_new(const struct search_doc *doc);
 void search_terms_free(struct search_terms *t);
 size_t search_terms_bytes(const struct search_terms *t);
+/* Copies t into dst (search_terms_bytes(t) bytes, 8-aligned) and returns the
+ * copy, which search_terms_free leaves alone: dst is the caller's to free. */
+struct search_terms *search_terms_place(const struct search_terms *t, void *dst);
 struct search_index *search_new_terms(const struct search_doc *docs,
                                       const struct search_terms *const *terms,
                                       const struct search_terms *const *xterms, size_t n);

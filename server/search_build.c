@@ -219,6 +219,7 @@ static int cmp_name_ent(const void *a, const void *b)
 struct search_terms {
     uint32_t n;                 /* distinct terms */
     uint32_t len[NFIELDS];      /* field lengths in tokens */
+    uint32_t placed;            /* in the caller's memory (search_terms_place) */
     /* then, in the same block: uint8_t tf[n][NFIELDS] (counts saturate at
      * 255, far past where BM25 saturates: at k1 = 1.2 the saturated tf of
      * 255 is within 0.5 % of the limit; one byte, because a library's body
@@ -276,6 +277,7 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
     struct search_terms *t =
         xmalloc(sizeof *t + n * (NFIELDS + 1) + b.pool_len);
     t->n = (uint32_t)n;
+    t->placed = 0;
     memcpy(t->len, len[0], sizeof t->len);
     for (size_t i = 0; i < n; i++) {
         for (int f = 0; f < NFIELDS; f++) {
@@ -295,7 +297,16 @@ struct search_terms *search_terms_new(const struct search_doc *doc)
 
 void search_terms_free(struct search_terms *t)
 {
-    free(t);
+    if (t && !t->placed)
+        free(t);
+}
+
+struct search_terms *search_terms_place(const struct search_terms *t, void *dst)
+{
+    struct search_terms *c = dst;
+    memcpy(c, t, search_terms_bytes(t));
+    c->placed = 1;
+    return c;
 }
 
 size_t search_terms_bytes(const struct search_terms *t)

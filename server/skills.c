@@ -598,6 +598,7 @@ static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, u
         s->v[i]->terms = NULL;
     }
     free(made);
+    scan_release_terms(s);
     free(prev_doc);
     free(xterms);
     free(terms);

@@ -56,6 +56,7 @@ struct snap {
     struct watch *w;        /* everything the refresher stats */
     size_t nw;
     void *gate_ref;         /* what gate[].approved borrows from (released with s) */
+    struct term_chunk *term_chunks; /* its new entries' card terms, until indexed */
     struct snapshot *retired_next;
 };
 
@@ -139,6 +140,10 @@ int scan_ignored_name(const char *n);
 /* Reads up to max bytes of fd from offset 0, stopping early once it has the
  * size that stat reported (one read for a small file, not two). */
 ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size);
+
+/* Frees the chunks holding the card terms of s's new entries: every entry's
+ * terms pointer into them must be NULL by then (the build that indexes s). */
+void scan_release_terms(struct snapshot *s);
 
 /* ---- bodies.c -------------------------------------------------------------- */
 
