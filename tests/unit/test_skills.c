@@ -407,7 +407,8 @@ TEST(body_terms_survive_rescans)
     skills_free(S);
 }
 
-/* An entry keeps no card terms once an index has merged them; a rebuild
+/* An entry keeps no card terms once an index has merged them, and the
+ * chunks that held a build's new ones are gone with the build; a rebuild
  * that reuses it still finds it by its name, tags and description, and an
  * edited skill by its new description only. */
 TEST(card_terms_survive_rescans)
@@ -420,6 +421,7 @@ TEST(card_terms_survive_rescans)
     struct snapshot *s = skills_acquire(S);
     for (size_t i = 0; i < s->n; i++)
         CHECK(s->v[i]->terms == NULL);
+    CHECK(snap_of(s)->term_chunks == NULL);     /* unmapped by the build */
     skills_release(s);
     CHECK_EQ(hits_of(S, "quokka", "beta"), 1);
 
@@ -438,6 +440,7 @@ TEST(card_terms_survive_rescans)
     s = skills_acquire(S);
     for (size_t i = 0; i < s->n; i++)
         CHECK(s->v[i]->terms == NULL);
+    CHECK(snap_of(s)->term_chunks == NULL);
     skills_release(s);
     skills_free(S);
 }
