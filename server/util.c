@@ -171,8 +171,11 @@ static void ja_free(void *p)
 {
     if (!p)
         return;
+    /* Class 2 is the smallest ja_malloc asks for. Below it a block may not
+     * hold the stack's link: glibc never makes one, but an allocator that
+     * reports exact sizes (valgrind's, a preloaded one) does. */
     size_t k = (malloc_usable_size(p) + 8) >> 4;
-    if (k > JA_MAXCHUNK / 16 || ja.n[k] >= JA_KEEP || ja.state < 0) {
+    if (k < 2 || k > JA_MAXCHUNK / 16 || ja.n[k] >= JA_KEEP || ja.state < 0) {
         free(p);
         return;
     }
