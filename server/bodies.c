@@ -34,6 +34,7 @@
 
 /* The body indexer's thread and its wake-up. */
 struct bodies_indexer {
+    void (*prep)(struct skill *k);
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -265,8 +266,11 @@ static void *indexer_main(void *arg)
         struct snapshot *s = skills_acquire(S);
         size_t read = 0;
         double t0 = now_ms();
-        for (size_t i = 0; i < s->n && !atomic_load(&ix->stop); i++)
+        for (size_t i = 0; i < s->n && !atomic_load(&ix->stop); i++) {
             read += (size_t)index_body(s->v[i]);
+            if (ix->prep)
+                ix->prep(s->v[i]);
+        }
         skills_release(s);
         if ((read || first) && !atomic_load(&ix->stop)) {
             double ms = now_ms() - t0;
@@ -286,11 +290,12 @@ static void *indexer_main(void *arg)
     return NULL;
 }
 
-void skills_index_bodies(struct skills *S)
+void skills_index_bodies(struct skills *S, void (*prep)(struct skill *k))
 {
     if (S->ix)
         return;
     struct bodies_indexer *ix = xcalloc(1, sizeof *ix);
+    ix->prep = prep;
     pthread_mutex_init(&ix->mu, NULL);
     pthread_cond_init(&ix->cv, NULL);
     /* Set before the thread starts: its rescans read it. */

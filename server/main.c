@@ -151,7 +151,7 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         return 2;
     }
     skills_on_publish(notify_publish);
-    skills_index_bodies(S->skills);
+    skills_index_bodies(S->skills, tools_card_sizes);
     if (S->cfg.stateful)
         S->sessions = session_new((size_t)S->cfg.max_sessions, S->cfg.session_idle_timeout);
     struct loop *loop = loop_start(S, S->cfg.refresh_interval);

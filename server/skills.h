@@ -81,6 +81,10 @@ struct skill {
     /* the scanner's alone: a file in one of its folders was written in
      * place (inotify), so the next rescan stats its files before reuse */
     unsigned char files_moved;
+    /* card_tokens and card_keep are set (tools_card_sizes), published by a
+     * release store of 1: from then on they are read-only */
+    _Atomic unsigned char card_sized;
+    unsigned char card_marker;  /* bit t - 2: tier t's cut ends with the marker */
     const char *description;/* frontmatter 'description' (always a non-empty string) */
     const char *version;    /* frontmatter 'version' when a string, or NULL */
     const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
@@ -111,6 +115,11 @@ struct skill {
     _Atomic(struct search_terms *) xterms;
     _Atomic(struct card *) card[SKILL_CARD_TIERS]; /* list_skills cards (tools.c), one per
                                                       tier, each rendered on first use */
+    /* The tokens of each tier's card and the description bytes each cut
+     * tier keeps, worked out once off the request path, so that a page
+     * picks tiers without rendering the cards it does not show. */
+    uint16_t card_tokens[SKILL_CARD_TIERS];
+    uint16_t card_keep[SKILL_CARD_TIERS - 2];
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */
     _Atomic(struct rcache_files *) rfiles; /* replies rendered from its files (rcache.c),
@@ -273,8 +282,12 @@ void skills_report_cleanup(struct skills_report *r);
  * has them (the generation does not move). Later rebuilds read the bodies
  * of new and changed skills themselves, before publishing. Call once, after
  * skills_new; skills_free stops the thread.
+ * prep (may be NULL) is called in that thread for every entry of the
+ * snapshot it indexes, so that work an entry's requests would otherwise do
+ * on first use is done there instead (it must be safe against requests
+ * reading the entry meanwhile).
  */
-void skills_index_bodies(struct skills *S);
+void skills_index_bodies(struct skills *S, void (*prep)(struct skill *k));
 /* Entries whose body terms are in the current snapshot's index, and all. */
 void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n);
 

@@ -67,6 +67,17 @@ size_t tools_desc_cut(const char *d, size_t n, size_t cap, int *marker);
 struct skill;
 size_t tools_card_floor(const struct skill *k, int tier);
 
+/*
+ * Works out, once, the tokens of k's list_skills card at every tier and the
+ * description bytes each cut tier keeps (k->card_tokens, k->card_keep), so
+ * that a page chooses each card's tier from counts and renders only the
+ * card it shows, once. The body indexer calls it for every entry; a page
+ * whose entries have no counts yet sizes cards by rendering them. Safe
+ * while requests read k; a no-op once done, or for a card too large for
+ * the 16-bit counts.
+ */
+void tools_card_sizes(struct skill *k);
+
 /* Snapshot hooks: pre-render the default list_skills result. */
 struct snapshot_ext *tools_ext_build(const struct snapshot *s, void *srv);
 void tools_ext_free(struct snapshot_ext *e);

@@ -417,13 +417,10 @@ static size_t counts_cut(const struct skill *k, int tier, struct desc_counts *dc
     return dc->keep;
 }
 
-static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len,
-                       struct desc_counts *dc)
+/* The card of entry k at a tier, g being its lock verdict or NULL. */
+static char *card_json_of(const struct skill *k, const struct skill_gate *g, int tier,
+                          size_t *len, struct desc_counts *dc)
 {
-    const struct skill *k = s->v[idx];
-    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
-    if (g && g->serve)
-        k = g->serve;
     struct buf b;
     buf_init(&b, 0);
     buf_reserve(&b, 512);
@@ -455,6 +452,16 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
     }
     buf_puts(&b, "}");
     return buf_steal(&b, len);
+}
+
+static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len,
+                       struct desc_counts *dc)
+{
+    const struct skill *k = s->v[idx];
+    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
+    if (g && g->serve)
+        k = g->serve;
+    return card_json_of(k, g, tier, len, dc);
 }
 
 static struct card *card_render(const struct snapshot *snap, size_t idx, int tier,
@@ -570,6 +577,47 @@ size_t tools_card_floor(const struct skill *k, int tier)
     return f;
 }
 
+void tools_card_sizes(struct skill *k)
+{
+    if (atomic_load_explicit(&k->card_sized, memory_order_acquire))
+        return;
+    size_t dlen = strlen(k->description);
+    if (dlen > UINT16_MAX)
+        return;
+    struct desc_counts dc;
+    dc.tier = -1;
+    shape_prefix_init(&dc.sp, k->description, dlen);
+    size_t tok[SKILL_CARD_TIERS];
+    uint16_t keep[SKILL_CARD_TIERS - 2];
+    unsigned char marker = 0;
+    int ok = 1;
+    for (int t = 0; t < SKILL_CARD_TIERS && ok; t++) {
+        int m = 0;
+        if (t >= 2) {
+            keep[t - 2] = (uint16_t)counts_cut(k, t, &dc, &m);
+            marker |= (unsigned char)(m << (t - 2));
+        }
+        if (t >= 2 && !m && keep[t - 2] == dlen) {
+            tok[t] = tok[1];        /* the whole description: tier 1's card */
+        } else {
+            size_t n;
+            char *j = card_json_of(k, NULL, t, &n, &dc);
+            tok[t] = shape_tokens(j, n);
+            free(j);
+        }
+        ok = tok[t] <= UINT16_MAX;
+    }
+    shape_prefix_free(&dc.sp);
+    if (!ok)
+        return;
+    /* Concurrent callers write the same values: the entry is read-only. */
+    for (int t = 0; t < SKILL_CARD_TIERS; t++)
+        k->card_tokens[t] = (uint16_t)tok[t];
+    memcpy(k->card_keep, keep, sizeof keep);
+    k->card_marker = marker;
+    atomic_store_explicit(&k->card_sized, 1, memory_order_release);
+}
+
 static int fits_budget(const struct shape_budget *b, size_t chars, size_t tokens)
 {
     return !b || ((!b->max_tokens || tokens <= b->max_tokens) &&
@@ -656,9 +704,22 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         struct desc_counts dc;     /* not zeroed: 6 KB */
         dc.tier = -1;
         int t = 0, have = 0;
-        int plain = room != SIZE_MAX &&
-                    !(s->gate && (s->gate[p->idx[i]].reason || s->gate[p->idx[i]].serve)) &&
-                    desc_plain(k);
+        int served = !(s->gate && (s->gate[p->idx[i]].reason || s->gate[p->idx[i]].serve));
+        if (served && room != SIZE_MAX &&
+            atomic_load_explicit(&k->card_sized, memory_order_acquire)) {
+            /* Counted ahead (tools_card_sizes): the card's tier without
+             * rendering any other, and its cut without measuring it. */
+            while (t + 1 < SKILL_CARD_TIERS && k->card_tokens[t] > room)
+                t++;
+            if (t >= 2) {
+                dc.tier = t;
+                dc.keep = k->card_keep[t - 2];
+                dc.marker = (k->card_marker >> (t - 2)) & 1;
+            }
+            page_set(s, p, i, t, t >= 2 ? &dc : NULL);
+            goto sized;
+        }
+        int plain = room != SIZE_MAX && served && desc_plain(k);
         if (plain && !(atomic_load_explicit(&k->card[0], memory_order_acquire) &&
                        atomic_load_explicit(&k->card[1], memory_order_acquire))) {
             shape_prefix_init(&dc.sp, k->description, strlen(k->description));
@@ -684,6 +745,7 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         }
         if (have)
             shape_prefix_free(&dc.sp);
+    sized:
         tokens += p->card[i]->tokens;
         chars += p->card[i]->chars;
         pre_t += p->card[i]->tokens + (i > 0);

@@ -379,7 +379,7 @@ TEST(body_terms_survive_rescans)
     skill("gamma", "gamma", "C");
     struct skills *S = open_root();
     CHECK_EQ(hits_of(S, "quokka", "beta"), 0);
-    skills_index_bodies(S);
+    skills_index_bodies(S, NULL);
     wait_bodies(S);
     CHECK_EQ(hits_of(S, "quokka", "beta"), 1);
     CHECK_EQ(hits_of(S, "numbat", "beta"), 1);

@@ -8,6 +8,8 @@
 #include "srv.h"
 #include "stats.h"
 #include "call.h"
+#include "rcache.h"
+#include "tools_int.h"
 #include "tools.h"
 #include "util.h"
 
@@ -270,6 +272,69 @@ TEST(list_cards_match_tree_path)
             free(fast);
             free(slow);
         }
+}
+
+/* Every entry of the current snapshot without its kept cards, and with
+ * (sized) or without its counted tiers (tools_card_sizes). */
+static void reset_cards(int sized)
+{
+    struct call *c = call_new(&S);
+    struct snapshot *snap = call_snapshot(c);
+    for (size_t i = 0; i < snap->n; i++) {
+        struct skill *k = snap->v[i];
+        for (int t = 0; t < SKILL_CARD_TIERS; t++)
+            free(atomic_exchange(&k->card[t], NULL));
+        atomic_store(&k->card_sized, 0);
+        if (sized) {
+            tools_card_sizes(k);
+            CHECK(atomic_load(&k->card_sized));
+        }
+    }
+    call_unref(c);
+}
+
+/* A page of cards whose tiers come from the counts tools_card_sizes kept is
+ * byte for byte the page of cards sized by rendering them, on both paths,
+ * for token budgets that put cards at every tier. */
+TEST(list_cards_from_counted_tiers)
+{
+    static const char *const args[] = {"{\"limit\":500}", "{\"query\":\"skill\",\"limit\":500}",
+                                       "{\"query\":\"csv file\"}", "{\"limit\":500,\"cursor\":\"2\"}"};
+    struct shape_budget saved = S.budget;
+    int cut = 0;
+    /* every room a card of the fixture can have, one token apart */
+    for (size_t bt = 40; bt <= 1300; bt += 3)
+        for (size_t a = 0; a < sizeof args / sizeof *args; a++)
+            for (int slow = 0; slow < 2; slow++) {
+                char *page[2];
+                for (int sized = 0; sized < 2; sized++) {
+                    reset_cards(sized);
+                    /* a page kept from the other round would answer */
+                    struct call *c = call_new(&S);
+                    struct snapshot *snap = call_snapshot(c);
+                    struct rcache_pages *kept = snap->ext ? snap->ext->pages : NULL;
+                    if (kept)
+                        snap->ext->pages = rcache_pages_new(4, 2, 1 << 20);
+                    S.budget = (struct shape_budget){bt, 0};
+                    page[sized] = call_bytes("list_skills", args[a], 0, slow);
+                    S.budget = saved;
+                    if (kept) {
+                        rcache_pages_free(snap->ext->pages);
+                        snap->ext->pages = kept;
+                    }
+                    call_unref(c);
+                }
+                CHECK(page[0] && page[1]);
+                if (page[0] && page[1] && strcmp(page[0], page[1]))
+                    printf("# %zu %s\n# rendered %s\n# counted  %s\n", bt, args[a],
+                           page[0], page[1]);
+                CHECK(page[0] && page[1] && !strcmp(page[0], page[1]));
+                cut += page[1] && strstr(page[1], "\xe2\x80\xa6") != NULL;
+                free(page[0]);
+                free(page[1]);
+            }
+    CHECK(cut > 0);     /* some card was at a cut tier */
+    reset_cards(0);
 }
 
 /* A page over the budget is cut at a card boundary: it fits, keeps a
@@ -1592,6 +1657,7 @@ int main(void)
     RUN(list_default_fast_path);
     RUN(list_fast_path_modern);
     RUN(list_cards_match_tree_path);
+    RUN(list_cards_from_counted_tiers);
     RUN(list_cards_cut_to_budget);
     RUN(list_cards);
     RUN(budget_is_per_copy);
