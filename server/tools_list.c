@@ -464,8 +464,9 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
     return card_json_of(k, g, tier, len, dc);
 }
 
+/* tokens: the card's, when counted ahead (tools_card_sizes), else -1. */
 static struct card *card_render(const struct snapshot *snap, size_t idx, int tier,
-                                struct desc_counts *dc)
+                                struct desc_counts *dc, long tokens)
 {
     size_t n;
     char *s = card_json(snap, idx, tier, &n, dc);
@@ -475,7 +476,7 @@ static struct card *card_render(const struct snapshot *snap, size_t idx, int tie
     struct card *c = xmalloc(sizeof *c + n + esc.len);
     c->len = (uint32_t)n;
     c->esc_len = (uint32_t)esc.len;
-    c->tokens = (uint32_t)shape_tokens(s, n);
+    c->tokens = (uint32_t)(tokens >= 0 ? (size_t)tokens : shape_tokens(s, n));
     c->chars = (uint32_t)shape_chars(s, n);
     memcpy(c->data, s, n);
     memcpy(c->data + n, esc.p, esc.len);
@@ -497,12 +498,14 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
     *owned = g && (g->reason || g->serve);
     if (*owned)
-        return card_render(s, idx, tier, NULL);
+        return card_render(s, idx, tier, NULL, -1);
     struct skill *k = s->v[idx];
     struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
     if (c)
         return c;
-    c = card_render(s, idx, tier, dc);
+    c = card_render(s, idx, tier, dc,
+                    atomic_load_explicit(&k->card_sized, memory_order_acquire)
+                        ? (long)k->card_tokens[tier] : -1);
     struct card *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
                                                  memory_order_acquire)) {
