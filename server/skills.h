@@ -81,7 +81,7 @@ struct skill {
     /* the scanner's alone: a file in one of its folders was written in
      * place (inotify), so the next rescan stats its files before reuse */
     unsigned char files_moved;
-    /* card_tokens and card_keep are set (tools_card_sizes), published by a
+    /* card_tokens, card_chars and card_keep are set (tools_card_sizes), published by a
      * release store of 1: from then on they are read-only */
     _Atomic unsigned char card_sized;
     unsigned char card_marker;  /* bit t - 2: tier t's cut ends with the marker */
@@ -115,10 +115,11 @@ struct skill {
     _Atomic(struct search_terms *) xterms;
     _Atomic(struct card *) card[SKILL_CARD_TIERS]; /* list_skills cards (tools.c), one per
                                                       tier, each rendered on first use */
-    /* The tokens of each tier's card and the description bytes each cut
-     * tier keeps, worked out once off the request path, so that a page
-     * picks tiers without rendering the cards it does not show. */
+    /* The tokens and characters of each tier's card and the description
+     * bytes each cut tier keeps, worked out once off the request path, so
+     * that a page picks tiers without rendering the cards it does not show. */
     uint16_t card_tokens[SKILL_CARD_TIERS];
+    uint16_t card_chars[SKILL_CARD_TIERS];
     uint16_t card_keep[SKILL_CARD_TIERS - 2];
     char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
     char *hook_post;        /* absolute path of hooks/post.*, or NULL */

@@ -68,7 +68,7 @@ struct skill;
 size_t tools_card_floor(const struct skill *k, int tier);
 
 /*
- * Works out, once, the tokens of k's list_skills card at every tier and the
+ * Works out, once, the tokens and characters of k's list_skills card at every tier and the
  * description bytes each cut tier keeps (k->card_tokens, k->card_keep), so
  * that a page chooses each card's tier from counts and renders only the
  * card it shows, once. The body indexer calls it for every entry; a page

@@ -464,9 +464,10 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
     return card_json_of(k, g, tier, len, dc);
 }
 
-/* tokens: the card's, when counted ahead (tools_card_sizes), else -1. */
+/* k: the entry, when its card's tokens and characters were counted ahead
+ * (tools_card_sizes), else NULL. */
 static struct card *card_render(const struct snapshot *snap, size_t idx, int tier,
-                                struct desc_counts *dc, long tokens)
+                                struct desc_counts *dc, const struct skill *k)
 {
     size_t n;
     char *s = card_json(snap, idx, tier, &n, dc);
@@ -476,8 +477,8 @@ static struct card *card_render(const struct snapshot *snap, size_t idx, int tie
     struct card *c = xmalloc(sizeof *c + n + esc.len);
     c->len = (uint32_t)n;
     c->esc_len = (uint32_t)esc.len;
-    c->tokens = (uint32_t)(tokens >= 0 ? (size_t)tokens : shape_tokens(s, n));
-    c->chars = (uint32_t)shape_chars(s, n);
+    c->tokens = (uint32_t)(k ? k->card_tokens[tier] : shape_tokens(s, n));
+    c->chars = (uint32_t)(k ? k->card_chars[tier] : shape_chars(s, n));
     memcpy(c->data, s, n);
     memcpy(c->data + n, esc.p, esc.len);
     free(s);
@@ -498,14 +499,13 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
     const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
     *owned = g && (g->reason || g->serve);
     if (*owned)
-        return card_render(s, idx, tier, NULL, -1);
+        return card_render(s, idx, tier, NULL, NULL);
     struct skill *k = s->v[idx];
     struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
     if (c)
         return c;
     c = card_render(s, idx, tier, dc,
-                    atomic_load_explicit(&k->card_sized, memory_order_acquire)
-                        ? (long)k->card_tokens[tier] : -1);
+                    atomic_load_explicit(&k->card_sized, memory_order_acquire) ? k : NULL);
     struct card *none = NULL;
     if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
                                                  memory_order_acquire)) {
@@ -590,7 +590,7 @@ void tools_card_sizes(struct skill *k)
     struct desc_counts dc;
     dc.tier = -1;
     shape_prefix_init(&dc.sp, k->description, dlen);
-    size_t tok[SKILL_CARD_TIERS];
+    size_t tok[SKILL_CARD_TIERS], chr[SKILL_CARD_TIERS];
     uint16_t keep[SKILL_CARD_TIERS - 2];
     unsigned char marker = 0;
     int ok = 1;
@@ -602,20 +602,24 @@ void tools_card_sizes(struct skill *k)
         }
         if (t >= 2 && !m && keep[t - 2] == dlen) {
             tok[t] = tok[1];        /* the whole description: tier 1's card */
+            chr[t] = chr[1];
         } else {
             size_t n;
             char *j = card_json_of(k, NULL, t, &n, &dc);
             tok[t] = shape_tokens(j, n);
+            chr[t] = shape_chars(j, n);
             free(j);
         }
-        ok = tok[t] <= UINT16_MAX;
+        ok = tok[t] <= UINT16_MAX && chr[t] <= UINT16_MAX;
     }
     shape_prefix_free(&dc.sp);
     if (!ok)
         return;
     /* Concurrent callers write the same values: the entry is read-only. */
-    for (int t = 0; t < SKILL_CARD_TIERS; t++)
+    for (int t = 0; t < SKILL_CARD_TIERS; t++) {
         k->card_tokens[t] = (uint16_t)tok[t];
+        k->card_chars[t] = (uint16_t)chr[t];
+    }
     memcpy(k->card_keep, keep, sizeof keep);
     k->card_marker = marker;
     atomic_store_explicit(&k->card_sized, 1, memory_order_release);

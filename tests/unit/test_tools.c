@@ -295,15 +295,19 @@ static void reset_cards(int sized)
 
 /* A page of cards whose tiers come from the counts tools_card_sizes kept is
  * byte for byte the page of cards sized by rendering them, on both paths,
- * for token budgets that put cards at every tier. */
+ * for token budgets that put cards at every tier and character budgets
+ * that cut the page after every card. */
 TEST(list_cards_from_counted_tiers)
 {
     static const char *const args[] = {"{\"limit\":500}", "{\"query\":\"skill\",\"limit\":500}",
                                        "{\"query\":\"csv file\"}", "{\"limit\":500,\"cursor\":\"2\"}"};
     struct shape_budget saved = S.budget;
     int cut = 0;
-    /* every room a card of the fixture can have, one token apart */
-    for (size_t bt = 40; bt <= 1300; bt += 3)
+    /* Token budgets that give the fixture's cards every room, one token
+     * apart (the tier of each card), then character budgets two apart
+     * (where the page is cut, from the cards' kept character counts). */
+    enum { TOKEN_BUDGETS = 421, CHAR_BUDGETS = 1451 };
+    for (size_t i = 0; i < TOKEN_BUDGETS + CHAR_BUDGETS; i++)
         for (size_t a = 0; a < sizeof args / sizeof *args; a++)
             for (int slow = 0; slow < 2; slow++) {
                 char *page[2];
@@ -315,7 +319,9 @@ TEST(list_cards_from_counted_tiers)
                     struct rcache_pages *kept = snap->ext ? snap->ext->pages : NULL;
                     if (kept)
                         snap->ext->pages = rcache_pages_new(4, 2, 1 << 20);
-                    S.budget = (struct shape_budget){bt, 0};
+                    size_t bt = i < TOKEN_BUDGETS ? 40 + 3 * i : 0;
+                    size_t bc = i < TOKEN_BUDGETS ? 0 : 100 + 2 * (i - TOKEN_BUDGETS);
+                    S.budget = (struct shape_budget){bt, bc};
                     page[sized] = call_bytes("list_skills", args[a], 0, slow);
                     S.budget = saved;
                     if (kept) {
@@ -326,7 +332,7 @@ TEST(list_cards_from_counted_tiers)
                 }
                 CHECK(page[0] && page[1]);
                 if (page[0] && page[1] && strcmp(page[0], page[1]))
-                    printf("# %zu %s\n# rendered %s\n# counted  %s\n", bt, args[a],
+                    printf("# budget %zu %s\n# rendered %s\n# counted  %s\n", i, args[a],
                            page[0], page[1]);
                 CHECK(page[0] && page[1] && !strcmp(page[0], page[1]));
                 cut += page[1] && strstr(page[1], "\xe2\x80\xa6") != NULL;
