@@ -68,9 +68,9 @@ struct skill;
 size_t tools_card_floor(const struct skill *k, int tier);
 
 /*
- * Works out, once, the tokens and characters of k's list_skills card at every tier and the
- * description bytes each cut tier keeps (k->card_tokens, k->card_keep), so
- * that a page chooses each card's tier from counts and renders only the
+ * Works out, once, the tokens and characters of k's list_skills card at
+ * every tier and the description bytes each cut tier keeps (k->card_tokens,
+ * k->card_chars, k->card_keep), so that a page chooses each card's tier from counts and renders only the
  * card it shows, once. The body indexer calls it for every entry; a page
  * whose entries have no counts yet sizes cards by rendering them. Safe
  * while requests read k; a no-op once done, or for a card too large for
