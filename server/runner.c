@@ -120,8 +120,9 @@ static void remove_tree(const char *dir)
  * jobs that take them: a mkdir on ext4 costs 0.1-0.2 ms and, at times,
  * milliseconds, on the path of every run and of each hook. A spare is
  * this process's own 0700 folder, out of a script user's reach until the
- * job that takes it gives it to that user; it is named with the pid, so
- * that the next server removes those of a server killed outright.
+ * job that takes it gives it to that user; it is named with the pid (and
+ * its namespace), so that the next server removes those of a server
+ * killed outright.
  */
 struct scratch_work {
     uv_work_t req;
@@ -261,8 +262,8 @@ static char *scratch_retire(struct runner *r, const char *dir)
 /*
  * The trash folders and spare scratch folders of servers that ended without
  * removing theirs (killed outright): this user's own 0700 folders whose pid,
- * in this pid namespace, is gone. Only folders this user owns, so nothing another user planted in
- * /tmp is walked.
+ * in this pid namespace, is gone. Only folders this user owns, so nothing
+ * another user planted in /tmp is walked.
  */
 static void trash_sweep_stale(void)
 {

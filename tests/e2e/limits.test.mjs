@@ -105,16 +105,24 @@ test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: r
   // Its own server: RLIMIT_NPROC counts all of nobody's processes, other
   // test files' scripts included, so only this run gets the low cap (and
   // others running at the same time can only make it fork fewer).
-  const s = await startServer({ skillsDirs: [dir], args: ['--script-max-processes', '20'] });
+  // A skill of its own without the hog's pre hook: under a cap of 20 the
+  // hook's own forks can fail first (and deny the call) when other files'
+  // scripts hold nobody's slots.
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nproc-'));
+  fs.mkdirSync(path.join(own, 'forker', 'scripts'), { recursive: true });
+  fs.writeFileSync(path.join(own, 'forker', 'SKILL.md'), '---\nname: forker\ndescription: Forks past its cap\n---\n# Forker\n');
+  fs.writeFileSync(path.join(own, 'forker', 'scripts', 'forks.py'), SCRIPTS['forks.py']);
+  for (const d of ['', 'forker', 'forker/scripts']) fs.chmodSync(path.join(own, d), 0o755);
+  const s = await startServer({ skillsDirs: [own], args: ['--script-max-processes', '20'] });
   try {
     const c = await connect(s.url);
     // Other test files' scripts run as nobody too: at the moment of a start
-    // they can hold the 20 slots, and then the run (or its pre hook) cannot
-    // even start. That is the cap working, not the case under test: again.
+    // they can hold the 20 slots, and then the run cannot even start. That
+    // is the cap working, not the case under test: again.
     let r;
     for (let i = 0; i < 5; i++) {
-      r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'hog', script: 'forks.py' } })).structuredContent;
-      if (!/cannot start .*Resource temporarily unavailable/.test(r.hint ?? '')) break;
+      r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'forker', script: 'forks.py' } })).structuredContent;
+      if (!/cannot start [^"]*Resource temporarily unavailable/.test(JSON.stringify(r))) break;
       await new Promise((res) => setTimeout(res, 300));
     }
     await c.close();
@@ -125,6 +133,7 @@ test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: r
     assert.match(r.hint, /--script-max-processes/);
   } finally {
     await s.stop();
+    fs.rmSync(own, { recursive: true, force: true });
   }
 });
 
