@@ -105,7 +105,10 @@ test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: r
   // Its own server: RLIMIT_NPROC counts all of nobody's processes, other
   // test files' scripts included, so only this run gets the low cap (and
   // others running at the same time can only make it fork fewer).
-  // A skill of its own without the hog's pre hook: under a cap of 20 the
+  // The cap is well above what other files' scripts hold of nobody's
+  // processes at a time under the ASan run, or the script cannot even start.
+  const CAP = 100;
+  // A skill of its own without the hog's pre hook: under a low cap the
   // hook's own forks can fail first (and deny the call) when other files'
   // scripts hold nobody's slots.
   const own = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nproc-'));
@@ -113,11 +116,11 @@ test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: r
   fs.writeFileSync(path.join(own, 'forker', 'SKILL.md'), '---\nname: forker\ndescription: Forks past its cap\n---\n# Forker\n');
   fs.writeFileSync(path.join(own, 'forker', 'scripts', 'forks.py'), SCRIPTS['forks.py']);
   for (const d of ['', 'forker', 'forker/scripts']) fs.chmodSync(path.join(own, d), 0o755);
-  const s = await startServer({ skillsDirs: [own], args: ['--script-max-processes', '20'] });
+  const s = await startServer({ skillsDirs: [own], args: ['--script-max-processes', String(CAP)] });
   try {
     const c = await connect(s.url);
     // Other test files' scripts run as nobody too: at the moment of a start
-    // they can hold the 20 slots, and then the run cannot even start (its
+    // they can hold its slots, and then the run cannot even start (its
     // exec fails; under ASan the child's failure path garbles even that).
     // That is the cap working, not the case under test: again, a few
     // times; a server that never names the limit stays red.
@@ -131,7 +134,7 @@ test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: r
     assert.equal(r.status, 'failed', r.stdout + r.stderr);
     assert.equal(r.limit, 'processes', JSON.stringify(r));
     const m = /forked (\d+)/.exec(r.stdout);
-    assert.ok(!m || Number(m[1]) < 20, `at most 20 processes: ${r.stdout}`);
+    assert.ok(!m || Number(m[1]) < CAP, `at most ${CAP} processes: ${r.stdout}`);
     assert.match(r.hint, /--script-max-processes/);
   } finally {
     await s.stop();
