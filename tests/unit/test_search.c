@@ -852,11 +852,11 @@ static void split_terms(const struct xdoc *x, struct search_doc *d, struct searc
     *xt = search_terms_new(&b);
 }
 
-static void same_ranking(const struct search_index *a, const struct search_index *b)
+/* a and b rank every query of q alike: the same documents, the same scores */
+static void same_ranking_for(const struct search_index *a, const struct search_index *b,
+                             const char *const *q, size_t nq)
 {
-    const char *const q[] = { "pandas", "openpyxl", "excel", "powerpoint", "tracked changes",
-                              "decision", "zebra", "forms pdf", "recalc", "sample" };
-    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
+    for (size_t k = 0; k < nq; k++) {
         struct search_hit x[NHITS], y[NHITS];
         size_t nx = search_query(a, q[k], x, NHITS);
         size_t ny = search_query(b, q[k], y, NHITS);
@@ -866,6 +866,13 @@ static void same_ranking(const struct search_index *a, const struct search_index
             CHECK(x[i].score == y[i].score);
         }
     }
+}
+
+static void same_ranking(const struct search_index *a, const struct search_index *b)
+{
+    const char *const q[] = { "pandas", "openpyxl", "excel", "powerpoint", "tracked changes",
+                              "decision", "zebra", "forms pdf", "recalc", "sample" };
+    same_ranking_for(a, b, q, sizeof q / sizeof *q);
 }
 
 /* A rebuild takes a reused document's body and reference terms from the
@@ -1018,15 +1025,7 @@ TEST(card_terms_carried_from_previous_index)
     r2t[3] = te;
     struct search_index *g2 = search_new_carry(d2, t2, x2, N - 1, g1, prev2);
     struct search_index *ref2 = search_new_terms(d2, r2t, r2x, N - 1);
-    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
-        struct search_hit x[NHITS], y[NHITS];
-        size_t nx = search_query(g2, q[k], x, NHITS);
-        CHECK_EQ(nx, search_query(ref2, q[k], y, NHITS));
-        for (size_t i = 0; i < min_sz(nx, NHITS); i++) {
-            CHECK_EQ(x[i].doc, y[i].doc);
-            CHECK(x[i].score == y[i].score);
-        }
-    }
+    same_ranking_for(g2, ref2, q, sizeof q / sizeof *q);
     struct search_hit h[NHITS];
     CHECK_EQ(search_query(g2, "sample", h, NHITS), 0);
     CHECK_EQ(search_query(g2, "census", h, NHITS), 1);
@@ -1056,15 +1055,7 @@ TEST(card_terms_carried_from_previous_index)
     struct search_index *g3 = search_new_carry(d3, t3, x3, N, g2, prev3);
     search_free(g2);
     struct search_index *ref3 = search_new_terms(d3, r3t, r3x, N);
-    for (size_t k = 0; k < sizeof q / sizeof *q; k++) {
-        struct search_hit x[NHITS], y[NHITS];
-        size_t nx = search_query(g3, q[k], x, NHITS);
-        CHECK_EQ(nx, search_query(ref3, q[k], y, NHITS));
-        for (size_t i = 0; i < min_sz(nx, NHITS); i++) {
-            CHECK_EQ(x[i].doc, y[i].doc);
-            CHECK(x[i].score == y[i].score);
-        }
-    }
+    same_ranking_for(g3, ref3, q, sizeof q / sizeof *q);
     CHECK_EQ(search_query(g3, "zebra", h, NHITS), 1);
     CHECK_EQ(h[0].doc, 2);
     CHECK(!search_has_body(g3, N - 1));
