@@ -781,8 +781,13 @@ static const char *which_limit(const struct run_job *j)
         "fork: retry", "fork: Resource temporarily unavailable", "BlockingIOError",
         "Resource temporarily unavailable", NULL,
     };
-    if (j->status != RUN_FAILED || j->cancelled || j->shutdown || j->error[0])
+    if (j->status != RUN_FAILED || j->cancelled || j->shutdown)
         return NULL;
+    /* The kernel refuses the exec of a process whose user is over
+     * RLIMIT_NPROC (the count is judged when the child becomes that user):
+     * the run never started, for the same reason a fork inside it fails. */
+    if (j->error[0])
+        return j->lim_nproc && j->start_errno == EAGAIN ? "processes" : NULL;
     int sig = j->term_signal;
     if (!sig && j->sandboxed && j->exit_code > 128 && j->exit_code < 128 + 65)
         sig = j->exit_code - 128;
@@ -834,6 +839,11 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
         else if (j->cancelled)
             snprintf(hint, sizeof hint, "The client cancelled the call; the script was stopped. "
                                         "Whatever it printed before is above.");
+        else if (j->error[0] && limit)
+            snprintf(hint, sizeof hint, "The script could not be started: its user already has "
+                                        "the %d processes it may have at once (RLIMIT_NPROC, "
+                                        "--script-max-processes). Retry when fewer scripts run.",
+                     j->lim_nproc);
         else if (j->error[0])
             snprintf(hint, sizeof hint, "The script could not be started (%s). Tell the operator; "
                                         "retrying will not help.", j->error);

@@ -558,6 +558,43 @@ TEST(interpreter_not_by_shebang)
 
 /* What the caller reads when the script or hook is not there: the words
  * the model acts on, whole. */
+/* A run whose exec the kernel refused under RLIMIT_NPROC (EAGAIN: its user
+ * was already at --script-max-processes when the child became it) names the
+ * limit and says that a retry can work; any other start failure does not. */
+TEST(start_refused_by_nproc_names_the_limit)
+{
+    struct run_job j;
+    memset(&j, 0, sizeof j);
+    j.status = RUN_FAILED;
+    j.exit_code = -1;
+    j.timeout_s = 10;
+    snprintf(j.request_id, sizeof j.request_id, "r1");
+    snprintf(j.error, sizeof j.error, "cannot start /usr/bin/bash: execve failed: %s",
+             strerror(EAGAIN));
+    j.start_errno = EAGAIN;
+    j.lim_nproc = 20;
+    json_t *r = script_result(&j, 4, 5);
+    CHECK(r != NULL);
+    CHECK_STR(json_string_value(json_object_get(r, "limit")), "processes");
+    const char *hint = json_string_value(json_object_get(r, "hint"));
+    CHECK(hint && strstr(hint, "--script-max-processes") && strstr(hint, "20 processes"));
+    CHECK(!strstr(hint, "retrying will not help"));
+    json_decref(r);
+
+    /* without the cap, or with another errno: an ordinary start failure */
+    int errs[] = {EAGAIN, ENOENT};
+    int caps[] = {0, 20};
+    for (int i = 0; i < 2; i++) {
+        j.start_errno = errs[i];
+        j.lim_nproc = caps[i];
+        r = script_result(&j, 4, 5);
+        CHECK(r && !json_object_get(r, "limit"));
+        hint = json_string_value(json_object_get(r, "hint"));
+        CHECK(hint && strstr(hint, "could not be started (cannot start"));
+        json_decref(r);
+    }
+}
+
 TEST(resolve_refusal_words)
 {
     struct skill *k = skill_of("{\"name\":\"s\",\"description\":\"d\"}");
@@ -641,6 +678,7 @@ int main(void)
     RUN(limits_follow_policy);
     RUN(server_secrets_never_passed);
     RUN(interpreter_not_by_shebang);
+    RUN(start_refused_by_nproc_names_the_limit);
 
     script_free(SC);
     tt_rm_rf(base);
