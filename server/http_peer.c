@@ -30,6 +30,36 @@ void http_host_part(const char *in, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/*
+ * Is a exactly host [":" port]? That is all a Host header holds, and all an
+ * Origin holds after its "://" (RFC 6454 serializes no userinfo and no
+ * path). Anything more ("localhost:80@evil.example", "[::1].evil.example",
+ * a path) is not a name the checks below can judge: http_host_part would
+ * read the first part alone.
+ */
+static int authority_ok(const char *a)
+{
+    const char *p = a;
+    if (*p == '[') {
+        size_t n = strspn(p + 1, "0123456789abcdefABCDEF:.");
+        if (p[1 + n] != ']')
+            return 0;
+        p += n + 2;
+    } else {
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~");
+        if (!n)
+            return 0;
+        p += n;
+    }
+    if (*p == ':') {
+        size_t d = strspn(p + 1, "0123456789");
+        if (d > 5)
+            return 0;
+        p += 1 + d;
+    }
+    return *p == '\0';
+}
+
 static int loopback_name(const char *h)
 {
     /* the Host of nearly every request, answered without inet_pton */
@@ -77,17 +107,17 @@ const char *http_check_peer_of(struct http *h, const char *host, const char *ori
         if (!host)
             return "Forbidden: missing Host header";
         http_host_part(host, name, sizeof name);
-        if (!loopback_name(name) && !in_list(c->allowed_hosts, name))
+        if (!authority_ok(host) || (!loopback_name(name) && !in_list(c->allowed_hosts, name)))
             return "Forbidden: Host is not allowed (DNS rebinding protection; see "
                    "--allowed-hosts)";
     } else if (c->allowed_hosts && host) {
         http_host_part(host, name, sizeof name);
-        if (!in_list(c->allowed_hosts, name))
+        if (!authority_ok(host) || !in_list(c->allowed_hosts, name))
             return "Forbidden: Host is not allowed (see --allowed-hosts)";
     }
     if (origin && !in_list(c->allowed_origins, origin)) {
         const char *p = strstr(origin, "://");
-        if (!p)
+        if (!p || !authority_ok(p + 3))
             return "Forbidden: Origin is not allowed (see --allowed-origins)";
         http_host_part(p + 3, name, sizeof name);
         if (!loopback_name(name))

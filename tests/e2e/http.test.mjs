@@ -118,11 +118,17 @@ test('another path -> 404', opts, async () => {
 
 test('Origin: loopback allowed, anything else 403', opts, async () => {
   const port = s.port;
-  for (const o of [`http://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://localhost']) {
+  for (const o of [`http://127.0.0.1:${port}`, `http://localhost:${port}`, 'http://localhost', `http://[::1]:${port}`,
+    'https://LOCALHOST', 'http://127.1.2.3:65535']) {
     const r = await post(s.url, listTools, { origin: o });
     assert.equal(r.status, 200, `Origin ${o}: ${r.status}`);
   }
-  for (const o of ['http://evil.example.com', `http://127.0.0.1.evil.example:${port}`, 'null', 'https://localhost.evil.com']) {
+  // An origin is scheme://host[:port], nothing more: a loopback name
+  // followed by userinfo, more name or a path is not a loopback origin.
+  for (const o of ['http://evil.example.com', `http://127.0.0.1.evil.example:${port}`, 'null', 'https://localhost.evil.com',
+    `http://localhost:${port}@evil.example`, 'http://localhost@evil.example', 'http://[::1].evil.example',
+    `http://[::1]:${port}.evil.example`, 'http://localhost/', `http://127.0.0.1:${port}/x`, 'http://localhost:8o',
+    `http://localhost:${port}#x`, 'http://localhost:1234567', 'http://[::1', 'http://']) {
     const r = await post(s.url, listTools, { origin: o });
     assert.equal(r.status, 403, `Origin ${o}: ${r.status}`);
   }
@@ -175,7 +181,8 @@ test('Host not localhost when bound to loopback -> 403 (DNS rebinding)', opts, a
   const both = await post(s.url, listTools, { host: 'evil.example.com', origin: 'http://evil.example.com' });
   assert.equal(both.status, 403);
   // A DNS name that merely starts with "127." or "localhost" is not loopback.
-  for (const h of [`127.0.0.1.evil.example:${s.port}`, 'localhost.evil.example', `127.evil.example:${s.port}`]) {
+  for (const h of [`127.0.0.1.evil.example:${s.port}`, 'localhost.evil.example', `127.evil.example:${s.port}`,
+    `localhost:${s.port}@evil.example`, '[::1].evil.example', `localhost:${s.port}/x`, 'localhost:80:80']) {
     const r = await post(s.url, listTools, { host: h });
     assert.equal(r.status, 403, `Host ${h}: ${r.status}`);
   }
