@@ -986,11 +986,12 @@ static int spawn_job(struct run_job *j)
         j->_r->stack = stack_new();
     struct err why;
     pid_t pid = spawn_checked(j->_r->stack, &c, &why);
-    int spawn_errno = errno;
     free(envp);
     if (pid < 0) {
         err_copy(j->error, sizeof j->error, &why);
-        j->start_errno = spawn_errno;
+        /* the child's own step only: a clone the server could not make is
+         * the server's trouble, not the script user's process count */
+        j->start_errno = c.err;
         goto out;
     }
     j->_pid = pid;

@@ -84,8 +84,8 @@ struct run_job {
     double queued_ms;       /* time spent waiting for a slot */
     char last_line[200];    /* last non-empty output line, for the stall hint */
     char error[256];        /* why it could not start, when it could not */
-    int start_errno;        /* with error: the errno of the step that failed (the
-                             * child's execve refused with EAGAIN: RLIMIT_NPROC) */
+    int start_errno;        /* with error: the errno of the child's step that failed
+                             * (its execve refused with EAGAIN: RLIMIT_NPROC), or 0 */
     int cancelled;          /* stopped at the client's request */
     int shutdown;           /* stopped because the server shut down */
 
