@@ -54,6 +54,26 @@ enum call_cache {
 typedef void (*call_bytes_fn)(char *bytes, size_t len, void *arg);
 typedef void (*call_event_fn)(const char *bytes, size_t len, void *arg);
 
+/*
+ * A request of one of the common shapes, read without building a tree
+ * (rpc.c): a legacy tools/call of a tool that reads no script, or a
+ * skills/get / resources/read, whose params hold only plain strings. Every
+ * string is NUL-terminated and has no NUL inside; all are borrowed while
+ * rpc_handle() runs. Anything else is parsed into a tree as before.
+ */
+#define RPC_VIEW_ARGS 8
+struct rpc_view {
+    const char *name;       /* tools/call: params.name, else NULL */
+    const char *uri;        /* skills/get, resources/read: params.uri, else NULL */
+    size_t urilen;
+    size_t nargs;           /* params.arguments: its members in order, keys unique */
+    const char *key[RPC_VIEW_ARGS], *val[RPC_VIEW_ARGS];
+    size_t vlen[RPC_VIEW_ARGS];
+};
+
+/* The string argument key of a view, or NULL. */
+const char *rpc_view_arg(const struct rpc_view *v, const char *key, size_t *len);
+
 struct call {
     struct srv *S;
     /* from the transport */
@@ -65,6 +85,8 @@ struct call {
     int modern;             /* the 2026-07-28 era */
     json_t *id;             /* the request id (owned), or NULL */
     json_t *params;         /* borrowed while rpc_handle() runs, NULL after */
+    const struct rpc_view *pv;  /* the request read without a tree (rpc.c; params is
+                                   then NULL), borrowed while rpc_handle() runs, or NULL */
     const char *method;     /* static name for logs, or NULL */
     char tool[64];          /* tools/call: the tool's name, for logs and metrics */
     char skill[128];        /* tools/call: the skill argument (arguments.name), for the access log */

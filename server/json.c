@@ -219,6 +219,25 @@ static int jf_string(struct jf_p *ps, const char **out, size_t *outlen, int *nul
     }
 }
 
+const char *jf_plain_string(const char *s, const char *e)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = (const unsigned char *)e;
+    for (;;) {
+        while (p < end && !jf_stop[*p])
+            p++;
+        if (p >= end)
+            return NULL;
+        if (*p == '"')
+            return (const char *)p;
+        if (*p < 0x80)
+            return NULL;    /* a backslash or a raw control byte */
+        size_t k = utf8_seq(p, (size_t)(end - p));
+        if (!k)
+            return NULL;
+        p += k;
+    }
+}
+
 /* An integer of at most 18 digits (it fits a json_int_t); anything longer,
  * a fraction or an exponent goes to jansson. */
 static json_t *jf_number(struct jf_p *ps)

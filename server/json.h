@@ -27,6 +27,12 @@ json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err);
  * returns is nested at most 64 deep (JSON_PARSE_FAST_DEPTH). */
 #define JSON_PARSE_FAST_DEPTH 64
 json_t *jf_parse_fast(const char *s, size_t len, size_t flags);
+/* The closing quote of a string whose text starts at p (just after its
+ * opening quote), or NULL when the string has an escape, a control byte or
+ * bytes that are not UTF-8, or runs past end. A string it passes is the
+ * same text in a tree from jf_parse_fast: a reader of the common request
+ * shapes (rpc.c) takes it as is and leaves every other string to the tree. */
+const char *jf_plain_string(const char *p, const char *end);
 
 /*
  * Appends to b the bytes json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |

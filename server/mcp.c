@@ -131,8 +131,30 @@ static int m_tools_list(struct call *c)
     return 0;
 }
 
+/* tools/call read as a view: a known tool's name and string arguments, no
+ * task and no _meta (rpc.c), so only what m_tools_call does with those. */
+static int m_tools_call_view(struct call *c, const struct rpc_view *v)
+{
+    x_strlcpy(c->tool, v->name, sizeof c->tool);
+    utf8_sanitize(c->tool);
+    const char *sk = rpc_view_arg(v, "name", NULL);
+    x_strlcpy(c->skill, sk ? sk : "", sizeof c->skill);
+    utf8_sanitize(c->skill);
+    int task = tasks_wanted(c, v->name);
+    if (task < 0)
+        return -1;
+    if (tools_call(c, v->name, NULL) < 0)
+        return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "name", v->name),
+                         "Unknown tool: %.128s", v->name);
+    if (task)
+        return tasks_create(c);
+    return 0;
+}
+
 static int m_tools_call(struct call *c)
 {
+    if (c->pv)
+        return m_tools_call_view(c, c->pv);
     json_t *name = json_object_get(c->params, "name");
     json_t *args = json_object_get(c->params, "arguments");
     /* For the request log, the metrics and the access log, whatever comes

@@ -181,14 +181,15 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
 
 int res_read(struct call *c)
 {
-    json_t *u = json_object_get(c->params, "uri");
-    const char *uri = json_string_value(u), *bad;
+    json_t *u = c->pv ? NULL : json_object_get(c->params, "uri");
+    const char *uri = c->pv ? c->pv->uri : json_string_value(u), *bad;
     struct err why;
     if (!uri)
         return call_error(c, RPC_INVALID_PARAMS, NULL, "resources/read needs params.uri (a string)");
-    if (strlen(uri) != json_string_length(u))
+    size_t ulen = c->pv ? c->pv->urilen : json_string_length(u);
+    if (strlen(uri) != ulen)
         return call_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
-    if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096)
+    if (strncmp(uri, "skill://", 8) || ulen > 4096)
         return not_found(c, uri, "this server serves skill:// URIs only");
 
     char *rest;

@@ -197,10 +197,341 @@ static void dispatch(struct call *c, const char *method, json_t *meta)
     }
 }
 
+/* The checks that follow the envelope's, and the dispatch: a request from
+ * a tree and one read as a view (params NULL) go the same way from here. */
+static void handle_checked(struct call *out, const struct rpc_headers *h, const char *method,
+                           json_t *params, int has_id)
+{
+    struct srv *S = out->S;
+    json_t *meta = json_object_get(params, "_meta");
+    int modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL;
+    out->modern = modern;
+
+    if (modern) {
+        if (check_modern(h, method, params, meta, out) < 0)
+            return;
+    } else if (h->protocol_version) {
+        char val[64];
+        const char *ok = NULL;
+        if (header_value(h->protocol_version, val, sizeof val) == 0) {
+            if (proto_supports(val, PROTO_MODERN)) {
+                set_error(out, RPC_INVALID_PARAMS,
+                          "a 2026-07-28 request must carry "
+                          "_meta.io.modelcontextprotocol/protocolVersion",
+                          NULL, 1);
+                return;
+            }
+            ok = proto_supports(val, PROTO_HEADER);
+        }
+        if (!ok) {
+            char msg[256];
+            header_versions_msg(msg, sizeof msg);
+            set_error(out, RPC_INVALID_REQUEST, msg, NULL, 1);
+            return;
+        }
+    }
+
+    /* --stateful: every legacy message but initialize names a live session.
+     * The modern era has no sessions and ignores the header. */
+    if (!modern && S->sessions && strcmp(method, "initialize")) {
+        if (!h->session_id) {
+            set_error(out, RPC_INVALID_REQUEST,
+                      "Bad Request: Mcp-Session-Id header is required (send initialize to "
+                      "start a session)",
+                      NULL, 1);
+            return;
+        }
+        if (!session_touch(S->sessions, h->session_id, out->client, &out->log_level)) {
+            set_error(out, RPC_SESSION_NOT_FOUND,
+                      "Session not found: it ended or expired; send initialize to start a new "
+                      "one",
+                      NULL, 0);
+            out->session_gone = 1;
+            return;
+        }
+        out->session = h->session_id;
+        out->sessions = S->sessions;
+    }
+
+    out->params = params;
+    if (!has_id) {
+        /* Notifications need no answer. */
+        mcp_notify(out, method);
+        call_accepted(out);
+    } else {
+        dispatch(out, method, meta);
+    }
+    out->params = NULL;
+    out->client_info = NULL;
+}
+
+/* ---- the common shapes without a tree ----------------------------------- */
+
+/*
+ * Why: a tree is some 6,000 instructions of a small request's own 15,000
+ * (jansson's objects, their hash tables and strings, built and freed) for
+ * four members and a name or two. The requests most often sent have a
+ * fixed shape, read here in one pass over a copy of the body: each string
+ * is NUL-terminated in place.
+ *
+ * A body is read only when it is sure to take the path a tree would and to
+ * end the same: an object with exactly jsonrpc "2.0", an id (a string, or
+ * an integer of at most 18 digits and no sign) and method, in any order,
+ * and params holding only what the method reads (tools/call: name, one of
+ * the tools below, and arguments of string members; skills/get and
+ * resources/read: uri). Every string is plain (jf_plain_string). Anything
+ * else (another member or type, a duplicate, an escape, _meta, a
+ * notification, an error to report) is left to the tree, which decides
+ * and words it. tests/unit/test_rpc.c and tests/fuzz/fuzz_rpc.c hold both
+ * paths to the same answer for every body.
+ */
+#define VIEW_MAX_BODY 1024
+
+int rpc_view_off;
+
+struct vscan {
+    char *p, *end;
+};
+
+static void v_ws(struct vscan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+        s->p++;
+}
+
+/* ch after optional whitespace; 0 when it is not there. */
+static int v_ch(struct vscan *s, char ch)
+{
+    v_ws(s);
+    if (s->p >= s->end || *s->p != ch)
+        return 0;
+    s->p++;
+    return 1;
+}
+
+/* A plain string, NUL-terminated in place, or NULL. */
+static const char *v_str(struct vscan *s, size_t *n)
+{
+    v_ws(s);
+    if (s->p >= s->end || *s->p != '"')
+        return NULL;
+    char *start = s->p + 1;
+    const char *q = jf_plain_string(start, s->end);
+    if (!q)
+        return NULL;
+    *n = (size_t)(q - start);
+    s->p = start + *n;
+    *s->p++ = '\0';
+    return start;
+}
+
+static int v_is(const char *k, size_t n, const char *want)
+{
+    return strlen(want) == n && !memcmp(k, want, n);
+}
+
+/* The next member's key (after '{' or ','), or NULL. */
+static const char *v_key(struct vscan *s, size_t *n)
+{
+    const char *k = v_str(s, n);
+    return k && v_ch(s, ':') ? k : NULL;
+}
+
+/* After a member: 1 for ',', 0 for the closing '}', -1 for anything else. */
+static int v_next(struct vscan *s)
+{
+    if (v_ch(s, ','))
+        return 1;
+    return v_ch(s, '}') ? 0 : -1;
+}
+
+static int v_args(struct vscan *s, struct rpc_view *v)
+{
+    if (!v_ch(s, '{'))
+        return -1;
+    if (v_ch(s, '}'))
+        return 0;
+    for (;;) {
+        size_t kl, vl;
+        const char *k = v_key(s, &kl), *val = k ? v_str(s, &vl) : NULL;
+        if (!val || v->nargs == RPC_VIEW_ARGS)
+            return -1;
+        for (size_t i = 0; i < v->nargs; i++)
+            if (!strcmp(v->key[i], k))
+                return -1;
+        v->key[v->nargs] = k;
+        v->val[v->nargs] = val;
+        v->vlen[v->nargs++] = vl;
+        int r = v_next(s);
+        if (r <= 0)
+            return r;
+    }
+}
+
+static int v_params(struct vscan *s, struct rpc_view *v, int *has_args)
+{
+    if (!v_ch(s, '{'))
+        return -1;
+    if (v_ch(s, '}'))
+        return 0;
+    for (;;) {
+        size_t kl, n;
+        const char *k = v_key(s, &kl);
+        if (!k)
+            return -1;
+        if (v_is(k, kl, "arguments")) {
+            if (*has_args || v_args(s, v) < 0)
+                return -1;
+            *has_args = 1;
+        } else if (v_is(k, kl, "name") && !v->name) {
+            if (!(v->name = v_str(s, &n)))
+                return -1;
+        } else if (v_is(k, kl, "uri") && !v->uri) {
+            if (!(v->uri = v_str(s, &v->urilen)))
+                return -1;
+        } else {
+            return -1;
+        }
+        int r = v_next(s);
+        if (r <= 0)
+            return r;
+    }
+}
+
+/* The tools a view serves: none runs a script or reads params beyond name
+ * and arguments. */
+static int view_tool(const char *name)
+{
+    return !strcmp(name, "load_skill") || !strcmp(name, "list_skills") ||
+           !strcmp(name, "read_skill_file");
+}
+
+/* Reads buf (a writable copy of the body) as a view; 0 with method and the
+ * id set, or -1: the tree decides. */
+static int view_read(char *buf, size_t len, struct rpc_view *v, const char **method,
+                     json_t **id)
+{
+    struct vscan s = {buf, buf + len};
+    const char *jv = NULL, *m = NULL, *ids = NULL;
+    size_t idl = 0, n;
+    long long idn = -1;
+    int has_params = 0, has_args = 0;
+    if (!v_ch(&s, '{'))
+        return -1;
+    for (;;) {
+        size_t kl;
+        const char *k = v_key(&s, &kl);
+        if (!k)
+            return -1;
+        if (v_is(k, kl, "jsonrpc") && !jv) {
+            if (!(jv = v_str(&s, &n)) || strcmp(jv, "2.0"))
+                return -1;
+        } else if (v_is(k, kl, "method") && !m) {
+            if (!(m = v_str(&s, &n)))
+                return -1;
+        } else if (v_is(k, kl, "params") && !has_params) {
+            if (v_params(&s, v, &has_args) < 0)
+                return -1;
+            has_params = 1;
+        } else if (v_is(k, kl, "id") && !ids && idn < 0) {
+            v_ws(&s);
+            if (s.p < s.end && *s.p == '"') {
+                if (!(ids = v_str(&s, &idl)))
+                    return -1;
+            } else {
+                /* what jf_number takes, without a sign */
+                const char *d = s.p;
+                idn = 0;
+                if (s.p < s.end && *s.p == '0') {
+                    s.p++;
+                } else {
+                    while (s.p < s.end && *s.p >= '0' && *s.p <= '9' && s.p - d < 18)
+                        idn = idn * 10 + (*s.p++ - '0');
+                    if (s.p == d)
+                        return -1;
+                }
+                if (s.p < s.end && ((*s.p >= '0' && *s.p <= '9') || *s.p == '.' || *s.p == 'e' ||
+                                    *s.p == 'E'))
+                    return -1;
+            }
+        } else {
+            return -1;
+        }
+        int r = v_next(&s);
+        if (r < 0)
+            return -1;
+        if (!r)
+            break;
+    }
+    v_ws(&s);
+    if (s.p != s.end || !jv || !m || !has_params || (!ids && idn < 0))
+        return -1;
+    if (!strcmp(m, "tools/call")) {
+        if (!v->name || v->uri || !view_tool(v->name))
+            return -1;
+    } else if (!strcmp(m, "skills/get") || !strcmp(m, "resources/read")) {
+        if (!v->uri || v->name || has_args)
+            return -1;
+    } else {
+        return -1;
+    }
+    *id = ids ? json_stringn_nocheck(ids, idl) : json_integer(idn);
+    if (!*id)
+        return -1;
+    *method = m;
+    return 0;
+}
+
+const char *rpc_view_arg(const struct rpc_view *v, const char *key, size_t *len)
+{
+    for (size_t i = 0; i < v->nargs; i++)
+        if (!strcmp(v->key[i], key)) {
+            if (len)
+                *len = v->vlen[i];
+            return v->val[i];
+        }
+    return NULL;
+}
+
+int rpc_view_takes(const char *body, size_t len)
+{
+    char buf[VIEW_MAX_BODY];
+    struct rpc_view v = {0};
+    const char *method;
+    json_t *id;
+    if (len > sizeof buf)
+        return 0;
+    memcpy(buf, body, len);
+    if (view_read(buf, len, &v, &method, &id) < 0)
+        return 0;
+    json_decref(id);
+    return 1;
+}
+
+/* A body of the common shapes, handled without a tree; 0, or -1 with
+ * nothing done. */
+static int handle_view(struct call *out, char *buf, struct rpc_view *v, const char *body,
+                       size_t len, const struct rpc_headers *h)
+{
+    const char *method;
+    json_t *id;
+    if (rpc_view_off || len > VIEW_MAX_BODY)
+        return -1;
+    memcpy(buf, body, len);
+    v->name = v->uri = NULL;
+    v->urilen = v->nargs = 0;
+    if (view_read(buf, len, v, &method, &id) < 0)
+        return -1;
+    out->id = id;
+    out->pv = v;
+    handle_checked(out, h, method, NULL, 1);
+    out->pv = NULL;
+    return 0;
+}
+
 /* Parses and checks the request into c; the outcome is set on c. */
 static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
 {
-    struct srv *S = out->S;
     if (json_is_array(req)) {
         set_error(out, RPC_INVALID_REQUEST,
                   "Invalid Request: batches are not supported; send one request per POST",
@@ -263,66 +594,7 @@ static void handle(struct call *out, json_t *req, const struct rpc_headers *h)
     }
     if (json_is_null(params))
         params = NULL;
-    json_t *meta = json_object_get(params, "_meta");
-    int modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL;
-    out->modern = modern;
-
-    if (modern) {
-        if (check_modern(h, method, params, meta, out) < 0)
-            return;
-    } else if (h->protocol_version) {
-        char val[64];
-        const char *ok = NULL;
-        if (header_value(h->protocol_version, val, sizeof val) == 0) {
-            if (proto_supports(val, PROTO_MODERN)) {
-                set_error(out, RPC_INVALID_PARAMS,
-                          "a 2026-07-28 request must carry "
-                          "_meta.io.modelcontextprotocol/protocolVersion",
-                          NULL, 1);
-                return;
-            }
-            ok = proto_supports(val, PROTO_HEADER);
-        }
-        if (!ok) {
-            char msg[256];
-            header_versions_msg(msg, sizeof msg);
-            set_error(out, RPC_INVALID_REQUEST, msg, NULL, 1);
-            return;
-        }
-    }
-
-    /* --stateful: every legacy message but initialize names a live session.
-     * The modern era has no sessions and ignores the header. */
-    if (!modern && S->sessions && strcmp(method, "initialize")) {
-        if (!h->session_id) {
-            set_error(out, RPC_INVALID_REQUEST,
-                      "Bad Request: Mcp-Session-Id header is required (send initialize to "
-                      "start a session)",
-                      NULL, 1);
-            return;
-        }
-        if (!session_touch(S->sessions, h->session_id, out->client, &out->log_level)) {
-            set_error(out, RPC_SESSION_NOT_FOUND,
-                      "Session not found: it ended or expired; send initialize to start a new "
-                      "one",
-                      NULL, 0);
-            out->session_gone = 1;
-            return;
-        }
-        out->session = h->session_id;
-        out->sessions = S->sessions;
-    }
-
-    out->params = params;
-    if (!id) {
-        /* Notifications need no answer. */
-        mcp_notify(out, method);
-        call_accepted(out);
-    } else {
-        dispatch(out, method, meta);
-    }
-    out->params = NULL;
-    out->client_info = NULL;
+    handle_checked(out, h, method, params, id != NULL);
 }
 
 void rpc_handle(struct call *c, const char *body, size_t len, const struct rpc_headers *h)
@@ -333,9 +605,14 @@ void rpc_handle(struct call *c, const char *body, size_t len, const struct rpc_h
     /* The depth check guards jansson's recursion: a tree from the fast
      * parser is never deeper than it allows, so only a body the fast
      * parser leaves to jansson is scanned for it. */
-    if (len == 0 ||
-        (!(req = jf_parse_fast(body, len, flags)) &&
-         (too_deep(body, len) || !(req = json_loadb(body, len, flags, &jerr)))))
+    /* the view's strings live in vbuf until the answer is made */
+    char vbuf[VIEW_MAX_BODY];
+    struct rpc_view v;
+    if (handle_view(c, vbuf, &v, body, len, h) == 0)
+        ;   /* answered without a tree */
+    else if (len == 0 ||
+             (!(req = jf_parse_fast(body, len, flags)) &&
+              (too_deep(body, len) || !(req = json_loadb(body, len, flags, &jerr)))))
         set_error(c, RPC_PARSE_ERROR,
                   len == 0 ? "Parse error: empty body" : "Parse error: the body is not valid JSON",
                   NULL, 0);

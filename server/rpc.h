@@ -37,6 +37,12 @@ struct rpc_headers {
  */
 void rpc_handle(struct call *c, const char *body, size_t len, const struct rpc_headers *h);
 
+/* For tests: 1 sends every body through a tree, none through the view of
+ * the common shapes (struct rpc_view), so both can be held to one answer. */
+extern int rpc_view_off;
+/* For tests: 1 when the view reads body (and no tree is built for it). */
+int rpc_view_takes(const char *body, size_t len);
+
 /* A pending call, once its transport is ready for the answer (callbacks
  * set, connection parked): starts the script or the wait. */
 void rpc_start(struct call *c);

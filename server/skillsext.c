@@ -238,17 +238,18 @@ static int unknown_skill(struct call *c, const char *uri, const char *why)
 /* The params.uri of a skill:// request, or NULL after an error. */
 static const char *uri_param(struct call *c, const char *method)
 {
-    json_t *u = json_object_get(c->params, "uri");
-    const char *uri = json_string_value(u);
+    json_t *u = c->pv ? NULL : json_object_get(c->params, "uri");
+    const char *uri = c->pv ? c->pv->uri : json_string_value(u);
     if (!uri) {
         call_error(c, RPC_INVALID_PARAMS, NULL, "%s needs params.uri (a string)", method);
         return NULL;
     }
-    if (strlen(uri) != json_string_length(u)) {
+    size_t len = c->pv ? c->pv->urilen : json_string_length(u);
+    if (strlen(uri) != len) {
         call_error(c, RPC_INVALID_PARAMS, NULL, "Resource not found: the URI contains a NUL byte");
         return NULL;
     }
-    if (strncmp(uri, "skill://", 8) || json_string_length(u) > 4096) {
+    if (strncmp(uri, "skill://", 8) || len > 4096) {
         call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),
                   "Resource not found: %.300s (this server serves skill:// URIs only)", uri);
         return NULL;

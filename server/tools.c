@@ -81,26 +81,37 @@ int tools_fail(struct tool_out *o, const char *fmt, ...)
 }
 
 /* Checks that args has only the given keys; the first stranger is reported. */
+static int only_key(const char *k, struct tool_out *o, const char *const *keys)
+{
+    for (const char *const *p = keys; *p; p++)
+        if (!strcmp(k, *p))
+            return 0;
+    char list[256] = "";
+    for (const char *const *p = keys; *p; p++) {
+        strncat(list, *p, sizeof list - strlen(list) - 3);
+        if (p[1])
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+    }
+    return tools_fail(o, "Unknown argument '%.64s'. This tool takes: %s.", k,
+                      *list ? list : "no arguments");
+}
+
 int tools_only_keys(json_t *args, struct tool_out *o, const char *const *keys)
 {
     const char *k;
     json_t *v;
     json_object_foreach(args, k, v) {
-        int ok = 0;
-        for (const char *const *p = keys; *p; p++)
-            if (!strcmp(k, *p))
-                ok = 1;
-        if (!ok) {
-            char list[256] = "";
-            for (const char *const *p = keys; *p; p++) {
-                strncat(list, *p, sizeof list - strlen(list) - 3);
-                if (p[1])
-                    strncat(list, ", ", sizeof list - strlen(list) - 1);
-            }
-            return tools_fail(o, "Unknown argument '%.64s'. This tool takes: %s.", k,
-                        *list ? list : "no arguments");
-        }
+        if (only_key(k, o, keys) < 0)
+            return -1;
     }
+    return 0;
+}
+
+int tools_view_only_keys(const struct rpc_view *v, struct tool_out *o, const char *const *keys)
+{
+    for (size_t i = 0; i < v->nargs; i++)
+        if (only_key(v->key[i], o, keys) < 0)
+            return -1;
     return 0;
 }
 
@@ -149,9 +160,15 @@ struct skill *tools_need_skill(struct tool_ctx *c, json_t *args, struct tool_out
 {
     const char *name;
     size_t len;
-    int amb;
     if (tools_opt_str(args, "name", &name, &len, o) < 0)
         return NULL;
+    return tools_need_skill_named(c, name, len, o);
+}
+
+struct skill *tools_need_skill_named(struct tool_ctx *c, const char *name, size_t len,
+                                     struct tool_out *o)
+{
+    int amb;
     if (!name || !len) {
         tools_fail(o, "Argument 'name' is required: a skill name from list_skills.");
         return NULL;
@@ -642,6 +659,19 @@ char *tools_render_run(struct srv *S, json_t *result, int ok, double ms, int mod
     return bytes;
 }
 
+/* A view's arguments as the object a tree would hold: the same members in
+ * the same order. */
+static json_t *view_args(const struct rpc_view *v)
+{
+    json_t *a = json_object();
+    for (size_t i = 0; a && i < v->nargs; i++)
+        if (json_object_set_new_nocheck(a, v->key[i], json_stringn_nocheck(v->val[i], v->vlen[i])) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
+}
+
 int tools_call(struct call *call, const char *name, json_t *args)
 {
     struct srv *S = call->S;
@@ -653,6 +683,12 @@ int tools_call(struct call *call, const char *name, json_t *args)
             break;
     if (t == NTOOLS || (table[t].runs_scripts && S->cfg.no_scripts))
         return -1;
+    /* A view's arguments: read as they are by load_skill, an object for the
+     * others (all of them strings: the tree a parser would have built). */
+    const struct rpc_view *pv = table[t].fn == tools_load_skill ? call->pv : NULL;
+    json_t *own = NULL;
+    if (call->pv && !pv && call->pv->nargs && !(args = own = view_args(call->pv)))
+        return -1;
     struct snapshot *snap = call_snapshot(call);
     if (t == 0 && snap->ext && (!args || (json_is_object(args) && !json_object_size(args)))) {
         const struct view_bytes *vb = call->view ? tools_view_list(S, snap, call->view, modern) : NULL;
@@ -660,20 +696,20 @@ int tools_call(struct call *call, const char *name, json_t *args)
             call_raw(call, vb->data, vb->len, NULL);
         else
             call_raw(call, snap->ext->list[modern ? 1 : 0], snap->ext->len[modern ? 1 : 0], NULL);
+        json_decref(own);
         stats_record(&S->stats, t, now_ns() - t0, 0);
         return 0;
     }
-    struct tool_ctx c = {.call = call};
+    struct tool_ctx c = {.call = call, .pv = pv};
     struct tool_out o = {.budget = &S->budget, .hint = table[t].narrow};
-    json_t *empty = NULL;
-    if (!args)
-        args = empty = json_object();
+    if (!args && !pv)
+        args = own = json_object();
     int rc;
-    if (!json_is_object(args))
+    if (!pv && !json_is_object(args))
         rc = tools_fail(&o, "Tool arguments must be a JSON object.");
     else
         rc = table[t].fn(&c, args, &o);
-    json_decref(empty);
+    json_decref(own);
     if (o.skill)
         stats_skill(&S->stats, o.skill, STATS_USE_CALL, rc < 0);
     if (rc == 0 && o.plan) {

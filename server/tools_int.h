@@ -45,6 +45,8 @@ struct tool_out {
 struct tool_ctx {
     const struct call *call;    /* its snapshot taken (call_snapshot) */
     size_t idx;             /* need_skill: the entry's index in the snapshot */
+    const struct rpc_view *pv;  /* load_skill: the arguments read as a view (no args
+                                   object is built), or NULL: args holds them */
 };
 
 typedef int (*tool_fn)(struct tool_ctx *c, json_t *args, struct tool_out *o);
@@ -68,6 +70,8 @@ extern const char tools_list_narrow[];
 int tools_fail(struct tool_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Checks that args has only the given keys; the first stranger is reported. */
 int tools_only_keys(json_t *args, struct tool_out *o, const char *const *keys);
+/* The same for the arguments of a view. */
+int tools_view_only_keys(const struct rpc_view *v, struct tool_out *o, const char *const *keys);
 /* Optional arguments; -1 (with o set) when of the wrong type or range. */
 int tools_opt_str(json_t *args, const char *key, const char **out, size_t *len,
                   struct tool_out *o);
@@ -75,6 +79,9 @@ int tools_opt_int(json_t *args, const char *key, long lo, long hi, long dflt, lo
                   struct tool_out *o);
 /* The skill the name argument names (c->idx its index), or NULL with o set. */
 struct skill *tools_need_skill(struct tool_ctx *c, json_t *args, struct tool_out *o);
+/* The same for a name already read (NULL: none given). */
+struct skill *tools_need_skill_named(struct tool_ctx *c, const char *name, size_t len,
+                                     struct tool_out *o);
 /* The entry a call may use under the lock, or NULL with o set. */
 struct skill *tools_gated(struct tool_ctx *c, struct skill *k, struct tool_out *o);
 

@@ -153,11 +153,22 @@ int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
     struct err why;
     struct skill_body *b;
     struct skill_body *tmp;
-    if (tools_only_keys(args, o, keys) < 0)
-        return -1;
-    struct skill *k = tools_gated(c, tools_need_skill(c, args, o), o);
-    if (!k || tools_opt_str(args, "section", &section, NULL, o) < 0)
-        return -1;
+    struct skill *k;
+    if (c->pv) {
+        /* every argument of a view is a string: the same checks, in order */
+        size_t len = 0;
+        const char *name = rpc_view_arg(c->pv, "name", &len);
+        if (tools_view_only_keys(c->pv, o, keys) < 0 ||
+            !(k = tools_gated(c, tools_need_skill_named(c, name, len, o), o)))
+            return -1;
+        section = rpc_view_arg(c->pv, "section", NULL);
+    } else {
+        if (tools_only_keys(args, o, keys) < 0)
+            return -1;
+        k = tools_gated(c, tools_need_skill(c, args, o), o);
+        if (!k || tools_opt_str(args, "section", &section, NULL, o) < 0)
+            return -1;
+    }
     o->skill = k->qname;
     if (skills_body(k, &b, &tmp, &why) < 0)
         return tools_fail(o, "Skill '%s' cannot be loaded right now: %s. Try reload_skills, or "

@@ -31,6 +31,7 @@ enum { RPC_OUT_RESULT = 1, RPC_OUT_ERROR, RPC_OUT_ACCEPTED, RPC_OUT_PENDING };
 struct answer {
     int kind, code, transport, modern;
     const char *method;
+    char tool[64], skill[128];
     char *body;
     size_t len;
 };
@@ -64,6 +65,8 @@ static void answer(const char *body, size_t len, const struct rpc_headers *h, st
     }
     o->modern = c->modern;
     o->method = c->method;
+    memcpy(o->tool, c->tool, sizeof o->tool);
+    memcpy(o->skill, c->skill, sizeof o->skill);
     o->body = call_take_body(c, &o->len);
     call_unref(c);
 }
@@ -1263,6 +1266,195 @@ TEST(error_message_utf8_resource_uri)
     CHECK(ok);
 }
 
+
+/* ---- the view of the common shapes against the tree --------------------- */
+
+/* body through the view (when it reads it) and through a tree: the same
+ * answer byte for byte, and the same fields for the logs. Returns whether
+ * the view read it, or -1 on a difference. */
+static int both_ways(const char *body, size_t len, const struct rpc_headers *h)
+{
+    struct answer a, b;
+    int took = rpc_view_takes(body, len);
+    rpc_view_off = 0;
+    answer(body, len, h, &a);
+    rpc_view_off = 1;
+    answer(body, len, h, &b);
+    rpc_view_off = 0;
+    int same = a.kind == b.kind && a.code == b.code && a.transport == b.transport &&
+               a.modern == b.modern && a.method == b.method && !strcmp(a.tool, b.tool) &&
+               !strcmp(a.skill, b.skill) && a.len == b.len &&
+               (!a.len || !memcmp(a.body, b.body, a.len));
+    if (!same)
+        printf("# view and tree differ on %.*s:\n#  %.*s\n#  %.*s\n", (int)len, body,
+               (int)a.len, a.body ? a.body : "", (int)b.len, b.body ? b.body : "");
+    free(a.body);
+    free(b.body);
+    return same ? took : -1;
+}
+
+#define TC(args) "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":" args "}"
+#define URI(m, u) "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"" m "\",\"params\":{\"uri\":\"" u "\"}}"
+
+/* Read by the view: the common shapes, their tool failures and their errors. */
+static const char *const view_bodies[] = {
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":\"Usage\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":\"usage\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":\"Details\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":\"nope\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":\"\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"section\":\"Usage\",\"name\":\"csv-profile\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"billing\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"reports\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"nope\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"repor\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"extra\":\"1\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"extra\":\"1\",\"name\":\"x\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":\"\xc3\xa9\xe2\x82\xac\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"\xf0\x9f\x98\x80\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{}}"),
+    TC("{\"name\":\"load_skill\"}"),
+    TC("{\"arguments\":{\"name\":\"y\"},\"name\":\"load_skill\"}"),
+    TC("{\"name\":\"list_skills\"}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"query\":\"profile a csv\"}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"query\":\"reports\",\"cursor\":\"x\"}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"limit\":\"5\"}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"tags\":\"csv\"}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"name\":\"x\"}}"),
+    TC("{\"name\":\"read_skill_file\",\"arguments\":{\"name\":\"x\",\"path\":\"references/a.md\"}}"),
+    TC("{\"name\":\"read_skill_file\",\"arguments\":{\"name\":\"x\",\"path\":\"assets/b.bin\"}}"),
+    TC("{\"name\":\"read_skill_file\",\"arguments\":{\"name\":\"x\",\"path\":\"escape\"}}"),
+    TC("{\"name\":\"read_skill_file\",\"arguments\":{\"name\":\"x\",\"path\":\"../y/SKILL.md\"}}"),
+    TC("{\"name\":\"read_skill_file\",\"arguments\":{\"name\":\"x\",\"path\":\"utf8.txt\",\"max_bytes\":\"3\"}}"),
+    URI("skills/get", "skill://x/SKILL.md"),
+    URI("skills/get", "skill://acme/billing/SKILL.md"),
+    URI("skills/get", "skill://billing/SKILL.md"),
+    URI("skills/get", "skill://x/references/a.md"),
+    URI("skills/get", "skill://nope/SKILL.md"),
+    URI("skills/get", "skill://x"),
+    URI("skills/get", "http://x/SKILL.md"),
+    URI("skills/get", ""),
+    URI("resources/read", "skill://x/SKILL.md"),
+    URI("resources/read", "skill://x/references/a.md"),
+    URI("resources/read", "skill://x/assets/b.bin"),
+    URI("resources/read", "skill://x/utf8.txt"),
+    URI("resources/read", "skill://x/escape"),
+    URI("resources/read", "skill://x/../y/SKILL.md"),
+    URI("resources/read", "skill://nope/a.md"),
+    URI("resources/read", "file:///etc/passwd"),
+    "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://y/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":123456789012345678,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://y/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":\"\",\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://y/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\xa9<\",\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://y/SKILL.md\"}}",
+    " {\t\"params\" :{ \"uri\" : \"skill://y/SKILL.md\" } ,\"method\":\"skills/get\",\"id\":3,\r\n\"jsonrpc\":\"2.0\"}\n",
+};
+
+/* Left to the tree: anything unusual. */
+static const char *const tree_bodies[] = {
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"name\":\"y\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\\u0041\"}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\",\"section\":null}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":null}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\"},\"_meta\":{}}"),
+    TC("{\"name\":\"load_skill\",\"arguments\":{\"name\":\"x\"},\"task\":{}}"),
+    TC("{\"name\":\"load_skill\",\"name\":\"load_skill\"}"),
+    TC("{\"name\":\"run_skill_script\",\"arguments\":{\"name\":\"x\"}}"),
+    TC("{\"name\":\"skill_server_stats\",\"arguments\":{\"x\":\"1\"}}"),
+    TC("{\"name\":\"nope\"}"),
+    TC("{\"name\":7}"),
+    TC("{\"uri\":\"skill://x/SKILL.md\",\"name\":\"load_skill\"}"),
+    TC("{\"name\":\"read_skill_file\",\"arguments\":{\"name\":\"x\",\"path\":\"utf8.txt\",\"max_bytes\":3}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"tags\":[\"csv\"]}}"),
+    TC("{\"name\":\"list_skills\",\"arguments\":{\"a\":\"1\",\"b\":\"2\",\"c\":\"3\",\"d\":\"4\",\"e\":\"5\",\"f\":\"6\",\"g\":\"7\",\"h\":\"8\",\"i\":\"9\"}}"),
+    URI("prompts/get", "skill://x/SKILL.md"),
+    URI("resources/subscribe", "skill://x/SKILL.md"),
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\",\"name\":\"x\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\",\"arguments\":{}}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\"}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":null}",
+    "{\"jsonrpc\":\"2.0\",\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":-1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1e3,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1234567890123456789,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"},\"x\":1}",
+    "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}} x",
+    "\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\xff\"}}",
+    "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"skills/get\",\"params\":{\"uri\":\"skill://x/SKILL.md\"}}]",
+};
+
+static const struct rpc_headers *const view_headers[] = {
+    &NOH,
+    &(const struct rpc_headers){.protocol_version = "2025-06-18"},
+    &(const struct rpc_headers){.protocol_version = "1999-01-01"},
+    &(const struct rpc_headers){.protocol_version = "2026-07-28"},
+    &(const struct rpc_headers){.protocol_version = "2026-07-28", .method = "tools/call",
+                                .name = "load_skill"},
+};
+
+TEST(view_same_answer_as_tree)
+{
+    for (size_t hi = 0; hi < sizeof view_headers / sizeof *view_headers; hi++) {
+        for (size_t i = 0; i < sizeof view_bodies / sizeof *view_bodies; i++) {
+            const char *b = view_bodies[i];
+            if (!rpc_view_takes(b, strlen(b)))
+                printf("# the view does not read %s\n", b);
+            CHECK_EQ(both_ways(b, strlen(b), view_headers[hi]), 1);
+        }
+        for (size_t i = 0; i < sizeof tree_bodies / sizeof *tree_bodies; i++) {
+            const char *b = tree_bodies[i];
+            CHECK_EQ(both_ways(b, strlen(b), view_headers[hi]), 0);
+        }
+    }
+}
+
+/* Every body one edit away from a common one: whatever the view reads of
+ * them, it answers as the tree does. */
+TEST(view_same_answer_one_edit_away)
+{
+    static const char edits[] = "\"\\ 0}],:{a\x01\xc3";
+    const char *const seeds[] = {view_bodies[0], view_bodies[12], view_bodies[21],
+                                 view_bodies[26], view_bodies[31], view_bodies[48]};
+    char m[512];
+    size_t took = 0, tried = 0;
+    for (size_t si = 0; si < sizeof seeds / sizeof *seeds; si++) {
+        size_t n = strlen(seeds[si]);
+        for (size_t at = 0; at <= n; at++) {
+            for (size_t e = 0; e <= sizeof edits - 1; e++) {
+                size_t len;
+                if (e == sizeof edits - 1) {      /* a byte dropped */
+                    if (at == n)
+                        continue;
+                    memcpy(m, seeds[si], at);
+                    memcpy(m + at, seeds[si] + at + 1, n - at - 1);
+                    len = n - 1;
+                } else {                          /* a byte put in */
+                    memcpy(m, seeds[si], at);
+                    m[at] = edits[e];
+                    memcpy(m + at + 1, seeds[si] + at, n - at);
+                    len = n + 1;
+                }
+                int r = both_ways(m, len, &NOH);
+                CHECK(r >= 0);
+                took += (size_t)r;
+                tried++;
+            }
+        }
+    }
+    printf("# %zu of %zu edited bodies read by the view\n", took, tried);
+    CHECK(took > 100);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -1312,6 +1504,8 @@ int main(void)
     RUN(error_message_utf8_unknown_tool);
     RUN(error_message_utf8_unknown_prompt);
     RUN(error_message_utf8_resource_uri);
+    RUN(view_same_answer_as_tree);
+    RUN(view_same_answer_one_edit_away);
 
     server_down();
     rm_tree(base);
