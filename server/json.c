@@ -52,7 +52,7 @@ struct jf_p {
 /* 1 for the bytes a string scan must stop at: '"', '\\', control bytes and
  * the lead of a multi-byte sequence (checked as UTF-8 the way jansson's
  * lexer checks it). */
-static const unsigned char jf_stop[256] = {
+const unsigned char jf_stop[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* '"' */
@@ -216,25 +216,6 @@ static int jf_string(struct jf_p *ps, const char **out, size_t *outlen, int *nul
         if (c == '\\')
             return jf_string_esc(ps, start, p, out, outlen, nul);
         return -1;          /* a raw control byte */
-    }
-}
-
-const char *jf_plain_string(const char *s, const char *e)
-{
-    const unsigned char *p = (const unsigned char *)s, *end = (const unsigned char *)e;
-    for (;;) {
-        while (p < end && !jf_stop[*p])
-            p++;
-        if (p >= end)
-            return NULL;
-        if (*p == '"')
-            return (const char *)p;
-        if (*p < 0x80)
-            return NULL;    /* a backslash or a raw control byte */
-        size_t k = utf8_seq(p, (size_t)(end - p));
-        if (!k)
-            return NULL;
-        p += k;
     }
 }
 

@@ -32,7 +32,27 @@ json_t *jf_parse_fast(const char *s, size_t len, size_t flags);
  * bytes that are not UTF-8, or runs past end. A string it passes is the
  * same text in a tree from jf_parse_fast: a reader of the common request
  * shapes (rpc.c) takes it as is and leaves every other string to the tree. */
-const char *jf_plain_string(const char *p, const char *end);
+/* 1 for the bytes a string scan stops at (json.c) */
+extern const unsigned char jf_stop[256];
+
+static inline const char *jf_plain_string(const char *s, const char *e)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = (const unsigned char *)e;
+    for (;;) {
+        while (p < end && !jf_stop[*p])
+            p++;
+        if (p >= end)
+            return NULL;
+        if (*p == '"')
+            return (const char *)p;
+        if (*p < 0x80)
+            return NULL;    /* a backslash or a raw control byte */
+        size_t k = utf8_seq(p, (size_t)(end - p));
+        if (!k)
+            return NULL;
+        p += k;
+    }
+}
 
 /*
  * Appends to b the bytes json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY |

@@ -293,14 +293,14 @@ struct vscan {
     char *p, *end;
 };
 
-static void v_ws(struct vscan *s)
+static inline void v_ws(struct vscan *s)
 {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
         s->p++;
 }
 
 /* ch after optional whitespace; 0 when it is not there. */
-static int v_ch(struct vscan *s, char ch)
+static inline int v_ch(struct vscan *s, char ch)
 {
     v_ws(s);
     if (s->p >= s->end || *s->p != ch)
@@ -310,7 +310,7 @@ static int v_ch(struct vscan *s, char ch)
 }
 
 /* A plain string, NUL-terminated in place, or NULL. */
-static const char *v_str(struct vscan *s, size_t *n)
+static inline const char *v_str(struct vscan *s, size_t *n)
 {
     v_ws(s);
     if (s->p >= s->end || *s->p != '"')
@@ -325,20 +325,20 @@ static const char *v_str(struct vscan *s, size_t *n)
     return start;
 }
 
-static int v_is(const char *k, size_t n, const char *want)
+static inline int v_is(const char *k, size_t n, const char *want)
 {
     return strlen(want) == n && !memcmp(k, want, n);
 }
 
 /* The next member's key (after '{' or ','), or NULL. */
-static const char *v_key(struct vscan *s, size_t *n)
+static inline const char *v_key(struct vscan *s, size_t *n)
 {
     const char *k = v_str(s, n);
     return k && v_ch(s, ':') ? k : NULL;
 }
 
 /* After a member: 1 for ',', 0 for the closing '}', -1 for anything else. */
-static int v_next(struct vscan *s)
+static inline int v_next(struct vscan *s)
 {
     if (v_ch(s, ','))
         return 1;
