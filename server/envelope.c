@@ -40,7 +40,8 @@ void env_decorate_modern(json_t *result, int64_t ttl_ms)
 
 char *env_result_raw(json_t *id, const char *raw, size_t rawlen, size_t *len)
 {
-    /* One allocation of the exact size: this wraps every answer. The id is
+    /* One allocation (a kept reply buffer when one is big enough,
+     * x_reply_alloc): this wraps every answer. The id is
      * a string or an integer (rpc.c checks), dumped as jf_dump dumps it;
      * anything else, or none, is null. */
     char num[21];
@@ -55,7 +56,7 @@ char *env_result_raw(json_t *id, const char *raw, size_t rawlen, size_t *len)
         idlen = sid.len;
     }
     size_t n = sizeof ENV_HEAD - 1 + idlen + sizeof ENV_RESULT - 1 + rawlen + 1;
-    char *s = xmalloc(n + 1), *q = s;
+    char *s = x_reply_alloc(n + 1), *q = s;
     memcpy(q, ENV_HEAD, sizeof ENV_HEAD - 1);
     q += sizeof ENV_HEAD - 1;
     memcpy(q, ids, idlen);

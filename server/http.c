@@ -71,9 +71,10 @@ enum MHD_Result http_send_error(struct MHD_Connection *con, unsigned status, int
 enum MHD_Result http_reply(struct MHD_Connection *con, const struct req *rq, unsigned status,
                            char *body, size_t len, const char *ctype)
 {
+    /* the buffer goes back to this thread's few (x_reply_alloc) once sent */
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
-                                                        : MHD_RESPMEM_PERSISTENT);
+        body ? MHD_create_response_from_buffer_with_free_callback(len, body, x_reply_free)
+             : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(body);
         return MHD_NO;

@@ -193,6 +193,82 @@ static void ja_free(void *p)
 }
 #endif
 
+/*
+ * Reply buffers. Every answer is one malloc'd buffer that libmicrohttpd
+ * frees once it is sent; at a few KB it is past glibc's per-thread cache,
+ * and the pair costs some 700 instructions of a small request's own. A
+ * thread keeps the last RB_KEEP it was given back (each at most RB_MAX
+ * bytes) for its next answers. They stay malloc's own: a buffer from
+ * x_reply_alloc may be given to free(), and x_reply_free takes any block
+ * malloc gave. Sanitizer builds use malloc and free directly.
+ */
+#define RB_KEEP 4
+#define RB_MAX (64 * 1024)
+
+#if JA_CACHE
+struct rb_cache {
+    void *b[RB_KEEP];
+    size_t cap[RB_KEEP];
+    unsigned n;
+    int state;                          /* 0 new, 1 registered for its exit, -1 exited */
+};
+static __thread struct rb_cache rb;
+static pthread_key_t rb_key;
+static pthread_once_t rb_once = PTHREAD_ONCE_INIT;
+
+static void rb_exit(void *arg)
+{
+    (void)arg;
+    rb.state = -1;
+    while (rb.n)
+        free(rb.b[--rb.n]);
+}
+
+static void rb_key_make(void)
+{
+    if (pthread_key_create(&rb_key, rb_exit) != 0)
+        abort();
+}
+#endif
+
+void *x_reply_alloc(size_t n)
+{
+#if JA_CACHE
+    for (unsigned i = 0; i < rb.n; i++)
+        if (rb.cap[i] >= n) {
+            void *p = rb.b[i];
+            rb.n--;
+            rb.b[i] = rb.b[rb.n];
+            rb.cap[i] = rb.cap[rb.n];
+            return p;
+        }
+#endif
+    return xmalloc(n);
+}
+
+void x_reply_free(void *p)
+{
+#if JA_CACHE
+    if (!p)
+        return;
+    size_t cap = malloc_usable_size(p);
+    if (rb.n < RB_KEEP && cap <= RB_MAX && rb.state >= 0) {
+        if (!rb.state) {
+            pthread_once(&rb_once, rb_key_make);
+            if (pthread_setspecific(rb_key, &rb) != 0) {
+                free(p);
+                return;
+            }
+            rb.state = 1;
+        }
+        rb.b[rb.n] = p;
+        rb.cap[rb.n++] = cap;
+        return;
+    }
+#endif
+    free(p);
+}
+
 void x_install_json_alloc(void)
 {
 #if JA_CACHE

@@ -27,6 +27,10 @@ char *xstrndup(const char *s, size_t n);
 /* Zeroed memory shared with processes forked later (worker counters). */
 void *x_shared_alloc(size_t n);
 void x_shared_free(void *p, size_t n);
+/* A buffer for an answer, from the few this thread was given back (any
+ * may still go to free()), and the way to give one back. */
+void *x_reply_alloc(size_t n);
+void x_reply_free(void *p);
 /* Route jansson's allocations through the functions above. Call once. */
 void x_install_json_alloc(void);
 /* Writes all of data[0..n) (retrying short writes and EINTR): 0, or -1 with errno. */

@@ -1051,6 +1051,52 @@ TEST(json_alloc_thread_keeps_a_bounded_number)
         H_FAIL("%zu bytes in use while the thread that freed them ran", h.in_use - before);
 }
 
+/* Reply buffers (x_reply_alloc): each holds what was asked, a kept one
+ * is used again only when big enough, any may go to free(), and a thread
+ * gives back what it kept when it exits. */
+TEST(reply_buffers_fit_and_are_mallocs_own)
+{
+    unsigned seed = 5;
+    for (int round = 0; round < 2000; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t n = (seed >> 8) % 100000;
+        unsigned char *p = x_reply_alloc(n);
+        CHECK(p != NULL);
+        CHECK(malloc_usable_size(p) >= n);
+        memset(p, (int)(round & 0xff), n);
+        if (round % 7 == 0)
+            free(p);
+        else
+            x_reply_free(p);
+    }
+    x_reply_free(malloc(3000));     /* malloc's own block to the kept */
+    x_reply_free(NULL);
+}
+
+static void *rb_thread(void *arg)
+{
+    void *p[8];
+    for (size_t i = 0; i < 8; i++)
+        p[i] = x_reply_alloc(16384 + i);
+    for (size_t i = 0; i < 8; i++)
+        x_reply_free(p[i]);
+    return arg;
+}
+
+TEST(reply_buffers_given_back_at_thread_exit)
+{
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, rb_thread, NULL), 0);
+    pthread_join(t, NULL);
+    size_t before = mallinfo2().uordblks;
+    CHECK_EQ(pthread_create(&t, NULL, rb_thread, NULL), 0);
+    pthread_join(t, NULL);
+    size_t after = mallinfo2().uordblks;
+    /* the 4 kept would be 64 KB */
+    if (after > before + 8192)
+        H_FAIL("%zu bytes still in use after the thread exited", after - before);
+}
+
 int main(void)
 {
     RUN(escape_every_special_byte_at_every_position);
@@ -1086,5 +1132,7 @@ int main(void)
     RUN(json_alloc_blocks_fit_and_are_mallocs_own);
     RUN(json_alloc_thread_gives_back_at_exit);
     RUN(json_alloc_thread_keeps_a_bounded_number);
+    RUN(reply_buffers_fit_and_are_mallocs_own);
+    RUN(reply_buffers_given_back_at_thread_exit);
     DONE();
 }
