@@ -133,7 +133,9 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
     const char *path = NULL;
     int amb = 0;
     *owned = NULL;
-    if (pct_decode(rest, strlen(rest), rest, NULL) < 0) {
+    size_t rl = strlen(rest);
+    /* without a '%' there is nothing to decode (and nothing to refuse) */
+    if (memchr(rest, '%', rl) && pct_decode(rest, rl, rest, NULL) < 0) {
         free(rest);
         return not_found(c, uri, "bad percent-encoding");
     }
