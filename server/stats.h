@@ -91,7 +91,8 @@ json_t *stats_skills_json(const struct stats *st);
  * ("env:NAME" counts as "env": names chosen by callers are not labels). */
 void stats_redacted(struct stats *st, const char *name, uint64_t n);
 
-/* Any thread: one HTTP request answered (method may be NULL). */
+/* Any thread: one HTTP request answered (method may be NULL; else a string
+ * that never changes, such as mcp.c's names: it may be known by its address). */
 void stats_request(struct stats *st, const char *method, unsigned http_status);
 
 /* Appends the Prometheus text of the counters and histograms to b. */

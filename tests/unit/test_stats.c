@@ -56,9 +56,32 @@ TEST(counts_from_threads_sum_up)
     stats_cleanup(&st);
 }
 
+/* Requests are counted under their own method whatever came before on the
+ * thread: the same name, another, none, one not known. */
+TEST(requests_by_method_in_any_order)
+{
+    stats_init(&st, names, 2);
+    static const char *const seq[] = {"skills/get", "skills/get", "tools/call", "skills/get",
+                                      NULL, "skills/list", "tasks/get", "skills/get",
+                                      "tools/call"};
+    for (size_t i = 0; i < sizeof seq / sizeof *seq; i++)
+        stats_request(&st, seq[i], seq[i] ? 200 : 202);
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    stats_prometheus(&st, &b);
+    CHECK(strstr(b.p, "skill_mcp_requests_total{method=\"skills/get\",status=\"200\"} 4\n"));
+    CHECK(strstr(b.p, "skill_mcp_requests_total{method=\"tools/call\",status=\"200\"} 2\n"));
+    CHECK(strstr(b.p, "skill_mcp_requests_total{method=\"skills/list\",status=\"200\"} 1\n"));
+    CHECK(strstr(b.p, "skill_mcp_requests_total{method=\"notification\",status=\"202\"} 1\n"));
+    CHECK(strstr(b.p, "skill_mcp_requests_total{method=\"other\",status=\"200\"} 1\n"));
+    buf_cleanup(&b);
+    stats_cleanup(&st);
+}
+
 int main(void)
 {
     x_install_json_alloc();
     RUN(counts_from_threads_sum_up);
+    RUN(requests_by_method_in_any_order);
     DONE();
 }
