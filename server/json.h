@@ -27,19 +27,21 @@ json_t *jf_parse(const char *s, size_t len, size_t flags, json_error_t *err);
  * returns is nested at most 64 deep (JSON_PARSE_FAST_DEPTH). */
 #define JSON_PARSE_FAST_DEPTH 64
 json_t *jf_parse_fast(const char *s, size_t len, size_t flags);
-/* The closing quote of a string whose text starts at p (just after its
- * opening quote), or NULL when the string has an escape, a control byte or
- * bytes that are not UTF-8, or runs past end. A string it passes is the
- * same text in a tree from jf_parse_fast: a reader of the common request
- * shapes (rpc.c) takes it as is and leaves every other string to the tree. */
 /* 1 for the bytes a string scan stops at (json.c) */
 extern const unsigned char jf_stop[256];
 
+/* The closing quote of a string whose text starts at s (just after its
+ * opening quote), or NULL when the string has an escape, a control byte or
+ * bytes that are not UTF-8, or runs to e. The byte at e must be one the
+ * scan stops at (a NUL): the end is checked only where it stops. A string
+ * it passes is the same text in a tree from jf_parse_fast: a reader of the
+ * common request shapes (rpc.c) takes it as is and leaves every other
+ * string to the tree. */
 static inline const char *jf_plain_string(const char *s, const char *e)
 {
     const unsigned char *p = (const unsigned char *)s, *end = (const unsigned char *)e;
     for (;;) {
-        while (p < end && !jf_stop[*p])
+        while (!jf_stop[*p])
             p++;
         if (p >= end)
             return NULL;

@@ -203,8 +203,8 @@ static void handle_checked(struct call *out, const struct rpc_headers *h, const 
                            json_t *params, int has_id)
 {
     struct srv *S = out->S;
-    json_t *meta = json_object_get(params, "_meta");
-    int modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL;
+    json_t *meta = params ? json_object_get(params, "_meta") : NULL;
+    int modern = meta && json_object_get(meta, "io.modelcontextprotocol/protocolVersion");
     out->modern = modern;
 
     if (modern) {
@@ -293,9 +293,11 @@ struct vscan {
     char *p, *end;
 };
 
+/* The copy ends in a NUL (past end): no scan below runs over it, so only
+ * the string scan checks for the end, where it stops. */
 static inline void v_ws(struct vscan *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+    while (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')
         s->p++;
 }
 
@@ -303,7 +305,7 @@ static inline void v_ws(struct vscan *s)
 static inline int v_ch(struct vscan *s, char ch)
 {
     v_ws(s);
-    if (s->p >= s->end || *s->p != ch)
+    if (*s->p != ch)
         return 0;
     s->p++;
     return 1;
@@ -313,7 +315,7 @@ static inline int v_ch(struct vscan *s, char ch)
 static inline const char *v_str(struct vscan *s, size_t *n)
 {
     v_ws(s);
-    if (s->p >= s->end || *s->p != '"')
+    if (*s->p != '"')
         return NULL;
     char *start = s->p + 1;
     const char *q = jf_plain_string(start, s->end);
@@ -406,7 +408,7 @@ static int view_tool(const char *name)
            !strcmp(name, "read_skill_file");
 }
 
-/* Reads buf (a writable copy of the body) as a view; 0 with method and the
+/* Reads buf (a writable copy of the body, a NUL after it) as a view; 0 with method and the
  * id set, or -1: the tree decides. */
 static int view_read(char *buf, size_t len, struct rpc_view *v, const char **method,
                      json_t **id)
@@ -435,7 +437,7 @@ static int view_read(char *buf, size_t len, struct rpc_view *v, const char **met
             has_params = 1;
         } else if (v_is(k, kl, "id") && !ids && idn < 0) {
             v_ws(&s);
-            if (s.p < s.end && *s.p == '"') {
+            if (*s.p == '"') {
                 if (!(ids = v_str(&s, &idl)))
                     return -1;
             } else {
@@ -495,13 +497,14 @@ const char *rpc_view_arg(const struct rpc_view *v, const char *key, size_t *len)
 
 int rpc_view_takes(const char *body, size_t len)
 {
-    char buf[VIEW_MAX_BODY];
+    char buf[VIEW_MAX_BODY + 1];
     struct rpc_view v = {0};
     const char *method;
     json_t *id;
     if (len > sizeof buf)
         return 0;
     memcpy(buf, body, len);
+    buf[len] = '\0';
     if (view_read(buf, len, &v, &method, &id) < 0)
         return 0;
     json_decref(id);
@@ -518,6 +521,7 @@ static int handle_view(struct call *out, char *buf, struct rpc_view *v, const ch
     if (rpc_view_off || len > VIEW_MAX_BODY)
         return -1;
     memcpy(buf, body, len);
+    buf[len] = '\0';
     v->name = v->uri = NULL;
     v->urilen = v->nargs = 0;
     if (view_read(buf, len, v, &method, &id) < 0)
@@ -606,7 +610,7 @@ void rpc_handle(struct call *c, const char *body, size_t len, const struct rpc_h
      * parser is never deeper than it allows, so only a body the fast
      * parser leaves to jansson is scanned for it. */
     /* the view's strings live in vbuf until the answer is made */
-    char vbuf[VIEW_MAX_BODY];
+    char vbuf[VIEW_MAX_BODY + 1];
     struct rpc_view v;
     if (handle_view(c, vbuf, &v, body, len, h) == 0)
         ;   /* answered without a tree */
