@@ -327,9 +327,15 @@ static inline const char *v_str(struct vscan *s, size_t *n)
     return start;
 }
 
-static inline int v_is(const char *k, size_t n, const char *want)
+/* After a key's opening quote: 1, and past the key's closing quote, when
+ * the key is name (n bytes); else 0 with nothing read. The members the
+ * view reads have such names: compared whole, they need no string scan. */
+static inline int v_name(struct vscan *s, const char *name, size_t n)
 {
-    return strlen(want) == n && !memcmp(k, want, n);
+    if (s->end - s->p <= (ptrdiff_t)n || memcmp(s->p, name, n) || s->p[n] != '"')
+        return 0;
+    s->p += n + 1;
+    return 1;
 }
 
 /* The next member's key (after '{' or ','), or NULL. */
@@ -377,22 +383,22 @@ static int v_params(struct vscan *s, struct rpc_view *v, int *has_args)
     if (v_ch(s, '}'))
         return 0;
     for (;;) {
-        size_t kl, n;
-        const char *k = v_key(s, &kl);
-        if (!k)
+        size_t n;
+        if (!v_ch(s, '"'))
             return -1;
-        if (v_is(k, kl, "arguments")) {
+        int key = v_name(s, "name", 4) ? 0 : v_name(s, "uri", 3) ? 1 : v_name(s, "arguments", 9) ? 2 : -1;
+        if (key < 0 || !v_ch(s, ':'))
+            return -1;
+        if (key == 0) {
+            if (v->name || !(v->name = v_str(s, &n)))
+                return -1;
+        } else if (key == 1) {
+            if (v->uri || !(v->uri = v_str(s, &v->urilen)))
+                return -1;
+        } else {
             if (*has_args || v_args(s, v) < 0)
                 return -1;
             *has_args = 1;
-        } else if (v_is(k, kl, "name") && !v->name) {
-            if (!(v->name = v_str(s, &n)))
-                return -1;
-        } else if (v_is(k, kl, "uri") && !v->uri) {
-            if (!(v->uri = v_str(s, &v->urilen)))
-                return -1;
-        } else {
-            return -1;
         }
         int r = v_next(s);
         if (r <= 0)
@@ -421,21 +427,28 @@ static int view_read(char *buf, size_t len, struct rpc_view *v, const char **met
     if (!v_ch(&s, '{'))
         return -1;
     for (;;) {
-        size_t kl;
-        const char *k = v_key(&s, &kl);
-        if (!k)
+        if (!v_ch(&s, '"'))
             return -1;
-        if (v_is(k, kl, "jsonrpc") && !jv) {
-            if (!(jv = v_str(&s, &n)) || strcmp(jv, "2.0"))
+        int key = v_name(&s, "jsonrpc", 7)  ? 0
+                  : v_name(&s, "id", 2)     ? 1
+                  : v_name(&s, "method", 6) ? 2
+                  : v_name(&s, "params", 6) ? 3
+                                            : -1;
+        if (key < 0 || !v_ch(&s, ':'))
+            return -1;
+        if (key == 0) {
+            if (jv || !(jv = v_str(&s, &n)) || strcmp(jv, "2.0"))
                 return -1;
-        } else if (v_is(k, kl, "method") && !m) {
-            if (!(m = v_str(&s, &n)))
+        } else if (key == 2) {
+            if (m || !(m = v_str(&s, &n)))
                 return -1;
-        } else if (v_is(k, kl, "params") && !has_params) {
-            if (v_params(&s, v, &has_args) < 0)
+        } else if (key == 3) {
+            if (has_params || v_params(&s, v, &has_args) < 0)
                 return -1;
             has_params = 1;
-        } else if (v_is(k, kl, "id") && !ids && idn < 0) {
+        } else {
+            if (ids || idn >= 0)
+                return -1;
             v_ws(&s);
             if (*s.p == '"') {
                 if (!(ids = v_str(&s, &idl)))
@@ -456,8 +469,6 @@ static int view_read(char *buf, size_t len, struct rpc_view *v, const char **met
                                     *s.p == 'E'))
                     return -1;
             }
-        } else {
-            return -1;
         }
         int r = v_next(&s);
         if (r < 0)
