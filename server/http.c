@@ -164,8 +164,22 @@ static int accepts_json(const char *accept)
 {
     if (!accept || !*accept)
         return 1;
+    /* what clients send first, found without the case-blind search */
+    if (!strncmp(accept, "application/json", 16))
+        return 1;
     return x_casestr(accept, "application/json") || strstr(accept, "*/*") ||
            x_casestr(accept, "application/*");
+}
+
+/* Content-Length as strtoull reads it: plain digits (what clients send)
+ * here, anything else by strtoull. */
+static unsigned long long content_length(const char *cl)
+{
+    unsigned long long v = 0;
+    const char *p = cl;
+    while (*p >= '0' && *p <= '9' && p - cl < 19)
+        v = v * 10 + (unsigned)(*p++ - '0');
+    return p > cl && !*p ? v : strtoull(cl, NULL, 10);
 }
 
 /* The first header of each name the MCP endpoint reads (struct req_headers). */
@@ -363,7 +377,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             return REFUSE(MHD_HTTP_NOT_ACCEPTABLE,
                           "Not Acceptable: the client must accept application/json");
         const char *cl = rq->hd.content_length;
-        if (cl && strtoull(cl, NULL, 10) > S->cfg.max_body)
+        if (cl && content_length(cl) > S->cfg.max_body)
             return REFUSE(MHD_HTTP_CONTENT_TOO_LARGE,
                           "Payload Too Large: the body is over --max-body");
         rq->sse = S->cfg.sse && http_accept_has_sse(rq->hd.accept);

@@ -192,6 +192,41 @@ test('Host not localhost when bound to loopback -> 403 (DNS rebinding)', opts, a
   }
 });
 
+// Accept and Content-Length as clients write them and as they may: the
+// common spelling is read on a shorter path, and must mean what the others do.
+test('Accept and Content-Length: the usual spellings and the rest agree', opts, async () => {
+  for (const a of ['application/json', 'application/json, text/event-stream', 'APPLICATION/JSON',
+    'text/html, application/json', 'Application/Json;q=0.9', '*/*', 'application/*']) {
+    assert.equal(await postRawHeaders(s.url, ['Accept', a], listTools), 200, `Accept: ${a}`);
+  }
+  for (const a of ['text/html', 'application/jso', 'text/event-stream']) {
+    assert.equal(await postRawHeaders(s.url, ['Accept', a], listTools), 406, `Accept: ${a}`);
+  }
+  // Content-Length in plain digits, with leading zeros past 19 digits, and
+  // over --max-body in either spelling.
+  const small = Buffer.from(JSON.stringify(listTools));
+  const big = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'list_skills', arguments: { query: 'x'.repeat(MAX_BODY + 10) } } }));
+  const u = new URL(s.url);
+  const send = (b, cl) => new Promise((resolve, reject) => {
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname, method: 'POST', timeout: 10_000,
+      headers: ['Host', u.host, 'Content-Type', 'application/json', 'Accept', 'application/json',
+        'Content-Length', cl],
+    }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('timeout', () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end(b);
+  });
+  assert.equal(await send(small, String(small.length)), 200);
+  assert.equal(await send(small, String(small.length).padStart(24, '0')), 200);
+  assert.equal(await send(big, String(big.length)), 413);
+  assert.equal(await send(big, String(big.length).padStart(24, '0')), 413);
+});
+
 test('body over --max-body -> 413, and the server keeps serving', opts, async () => {
   const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
     params: { name: 'list_skills', arguments: { query: 'x'.repeat(MAX_BODY + 10) } } });
