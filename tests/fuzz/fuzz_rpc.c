@@ -4,6 +4,11 @@
  * the MCP methods (mcp.c), tool arguments (tools.c), skill:// URIs
  * (resources.c) and the Skills extension methods (skillsext.c). The server
  * state is built once over a small skill tree; scripts are off.
+ *
+ * Each input goes through twice: as rpc_handle takes it (the view of the
+ * common shapes when it reads the body), and with every body left to a
+ * tree (rpc_view_off). Both must answer the same bytes and keep the same
+ * fields for the logs.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -71,6 +76,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!j)
             abort();
         json_decref(j);
+    }
+    if (rpc_view_takes((const char *)data, size)) {
+        rpc_view_off = 1;
+        struct call *t = call_new(&S);
+        rpc_handle(t, (const char *)data, size, &h);
+        rpc_view_off = 0;
+        size_t tlen;
+        const char *tb = call_body(t, &tlen);
+        if (call_kind(t) != call_kind(c) || t->method != c->method || strcmp(t->tool, c->tool) ||
+            strcmp(t->skill, c->skill) || !tb != !out.body ||
+            (tb && (tlen != out.len || memcmp(tb, out.body, tlen))))
+            abort();
+        call_unref(t);
     }
     call_unref(c);
     return 0;
