@@ -73,6 +73,17 @@ static inline struct call_priv *P(const struct call *c)
     return (struct call_priv *)(uintptr_t)((const char *)c - offsetof(struct call_priv, pub));
 }
 
+const char *call_view_arg(const struct rpc_view *v, const char *key, size_t *len)
+{
+    for (size_t i = 0; i < v->nargs; i++)
+        if (!strcmp(v->key[i], key)) {
+            if (len)
+                *len = v->vlen[i];
+            return v->val[i];
+        }
+    return NULL;
+}
+
 struct call *call_new(struct srv *S)
 {
     struct call *c = &((struct call_priv *)xcalloc(1, sizeof(struct call_priv)))->pub;

@@ -72,7 +72,7 @@ struct rpc_view {
 };
 
 /* The string argument key of a view, or NULL. */
-const char *rpc_view_arg(const struct rpc_view *v, const char *key, size_t *len);
+const char *call_view_arg(const struct rpc_view *v, const char *key, size_t *len);
 
 struct call {
     struct srv *S;

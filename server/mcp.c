@@ -137,7 +137,7 @@ static int m_tools_call_view(struct call *c, const struct rpc_view *v)
 {
     x_strlcpy(c->tool, v->name, sizeof c->tool);
     utf8_sanitize(c->tool);
-    const char *sk = rpc_view_arg(v, "name", NULL);
+    const char *sk = call_view_arg(v, "name", NULL);
     x_strlcpy(c->skill, sk ? sk : "", sizeof c->skill);
     utf8_sanitize(c->skill);
     int task = tasks_wanted(c, v->name);

@@ -495,17 +495,6 @@ static int view_read(char *buf, size_t len, struct rpc_view *v, const char **met
     return 0;
 }
 
-const char *rpc_view_arg(const struct rpc_view *v, const char *key, size_t *len)
-{
-    for (size_t i = 0; i < v->nargs; i++)
-        if (!strcmp(v->key[i], key)) {
-            if (len)
-                *len = v->vlen[i];
-            return v->val[i];
-        }
-    return NULL;
-}
-
 int rpc_view_takes(const char *body, size_t len)
 {
     char buf[VIEW_MAX_BODY + 1];

@@ -157,11 +157,11 @@ int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (c->pv) {
         /* every argument of a view is a string: the same checks, in order */
         size_t len = 0;
-        const char *name = rpc_view_arg(c->pv, "name", &len);
+        const char *name = call_view_arg(c->pv, "name", &len);
         if (tools_view_only_keys(c->pv, o, keys) < 0 ||
             !(k = tools_gated(c, tools_need_skill_named(c, name, len, o), o)))
             return -1;
-        section = rpc_view_arg(c->pv, "section", NULL);
+        section = call_view_arg(c->pv, "section", NULL);
     } else {
         if (tools_only_keys(args, o, keys) < 0)
             return -1;
