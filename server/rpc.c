@@ -338,6 +338,21 @@ static inline int v_name(struct vscan *s, const char *name, size_t n)
     return 1;
 }
 
+/* A string that is exactly word (n bytes, no escape): 1 and past it, else 0
+ * with nothing read but whitespace. The values the view compares (the
+ * version, the methods, the tools) need no string scan either. */
+static inline int v_word(struct vscan *s, const char *word, size_t n)
+{
+    v_ws(s);
+    if (*s->p != '"')
+        return 0;
+    s->p++;
+    if (v_name(s, word, n))
+        return 1;
+    s->p--;
+    return 0;
+}
+
 /* The next member's key (after '{' or ','), or NULL. */
 static inline const char *v_key(struct vscan *s, size_t *n)
 {
@@ -383,14 +398,21 @@ static int v_params(struct vscan *s, struct rpc_view *v, int *has_args)
     if (v_ch(s, '}'))
         return 0;
     for (;;) {
-        size_t n;
         if (!v_ch(s, '"'))
             return -1;
         int key = v_name(s, "name", 4) ? 0 : v_name(s, "uri", 3) ? 1 : v_name(s, "arguments", 9) ? 2 : -1;
         if (key < 0 || !v_ch(s, ':'))
             return -1;
         if (key == 0) {
-            if (v->name || !(v->name = v_str(s, &n)))
+            /* the tools a view serves: none runs a script or reads params
+             * beyond name and arguments */
+            if (v->name)
+                return -1;
+            v->name = v_word(s, "load_skill", 10)        ? "load_skill"
+                      : v_word(s, "list_skills", 11)     ? "list_skills"
+                      : v_word(s, "read_skill_file", 15) ? "read_skill_file"
+                                                         : NULL;
+            if (!v->name)
                 return -1;
         } else if (key == 1) {
             if (v->uri || !(v->uri = v_str(s, &v->urilen)))
@@ -406,22 +428,15 @@ static int v_params(struct vscan *s, struct rpc_view *v, int *has_args)
     }
 }
 
-/* The tools a view serves: none runs a script or reads params beyond name
- * and arguments. */
-static int view_tool(const char *name)
-{
-    return !strcmp(name, "load_skill") || !strcmp(name, "list_skills") ||
-           !strcmp(name, "read_skill_file");
-}
-
 /* Reads buf (a writable copy of the body, a NUL after it) as a view; 0 with method and the
  * id set, or -1: the tree decides. */
 static int view_read(char *buf, size_t len, struct rpc_view *v, const char **method,
                      json_t **id)
 {
     struct vscan s = {buf, buf + len};
-    const char *jv = NULL, *m = NULL, *ids = NULL;
-    size_t idl = 0, n;
+    const char *m = NULL, *ids = NULL;
+    size_t idl = 0;
+    int jv = 0;
     long long idn = -1;
     int has_params = 0, has_args = 0;
     if (!v_ch(&s, '{'))
@@ -437,10 +452,16 @@ static int view_read(char *buf, size_t len, struct rpc_view *v, const char **met
         if (key < 0 || !v_ch(&s, ':'))
             return -1;
         if (key == 0) {
-            if (jv || !(jv = v_str(&s, &n)) || strcmp(jv, "2.0"))
+            if (jv || !(jv = v_word(&s, "2.0", 3)))
                 return -1;
         } else if (key == 2) {
-            if (m || !(m = v_str(&s, &n)))
+            if (m)
+                return -1;
+            m = v_word(&s, "tools/call", 10)         ? "tools/call"
+                : v_word(&s, "skills/get", 10)       ? "skills/get"
+                : v_word(&s, "resources/read", 14)   ? "resources/read"
+                                                     : NULL;
+            if (!m)
                 return -1;
         } else if (key == 3) {
             if (has_params || v_params(&s, v, &has_args) < 0)
@@ -479,15 +500,9 @@ static int view_read(char *buf, size_t len, struct rpc_view *v, const char **met
     v_ws(&s);
     if (s.p != s.end || !jv || !m || !has_params || (!ids && idn < 0))
         return -1;
-    if (!strcmp(m, "tools/call")) {
-        if (!v->name || v->uri || !view_tool(v->name))
-            return -1;
-    } else if (!strcmp(m, "skills/get") || !strcmp(m, "resources/read")) {
-        if (!v->uri || v->name || has_args)
-            return -1;
-    } else {
+    /* tools/call reads name (and arguments); skills/get and resources/read uri alone */
+    if (m[0] == 't' ? !v->name || v->uri : !v->uri || v->name || has_args)
         return -1;
-    }
     *id = ids ? json_stringn_nocheck(ids, idl) : json_integer(idn);
     if (!*id)
         return -1;
