@@ -16,6 +16,10 @@ struct http;
  */
 int http_listen(const struct cfg *c, int *port);
 
+/* Logs a warning for each --allowed-hosts / --allowed-origins entry that no
+ * request can match (a Host entry with a port, an origin with a path). */
+void http_warn_peer_lists(const struct cfg *c);
+
 /*
  * Starts serving listen_fd with cfg threads. Returns NULL after logging why
  * it could not. Call from the main thread (of a worker).

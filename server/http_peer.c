@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http.h"
 #include "http_int.h"
 
 /* --allowed-origins: the origins that get CORS headers. Set once at start. */
@@ -22,6 +23,10 @@ void http_host_part(const char *in, char *out, size_t cap)
     } else {
         const char *colon = strchr(in, ':');
         n = colon ? (size_t)(colon - in) : strlen(in);
+        /* whitespace after a value is not part of it (RFC 9110, 5.5), and
+         * libmicrohttpd strips only the leading */
+        while (n && (in[n - 1] == ' ' || in[n - 1] == '\t'))
+            n--;
     }
     if (n >= cap)
         n = cap - 1;
@@ -57,7 +62,21 @@ static int authority_ok(const char *a)
             return 0;
         p += 1 + d;
     }
+    p += strspn(p, " \t");
     return *p == '\0';
+}
+
+/* An origin's scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986),
+ * from o up to sep (its "://"). */
+static int scheme_ok(const char *o, const char *sep)
+{
+    if (sep == o || !((*o | 32) >= 'a' && (*o | 32) <= 'z'))
+        return 0;
+    for (const char *q = o + 1; q < sep; q++)
+        if (!(((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') || *q == '+' ||
+              *q == '-' || *q == '.'))
+            return 0;
+    return 1;
 }
 
 static int loopback_name(const char *h)
@@ -90,6 +109,60 @@ static int in_list(const char *list, const char *item)
     return 0;
 }
 
+/* Calls fn for each entry of the comma-separated list, trimmed. */
+static void each_entry(const char *list, void (*fn)(const char *e, size_t n))
+{
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ","), n = len;
+        while (n && p[n - 1] == ' ')
+            n--;
+        if (n)
+            fn(p, n);
+        p += len;
+    }
+}
+
+/* Entries are compared with the Host's name alone (no port, brackets kept
+ * for IPv6). */
+static void host_entry(const char *e, size_t n)
+{
+    const char *why = NULL;
+    if (n == 1 && *e == '*')
+        return;
+    if (e[0] == '[' ? e[n - 1] != ']' : memchr(e, ':', n) != NULL)
+        why = e[0] != '[' && memchr(e, ':', n) != memrchr(e, ':', n)
+                  ? "an IPv6 address is matched in brackets, e.g. [::1]"
+                  : "entries name a host without its port";
+    else if (memchr(e, '/', n) || memchr(e, '@', n))
+        why = "entries name a host, not a URL";
+    if (why)
+        log_warn("--allowed-hosts entry '%.*s' can never match a Host header: %s", (int)n, e, why);
+}
+
+/* Entries are compared with the whole Origin, as browsers send it:
+ * scheme://host[:port], no path. */
+static void origin_entry(const char *e, size_t n)
+{
+    if ((n == 1 && *e == '*') || (n == 4 && !strncasecmp(e, "null", 4)))
+        return;
+    const char *sep = memmem(e, n, "://", 3);
+    const char *why = !sep ? "an origin is scheme://host[:port], e.g. https://chat.example.com"
+                      : memchr(sep + 3, '/', n - (size_t)(sep + 3 - e))
+                          ? "an origin has no path, not even a trailing '/'"
+                          : NULL;
+    if (why)
+        log_warn("--allowed-origins entry '%.*s' can never match an Origin header: %s", (int)n, e,
+                 why);
+}
+
+void http_warn_peer_lists(const struct cfg *c)
+{
+    each_entry(c->allowed_hosts, host_entry);
+    each_entry(c->allowed_origins, origin_entry);
+}
+
 /* DNS-rebinding defence: Host must name this server, Origin must be ours. */
 const char *http_check_peer(struct http *h, struct MHD_Connection *con)
 {
@@ -110,14 +183,14 @@ const char *http_check_peer_of(struct http *h, const char *host, const char *ori
         if (!authority_ok(host) || (!loopback_name(name) && !in_list(c->allowed_hosts, name)))
             return "Forbidden: Host is not allowed (DNS rebinding protection; see "
                    "--allowed-hosts)";
-    } else if (c->allowed_hosts && host) {
+    } else if (c->allowed_hosts && host && !in_list(c->allowed_hosts, "*")) {
         http_host_part(host, name, sizeof name);
         if (!authority_ok(host) || !in_list(c->allowed_hosts, name))
             return "Forbidden: Host is not allowed (see --allowed-hosts)";
     }
     if (origin && !in_list(c->allowed_origins, origin)) {
         const char *p = strstr(origin, "://");
-        if (!p || !authority_ok(p + 3))
+        if (!p || !scheme_ok(origin, p) || !authority_ok(p + 3))
             return "Forbidden: Origin is not allowed (see --allowed-origins)";
         http_host_part(p + 3, name, sizeof name);
         if (!loopback_name(name))

@@ -526,6 +526,7 @@ int main(int argc, char **argv)
 
     log_set_level((enum log_level)S.cfg.log_level);
     log_set_json(S.cfg.log_json);
+    http_warn_peer_lists(&S.cfg);
     x_install_json_alloc();
     sdn_init();
 

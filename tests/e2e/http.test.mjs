@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 
 import {
   startServer, raw, post, postModern, modernMeta, MODERN, JSON_HEADERS, TEST_TIMEOUT,
@@ -225,6 +226,67 @@ test('Accept and Content-Length: the usual spellings and the rest agree', opts, 
   assert.equal(await send(small, String(small.length).padStart(24, '0')), 200);
   assert.equal(await send(big, String(big.length)), 413);
   assert.equal(await send(big, String(big.length).padStart(24, '0')), 413);
+});
+
+// The exact bytes of a request, Host and Origin as given (node's client
+// would check or fix them): the status code.
+function rawStatus(url, headerLines) {
+  const u = new URL(url);
+  const body = JSON.stringify(listTools);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(u.port), u.hostname, () => {
+      sock.end(`POST ${u.pathname} HTTP/1.1\r\n${headerLines.map((l) => l + '\r\n').join('')}` +
+        `Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    });
+    let got = '';
+    sock.setTimeout(10_000, () => sock.destroy(new Error('timed out')));
+    sock.on('data', (d) => { got += d; });
+    sock.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(got)?.[1])));
+    sock.on('error', reject);
+  });
+}
+
+test('Host and Origin: whitespace after the value is not part of it; an origin needs a scheme', opts, async () => {
+  const p = s.port;
+  for (const h of [`Host: localhost:${p} `, `Host: localhost\t`, `Host: 127.0.0.1:${p}\t `]) {
+    assert.equal(await rawStatus(s.url, [h]), 200, h);
+  }
+  assert.equal(await rawStatus(s.url, [`Host: localhost:${p}`, 'Origin: http://localhost:6274 ']), 200);
+  for (const o of ['Origin: ://localhost', 'Origin: 1http://localhost', 'Origin: ht tp://localhost',
+    'Origin: -x://127.0.0.1']) {
+    assert.equal(await rawStatus(s.url, [`Host: localhost:${p}`, o]), 403, o);
+  }
+});
+
+test("--allowed-hosts '*' turns the Host check off, whatever the Host holds", opts, async () => {
+  const t = await startServer({ args: ['--allowed-hosts', '*'] });
+  try {
+    for (const h of ['Host: anything.example', 'Host: a b', 'Host: evil.example/x', 'Host: [fe80::1%25eth0]:8000']) {
+      assert.equal(await rawStatus(t.url, [h]), 200, h);
+    }
+  } finally {
+    await t.stop();
+  }
+});
+
+test('list entries no request can match are named at start', opts, async () => {
+  const t = await startServer({ args: ['--allowed-hosts', 'skills.example.com:8000, ::1,ok.example,[::1],[::1]:80',
+    '--allowed-origins', 'https://chat.example.com/,chat.example.com,https://good.example,null,http://x.example/p'] });
+  try {
+    const warned = (e) => t.log.includes(`entry '${e}' can never match`);
+    for (const e of ['skills.example.com:8000', '::1', '[::1]:80', 'https://chat.example.com/', 'chat.example.com',
+      'http://x.example/p']) {
+      assert.ok(warned(e), `no warning for ${e}:\n${t.log}`);
+    }
+    for (const e of ['ok.example', '[::1]', 'https://good.example', 'null']) {
+      assert.ok(!warned(e), `a warning for ${e}:\n${t.log}`);
+    }
+    assert.match(t.log, /'::1' can never match a Host header: an IPv6 address is matched in brackets/);
+    assert.match(t.log, /'https:\/\/chat.example.com\/' can never match an Origin header: an origin has no path/);
+  } finally {
+    await t.stop();
+  }
 });
 
 test('body over --max-body -> 413, and the server keeps serving', opts, async () => {
