@@ -764,10 +764,28 @@ static int err_has(const struct run_job *j, const char *const *needles)
 }
 
 /*
+ * Did the kernel refuse the run's start for the script user's process count?
+ * EAGAIN is execve's answer to RLIMIT_NPROC alone (the count is judged when
+ * the child becomes the script user); under bwrap the same refusal comes
+ * back as bwrap's own message, before the script could print anything.
+ */
+static int start_refused(const struct run_job *j)
+{
+    static const char *const eagain[] = {"Resource temporarily unavailable", NULL};
+    if (j->error[0])
+        return j->start_errno == EAGAIN;
+    return j->sandboxed && !j->out.total && j->err.data && j->err.len > 7 &&
+           !memcmp(j->err.data, "bwrap: ", 7) && err_has(j, eagain);
+}
+
+/*
  * Which rlimit ended a failed run, or NULL. CPU and file size are certain
  * (the kernel's SIGXCPU / SIGXFSZ). The kernel reports a refused
  * allocation or fork only as an error code to the script, so memory and
- * processes are read from what the interpreter printed about it.
+ * processes are read from what the interpreter printed about it. EAGAIN
+ * alone is not a fork's: a lock taken with LOCK_NB or a non-blocking read
+ * says the same, so a process is named only where the message names a
+ * fork, a spawn or a thread too.
  */
 static const char *which_limit(const struct run_job *j)
 {
@@ -777,17 +795,17 @@ static const char *which_limit(const struct run_job *j)
         "xrealloc: cannot allocate", "Failed to reserve virtual memory", NULL,
     };
     static const char *const fsz[] = {"File too large", "File size limit exceeded", NULL};
-    static const char *const procs[] = {
-        "fork: retry", "fork: Resource temporarily unavailable", "BlockingIOError",
-        "Resource temporarily unavailable", NULL,
-    };
+    static const char *const procs[] = {"fork: retry", "fork: Resource temporarily unavailable",
+                                        "can't start new thread", NULL};
+    static const char *const again[] = {"BlockingIOError", "Resource temporarily unavailable",
+                                        "EAGAIN", NULL};
+    static const char *const forking[] = {"fork", "spawn", "clone", "thread", "Thread", NULL};
     if (j->status != RUN_FAILED || j->cancelled || j->shutdown)
         return NULL;
-    /* The kernel refuses the exec of a process whose user is over
-     * RLIMIT_NPROC (the count is judged when the child becomes that user):
-     * the run never started, for the same reason a fork inside it fails. */
+    if (start_refused(j))
+        return "processes";
     if (j->error[0])
-        return j->lim_nproc && j->start_errno == EAGAIN ? "processes" : NULL;
+        return NULL;
     int sig = j->term_signal;
     if (!sig && j->sandboxed && j->exit_code > 128 && j->exit_code < 128 + 65)
         sig = j->exit_code - 128;
@@ -799,7 +817,7 @@ static const char *which_limit(const struct run_job *j)
         return "memory";
     if (j->lim_fsize_mib && err_has(j, fsz))
         return "file_size";
-    if (j->lim_nproc && err_has(j, procs))
+    if (j->lim_nproc && (err_has(j, procs) || (err_has(j, again) && err_has(j, forking))))
         return "processes";
     return NULL;
 }
@@ -839,11 +857,17 @@ json_t *script_result(const struct run_job *j, int max_live, double queue_timeou
         else if (j->cancelled)
             snprintf(hint, sizeof hint, "The client cancelled the call; the script was stopped. "
                                         "Whatever it printed before is above.");
-        else if (j->error[0] && limit)
-            snprintf(hint, sizeof hint, "The script could not be started: its user already has "
-                                        "the %d processes it may have at once (RLIMIT_NPROC, "
-                                        "--script-max-processes). Retry when fewer scripts run.",
+        else if (limit && start_refused(j) && j->lim_nproc)
+            snprintf(hint, sizeof hint, "The script could not be started: its user already had "
+                                        "more processes (threads count too) than the %d it may "
+                                        "have at once (RLIMIT_NPROC, --script-max-processes). "
+                                        "Retry when fewer scripts run.",
                      j->lim_nproc);
+        else if (limit && start_refused(j))
+            snprintf(hint, sizeof hint, "The script could not be started: its user already had "
+                                        "more processes (threads count too) than the RLIMIT_NPROC "
+                                        "the server was started with allows (ulimit -u, "
+                                        "systemd's LimitNPROC=). Retry when fewer scripts run.");
         else if (j->error[0])
             snprintf(hint, sizeof hint, "The script could not be started (%s). Tell the operator; "
                                         "retrying will not help.", j->error);

@@ -162,7 +162,7 @@ test('a run whose exec RLIMIT_NPROC refuses names limit "processes" and says a r
     assert.equal(r.status, 'failed', JSON.stringify(r));
     assert.equal(r.stdout, '');
     assert.equal(r.limit, 'processes', JSON.stringify(r));
-    assert.match(r.hint, /could not be started: its user already has the 1 processes/);
+    assert.match(r.hint, /could not be started: its user already had more processes \(threads count too\) than the 1 it may have/);
     assert.match(r.hint, /--script-max-processes\)\. Retry when fewer scripts run/);
   } finally {
     for (const p of sleepers) p.kill('SIGKILL');

@@ -559,8 +559,8 @@ TEST(interpreter_not_by_shebang)
 /* What the caller reads when the script or hook is not there: the words
  * the model acts on, whole. */
 /* A run whose exec the kernel refused under RLIMIT_NPROC (EAGAIN: its user
- * was already at --script-max-processes when the child became it) names the
- * limit and says that a retry can work; any other start failure does not. */
+ * was already over the cap when the child became it) names the limit and
+ * says that a retry can work; any other start failure does not. */
 TEST(start_refused_by_nproc_names_the_limit)
 {
     struct run_job j;
@@ -577,20 +577,80 @@ TEST(start_refused_by_nproc_names_the_limit)
     CHECK(r != NULL);
     CHECK_STR(json_string_value(json_object_get(r, "limit")), "processes");
     const char *hint = json_string_value(json_object_get(r, "hint"));
-    CHECK(hint && strstr(hint, "--script-max-processes") && strstr(hint, "20 processes"));
-    CHECK(!strstr(hint, "retrying will not help"));
+    CHECK(hint && strstr(hint, "--script-max-processes") && strstr(hint, "than the 20 it may"));
+    CHECK(strstr(hint, "Retry when fewer scripts run") && !strstr(hint, "retrying will not help"));
     json_decref(r);
 
-    /* without the cap, or with another errno: an ordinary start failure */
-    int errs[] = {EAGAIN, ENOENT};
-    int caps[] = {0, 20};
-    for (int i = 0; i < 2; i++) {
-        j.start_errno = errs[i];
-        j.lim_nproc = caps[i];
-        r = script_result(&j, 4, 5);
-        CHECK(r && !json_object_get(r, "limit"));
-        hint = json_string_value(json_object_get(r, "hint"));
-        CHECK(hint && strstr(hint, "could not be started (cannot start"));
+    /* no cap of its own: the limit the server inherited refused it */
+    j.lim_nproc = 0;
+    r = script_result(&j, 4, 5);
+    CHECK_STR(json_string_value(json_object_get(r, "limit")), "processes");
+    hint = json_string_value(json_object_get(r, "hint"));
+    CHECK(hint && strstr(hint, "ulimit -u") && strstr(hint, "Retry when fewer scripts run"));
+    json_decref(r);
+
+    /* another errno: an ordinary start failure */
+    j.start_errno = ENOENT;
+    j.lim_nproc = 20;
+    r = script_result(&j, 4, 5);
+    CHECK(r && !json_object_get(r, "limit"));
+    hint = json_string_value(json_object_get(r, "hint"));
+    CHECK(hint && strstr(hint, "could not be started (cannot start"));
+    json_decref(r);
+}
+
+/* The limit a failed run's stderr names: EAGAIN alone is not a fork's (a
+ * LOCK_NB lock, a non-blocking read say the same); bwrap refused before the
+ * script ran is a refused start. */
+TEST(processes_limit_read_from_stderr)
+{
+    static const struct {
+        const char *err;
+        int sandboxed;
+        const char *limit;      /* NULL: none */
+        const char *in_hint;
+    } cases[] = {
+        {"Traceback (most recent call last):\n  File \"/s/lock.py\", line 4, in <module>\n"
+         "    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+         "BlockingIOError: [Errno 11] Resource temporarily unavailable\n",
+         0, NULL, "exited with code 1"},
+        {"cat: -: Resource temporarily unavailable\n", 0, NULL, "exited with code 1"},
+        {"Traceback (most recent call last):\n  File \"/s/forks.py\", line 5, in <module>\n"
+         "    if os.fork() == 0:\n"
+         "BlockingIOError: [Errno 11] Resource temporarily unavailable\n",
+         0, "processes", "could not start another process"},
+        {"/s/run.sh: fork: retry: Resource temporarily unavailable\n", 0, "processes",
+         "could not start another process"},
+        {"Error: spawn /bin/ls EAGAIN\n", 0, "processes", "could not start another process"},
+        {"RuntimeError: can't start new thread\n", 0, "processes",
+         "could not start another process"},
+        {"bwrap: Creating new namespace failed: Resource temporarily unavailable\n", 1,
+         "processes", "could not be started: its user already had"},
+        {"bwrap: Creating new namespace failed: Resource temporarily unavailable\n", 0, NULL,
+         "exited with code 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct run_job j;
+        memset(&j, 0, sizeof j);
+        j.status = RUN_FAILED;
+        j.exit_code = 1;
+        j.timeout_s = 10;
+        j.lim_nproc = 256;
+        j.sandboxed = cases[i].sandboxed;
+        snprintf(j.request_id, sizeof j.request_id, "r%zu", i);
+        char *err = xstrdup(cases[i].err);
+        j.err.data = err;
+        j.err.len = j.err.total = strlen(err);
+        json_t *r = script_result(&j, 4, 5);
+        free(err);
+        CHECK(r != NULL);
+        const char *lim = json_string_value(json_object_get(r, "limit"));
+        const char *hint = json_string_value(json_object_get(r, "hint"));
+        if (cases[i].limit ? !lim || strcmp(lim, cases[i].limit) : lim != NULL)
+            H_FAIL("case %zu: limit %s, want %s", i, lim ? lim : "(none)",
+                   cases[i].limit ? cases[i].limit : "(none)");
+        if (!hint || !strstr(hint, cases[i].in_hint))
+            H_FAIL("case %zu: hint '%s' lacks '%s'", i, hint ? hint : "", cases[i].in_hint);
         json_decref(r);
     }
 }
@@ -679,6 +739,7 @@ int main(void)
     RUN(server_secrets_never_passed);
     RUN(interpreter_not_by_shebang);
     RUN(start_refused_by_nproc_names_the_limit);
+    RUN(processes_limit_read_from_stderr);
 
     script_free(SC);
     tt_rm_rf(base);
