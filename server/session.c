@@ -136,9 +136,11 @@ static void drop(struct session_table *t, size_t i)
     }
 }
 
+/* now may be earlier than last_ns: a caller that read the clock before
+ * another thread's touch took the lock is not idle for a negative time. */
 static int expired(const struct session_table *t, const struct slot *s, uint64_t now)
 {
-    return now - s->last_ns > t->idle_ns;
+    return now > s->last_ns && now - s->last_ns > t->idle_ns;
 }
 
 static void sweep_locked(struct session_table *t, uint64_t now)
@@ -165,8 +167,8 @@ int session_create(struct session_table *t, const char *client, char *out)
     if (x_random_hex(out, SESSION_ID_LEN / 2) < 0)
         return -1;
 
-    uint64_t now = now_ns();
     pthread_mutex_lock(&t->mu);
+    uint64_t now = now_ns();     /* under the lock: last_ns never goes back */
     if (t->live >= t->cap)
         sweep_locked(t, now);
     if (t->live >= t->cap) {
@@ -220,8 +222,8 @@ static struct slot *lookup(struct session_table *t, const char *id, const char *
 
 int session_touch(struct session_table *t, const char *id, const char *client, int *level)
 {
-    uint64_t now = now_ns();
     pthread_mutex_lock(&t->mu);
+    uint64_t now = now_ns();     /* under the lock: last_ns never goes back */
     struct slot *s = lookup(t, id, client, now);
     if (s) {
         s->last_ns = now;

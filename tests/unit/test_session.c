@@ -200,6 +200,41 @@ TEST(threads)
     session_free(shared);
 }
 
+/* One session touched from many threads at once (one client's concurrent
+ * requests): a touch that read the clock before another thread's touch
+ * took the lock must not find the session "idle" for a negative time. */
+static char one_id[SESSION_ID_LEN + 1];
+
+static void *toucher(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100000; i++)
+        if (!session_touch(shared, one_id, NULL, NULL))
+            return (void *)1;
+    return NULL;
+}
+
+TEST(one_session_touched_from_threads)
+{
+    shared = session_new(16, 1800);
+    CHECK_EQ(session_create(shared, NULL, one_id), 0);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, toucher, NULL);
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        void *rv;
+        pthread_join(th[i], &rv);
+        bad += rv != NULL;
+    }
+    struct session_counts c;
+    session_counts(shared, &c);
+    session_free(shared);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(c.expired, 0);
+    CHECK_EQ(c.live, 1);
+}
+
 int main(void)
 {
     RUN(ids_are_random_visible_hex);
@@ -210,5 +245,6 @@ int main(void)
     RUN(full_table_evicts_least_recently_used);
     RUN(churn_keeps_every_live_id);
     RUN(threads);
+    RUN(one_session_touched_from_threads);
     DONE();
 }
