@@ -19,6 +19,7 @@
  */
 #include "hooks.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,9 +349,15 @@ static void on_hook_done(struct run_job *h, void *arg)
                                    "is withheld.", stage, path, reason);
         else
             fail_call(p, "failed", "The %s hook (%s) did not finish (%s%s%s%s); the call is "
-                                   "failed.%s", stage, path, run_status_name(h->status),
+                                   "failed.%s%s", stage, path, run_status_name(h->status),
                       h->term_signal ? ", killed by a signal" : "",
-                      h->error[0] ? ", " : "", h->error, pre ? "" : " The script's output is withheld.");
+                      h->error[0] ? ", " : "", h->error, pre ? "" : " The script's output is withheld.",
+                      /* execve's EAGAIN is RLIMIT_NPROC's alone (runner.c, start_errno) */
+                      h->error[0] && h->start_errno == EAGAIN
+                          ? " Its user already had more processes (threads count too) than "
+                            "RLIMIT_NPROC allows (--script-max-processes): retry when fewer "
+                            "scripts run."
+                          : "");
         run_job_free(h);
         return;
     }

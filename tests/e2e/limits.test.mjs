@@ -171,6 +171,32 @@ test('a run whose exec RLIMIT_NPROC refuses names limit "processes" and says a r
   }
 });
 
+test('a pre hook whose exec RLIMIT_NPROC refuses fails the call with a retry hint', { ...opts, skip: root ? false : 'needs root: RLIMIT_NPROC counts every process of the user, so it is tested on nobody' }, async () => {
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nproc-hook-'));
+  fs.mkdirSync(path.join(own, 'hooked', 'scripts'), { recursive: true });
+  fs.mkdirSync(path.join(own, 'hooked', 'hooks'), { recursive: true });
+  fs.writeFileSync(path.join(own, 'hooked', 'SKILL.md'), '---\nname: hooked\ndescription: Its pre hook cannot start\n---\n# Hooked\n');
+  fs.writeFileSync(path.join(own, 'hooked', 'scripts', 'hello.sh'), 'echo hello\n');
+  fs.writeFileSync(path.join(own, 'hooked', 'hooks', 'pre.sh'), 'cat >/dev/null\nexit 0\n');
+  for (const d of ['', 'hooked', 'hooked/scripts', 'hooked/hooks']) fs.chmodSync(path.join(own, d), 0o755);
+  const { spawn } = await import('node:child_process');
+  const sleepers = [0, 1].map(() => spawn('sleep', ['60'], { uid: 65534, gid: 65534, stdio: 'ignore' }));
+  const s = await startServer({ skillsDirs: [own], args: ['--script-max-processes', '1'] });
+  try {
+    const c = await connect(s.url);
+    const r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'hooked', script: 'hello.sh' } })).structuredContent;
+    await c.close();
+    assert.equal(r.status, 'failed', JSON.stringify(r));
+    assert.equal(r.stdout ?? '', '');
+    assert.match(r.hint, /pre hook .* did not finish/);
+    assert.match(r.hint, /more processes \(threads count too\) than RLIMIT_NPROC allows \(--script-max-processes\): retry when fewer scripts run/);
+  } finally {
+    for (const p of sleepers) p.kill('SIGKILL');
+    await s.stop();
+    fs.rmSync(own, { recursive: true, force: true });
+  }
+});
+
 test('an ordinary failure names no limit; node still starts under the default memory limit', opts, async () => {
   const f = await run('fail.sh');
   assert.equal(f.status, 'failed');
