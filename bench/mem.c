@@ -94,11 +94,11 @@ int main(int argc, char **argv)
     }
     size_t wl = snap_of(s)->nw * sizeof *snap_of(s)->w, wown = 0;
     for (size_t i = 0; i < snap_of(s)->nw; i++)
-        if (snap_of(s)->w[i].owned)
-            wown += malloc_usable_size(snap_of(s)->w[i].path);
+        wown += malloc_usable_size(snap_of(s)->w[i].path);
     size_t tables = snap_of(s)->tcap * 2 * sizeof(uint32_t) + s->n + s->n * sizeof *s->v;
-    printf("skills=%zu watched=%zu sizeof(struct skill)=%zu entries_with_warnings=%zu\n", n,
-           snap_of(s)->nw, sizeof(struct skill), warn);
+    printf("skills=%zu watched=%zu listed=%zu sizeof(struct skill)=%zu "
+           "entries_with_warnings=%zu\n",
+           n, snap_watched(s), snap_of(s)->nw, sizeof(struct skill), warn);
     row("heap in use after the build (mallinfo2, after malloc_trim)", h1 - h0, n);
     row("VmRSS after the build (whole process)", (size_t)vmrss_kb() * 1024, n);
     row("entry blocks (struct + strings, usable size)", blk, n);
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     row("file/folder blocks (usable size)", files, n);
     row("  of which folder paths (the first is dir)", dirpaths, n);
     row("card search terms (search_terms_bytes)", terms, n);
-    row("watch list (array + owned paths)", wl + wown, n);
+    row("watch list (array + paths; entries are keyed)", wl + wown, n);
     row("lookup tables and entry array", tables, n);
     row("hook paths", hooks, n);
     size_t before = heap();

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     if (!S)
         return 1;
     struct snapshot *s = skills_acquire(S);
-    size_t nskills = s->n, nwatched = snap_of(s)->nw;
+    size_t nskills = s->n, nwatched = snap_watched(s);
     skills_release(s);
 
     /* warm the dentry cache and the code once, then time */

@@ -106,6 +106,8 @@ struct build {
     size_t nprev;
     int prev_ready;
     struct term_chunk *term_chunks; /* the new entries' card terms (terms_keep) */
+    struct skill **unkeyed; /* served, but watched by the list: see struct snap */
+    size_t nunkeyed, ucap;
 };
 
 struct seen_problem {
@@ -212,29 +214,21 @@ static void report(struct build *b, const char *level, const char *skill, const 
                 skill ? skill : "-", msg, path);
 }
 
-/* !owned: path lives in an entry the snapshot holds (most watches are a
- * skill's SKILL.md and folders: no second copy of ~13,000 paths at 5,000
- * skills). */
-static void watch_put(struct build *b, char *path, const struct stat *st, int owned)
+/* A served entry's SKILL.md and folders are not listed: the stat pass reads
+ * them from the entry (at 100,000 skills, ~2.6 watches a skill were 12 MB). */
+static void watch_add(struct build *b, const char *path, const struct stat *st)
 {
     if (b->nw == b->wcap) {
         b->wcap = b->wcap ? b->wcap * 2 : 64;
         b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
     }
     struct watch *w = &b->w[b->nw++];
-    w->path = path;
-    w->owned = (unsigned char)owned;
-    w->md = 0;
+    w->path = xstrdup(path);
     w->missing = st == NULL;
     if (st)
         key_of(st, &w->key);
     else
         memset(&w->key, 0, sizeof w->key);
-}
-
-static void watch_add(struct build *b, const char *path, const struct stat *st)
-{
-    watch_put(b, xstrdup(path), st, 1);
 }
 
 /* Names that are never part of a skill: VCS folders, caches, dotfiles. */
@@ -889,22 +883,10 @@ static int have_qname(const struct build *b, const char *qname)
     return 0;
 }
 
-static void add_watches_of(struct build *b, const struct skill *k, const struct stat *md)
+/* A served entry's SKILL.md and folders are watched through its keys (the
+ * stat pass reads them from the entry): only a gate's files are listed. */
+static void add_watches_of(struct build *b, const struct skill *k)
 {
-    watch_put(b, k->dir, md, 0);
-    b->w[b->nw - 1].md = 1;
-    for (size_t i = 0; i < k->ndirs; i++) {
-        if (b->nw == b->wcap) {
-            b->wcap = b->wcap ? b->wcap * 2 : 64;
-            b->w = xrealloc(b->w, b->wcap * sizeof *b->w);
-        }
-        struct watch *w = &b->w[b->nw++];
-        w->path = k->dir_paths[i];
-        w->owned = 0;
-        w->md = 0;
-        w->key = k->dir_keys[i];
-        w->missing = 0;
-    }
     if (!b->S->gate)
         return;
     /* A lock judges file contents: an edit in place must lead to a rebuild. */
@@ -1205,7 +1187,7 @@ static void apply(struct build *b, struct cand *c)
         struct skill *old = c->old;
         atomic_fetch_add(&old->refs, 1);
         push_skill(b, old);
-        add_watches_of(b, old, &c->mdst);
+        add_watches_of(b, old);
         size_t i;
         json_t *w;
         json_array_foreach(old->warnings, i, w)
@@ -1227,6 +1209,12 @@ static void apply(struct build *b, struct cand *c)
                    where);
             atomic_fetch_add(&c->old->refs, 1);
             push_skill(b, c->old);
+            /* its keys are not what is on disk: the list watches that */
+            if (b->nunkeyed == b->ucap) {
+                b->ucap = b->ucap ? b->ucap * 2 : 8;
+                b->unkeyed = xrealloc(b->unkeyed, b->ucap * sizeof *b->unkeyed);
+            }
+            b->unkeyed[b->nunkeyed++] = c->old;
         } else {
             report(b, "error", c->qname, md, "%s%s; skill not served", c->problem, where);
         }
@@ -1279,7 +1267,7 @@ static void apply(struct build *b, struct cand *c)
         json_array_append_new(k->warnings, json_deep_copy(json_array_get(b->errors, i)));
     push_skill(b, k);
     c->k = NULL;            /* the snapshot owns it now */
-    add_watches_of(b, k, &c->mdst);
+    add_watches_of(b, k);
 }
 
 static void cand_init(struct cand *c, unsigned root, const char *team, const char *name,
@@ -1542,6 +1530,14 @@ struct snapshot *scan_tree(struct skills *S, struct snapshot *old)
         qsort(s->v, s->n, sizeof *s->v, skill_cmp);
     snap_of(s)->w = b.w;
     snap_of(s)->nw = b.nw;
+    if (b.nunkeyed) {
+        snap_of(s)->unkeyed = xcalloc(s->n, 1);
+        for (size_t i = 0; i < b.nunkeyed; i++) {
+            struct skill **at = bsearch(&b.unkeyed[i], s->v, s->n, sizeof *s->v, skill_cmp);
+            snap_of(s)->unkeyed[at - s->v] = 1;
+        }
+    }
+    free(b.unkeyed);
     snap_of(s)->term_chunks = b.term_chunks;
     s->errors = b.errors;
     free(b.seen);
@@ -1571,9 +1567,9 @@ struct skill *skills_entry_load(const char *dir, const char *qname, unsigned roo
     }
     free(b.v);
     free(b.seen);
+    free(b.unkeyed);
     for (size_t i = 0; i < b.nw; i++)
-        if (b.w[i].owned)
-            free(b.w[i].path);
+        free(b.w[i].path);
     free(b.w);
     json_decref(b.errors);
     return k;

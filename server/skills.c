@@ -171,9 +171,9 @@ static void snapshot_free(struct skills *S, struct snapshot *s)
     free(s->hook_pre);
     free(s->hook_post);
     for (size_t i = 0; i < p->nw; i++)
-        if (p->w[i].owned)
-            free(p->w[i].path);
+        free(p->w[i].path);
     free(p->w);
+    free(p->unkeyed);
     free(p);
 }
 
@@ -382,32 +382,76 @@ size_t skills_suggest_in(const struct snapshot *s, const unsigned char *mask, co
 
 /* ---- rescans ------------------------------------------------------------- */
 
+/* Is path's stat key other than *key (or is it gone)? */
+static int key_moved(const char *path, const struct fkey *key)
+{
+    struct stat st;
+    struct fkey k;
+    if (stat(path, &st) < 0)
+        return 1;
+    key_of(&st, &k);
+    return !key_eq(&k, key);
+}
+
 /* Did anything the snapshot watched move? Stats only; allocates nothing. */
 static int tree_changed(const struct snapshot *s)
 {
     struct stat st;
-    struct fkey k;
     char buf[PATH_MAX + 16];
     for (size_t i = 0; i < snap_of(s)->nw; i++) {
         const struct watch *w = &snap_of(s)->w[i];
-        if (stat(watch_path(w, buf, sizeof buf), &st) < 0) {
-            if (!w->missing)
-                return 1;
+        if (w->missing ? stat(w->path, &st) == 0 : key_moved(w->path, &w->key))
+            return 1;
+    }
+    /* A keyed entry was reused or built only when what is on disk matched
+     * its keys, so they are what the build saw. */
+    for (size_t i = 0; i < s->n; i++) {
+        const struct skill *k = s->v[i];
+        if (!snap_keyed(s, i))
             continue;
-        }
-        if (w->missing)
+        if (key_moved(skills_md_path(k, buf, sizeof buf), &k->md_key))
             return 1;
-        key_of(&st, &k);
-        if (!key_eq(&k, &w->key))
-            return 1;
+        for (size_t d = 0; d < k->ndirs; d++)
+            if (key_moved(k->dir_paths[d], &k->dir_keys[d]))
+                return 1;
     }
     return 0;
 }
 
+/* Adds an inotify watch on the folder path (anything else is skipped):
+ * -1 when it cannot be added. */
+static int ino_watch(struct skills *S, const char *path)
+{
+    const uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
+                          IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    int wd = inotify_add_watch(S->ino_fd, path, mask);
+    if (wd < 0) {
+        log_warn("skills: inotify watch on %s failed (%s); refresh ticks will stat", path,
+                 strerror(errno));
+        close(S->ino_fd);
+        S->ino_fd = -1;
+        return -1;
+    }
+    if ((size_t)wd >= S->nwd) {
+        size_t n = S->nwd ? S->nwd : 64;
+        while (n <= (size_t)wd)
+            n *= 2;
+        S->wd_path = xrealloc(S->wd_path, n * sizeof *S->wd_path);
+        memset(S->wd_path + S->nwd, 0, (n - S->nwd) * sizeof *S->wd_path);
+        S->nwd = n;
+    }
+    S->wd_path[wd] = path;
+    return 0;
+}
+
 /*
- * (Re)creates the inotify watches for the folders snapshot s watches. Files
- * (SKILL.md) are covered by their folder's watch. Falls back to stat passes
- * when inotify is unavailable or its watch limit is reached.
+ * (Re)creates the inotify watches for the folders snapshot s watches (its
+ * list's and its keyed entries'). Files (SKILL.md) are covered by their
+ * folder's watch. Falls back to stat passes when inotify is unavailable or
+ * its watch limit is reached.
  */
 static void watches_setup(struct skills *S, const struct snapshot *s)
 {
@@ -417,33 +461,15 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
     S->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (S->ino_fd < 0)
         return;
-    const uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
-                          IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
     if (S->nwd)
         memset(S->wd_path, 0, S->nwd * sizeof *S->wd_path);
-    for (size_t i = 0; i < snap_of(s)->nw; i++) {
-        const struct watch *w = &snap_of(s)->w[i];
-        struct stat st;
-        if (w->missing || w->md || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        int wd = inotify_add_watch(S->ino_fd, w->path, mask);
-        if (wd < 0) {
-            log_warn("skills: inotify watch on %s failed (%s); refresh ticks will stat",
-                     w->path, strerror(errno));
-            close(S->ino_fd);
-            S->ino_fd = -1;
+    for (size_t i = 0; i < snap_of(s)->nw; i++)
+        if (!snap_of(s)->w[i].missing && ino_watch(S, snap_of(s)->w[i].path) < 0)
             return;
-        }
-        if ((size_t)wd >= S->nwd) {
-            size_t n = S->nwd ? S->nwd : 64;
-            while (n <= (size_t)wd)
-                n *= 2;
-            S->wd_path = xrealloc(S->wd_path, n * sizeof *S->wd_path);
-            memset(S->wd_path + S->nwd, 0, (n - S->nwd) * sizeof *S->wd_path);
-            S->nwd = n;
-        }
-        S->wd_path[wd] = w->path;
-    }
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t d = 0; snap_keyed(s, i) && d < s->v[i]->ndirs; d++)
+            if (ino_watch(S, s->v[i]->dir_paths[d]) < 0)
+                return;
     /* A missing root shows up as a change only through a stat pass. */
     for (size_t i = 0; i < snap_of(s)->nw; i++)
         if (snap_of(s)->w[i].missing)
@@ -461,9 +487,8 @@ static int missing_appeared(const struct snapshot *s)
 {
     const struct snap *p = snap_of(s);
     struct stat st;
-    char buf[PATH_MAX + 16];
     for (size_t i = 0; i < p->nw; i++)
-        if (p->w[i].missing && stat(watch_path(&p->w[i], buf, sizeof buf), &st) == 0)
+        if (p->w[i].missing && stat(p->w[i].path, &st) == 0)
             return 1;
     return 0;
 }

@@ -21,24 +21,18 @@
 
 #define SKILL_MD_MAX (4u << 20)
 
-/* A path the refresher stats (and watches with inotify, for folders). */
+/*
+ * A path the refresher stats (and watches with inotify, for folders) besides
+ * what the served entries carry: a served entry's SKILL.md and folders are
+ * stat'ed against the entry's own keys (md_key, dir_keys), so the list holds
+ * only the roots, team folders, global hooks, what is missing or broken, and
+ * (under a gate) every file.
+ */
 struct watch {
-    char *path;             /* owned, or borrowed from an entry of the snapshot */
+    char *path;             /* owned */
     struct fkey key;
     unsigned char missing;  /* path did not exist when the snapshot was built */
-    unsigned char owned;    /* path is the watch's own copy */
-    unsigned char md;       /* path is a skill folder, the watched file its SKILL.md */
 };
-
-/* The path w watches, composed into buf (PATH_MAX + 16) when it is a
- * SKILL.md: entries do not store that path. Allocates nothing. */
-static inline const char *watch_path(const struct watch *w, char *buf, size_t n)
-{
-    if (!w->md)
-        return w->path;
-    snprintf(buf, n, "%s/SKILL.md", w->path);
-    return buf;
-}
 
 /*
  * A snapshot as the index keeps it: the public part readers see first, then
@@ -53,8 +47,12 @@ struct snap {
     unsigned char *shared;  /* per entry: its bare name is not unique */
     size_t tcap;            /* power of two */
     size_t bodies_indexed;  /* entries whose body terms are in search */
-    struct watch *w;        /* everything the refresher stats */
+    struct watch *w;        /* what the refresher stats besides the entries' keys */
     size_t nw;
+    /* per entry, or NULL when none is: 1 when what is on disk is not what the
+     * entry was built from (a broken SKILL.md, the previous version served),
+     * so its keys are not watched; the list holds its current ones */
+    unsigned char *unkeyed;
     void *gate_ref;         /* what gate[].approved borrows from (released with s) */
     struct term_chunk *term_chunks; /* its new entries' card terms, until indexed */
     struct snapshot *retired_next;
@@ -63,6 +61,23 @@ struct snap {
 static inline struct snap *snap_of(const struct snapshot *s)
 {
     return (struct snap *)(uintptr_t)((const char *)s - offsetof(struct snap, pub));
+}
+
+/* Is entry i of s watched through its own keys? */
+static inline int snap_keyed(const struct snapshot *s, size_t i)
+{
+    return !snap_of(s)->unkeyed || !snap_of(s)->unkeyed[i];
+}
+
+/* Paths a stat pass over s stats: the list, and each keyed entry's SKILL.md
+ * and folders (benches, tests). */
+static inline size_t snap_watched(const struct snapshot *s)
+{
+    size_t n = snap_of(s)->nw;
+    for (size_t i = 0; i < s->n; i++)
+        if (snap_keyed(s, i))
+            n += 1 + s->v[i]->ndirs;
+    return n;
 }
 
 struct bodies_indexer;
@@ -97,8 +112,8 @@ struct skills {
     uint64_t last_full_ns;          /* the last stat pass */
     /* A file written in place moves neither its folder's stat nor
      * SKILL.md's: the watched folders inotify named for such writes since
-     * the last rescan (paths borrowed from the current snapshot's watches,
-     * by watch descriptor), for that rescan to look into. */
+     * the last rescan (paths borrowed from the current snapshot's list and
+     * entries, by watch descriptor), for that rescan to look into. */
     const char **wd_path;
     size_t nwd;
     const char *moved[64];

@@ -202,24 +202,22 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
         key_of(&st, &now);
         CHECK(key_eq(&now, &k->md_key));
     }
-    /* the watch list names every entry's SKILL.md, at the entry's key */
-    size_t mds = 0;
-    for (size_t i = 0; i < snap_of(s)->nw; i++) {
-        if (!snap_of(s)->w[i].md)
-            continue;
-        char buf[PATH_MAX + 16];
-        struct skill *e = NULL;
-        for (size_t j = 0; j < s->n; j++)
-            if (snap_of(s)->w[i].path == s->v[j]->dir)
-                e = s->v[j];
-        CHECK(e != NULL);
-        if (!e)
-            continue;
-        CHECK_STR(watch_path(&snap_of(s)->w[i], buf, sizeof buf), skills_md_path(e, md, sizeof md));
-        CHECK(key_eq(&snap_of(s)->w[i].key, &e->md_key));
-        mds++;
+    /* a served entry's SKILL.md and folders are watched through its keys:
+     * the list names none of them, the stat pass counts all of them */
+    size_t mine = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        CHECK(snap_keyed(s, i));
+        mine += 1 + s->v[i]->ndirs;
     }
-    CHECK_EQ(mds, s->n);
+    for (size_t i = 0; i < snap_of(s)->nw; i++) {
+        const char *wp = snap_of(s)->w[i].path;
+        for (size_t j = 0; j < s->n; j++) {
+            CHECK(strcmp(wp, skills_md_path(s->v[j], md, sizeof md)) != 0);
+            for (size_t d = 0; d < s->v[j]->ndirs; d++)
+                CHECK(strcmp(wp, s->v[j]->dir_paths[d]) != 0);
+        }
+    }
+    CHECK_EQ(snap_watched(s), snap_of(s)->nw + mine);
     skills_release(s);
 
     struct skills_report r;
@@ -279,9 +277,11 @@ TEST(broken_skill_reported_and_previous_version_kept)
     CHECK(strstr(errs, "previous version") != NULL);
     free(errs);
     skills_report_cleanup(&r);
-    /* Most watches borrow their path from an entry of the snapshot; the
-     * broken files' entries are not in it, so theirs are copies (read here:
-     * a borrowed one would be freed memory, which ASan reports). */
+    /* The served previous version of alpha is not what is on disk: the list
+     * watches alpha's current files (copies: the entry they were read into
+     * is gone, which ASan would report), not the entry's keys. */
+    CHECK(!snap_keyed(s, 0));
+    CHECK(snap_keyed(s, 1));
     char want[2][600];
     int seen[2] = {0, 0};
     snprintf(want[0], sizeof want[0], "%s/alpha/SKILL.md", root);
@@ -342,6 +342,82 @@ TEST(rescan_reports_added_changed_removed_and_reuses_entries)
     CHECK_STR(skills_find(s1, "alpha", 5, &amb)->description, "A2");
     skills_release(s0);
     skills_release(s1);
+    skills_free(S);
+}
+
+static void rename_over(const char *rel, const char *text)
+{
+    char tmp[512], path[512];
+    /* beside it, under an ignored name: only its folder's key moves */
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    snprintf(tmp, sizeof tmp, "%.*s.next", (int)(strrchr(path, '/') + 1 - path), path);
+    FILE *f = fopen(tmp, "w");
+    fputs(text, f);
+    fclose(f);
+    CHECK_EQ(rename(tmp, path), 0);
+}
+
+/*
+ * The stat pass takes a served entry's keys from the entry, also when the
+ * entry was reused from an earlier snapshot: a change to its folders or
+ * SKILL.md that no write event names (a file removed deep down, a SKILL.md
+ * renamed over) is still seen by the next tick.
+ */
+TEST(tick_sees_changes_under_reused_entries)
+{
+    fresh_root();
+    skill("alpha", "alpha", "A");
+    skill("beta", "beta", "B");
+    writef("beta/references/deep/x.md", "x\n");
+    writef("beta/references/deep/y.md", "y\n");
+    struct skills *S = open_root();
+    struct skills_report r;
+    skills_rescan(S, 0, &r);        /* the first tick sets up the watches */
+    CHECK_EQ(r.unchanged, 1);
+    skills_report_cleanup(&r);
+    struct snapshot *s = skills_acquire(S);
+    int amb;
+    struct skill *beta0 = skills_find(s, "beta", 4, &amb);
+    skills_release(s);
+
+    /* a rebuild for alpha: beta's entry is reused */
+    rename_over("alpha/SKILL.md", "---\nname: alpha\ndescription: A2\n---\n");
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(json_array_size(r.changed), 1);
+    skills_report_cleanup(&r);
+    s = skills_acquire(S);
+    CHECK(skills_find(s, "beta", 4, &amb) == beta0);
+    CHECK_EQ(snap_of(s)->nw, 1);    /* the root alone */
+    skills_release(s);
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(r.unchanged, 1);
+    skills_report_cleanup(&r);
+
+    /* a file removed from the reused entry's deepest folder */
+    char p[512];
+    snprintf(p, sizeof p, "%s/beta/references/deep/x.md", root);
+    CHECK_EQ(unlink(p), 0);
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(r.unchanged, 0);
+    CHECK_EQ(json_array_size(r.changed), 1);
+    CHECK_STR(json_string_value(json_array_get(r.changed, 0)), "beta");
+    skills_report_cleanup(&r);
+    s = skills_acquire(S);
+    struct skill *beta1 = skills_find(s, "beta", 4, &amb);
+    CHECK(beta1 != beta0 && beta1->nfiles == 1);
+    skills_release(s);
+
+    /* and its SKILL.md renamed over, after another reuse */
+    rename_over("alpha/SKILL.md", "---\nname: alpha\ndescription: A3\n---\n");
+    skills_rescan(S, 0, &r);
+    skills_report_cleanup(&r);
+    rename_over("beta/SKILL.md", "---\nname: beta\ndescription: B2\n---\n");
+    skills_rescan(S, 0, &r);
+    CHECK_EQ(json_array_size(r.changed), 1);
+    skills_report_cleanup(&r);
+    s = skills_acquire(S);
+    CHECK_STR(skills_find(s, "beta", 4, &amb)->description, "B2");
+    skills_release(s);
     skills_free(S);
 }
 
@@ -1037,6 +1113,7 @@ int main(void)
     RUN(wide_and_deep_skill_lists_every_file_and_folder);
     RUN(broken_skill_reported_and_previous_version_kept);
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
+    RUN(tick_sees_changes_under_reused_entries);
     RUN(body_terms_survive_rescans);
     RUN(card_terms_survive_rescans);
     RUN(earlier_root_wins_and_shadowed_is_reported);
