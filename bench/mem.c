@@ -73,8 +73,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         const struct skill *k = s->v[i];
         blk += malloc_usable_size((void *)(uintptr_t)k);
+        if (atomic_load(&k->cards))
+            blk += malloc_usable_size(atomic_load(&k->cards));
         st += sizeof *k;
-        names += slen(k->name) + slen(k->qname) + slen(k->team);
+        names += slen(k->qname) + slen(k->team);
+        if (k->name < k->qname || k->name >= k->qname + strlen(k->qname))
+            names += slen(k->name);
         paths += slen(k->dir);
         desc += slen(k->description);
         rest += slen(k->fm_rest);

@@ -64,6 +64,26 @@ json_t *skills_execution(const struct skill *k)
     return mine == EXEC_NONE ? NULL : mine;
 }
 
+struct card *skills_card_keep(struct skill *k, int tier, struct card *c)
+{
+    struct skill_cards *cards = atomic_load_explicit(&k->cards, memory_order_acquire);
+    if (!cards) {
+        struct skill_cards *mine = xcalloc(1, sizeof *mine);
+        if (atomic_compare_exchange_strong_explicit(&k->cards, &cards, mine,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            cards = mine;
+        else
+            free(mine);     /* cards is the one another thread installed */
+    }
+    struct card *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&cards->tier[tier], &none, c,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        free(c);
+        c = none;
+    }
+    return c;
+}
+
 static void skill_unref(struct skill *k)
 {
     if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
@@ -76,8 +96,10 @@ static void skill_unref(struct skill *k)
     struct search_terms *xt = atomic_load(&k->xterms);
     if (xt != XTERMS_MERGED)
         search_terms_free(xt);
-    for (size_t i = 0; i < SKILL_CARD_TIERS; i++)
-        free(atomic_load(&k->card[i]));
+    struct skill_cards *cards = atomic_load(&k->cards);
+    for (size_t i = 0; cards && i < SKILL_CARD_TIERS; i++)
+        free(atomic_load(&cards->tier[i]));
+    free(cards);
     free(k->hook_pre);
     free(k->hook_post);
     free(k->files);         /* the block of files, folder keys and paths (walk_pack) */
@@ -727,8 +749,8 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
         }
         rest = json_dumps(fields, JSON_COMPACT);
     }
-    size_t len = ntags * sizeof(char *) + pack_len(name) + pack_len(qname) +
-                 pack_len(team) + pack_len(real) + pack_len(desc) +
+    /* name is the end of qname ("team/name" or "name"): not kept twice */
+    size_t len = ntags * sizeof(char *) + pack_len(qname) + pack_len(team) + pack_len(real) + pack_len(desc) +
                  pack_len(version) + pack_len(fm_name) + pack_len(title) + pack_len(rest);
     for (size_t i = 0; i < ntags; i++)
         len += pack_len(tags[i]);
@@ -742,8 +764,8 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
             k->tags[i] = pack_str(&at, tags[i]);
         k->ntags = ntags;
     }
-    k->name = pack_str(&at, name);
     k->qname = pack_str(&at, qname);
+    k->name = k->qname + strlen(qname) - strlen(name);
     k->team = pack_str(&at, team);
     k->dir = pack_str(&at, real);
     k->description = pack_str(&at, desc);

@@ -70,21 +70,21 @@ struct rcache_files;
  * skill, most of a large library's memory): what the serving paths read
  * is kept as fields, the rest as text that skills_frontmatter() parses.
  */
+struct card;
+
+/* An entry's list_skills cards (tools.c), one per tier, each rendered on
+ * first use; installed with the first (most entries are never shown). */
+struct skill_cards {
+    _Atomic(struct card *) tier[SKILL_CARD_TIERS];
+};
+
 struct skill {
     atomic_long refs;
-    char *name;             /* folder name */
+    char *name;             /* folder name (the end of qname) */
     char *qname;            /* "skill" or "team/skill" */
     char *team;             /* NULL for top-level skills */
     char *dir;              /* absolute, symlinks resolved; its SKILL.md is
                                skills_md_path() (not stored: ~50 bytes a skill) */
-    unsigned root;          /* index of its --skills root */
-    /* the scanner's alone: a file in one of its folders was written in
-     * place (inotify), so the next rescan stats its files before reuse */
-    unsigned char files_moved;
-    /* card_tokens, card_chars and card_keep are set (tools_card_sizes), published by a
-     * release store of 1: from then on they are read-only */
-    _Atomic unsigned char card_sized;
-    unsigned char card_marker;  /* bit t - 2: tier t's cut ends with the marker */
     const char *description;/* frontmatter 'description' (always a non-empty string) */
     const char *version;    /* frontmatter 'version' when a string, or NULL */
     const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
@@ -94,14 +94,10 @@ struct skill {
     const char *fm_rest;    /* the frontmatter as compact JSON, 'description' set to ""
                                (it is kept once, above); see skills_frontmatter() */
     char **tags;            /* normalised tags */
-    size_t ntags;
     struct skill_file *files;   /* every file but SKILL.md, sorted */
-    size_t nfiles;
     struct fkey md_key;
-    size_t body_off;        /* offset of the body in SKILL.md */
     struct fkey *dir_keys;  /* the skill folder and every folder below it */
     char **dir_paths;       /* dir_paths[0] is dir itself (the same pointer) */
-    size_t ndirs;
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
     /* name, tags and description tokenized for search (discovery's threads),
@@ -113,19 +109,45 @@ struct skill {
      * once an index holding them is current, since later builds take
      * them from that index */
     _Atomic(struct search_terms *) xterms;
-    _Atomic(struct card *) card[SKILL_CARD_TIERS]; /* list_skills cards (tools.c), one per
-                                                      tier, each rendered on first use */
+    /* read with skills_card(), kept with skills_card_keep() */
+    _Atomic(struct skill_cards *) cards;
+    char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
+    char *hook_post;        /* absolute path of hooks/post.*, or NULL */
+    _Atomic(struct rcache_files *) rfiles; /* replies rendered from its files (rcache.c),
+                                              NULL until the first is kept */
+    /* Counts in 32 bits: a walk keeps at most 10,000 files and folders, and
+     * tags and the body's offset are within a 256 KiB frontmatter. */
+    uint32_t ntags;
+    uint32_t nfiles;
+    uint32_t ndirs;
+    uint32_t body_off;      /* offset of the body in SKILL.md */
+    unsigned root;          /* index of its --skills root */
+    /* the scanner's alone: a file in one of its folders was written in
+     * place (inotify), so the next rescan stats its files before reuse */
+    unsigned char files_moved;
+    /* card_tokens, card_chars and card_keep are set (tools_card_sizes), published by a
+     * release store of 1: from then on they are read-only */
+    _Atomic unsigned char card_sized;
+    unsigned char card_marker;  /* bit t - 2: tier t's cut ends with the marker */
     /* The tokens and characters of each tier's card and the description
      * bytes each cut tier keeps, worked out once off the request path, so
      * that a page picks tiers without rendering the cards it does not show. */
     uint16_t card_tokens[SKILL_CARD_TIERS];
     uint16_t card_chars[SKILL_CARD_TIERS];
     uint16_t card_keep[SKILL_CARD_TIERS - 2];
-    char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
-    char *hook_post;        /* absolute path of hooks/post.*, or NULL */
-    _Atomic(struct rcache_files *) rfiles; /* replies rendered from its files (rcache.c),
-                                              NULL until the first is kept */
 };
+
+/* k's card at tier, or NULL when it is not rendered yet. Any thread. */
+static inline struct card *skills_card(const struct skill *k, int tier)
+{
+    struct skill_cards *c = atomic_load_explicit(&((struct skill *)(uintptr_t)k)->cards,
+                                                 memory_order_acquire);
+    return c ? atomic_load_explicit(&c->tier[tier], memory_order_acquire) : NULL;
+}
+
+/* Keeps c (malloc'd) as k's card at tier and returns it, unless another
+ * thread kept one first: then frees c and returns that one. Any thread. */
+struct card *skills_card_keep(struct skill *k, int tier, struct card *c);
 
 /*
  * What a lock of approved versions (lock.c) decided about one entry when the

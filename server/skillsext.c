@@ -169,7 +169,7 @@ static void log_omissions(const struct snapshot *s)
         if (k->nfiles + 1 > EXT_MAX_FILES || total > EXT_MAX_BYTES)
             log_warn("skills/list: '%s' has %zu files, %lld bytes: over the extension's limits "
                      "(%d files, 16 MiB); listed with a warning",
-                     k->qname, k->nfiles + 1, (long long)total, EXT_MAX_FILES);
+                     k->qname, (size_t)k->nfiles + 1, (long long)total, EXT_MAX_FILES);
     }
 }
 

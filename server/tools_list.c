@@ -501,18 +501,12 @@ static struct card *card_get(const struct snapshot *s, size_t idx, int tier, int
     if (*owned)
         return card_render(s, idx, tier, NULL, NULL);
     struct skill *k = s->v[idx];
-    struct card *c = atomic_load_explicit(&k->card[tier], memory_order_acquire);
+    struct card *c = skills_card(k, tier);
     if (c)
         return c;
     c = card_render(s, idx, tier, dc,
                     atomic_load_explicit(&k->card_sized, memory_order_acquire) ? k : NULL);
-    struct card *none = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&k->card[tier], &none, c, memory_order_acq_rel,
-                                                 memory_order_acquire)) {
-        free(c);
-        c = none;
-    }
-    return c;
+    return skills_card_keep(k, tier, c);
 }
 
 /*
@@ -727,8 +721,8 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
             goto sized;
         }
         int plain = room != SIZE_MAX && served && desc_plain(k);
-        if (plain && !(atomic_load_explicit(&k->card[0], memory_order_acquire) &&
-                       atomic_load_explicit(&k->card[1], memory_order_acquire))) {
+        if (plain && !(skills_card(k, 0) &&
+                       skills_card(k, 1))) {
             shape_prefix_init(&dc.sp, k->description, strlen(k->description));
             have = 1;
             if (dc.sp.total > room)
@@ -736,14 +730,14 @@ static void page_tiers(const struct snapshot *s, struct page *p, const struct sh
         }
         for (; t < SKILL_CARD_TIERS; t++) {
             if (plain && !have && t >= 2 &&
-                !atomic_load_explicit(&k->card[t], memory_order_acquire)) {
+                !skills_card(k, t)) {
                 shape_prefix_init(&dc.sp, k->description, strlen(k->description));
                 have = 1;
             }
             /* a cut tier whose floor is over the room is not rendered
                  * (the last one always is: a card that fits none takes it) */
             if (have && t >= 2 && t + 1 < SKILL_CARD_TIERS &&
-                !atomic_load_explicit(&k->card[t], memory_order_acquire) &&
+                !skills_card(k, t) &&
                 cut_floor(k, t, &dc) > room)
                 continue;
             page_set(s, p, i, t, have ? &dc : NULL);

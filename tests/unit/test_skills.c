@@ -780,6 +780,64 @@ TEST(execution_parsed_once_under_concurrent_callers)
     skills_free(S);
 }
 
+struct card_racer {
+    struct skill *k;
+    int tier;
+    pthread_barrier_t *go;
+    struct card *kept;
+};
+
+static void *card_keeper(void *arg)
+{
+    struct card_racer *r = arg;
+    struct card *c = malloc(16);
+    pthread_barrier_wait(r->go);
+    r->kept = skills_card_keep(r->k, r->tier, c);
+    return NULL;
+}
+
+/*
+ * An entry's cards are one pointer until the first is kept: threads keeping
+ * the first cards of an entry at once install one array among them, and
+ * every card lands in it (one tier raced twice keeps one card, the other
+ * freed: ASan tells).
+ */
+TEST(cards_kept_by_racing_threads_all_land)
+{
+    fresh_root();
+    skill("acme/alpha", "alpha", "A");
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    struct skill *k = s->v[0];
+    /* the bare name is the end of the qualified one, not a second copy */
+    CHECK_STR(k->name, "alpha");
+    CHECK(k->name == k->qname + 5);
+    CHECK(atomic_load(&k->cards) == NULL && skills_card(k, 0) == NULL);
+    enum { RACERS = SKILL_CARD_TIERS + 1 };
+    for (int round = 0; round < 200; round++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, RACERS);
+        pthread_t t[RACERS];
+        struct card_racer r[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            r[i] = (struct card_racer){k, i % SKILL_CARD_TIERS, &go, NULL};
+            pthread_create(&t[i], NULL, card_keeper, &r[i]);
+        }
+        for (int i = 0; i < RACERS; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        for (int i = 0; i < RACERS; i++)
+            CHECK(r[i].kept != NULL && skills_card(k, r[i].tier) == r[i].kept);
+        /* back to no cards, for the next round to install them again */
+        struct skill_cards *cards = atomic_exchange(&k->cards, NULL);
+        for (int t2 = 0; cards && t2 < SKILL_CARD_TIERS; t2++)
+            free(atomic_load(&cards->tier[t2]));
+        free(cards);
+    }
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(body_is_read_once_and_sections_found)
 {
     fresh_root();
@@ -1120,6 +1178,7 @@ int main(void)
     RUN(large_library_builds_deterministically_on_threads);
     RUN(frontmatter_kept_compact_and_given_back_whole);
     RUN(execution_parsed_once_under_concurrent_callers);
+    RUN(cards_kept_by_racing_threads_all_land);
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(names_that_are_not_utf8_are_reported_not_dropped);

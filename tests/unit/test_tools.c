@@ -282,8 +282,9 @@ static void reset_cards(int sized)
     struct snapshot *snap = call_snapshot(c);
     for (size_t i = 0; i < snap->n; i++) {
         struct skill *k = snap->v[i];
-        for (int t = 0; t < SKILL_CARD_TIERS; t++)
-            free(atomic_exchange(&k->card[t], NULL));
+        struct skill_cards *cards = atomic_load(&k->cards);
+        for (int t = 0; cards && t < SKILL_CARD_TIERS; t++)
+            free(atomic_exchange(&cards->tier[t], NULL));
         atomic_store(&k->card_sized, 0);
         if (sized) {
             tools_card_sizes(k);
