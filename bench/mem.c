@@ -89,12 +89,15 @@ int main(int argc, char **argv)
         if (k->files)
             files += malloc_usable_size(k->files);
         for (size_t d = 0; d < k->ndirs; d++)
-            dirpaths += k->dir_paths[d] == k->dir ? 0 : slen(k->dir_paths[d]);
+            dirpaths += skills_dir_paths(k)[d] == k->dir ? 0 : slen(skills_dir_paths(k)[d]);
         terms += k->terms ? search_terms_bytes(k->terms) : 0;
         if (k->warnings)
             warn++;
-        hooks += k->hook_pre ? malloc_usable_size(k->hook_pre) : 0;
-        hooks += k->hook_post ? malloc_usable_size(k->hook_post) : 0;
+        if (k->hooks) {
+            hooks += malloc_usable_size(k->hooks);
+            hooks += k->hooks->pre ? malloc_usable_size(k->hooks->pre) : 0;
+            hooks += k->hooks->post ? malloc_usable_size(k->hooks->post) : 0;
+        }
     }
     size_t wl = snap_of(s)->nw * sizeof *snap_of(s)->w, wown = 0;
     for (size_t i = 0; i < snap_of(s)->nw; i++)

@@ -92,7 +92,8 @@ struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, cons
     snprintf(p->request_id, sizeof p->request_id, "%s", job->request_id);
     p->timeout_s = job->timeout_s;
     p->stall_s = job->stall_s;
-    const char *paths[5] = {snap->hook_pre, k->hook_pre, NULL, k->hook_post, snap->hook_post};
+    const char *paths[5] = {snap->hook_pre, k->hooks ? k->hooks->pre : NULL, NULL,
+                            k->hooks ? k->hooks->post : NULL, snap->hook_post};
     for (int i = 0; i < 5; i++) {
         if (!paths[i])
             continue;

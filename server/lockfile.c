@@ -138,11 +138,11 @@ static const char *unhashed_code(const struct skill *k)
     char p[4200];
     struct stat st;
     for (size_t i = 0; i < k->ndirs; i++) {
-        snprintf(p, sizeof p, "%s/__pycache__", k->dir_paths[i]);
+        snprintf(p, sizeof p, "%s/__pycache__", skills_dir_paths(k)[i]);
         if (lstat(p, &st) == 0)
             return "it holds a __pycache__/ folder, which the lock does not hash and Python "
                    "may load bytecode from; delete the folder";
-        snprintf(p, sizeof p, "%s/node_modules", k->dir_paths[i]);
+        snprintf(p, sizeof p, "%s/node_modules", skills_dir_paths(k)[i]);
         if (lstat(p, &st) == 0)
             return "it holds a node_modules/ folder, which the lock does not hash and Node.js "
                    "loads packages from; delete the folder";

@@ -100,8 +100,11 @@ static void skill_unref(struct skill *k)
     for (size_t i = 0; cards && i < SKILL_CARD_TIERS; i++)
         free(atomic_load(&cards->tier[i]));
     free(cards);
-    free(k->hook_pre);
-    free(k->hook_post);
+    if (k->hooks) {
+        free(k->hooks->pre);
+        free(k->hooks->post);
+        free(k->hooks);
+    }
     free(k->files);         /* the block of files, folder keys and paths (walk_pack) */
     skills_body_free(atomic_load(&k->body));
     rcache_files_free(atomic_load(&k->rfiles), k->nfiles);
@@ -538,11 +541,11 @@ static void walk_pack(const struct walk *w, struct skill *k)
     if (!w->nfiles && !w->ndirs)
         return;
     /* The first folder is the skill's own (prepare walks it first, so its
-     * path opens the strings): dir_paths[0] points at k->dir rather than
-     * keeping a second copy of it. */
+     * path opens the strings): its path is k->dir rather than a second
+     * copy of it. */
     size_t skip = w->ndirs && w->doff[0] == 0 && !strcmp(w->str, k->dir) ? strlen(k->dir) + 1 : 0;
-    size_t head = w->nfiles * sizeof *k->files + w->ndirs * (sizeof *k->dir_keys +
-                                                             sizeof *k->dir_paths);
+    size_t head = w->nfiles * sizeof *k->files + w->ndirs * (sizeof(struct fkey) +
+                                                             sizeof(char *));
     char *blk = xmalloc(head + w->slen - skip);
     char *str = memcpy(blk + head, w->str + skip, w->slen - skip);
     k->files = (struct skill_file *)(void *)blk;
@@ -554,13 +557,13 @@ static void walk_pack(const struct walk *w, struct skill *k)
     k->nfiles = w->nfiles;
     if (k->nfiles > 1)
         qsort(k->files, k->nfiles, sizeof *k->files, file_cmp);
-    k->dir_keys = (struct fkey *)(void *)(blk + w->nfiles * sizeof *k->files);
-    k->dir_paths = (char **)(void *)(k->dir_keys + w->ndirs);
+    k->ndirs = (uint32_t)w->ndirs;
+    struct fkey *keys = skills_dir_keys(k);
+    char **paths = skills_dir_paths(k);
     for (size_t i = 0; i < w->ndirs; i++) {
-        k->dir_keys[i] = w->dkeys[i];
-        k->dir_paths[i] = skip && i == 0 ? k->dir : str + (w->doff[i] - skip);
+        keys[i] = w->dkeys[i];
+        paths[i] = skip && i == 0 ? k->dir : str + (w->doff[i] - skip);
     }
-    k->ndirs = w->ndirs;
 }
 
 ssize_t scan_read_prefix(int fd, char *buf, size_t max, off_t size)
@@ -854,10 +857,10 @@ static int entry_unchanged(const struct skill *k, const struct stat *md)
     if (k->files_moved && files_changed(k))
         return 0;
     for (size_t i = 0; i < k->ndirs; i++) {
-        if (stat(k->dir_paths[i], &st) < 0)
+        if (stat(skills_dir_paths(k)[i], &st) < 0)
             return 0;
         key_of(&st, &now);
-        if (!key_eq(&now, &k->dir_keys[i]))
+        if (!key_eq(&now, &skills_dir_keys(k)[i]))
             return 0;
     }
     return 1;
@@ -936,9 +939,11 @@ static void find_skill_hooks(struct build *b, struct skill *k)
         char abs[PATH_MAX];
         snprintf(abs, sizeof abs, "%s/%s", k->dir, p);
         for (int kind = 0; kind < 2; kind++) {
-            char **slot = kind ? &k->hook_post : &k->hook_pre;
             if (!hook_kind(p + 6, kind ? "post" : "pre"))
                 continue;
+            if (!k->hooks)
+                k->hooks = xcalloc(1, sizeof *k->hooks);
+            char **slot = kind ? &k->hooks->post : &k->hooks->pre;
             if (*slot)
                 report(b, "warning", k->qname, abs,
                        "more than one %s hook; only %s runs", kind ? "post" : "pre", *slot);
@@ -1247,8 +1252,8 @@ static void apply(struct build *b, struct cand *c)
         watch_add(b, md, stat(md, &now) == 0 ? &c->mdst : NULL);
         for (size_t i = 0; i < k->ndirs; i++) {
             struct stat st;
-            if (stat(k->dir_paths[i], &st) == 0)
-                watch_add(b, k->dir_paths[i], &st);
+            if (stat(skills_dir_paths(k)[i], &st) == 0)
+                watch_add(b, skills_dir_paths(k)[i], &st);
         }
         return;
     }

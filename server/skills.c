@@ -412,7 +412,7 @@ static int tree_changed(const struct snapshot *s)
         if (key_moved(skills_md_path(k, buf, sizeof buf), &k->md_key))
             return 1;
         for (size_t d = 0; d < k->ndirs; d++)
-            if (key_moved(k->dir_paths[d], &k->dir_keys[d]))
+            if (key_moved(skills_dir_paths(k)[d], &skills_dir_keys(k)[d]))
                 return 1;
     }
     return 0;
@@ -468,7 +468,7 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
             return;
     for (size_t i = 0; i < s->n; i++)
         for (size_t d = 0; snap_keyed(s, i) && d < s->v[i]->ndirs; d++)
-            if (ino_watch(S, s->v[i]->dir_paths[d]) < 0)
+            if (ino_watch(S, skills_dir_paths(s->v[i])[d]) < 0)
                 return;
     /* A missing root shows up as a change only through a stat pass. */
     for (size_t i = 0; i < snap_of(s)->nw; i++)
@@ -539,7 +539,7 @@ static void moved_mark(struct skills *S, struct snapshot *s, int on)
         int hit = S->moved_all;
         for (size_t d = 0; !hit && d < k->ndirs; d++)
             for (size_t m = 0; !hit && m < S->nmoved; m++)
-                hit = S->moved[m] == k->dir_paths[d];
+                hit = S->moved[m] == skills_dir_paths(k)[d];
         if (hit)
             k->files_moved = (unsigned char)on;
     }

@@ -72,6 +72,12 @@ struct rcache_files;
  */
 struct card;
 
+/* A skill's own hooks (most have none: no room in every entry). */
+struct skill_hooks {
+    char *pre;              /* absolute path of hooks/pre.*, or NULL */
+    char *post;             /* absolute path of hooks/post.*, or NULL */
+};
+
 /* An entry's list_skills cards (tools.c), one per tier, each rendered on
  * first use; installed with the first (most entries are never shown). */
 struct skill_cards {
@@ -94,10 +100,10 @@ struct skill {
     const char *fm_rest;    /* the frontmatter as compact JSON, 'description' set to ""
                                (it is kept once, above); see skills_frontmatter() */
     char **tags;            /* normalised tags */
-    struct skill_file *files;   /* every file but SKILL.md, sorted */
+    /* every file but SKILL.md, sorted; the same block then holds the keys
+     * and paths of its folders (skills_dir_keys, skills_dir_paths) */
+    struct skill_file *files;
     struct fkey md_key;
-    struct fkey *dir_keys;  /* the skill folder and every folder below it */
-    char **dir_paths;       /* dir_paths[0] is dir itself (the same pointer) */
     _Atomic(struct skill_body *) body;
     json_t *warnings;       /* what discovery reported about this entry, NULL for nothing */
     /* name, tags and description tokenized for search (discovery's threads),
@@ -111,8 +117,7 @@ struct skill {
     _Atomic(struct search_terms *) xterms;
     /* read with skills_card(), kept with skills_card_keep() */
     _Atomic(struct skill_cards *) cards;
-    char *hook_pre;         /* absolute path of hooks/pre.*, or NULL */
-    char *hook_post;        /* absolute path of hooks/post.*, or NULL */
+    struct skill_hooks *hooks;  /* NULL when it has none */
     _Atomic(struct rcache_files *) rfiles; /* replies rendered from its files (rcache.c),
                                               NULL until the first is kept */
     /* Counts in 32 bits: a walk keeps at most 10,000 files and folders, and
@@ -136,6 +141,20 @@ struct skill {
     uint16_t card_chars[SKILL_CARD_TIERS];
     uint16_t card_keep[SKILL_CARD_TIERS - 2];
 };
+
+/* The stat keys and paths of k's folders, ndirs of each: the skill folder
+ * ([0]; its path is dir itself, the same pointer) and every folder below
+ * it. They follow the files in one block, so the entry keeps no pointer to
+ * them. NULL when there are none. */
+static inline struct fkey *skills_dir_keys(const struct skill *k)
+{
+    return k->files ? (struct fkey *)(void *)(k->files + k->nfiles) : NULL;
+}
+
+static inline char **skills_dir_paths(const struct skill *k)
+{
+    return k->files ? (char **)(void *)(skills_dir_keys(k) + k->ndirs) : NULL;
+}
 
 /* k's card at tier, or NULL when it is not rendered yet. Any thread. */
 static inline struct card *skills_card(const struct skill *k, int tier)

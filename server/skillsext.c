@@ -340,7 +340,7 @@ static const char *child_of(const char *dir, size_t dl, const char *rel)
 /* k's folder paths relative to its root ("" for the root itself). */
 static const char *dir_rel(const struct skill *k, size_t i)
 {
-    const char *p = k->dir_paths[i];
+    const char *p = skills_dir_paths(k)[i];
     size_t n = strlen(k->dir);
     if (strncmp(p, k->dir, n) || (p[n] && p[n] != '/'))
         return NULL;

@@ -480,10 +480,12 @@ int main(void)
     K.qname = K.name = "hk";
     K.dir = dir;
     K.description = "d";
-    K.hook_pre = hooks[1];
-    K.hook_post = hooks[2];
+    static struct skill_hooks own;
+    own.pre = hooks[1];
+    own.post = hooks[2];
+    K.hooks = &own;
     Bare = K;
-    Bare.hook_pre = Bare.hook_post = NULL;
+    Bare.hooks = NULL;
     Snap.hook_pre = hooks[0];
     Snap.hook_post = hooks[3];
 

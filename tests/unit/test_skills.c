@@ -175,22 +175,22 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
     }
     /* the skill folder, docs, scripts, references and its five folders below */
     CHECK_EQ(k->ndirs, 9);
-    CHECK_STR(k->dir_paths[0], k->dir);
+    CHECK_STR(skills_dir_paths(k)[0], k->dir);
     for (size_t i = 0; i < k->ndirs; i++) {
         struct stat st;
         struct fkey now;
-        CHECK(strncmp(k->dir_paths[i], k->dir, strlen(k->dir)) == 0);
-        CHECK_EQ(stat(k->dir_paths[i], &st), 0);
+        CHECK(strncmp(skills_dir_paths(k)[i], k->dir, strlen(k->dir)) == 0);
+        CHECK_EQ(stat(skills_dir_paths(k)[i], &st), 0);
         key_of(&st, &now);
-        CHECK(key_eq(&now, &k->dir_keys[i]));
+        CHECK(key_eq(&now, &skills_dir_keys(k)[i]));
     }
     /* the skill's own folder is not kept twice; the others are whole paths */
-    CHECK(k->dir_paths[0] == k->dir);
+    CHECK(skills_dir_paths(k)[0] == k->dir);
     char want[1024], md[PATH_MAX + 16];
     snprintf(want, sizeof want, "%s/references/deep/a/b/c/d", k->dir);
     int found = 0;
     for (size_t i = 1; i < k->ndirs; i++)
-        found += !strcmp(k->dir_paths[i], want);
+        found += !strcmp(skills_dir_paths(k)[i], want);
     CHECK_EQ(found, 1);
     /* SKILL.md's path is derived on use, and is the file the key was taken of */
     snprintf(want, sizeof want, "%s/SKILL.md", k->dir);
@@ -214,7 +214,7 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
         for (size_t j = 0; j < s->n; j++) {
             CHECK(strcmp(wp, skills_md_path(s->v[j], md, sizeof md)) != 0);
             for (size_t d = 0; d < s->v[j]->ndirs; d++)
-                CHECK(strcmp(wp, s->v[j]->dir_paths[d]) != 0);
+                CHECK(strcmp(wp, skills_dir_paths(s->v[j])[d]) != 0);
         }
     }
     CHECK_EQ(snap_watched(s), snap_of(s)->nw + mine);
