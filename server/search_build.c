@@ -374,29 +374,30 @@ struct carry {
     uint8_t *wanted;            /* [prev->ndocs]: CARRY_BODY | CARRY_CARD */
 };
 
-static int card_bit(const struct search_index *idx, size_t j)
+static int bit_at(const uint8_t *bits, size_t j)
 {
-    return idx->card_bit[j >> 3] >> (j & 7) & 1;
+    return bits[j >> 3] >> (j & 7) & 1;
 }
 
 /* Counts each previous document's carried entries into from[o + 1] (fill
- * NULL), or writes them at fill[o] (ctf is read in posting order: k counts
- * the card postings before j). */
+ * NULL), or writes them at fill[o] (xtf and ctf are read in posting order:
+ * kb and k count the body and card postings before j). */
 static size_t carry_walk(struct carry *cy, const struct search_index *prev, size_t *fill)
 {
-    size_t total = 0, k = 0;
+    size_t total = 0, k = 0, kb = 0;
     for (size_t r = 0; r < prev->nterms; r++) {
         for (size_t j = prev->post_start[r]; j < prev->post_start[r + 1]; j++) {
             uint32_t o = prev->post[j].doc;
-            int card = card_bit(prev, j);
+            int card = bit_at(prev->card_bit, j);
             const uint8_t *ct = card ? prev->ctf[k++] : NULL;
-            if ((cy->wanted[o] & CARRY_BODY) && (prev->xtf[j][0] || prev->xtf[j][1])) {
+            const uint8_t *xt = bit_at(prev->body_bit, j) ? prev->xtf[kb++] : NULL;
+            if ((cy->wanted[o] & CARRY_BODY) && xt) {
                 if (fill) {
                     struct carried *e = &cy->c[fill[o]++];
                     e->rank = (uint32_t)r;
                     e->kind = CARRY_BODY;
-                    e->tf[0] = prev->xtf[j][0];
-                    e->tf[1] = prev->xtf[j][1];
+                    e->tf[0] = xt[0];
+                    e->tf[1] = xt[1];
                     e->tf[2] = 0;
                 } else {
                     cy->from[o + 1]++;
@@ -582,7 +583,8 @@ struct search_index *search_new_carry(const struct search_doc *docs,
         idf[r] = log(1.0 + ((double)n - df + 0.5) / (df + 0.5));
     }
     idx->post = xmalloc((b.ntp ? b.ntp : 1) * sizeof *idx->post);
-    idx->xtf = xmalloc((b.ntp ? b.ntp : 1) * sizeof *idx->xtf);
+    uint8_t (*xtf)[2] = xmalloc((b.ntp ? b.ntp : 1) * sizeof *xtf);
+    idx->body_bit = xcalloc((b.ntp + 7) / 8 + 1, 1);
     idx->card_bit = xcalloc((b.ntp + 7) / 8 + 1, 1);
     uint8_t (*ctf)[3] = xmalloc((b.ntp ? b.ntp : 1) * sizeof *ctf);
     idx->flen = xmalloc((n ? n : 1) * sizeof *idx->flen);
@@ -605,8 +607,11 @@ struct search_index *search_new_carry(const struct search_doc *docs,
         idx->post[fill[r]].score = (float)(idf[r] * sc);
         /* Saturated as in struct search_terms, so that a carried count is
          * the count a list would have given. */
-        idx->xtf[fill[r]][0] = (uint8_t)(p->tf[F_BODY] > UINT8_MAX ? UINT8_MAX : p->tf[F_BODY]);
-        idx->xtf[fill[r]][1] = (uint8_t)(p->tf[F_REFS] > UINT8_MAX ? UINT8_MAX : p->tf[F_REFS]);
+        if (p->tf[F_BODY] || p->tf[F_REFS]) {
+            idx->body_bit[fill[r] >> 3] |= (uint8_t)(1u << (fill[r] & 7));
+            xtf[fill[r]][0] = (uint8_t)(p->tf[F_BODY] > UINT8_MAX ? UINT8_MAX : p->tf[F_BODY]);
+            xtf[fill[r]][1] = (uint8_t)(p->tf[F_REFS] > UINT8_MAX ? UINT8_MAX : p->tf[F_REFS]);
+        }
         if (p->tf[F_NAME] || p->tf[F_TAGS] || p->tf[F_DESC]) {
             idx->card_bit[fill[r] >> 3] |= (uint8_t)(1u << (fill[r] & 7));
             for (int f = F_NAME; f <= F_DESC; f++)
@@ -614,13 +619,17 @@ struct search_index *search_new_carry(const struct search_doc *docs,
         }
         fill[r]++;
     }
-    /* The card counts kept only for the postings that have one, in
-     * posting order. */
-    size_t nc = 0;
-    for (size_t j = 0; j < b.ntp; j++)
-        if (card_bit(idx, j))
+    /* The counts kept only for the postings that have them, in posting
+     * order. */
+    size_t nc = 0, nb = 0;
+    for (size_t j = 0; j < b.ntp; j++) {
+        if (bit_at(idx->card_bit, j))
             memmove(ctf[nc++], ctf[j], 3);
+        if (bit_at(idx->body_bit, j))
+            memmove(xtf[nb++], xtf[j], 2);
+    }
     idx->ctf = xrealloc(ctf, (nc ? nc : 1) * sizeof *ctf);
+    idx->xtf = xrealloc(xtf, (nb ? nb : 1) * sizeof *xtf);
     free(fill);
     free(idf);
     free(rank);
@@ -700,6 +709,7 @@ void search_free(struct search_index *idx)
     free(idx->xtf);
     free(idx->card_bit);
     free(idx->ctf);
+    free(idx->body_bit);
     free(idx->flen);
     free(idx->has_body);
     free(idx->names);

@@ -66,12 +66,16 @@ struct search_index {
     struct posting *post;
     /* What the next build needs to take a document's terms from this index
      * instead of from a per-document list kept for every entry (a few
-     * bytes per posting against ~14 per term and document): per posting,
-     * the body and reference counts, and for the postings with a card
-     * count (bit j of card_bit) the name, tags and description counts, in
-     * posting order; per document, the field lengths and whether its body
-     * terms are here. Counts saturate at 255 as in struct search_terms. */
-    uint8_t (*xtf)[2];          /* [npost] */
+     * bytes per posting against ~14 per term and document): for the
+     * postings with a body or reference count (bit j of body_bit) those
+     * two counts, and for the postings with a card count (bit j of
+     * card_bit) the name, tags and description counts, each in posting
+     * order (an index built before the bodies are read has no body counts
+     * at all: two bytes a posting for none were 64 bytes a skill); per
+     * document, the field lengths and whether its body terms are here.
+     * Counts saturate at 255 as in struct search_terms. */
+    uint8_t *body_bit;          /* [(npost + 7) / 8] */
+    uint8_t (*xtf)[2];          /* [postings with a body or reference count] */
     uint8_t *card_bit;          /* [(npost + 7) / 8] */
     uint8_t (*ctf)[3];          /* [postings with a card count] */
     uint32_t (*flen)[NFIELDS];  /* [ndocs] */
