@@ -82,7 +82,7 @@ int main(int argc, char **argv)
         paths += slen(k->dir);
         desc += slen(k->description);
         rest += slen(k->fm_rest);
-        small += slen(k->version) + slen(k->fm_name) + slen(k->title);
+        small += slen(k->version) + slen(k->title) + (k->fm_name == k->name ? 0 : slen(k->fm_name));
         tags += k->ntags * sizeof(char *);
         for (size_t t = 0; t < k->ntags; t++)
             tags += slen(k->tags[t]);

@@ -752,9 +752,11 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
         }
         rest = json_dumps(fields, JSON_COMPACT);
     }
-    /* name is the end of qname ("team/name" or "name"): not kept twice */
+    /* name is the end of qname ("team/name" or "name"), and the frontmatter
+     * name is most often the folder's: neither is kept twice */
+    int fm_is_name = fm_name && !strcmp(fm_name, name);
     size_t len = ntags * sizeof(char *) + pack_len(qname) + pack_len(team) + pack_len(real) + pack_len(desc) +
-                 pack_len(version) + pack_len(fm_name) + pack_len(title) + pack_len(rest);
+                 pack_len(version) + (fm_is_name ? 0 : pack_len(fm_name)) + pack_len(title) + pack_len(rest);
     for (size_t i = 0; i < ntags; i++)
         len += pack_len(tags[i]);
     /* sizeof *k keeps the pointer array that opens the block aligned */
@@ -773,7 +775,7 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     k->dir = pack_str(&at, real);
     k->description = pack_str(&at, desc);
     k->version = pack_str(&at, version);
-    k->fm_name = pack_str(&at, fm_name);
+    k->fm_name = fm_is_name ? k->name : pack_str(&at, fm_name);
     k->title = pack_str(&at, title);
     k->fm_rest = pack_str(&at, rest);
     skills_free_names(tags, ntags);

@@ -812,6 +812,7 @@ TEST(cards_kept_by_racing_threads_all_land)
     /* the bare name is the end of the qualified one, not a second copy */
     CHECK_STR(k->name, "alpha");
     CHECK(k->name == k->qname + 5);
+    CHECK(k->fm_name == k->name);   /* the frontmatter's name, the same */
     CHECK(atomic_load(&k->cards) == NULL && skills_card(k, 0) == NULL);
     enum { RACERS = SKILL_CARD_TIERS + 1 };
     for (int round = 0; round < 200; round++) {
