@@ -557,7 +557,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     idx->term_off = xmalloc(T * sizeof *idx->term_off);
     for (size_t r = 0; r < T; r++) {
         rank[order[r].tid] = (uint32_t)r;
-        idx->term_off[r] = b.term[order[r].tid].off;
+        idx->term_off[r] = (uint32_t)b.term[order[r].tid].off;
     }
     free(order);
 
@@ -679,7 +679,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     idx->fuzzy_off = xmalloc((n + 1) * sizeof *idx->fuzzy_off);
     off = 0;
     for (size_t d = 0; d < n; d++) {
-        idx->fuzzy_off[d] = off;
+        idx->fuzzy_off[d] = (uint32_t)off;
         idx->fuzzy[off++] = ' ';
         const char *parts[1] = { docs[d].name };
         for (size_t t = 0; t <= (docs[d].tags ? docs[d].ntags : 0); t++) {
@@ -693,7 +693,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
         idx->fuzzy[off] = '\0';
         off++;
     }
-    idx->fuzzy_off[n] = off;
+    idx->fuzzy_off[n] = (uint32_t)off;
     idx->syn = search_syn_current();
     return idx;
 }

@@ -61,8 +61,10 @@ struct search_index {
     size_t ndocs;
     size_t nterms;
     char *terms;                /* NUL-terminated terms back to back */
-    size_t *term_off;           /* [nterms], in strcmp order of the terms */
-    size_t *post_start;         /* [nterms + 1] into post */
+    /* Offsets in 32 bits: 4 Gi postings would be 32 GiB of post[] (a doc
+     * number is 32-bit too), far past any library a server holds. */
+    uint32_t *term_off;         /* [nterms], in strcmp order of the terms */
+    uint32_t *post_start;       /* [nterms + 1] into post */
     struct posting *post;
     /* What the next build needs to take a document's terms from this index
      * instead of from a per-document list kept for every entry (a few
@@ -83,7 +85,7 @@ struct search_index {
     char *names;                /* trimmed, ASCII-lowercased names */
     struct name_ent *byname;    /* [ndocs], by (name, doc) */
     char *fuzzy;                /* per doc: "name tag tag ", lowercased, NUL-ended */
-    size_t *fuzzy_off;          /* [ndocs + 1] into fuzzy */
+    uint32_t *fuzzy_off;        /* [ndocs + 1] into fuzzy */
     struct search_synonyms *syn;/* the synonym table when built (a reference) */
 };
 
