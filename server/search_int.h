@@ -75,11 +75,13 @@ struct search_index {
      * order (an index built before the bodies are read has no body counts
      * at all: two bytes a posting for none were 64 bytes a skill); per
      * document, the field lengths and whether its body terms are here.
-     * Counts saturate at 255 as in struct search_terms. */
+     * Counts saturate at 255 as in struct search_terms, and a posting's
+     * are packed into one byte when they are small (search_build.c,
+     * counts_pack), so both lists are read front to back. */
     uint8_t *body_bit;          /* [(npost + 7) / 8] */
-    uint8_t (*xtf)[2];          /* [postings with a body or reference count] */
+    uint8_t *xtf;               /* per posting with a body or reference count */
     uint8_t *card_bit;          /* [(npost + 7) / 8] */
-    uint8_t (*ctf)[3];          /* [postings with a card count] */
+    uint8_t *ctf;               /* per posting with a card count */
     uint32_t (*flen)[NFIELDS];  /* [ndocs] */
     uint8_t *has_body;          /* [ndocs] */
     char *names;                /* trimmed, ASCII-lowercased names */

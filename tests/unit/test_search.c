@@ -959,6 +959,69 @@ TEST(body_terms_carried_from_previous_index)
     }
 }
 
+static char *repeat_word(const char *w, size_t n)
+{
+    size_t len = strlen(w);
+    char *s = calloc(1, n * (len + 1) + 1);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(s + i * (len + 1), w, len);
+        s[i * (len + 1) + len] = ' ';
+    }
+    return s;
+}
+
+/* The carried counts are kept packed (one byte for small counts, an escape
+ * and the counts as they are for the others): counts at and past every
+ * packed field's limit, in every field, carry to the very same scores. */
+TEST(carried_counts_at_the_packing_limits)
+{
+    enum { NN = 4, NT = 3, ND = 3, NB = 3, N = NN * NT * ND };
+    static const size_t names[NN] = { 1, 3, 4, 5 }, tags[NT] = { 2, 3, 4 },
+                        descs[ND] = { 14, 15, 16 }, bodies[NB] = { 14, 15, 16 };
+    struct search_doc d[N];
+    struct search_terms *t[N], *x[N];
+    const char *tg[N][4];
+    char *own[N * 4];
+    size_t nown = 0;
+    uint32_t same[N];
+    for (size_t i = 0; i < N; i++) {
+        size_t nm = names[i / (NT * ND)], nt = tags[i / ND % NT], nd = descs[i % ND];
+        memset(&d[i], 0, sizeof d[i]);
+        d[i].name = own[nown++] = repeat_word("kiwi", nm);
+        d[i].description = own[nown++] = repeat_word("kiwi", nd);
+        for (size_t k = 0; k < nt; k++)
+            tg[i][k] = "kiwi";
+        d[i].tags = tg[i];
+        d[i].ntags = nt;
+        t[i] = search_terms_new(&d[i]);
+        struct search_doc b = { 0 };
+        b.body = own[nown++] = repeat_word("kiwi", bodies[i % NB]);
+        b.body_len = strlen(b.body);
+        b.refs = own[nown++] = repeat_word("kiwi", bodies[(i + 1) % NB]);
+        b.refs_len = strlen(b.refs);
+        x[i] = search_terms_new(&b);
+        same[i] = (uint32_t)i;
+    }
+    struct search_index *g1 =
+        search_new_terms(d, (const struct search_terms *const *)t,
+                         (const struct search_terms *const *)x, N);
+    const struct search_terms *none[N] = { 0 };
+    struct search_index *g2 = search_new_carry(d, none, none, N, g1, same);
+    struct search_index *g3 = search_new_carry(d, none, none, N, g2, same);
+    const char *const q[] = { "kiwi" };
+    same_ranking_for(g2, g1, q, 1);
+    same_ranking_for(g3, g1, q, 1);
+    search_free(g3);
+    search_free(g2);
+    search_free(g1);
+    for (size_t i = 0; i < N; i++) {
+        search_terms_free(t[i]);
+        search_terms_free(x[i]);
+    }
+    for (size_t i = 0; i < nown; i++)
+        free(own[i]);
+}
+
 /* A rebuild also takes a reused document's name, tags and description
  * terms from the index it replaces when its list is gone (an entry keeps
  * none once they are merged): the same ranking as from the lists, with
@@ -1259,6 +1322,7 @@ int main(void)
     RUN(reference_only_ranks_below_card_and_body);
     RUN(body_terms_carried_from_previous_index);
     RUN(card_terms_carried_from_previous_index);
+    RUN(carried_counts_at_the_packing_limits);
     RUN(synonyms_bridge_everyday_names);
     RUN(exact_name_beats_body_repeats);
     RUN(synonyms_file_errors_name_file_and_line);
