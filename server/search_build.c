@@ -388,17 +388,28 @@ static int bit_at(const uint8_t *bits, size_t j)
  */
 #define COUNTS_WIDE 0xFFu
 
+static unsigned counts_byte(const uint8_t *c, int n)
+{
+    if (n == 3 && c[0] < 4 && c[1] < 4 && c[2] < 16)
+        return (unsigned)c[0] << 6 | (unsigned)c[1] << 4 | c[2];
+    if (n == 2 && c[0] < 16 && c[1] < 16)
+        return (unsigned)c[0] << 4 | c[1];
+    return COUNTS_WIDE;
+}
+
+/* The bytes counts_pack writes for c. */
+static size_t counts_len(const uint8_t *c, int n)
+{
+    /* the byte of the largest small counts is the escape: they go wide */
+    return counts_byte(c, n) == COUNTS_WIDE ? 1 + (size_t)n : 1;
+}
+
 static size_t counts_pack(uint8_t *out, const uint8_t *c, int n)
 {
-    unsigned v = COUNTS_WIDE;
-    if (n == 3 && c[0] < 4 && c[1] < 4 && c[2] < 16)
-        v = (unsigned)c[0] << 6 | (unsigned)c[1] << 4 | c[2];
-    else if (n == 2 && c[0] < 16 && c[1] < 16)
-        v = (unsigned)c[0] << 4 | c[1];
+    unsigned v = counts_byte(c, n);
     out[0] = (uint8_t)v;
     if (v != COUNTS_WIDE)
         return 1;
-    /* the byte of the largest small counts is the escape: they go wide */
     memcpy(out + 1, c, (size_t)n);
     return 1 + (size_t)n;
 }
@@ -637,6 +648,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     idx->body_bit = xcalloc((b.ntp + 7) / 8 + 1, 1);
     idx->card_bit = xcalloc((b.ntp + 7) / 8 + 1, 1);
     uint8_t (*ctf)[3] = xmalloc((b.ntp ? b.ntp : 1) * sizeof *ctf);
+    size_t nc = 0, nb = 0;      /* the bytes of the packed counts */
     idx->flen = xmalloc((n ? n : 1) * sizeof *idx->flen);
     if (n)
         memcpy(idx->flen, b.len, n * sizeof *idx->flen);
@@ -661,24 +673,18 @@ struct search_index *search_new_carry(const struct search_doc *docs,
             idx->body_bit[fill[r] >> 3] |= (uint8_t)(1u << (fill[r] & 7));
             xtf[fill[r]][0] = (uint8_t)(p->tf[F_BODY] > UINT8_MAX ? UINT8_MAX : p->tf[F_BODY]);
             xtf[fill[r]][1] = (uint8_t)(p->tf[F_REFS] > UINT8_MAX ? UINT8_MAX : p->tf[F_REFS]);
+            nb += counts_len(xtf[fill[r]], 2);
         }
         if (p->tf[F_NAME] || p->tf[F_TAGS] || p->tf[F_DESC]) {
             idx->card_bit[fill[r] >> 3] |= (uint8_t)(1u << (fill[r] & 7));
             for (int f = F_NAME; f <= F_DESC; f++)
                 ctf[fill[r]][f - F_NAME] = (uint8_t)(p->tf[f] > UINT8_MAX ? UINT8_MAX : p->tf[f]);
+            nc += counts_len(ctf[fill[r]], 3);
         }
         fill[r]++;
     }
     /* The counts kept only for the postings that have them, packed, in
-     * posting order: sized first, then written. */
-    size_t nc = 0, nb = 0;
-    uint8_t scratch[4];
-    for (size_t j = 0; j < b.ntp; j++) {
-        if (bit_at(idx->card_bit, j))
-            nc += counts_pack(scratch, ctf[j], 3);
-        if (bit_at(idx->body_bit, j))
-            nb += counts_pack(scratch, xtf[j], 2);
-    }
+     * posting order (sized above). */
     idx->ctf = xmalloc(nc ? nc : 1);
     idx->xtf = xmalloc(nb ? nb : 1);
     nc = nb = 0;
