@@ -755,8 +755,9 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     /* name is the end of qname ("team/name" or "name"), and the frontmatter
      * name is most often the folder's: neither is kept twice */
     int fm_is_name = fm_name && !strcmp(fm_name, name);
-    size_t len = ntags * sizeof(char *) + pack_len(qname) + pack_len(team) + pack_len(real) + pack_len(desc) +
-                 pack_len(version) + (fm_is_name ? 0 : pack_len(fm_name)) + pack_len(title) + pack_len(rest);
+    size_t len = ntags * sizeof(char *) + pack_len(qname) + pack_len(team) + pack_len(real) +
+                 pack_len(desc) + pack_len(version) + (fm_is_name ? 0 : pack_len(fm_name)) +
+                 pack_len(title) + pack_len(rest);
     for (size_t i = 0; i < ntags; i++)
         len += pack_len(tags[i]);
     /* sizeof *k keeps the pointer array that opens the block aligned */
