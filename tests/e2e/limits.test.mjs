@@ -4,6 +4,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -142,59 +143,51 @@ test('forking past RLIMIT_NPROC ends with limit "processes"', { ...opts, skip: r
   }
 });
 
-test('a run whose exec RLIMIT_NPROC refuses names limit "processes" and says a retry can work', { ...opts, skip: root ? false : 'needs root: RLIMIT_NPROC counts every process of the user, so it is tested on nobody' }, async () => {
-  // nobody already has two processes of ours and the cap is 1: the user
-  // is over it when the child becomes nobody (the kernel's test is "more
-  // than the limit"), so its exec is refused (EAGAIN) whatever else runs
-  // as nobody.
-  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nproc-exec-'));
-  fs.mkdirSync(path.join(own, 'starter', 'scripts'), { recursive: true });
-  fs.writeFileSync(path.join(own, 'starter', 'SKILL.md'), '---\nname: starter\ndescription: Cannot even start\n---\n# Starter\n');
-  fs.writeFileSync(path.join(own, 'starter', 'scripts', 'hello.sh'), 'echo hello\n');
-  for (const d of ['', 'starter', 'starter/scripts']) fs.chmodSync(path.join(own, d), 0o755);
-  const { spawn } = await import('node:child_process');
+// A skill folder of its own (files: path -> text under the skill), and a
+// server on it whose script user, nobody, is already over a cap of 1: two
+// sleeps of nobody's are running, so the kernel refuses the exec of the
+// next process that becomes nobody (its test is "more than the limit"),
+// whatever else runs as nobody. fn(client) returns a run's result.
+async function overProcessCap(name, files, fn) {
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nproc-'));
+  fs.mkdirSync(path.join(own, name), { recursive: true });
+  fs.writeFileSync(path.join(own, name, 'SKILL.md'), `---\nname: ${name}\ndescription: Cannot even start\n---\n# ${name}\n`);
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(own, name, rel)), { recursive: true });
+    fs.writeFileSync(path.join(own, name, rel), text);
+  }
+  execFileSync('chmod', ['-R', 'a+rX', own]);
   const sleepers = [0, 1].map(() => spawn('sleep', ['60'], { uid: 65534, gid: 65534, stdio: 'ignore' }));
   const s = await startServer({ skillsDirs: [own], args: ['--script-max-processes', '1'] });
   try {
     const c = await connect(s.url);
-    const r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'starter', script: 'hello.sh' } })).structuredContent;
+    const r = (await c.callTool({ name: 'run_skill_script', arguments: { name, script: 'hello.sh' } })).structuredContent;
     await c.close();
-    assert.equal(r.status, 'failed', JSON.stringify(r));
-    assert.equal(r.stdout, '');
-    assert.equal(r.limit, 'processes', JSON.stringify(r));
-    assert.match(r.hint, /could not be started: its user already had more processes \(threads count too\) than the 1 it may have/);
-    assert.match(r.hint, /--script-max-processes\)\. Retry when fewer scripts run/);
+    return r;
   } finally {
     for (const p of sleepers) p.kill('SIGKILL');
     await s.stop();
     fs.rmSync(own, { recursive: true, force: true });
   }
+}
+
+const nprocSkip = root ? false : 'needs root: RLIMIT_NPROC counts every process of the user, so it is tested on nobody';
+
+test('a run whose exec RLIMIT_NPROC refuses names limit "processes" and says a retry can work', { ...opts, skip: nprocSkip }, async () => {
+  const r = await overProcessCap('starter', { 'scripts/hello.sh': 'echo hello\n' });
+  assert.equal(r.status, 'failed', JSON.stringify(r));
+  assert.equal(r.stdout, '');
+  assert.equal(r.limit, 'processes', JSON.stringify(r));
+  assert.match(r.hint, /could not be started: its user already had more processes \(threads count too\) than the 1 it may have/);
+  assert.match(r.hint, /--script-max-processes\)\. Retry when fewer scripts run/);
 });
 
-test('a pre hook whose exec RLIMIT_NPROC refuses fails the call with a retry hint', { ...opts, skip: root ? false : 'needs root: RLIMIT_NPROC counts every process of the user, so it is tested on nobody' }, async () => {
-  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-nproc-hook-'));
-  fs.mkdirSync(path.join(own, 'hooked', 'scripts'), { recursive: true });
-  fs.mkdirSync(path.join(own, 'hooked', 'hooks'), { recursive: true });
-  fs.writeFileSync(path.join(own, 'hooked', 'SKILL.md'), '---\nname: hooked\ndescription: Its pre hook cannot start\n---\n# Hooked\n');
-  fs.writeFileSync(path.join(own, 'hooked', 'scripts', 'hello.sh'), 'echo hello\n');
-  fs.writeFileSync(path.join(own, 'hooked', 'hooks', 'pre.sh'), 'cat >/dev/null\nexit 0\n');
-  for (const d of ['', 'hooked', 'hooked/scripts', 'hooked/hooks']) fs.chmodSync(path.join(own, d), 0o755);
-  const { spawn } = await import('node:child_process');
-  const sleepers = [0, 1].map(() => spawn('sleep', ['60'], { uid: 65534, gid: 65534, stdio: 'ignore' }));
-  const s = await startServer({ skillsDirs: [own], args: ['--script-max-processes', '1'] });
-  try {
-    const c = await connect(s.url);
-    const r = (await c.callTool({ name: 'run_skill_script', arguments: { name: 'hooked', script: 'hello.sh' } })).structuredContent;
-    await c.close();
-    assert.equal(r.status, 'failed', JSON.stringify(r));
-    assert.equal(r.stdout ?? '', '');
-    assert.match(r.hint, /pre hook .* did not finish/);
-    assert.match(r.hint, /more processes \(threads count too\) than RLIMIT_NPROC allows \(--script-max-processes\): retry when fewer scripts run/);
-  } finally {
-    for (const p of sleepers) p.kill('SIGKILL');
-    await s.stop();
-    fs.rmSync(own, { recursive: true, force: true });
-  }
+test('a pre hook whose exec RLIMIT_NPROC refuses fails the call with a retry hint', { ...opts, skip: nprocSkip }, async () => {
+  const r = await overProcessCap('hooked', { 'scripts/hello.sh': 'echo hello\n', 'hooks/pre.sh': 'cat >/dev/null\nexit 0\n' });
+  assert.equal(r.status, 'failed', JSON.stringify(r));
+  assert.equal(r.stdout ?? '', '');
+  assert.match(r.hint, /pre hook .* did not finish/);
+  assert.match(r.hint, /more processes \(threads count too\) than RLIMIT_NPROC allows \(--script-max-processes\): retry when fewer scripts run/);
 });
 
 test('an ordinary failure names no limit; node still starts under the default memory limit', opts, async () => {
