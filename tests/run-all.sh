@@ -58,10 +58,14 @@ wait_bg() {
 }
 
 # Builds use both cores (the suites themselves are what the 15 minutes buy).
+# Each stage below keeps both cores busy: a suite that mostly waits (on
+# servers, scripts, timers) runs beside one that computes.
 J=-j$(nproc)
 make -s $J all unit-build || { echo "0 passed, 1 failed"; exit 1; }
-run unit tests/run-unit.sh build
+# The unit binaries mostly sleep on timers and children: beside e2e.
+run_bg unit tests/run-unit.sh build
 run e2e tests/run-e2e.sh build/skill-mcp
+wait_bg
 # The ASan build compiles while the conformance stage waits on its servers
 # and scripts (the build would otherwise stand alone for about a minute).
 asan_log=$(mktemp)
@@ -69,22 +73,26 @@ asan_log=$(mktemp)
 asan_pid=$!
 run_bg skills bash tests/fakeapi/run_examples.sh
 run_bg acceptance node acceptance/run.mjs --bin build/skill-mcp --summary
+run_bg lint tests/lint.sh build
+run_bg selftest tests/selftest.sh
 run conformance tests/run-conformance.sh build/skill-mcp
 wait_bg
-run lint tests/lint.sh build
-run selftest tests/selftest.sh
 wait "$asan_pid"
 asan_rc=$(cat "$asan_log.rc" 2>/dev/null || echo 1)
 if [ "$asan_rc" -eq 0 ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-    run unit-asan tests/run-unit.sh build-asan
+    run_bg unit-asan tests/run-unit.sh build-asan
+    # ThreadSanitizer's build and run fill what e2e-asan leaves idle.
+    run_bg tsan make -s tsan
     run e2e-asan tests/run-e2e.sh build-asan/skill-mcp
+    wait_bg
 else
     echo "=== asan-build"
     cat "$asan_log"
     echo "ASan build failed (exit $asan_rc)"
     lines+=("asan-build: 0 passed, 1 failed")
     total_f=$((total_f + 1)); status=1
+    run tsan make -s $J tsan
 fi
 rm -f "$asan_log" "$asan_log.rc"
 # The fuzz smoke is time-boxed per target (4 s each after its seeds: a
@@ -97,7 +105,8 @@ run_bg deb bash tests/deb-check.sh build/skill-mcp
 run_bg docs-commands node tests/docs-commands.mjs build/skill-mcp
 run fuzz-smoke env FUZZ_TIME=4 tests/fuzz/build.sh --smoke
 wait_bg
-run tsan make -s $J tsan
+# The benchmark smokes pin a server and a load generator to the two cores:
+# they run alone.
 run bench-smoke bench/run.sh --smoke
 run bench-scripts-smoke bench/scripts.sh --smoke
 run bench-scale-smoke bench/scale.sh --smoke
