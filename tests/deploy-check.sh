@@ -226,11 +226,13 @@ derr="$(node -e 'const r=JSON.parse(process.argv[1]); console.log(r.errs.join("\
 if [ -z "$derr" ]; then ok "docker: Dockerfile structure (stages, order, USER, EXPOSE, HEALTHCHECK, CMD)"
 else bad "docker: Dockerfile structure" "$derr"; fi
 pkgs="$(node -e 'for (const p of JSON.parse(process.argv[1]).pkgs) console.log(p)' "$out" 2>/dev/null)"
-notfound=""
-for sp in $pkgs; do
-    p="${sp#*:}"
-    apt-cache show --no-all-versions "$p" >/dev/null 2>&1 || notfound="$notfound $p"
-done
+# One apt-cache call for all of them (each call reads the package lists
+# again: about a second and a half apiece).
+names="$(for sp in $pkgs; do echo "${sp#*:}"; done | sort -u)"
+# shellcheck disable=SC2086
+found="$(apt-cache show --no-all-versions $names 2>/dev/null | sed -n 's/^Package: //p' | sort -u)"
+notfound="$(comm -23 <(echo "$names") <(echo "$found") | tr '\n' ' ' | sed 's/^/ /; s/ $//')"
+[ "$notfound" = " " ] && notfound=""
 if [ -n "$pkgs" ] && [ -z "$notfound" ]; then ok "docker: $(wc -w <<<"$pkgs") apt packages exist in Debian (apt-cache show)"
 else bad "docker: apt packages unknown to apt-cache:${notfound:- (none parsed)} (run apt-get update?)"; fi
 # The build stage installs exactly the build list of tests/deps.sh.
@@ -245,21 +247,50 @@ rtpk="$(grep '^2:' <<<"$pkgs" | cut -d: -f2)"
 closure="$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
     --no-replaces --no-enhances --installed $rtpk 2>/dev/null | sed -E 's/^ *(Pre)?Depends: //; s/:amd64$//; s/[<>]//g' | sort -u)"
 miss=""
-for lib in $(ldd "$bin" | awk '/=>/{print $3}'); do
-    owner="$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1)"
-    [ -z "$owner" ] && continue
-    [ "$(dpkg-query -W -f='${Priority}' "$owner" 2>/dev/null)" = required ] && continue
+# One dpkg -S and one dpkg-query for every library (a call apiece took most
+# of a minute); a library no package owns is not counted, as before.
+# shellcheck disable=SC2046
+owners="$(dpkg -S $(ldd "$bin" | awk '/=>/{print $3}' | xargs -r readlink -f | sort -u) 2>/dev/null |
+    grep -v '^diversion ' | sed -E 's/: \/.*//; s/, /\n/g' | cut -d: -f1 | sort -u)"
+# shellcheck disable=SC2086
+required="$(dpkg-query -W -f='${Package} ${Priority}\n' $owners 2>/dev/null | awk '$2 == "required" {print $1}')"
+for owner in $owners; do
+    grep -qxF "$owner" <<<"$required" && continue
     grep -qxF "$owner" <<<"$closure" || miss="$miss $owner"
 done
 if [ -z "$miss" ]; then ok "docker: runtime stage provides every library the binary links"
 else bad "docker: runtime stage lacks libraries from:$miss"; fi
 # The build stage's COPY set and commands, run here (same Debian 12 packages).
 b="$tmp/docker-build"; mkdir -p "$b/src"
-(cd "$repo" && cp -R Makefile VERSION server skills hooks "$b/src/" &&
-    mkdir -p "$b/src/deploy" && cp -R deploy/systemd "$b/src/deploy/")
+(cd "$repo" && cp -pR Makefile VERSION server skills hooks "$b/src/" &&
+    mkdir -p "$b/src/deploy" && cp -pR deploy/systemd "$b/src/deploy/")
+# Compiling every file again would repeat the build the binary came from
+# (about a minute of both cores). When that build's objects are at hand they
+# come along, newer than the copied sources, so make here only links and
+# installs; what the compile would prove about the COPY set, that every file
+# it reads is in it, the objects' dependency lists tell (-MMD names each
+# source and project header; -MP makes a missing header no error for make,
+# so each is looked for here). Without them, everything is compiled.
+objs="$(dirname "$bin")/obj"
+reused=""
+if [ "$objs" = "$repo/build/obj" ] && ls "$objs"/*.d >/dev/null 2>&1; then
+    mkdir -p "$b/src/build/obj" && cp -p "$objs"/*.o "$objs"/*.d "$b/src/build/obj/"
+    read_files="$(sed 's/\\$//' "$objs"/*.d | tr ' \t' '\n\n' | grep -v -e ':$' -e '^$' -e '^build/' | sort -u)"
+    nsrc=$(ls "$repo"/server/*.c | wc -l)
+    missing=""
+    for f in $read_files; do [ -e "$b/src/$f" ] || missing="$missing $f"; done
+    if [ "$(grep -c '\.c$' <<<"$read_files")" -lt "$nsrc" ]; then
+        bad "docker: the build's dependency lists name fewer sources than server/ holds ($nsrc)"
+    elif [ -n "$missing" ]; then
+        bad "docker: the build reads files the COPY set lacks:$missing"
+    else
+        ok "docker: the COPY set holds every source and header the build reads ($(wc -l <<<"$read_files") files)"
+    fi
+    reused=" (objects of $objs reused)"
+fi
 if out="$(cd "$b/src" && make -j"$(nproc)" 2>&1 && make install PREFIX=/usr/local DESTDIR="$b/out" 2>&1)" \
     && [ -x "$b/out/usr/local/bin/skill-mcp" ] && [ -d "$b/out/usr/local/share/skill-mcp/skills" ]; then
-    ok "docker: build stage (COPY set + make + make install DESTDIR=/out) works from the copied files"
+    ok "docker: build stage (COPY set + make + make install DESTDIR=/out) works from the copied files$reused"
 else bad "docker: build stage from the COPY set" "$(tail -5 <<<"$out")"; fi
 
 # ---- Kubernetes (not applied to a cluster here) -------------------------------
