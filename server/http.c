@@ -219,6 +219,10 @@ static enum MHD_Result pick_header(void *cls, enum MHD_ValueKind kind, const cha
         break;
     }
 #undef IS
+    if (slot == &hd->host)
+        hd->hosts += hd->hosts < 2;
+    else if (slot == &hd->origin)
+        hd->origins += hd->origins < 2;
     if (slot && !*slot)
         *slot = value;
     return MHD_YES;
@@ -325,7 +329,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                 return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
             const char *why = mcp || http_ops_checks_peer(url) ? http_check_peer(h, con) : NULL;
             if (why)
-                return REFUSE(MHD_HTTP_FORBIDDEN, why);
+                return REFUSE(http_peer_status(why), why);
             rq->status = 1;     /* not an MCP request: kept out of the request log */
             return http_cors_preflight(con, mcp ? allow_methods : "GET, HEAD");
         }
@@ -339,9 +343,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         if (strcmp(url, S->cfg.path))
             return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
         MHD_get_connection_values_n(con, MHD_HEADER_KIND, pick_header, &rq->hd);
-        const char *why = http_check_peer_of(h, rq->hd.host, rq->hd.origin);
+        const char *why = http_check_peer_of(h, &rq->hd);
         if (why)
-            return REFUSE(MHD_HTTP_FORBIDDEN, why);
+            return REFUSE(http_peer_status(why), why);
         enum MHD_Result refused;
         if (S->auth && http_authorize(S, con, rq, &refused) < 0)
             return refused;

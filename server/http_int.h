@@ -54,6 +54,7 @@ struct http {
 struct req_headers {
     const char *host, *origin, *content_type, *accept, *content_length;
     const char *protocol_version, *mcp_method, *mcp_name, *session_id;
+    unsigned char hosts, origins;   /* how many of each came (2 means 2 or more) */
 };
 
 struct req_who {
@@ -122,10 +123,14 @@ int http_authorize(struct srv *S, struct MHD_Connection *con, struct req *rq,
 /* ---- Host/Origin and CORS ---- */
 
 void http_host_part(const char *in, char *out, size_t cap);
-/* NULL, or why the request's Host or Origin is refused (403). */
+/* NULL, or why the request's Host or Origin is refused; answer with
+ * http_peer_status(why): 400 for a header that came more than once, 403
+ * for the rest. */
 const char *http_check_peer(struct http *h, struct MHD_Connection *con);
-/* The same for the Host and Origin values (NULL: no such header). */
-const char *http_check_peer_of(struct http *h, const char *host, const char *origin);
+/* The same from the Host and Origin values (NULL: no such header) and how
+ * many of each the request carried. */
+const char *http_check_peer_of(struct http *h, const struct req_headers *hd);
+unsigned http_peer_status(const char *why);
 void http_cors_headers(struct MHD_Response *r, struct MHD_Connection *con);
 enum MHD_Result http_cors_preflight(struct MHD_Connection *con, const char *methods);
 

@@ -93,7 +93,7 @@ int http_ops_endpoint(struct http *h, struct MHD_Connection *con, const char *ur
         const char *why = http_check_peer(h, con);
         if (why) {
             rq->status = 1;
-            *ret = http_send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            *ret = http_send_error(con, http_peer_status(why), RPC_INVALID_REQUEST, why);
             return 1;
         }
         if (ops_authorize(h, con, rq, h->S->cfg.public_index, ret) < 0) {
@@ -135,7 +135,7 @@ int http_ops_endpoint(struct http *h, struct MHD_Connection *con, const char *ur
         const char *why = http_check_peer(h, con);
         if (why) {
             rq->status = 1;
-            *ret = http_send_error(con, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST, why);
+            *ret = http_send_error(con, http_peer_status(why), RPC_INVALID_REQUEST, why);
             return 1;
         }
         if (ops_authorize(h, con, rq, h->S->cfg.metrics_public, ret) < 0)

@@ -163,19 +163,52 @@ void http_warn_peer_lists(const struct cfg *c)
     each_entry(c->allowed_origins, origin_entry);
 }
 
+/* A request with two Host headers is malformed (RFC 9112 section 3.2: 400),
+ * and with two of either the check would judge one while a proxy or an
+ * application behind it may read the other. */
+static const char two_hosts[] = "Bad Request: more than one Host header";
+static const char two_origins[] = "Bad Request: more than one Origin header";
+
+unsigned http_peer_status(const char *why)
+{
+    return why == two_hosts || why == two_origins ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_FORBIDDEN;
+}
+
+static enum MHD_Result count_peer(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t klen, const char *value, size_t vlen)
+{
+    struct req_headers *hd = cls;
+    (void)kind;
+    (void)vlen;
+    if (klen == 4 && !strncasecmp(key, MHD_HTTP_HEADER_HOST, 4)) {
+        hd->hosts += hd->hosts < 2;
+        if (!hd->host)
+            hd->host = value;
+    } else if (klen == 6 && !strncasecmp(key, "Origin", 6)) {
+        hd->origins += hd->origins < 2;
+        if (!hd->origin)
+            hd->origin = value;
+    }
+    return MHD_YES;
+}
+
 /* DNS-rebinding defence: Host must name this server, Origin must be ours. */
 const char *http_check_peer(struct http *h, struct MHD_Connection *con)
 {
-    return http_check_peer_of(h,
-                              MHD_lookup_connection_value(con, MHD_HEADER_KIND,
-                                                          MHD_HTTP_HEADER_HOST),
-                              MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Origin"));
+    struct req_headers hd = {0};
+    MHD_get_connection_values_n(con, MHD_HEADER_KIND, count_peer, &hd);
+    return http_check_peer_of(h, &hd);
 }
 
-const char *http_check_peer_of(struct http *h, const char *host, const char *origin)
+const char *http_check_peer_of(struct http *h, const struct req_headers *hd)
 {
     const struct cfg *c = &h->S->cfg;
+    const char *host = hd->host, *origin = hd->origin;
     char name[256];
+    if (hd->hosts > 1)
+        return two_hosts;
+    if (hd->origins > 1)
+        return two_origins;
     if (h->loopback && !in_list(c->allowed_hosts, "*")) {
         if (!host)
             return "Forbidden: missing Host header";
