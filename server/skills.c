@@ -459,8 +459,16 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
     if (S->ino_fd >= 0)
         close(S->ino_fd);
     S->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (S->ino_fd < 0)
+    if (S->ino_fd < 0) {
+        /* Most often EMFILE: the user's fs.inotify.max_user_instances (128 by
+         * default) is spent by other processes. Said once, not every rebuild. */
+        if (errno != S->ino_init_errno)
+            log_warn("skills: inotify unavailable (%s); refresh ticks will stat every watched "
+                     "file", strerror(errno));
+        S->ino_init_errno = errno;
         return;
+    }
+    S->ino_init_errno = 0;
     if (S->nwd)
         memset(S->wd_path, 0, S->nwd * sizeof *S->wd_path);
     for (size_t i = 0; i < snap_of(s)->nw; i++)

@@ -109,6 +109,7 @@ struct skills {
     int ino_fd;                     /* -1: no inotify, every tick stats */
     int ino_dirty;                  /* a change may have slipped in before the watches */
     int ino_pending;                /* watches not set up yet (done on the first tick) */
+    int ino_init_errno;             /* why inotify_init1 last failed (logged once a cause), or 0 */
     uint64_t last_full_ns;          /* the last stat pass */
     /* A file written in place moves neither its folder's stat nor
      * SKILL.md's: the watched folders inotify named for such writes since

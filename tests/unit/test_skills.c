@@ -15,8 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/inotify.h>
+#include <sys/syscall.h>
 #include "frontmatter.h"
 #include "harness.h"
+#include "quiet.h"
 #include "tmptree.h"
 #include "search.h"
 #include "skills.h"
@@ -24,6 +27,18 @@
 #include "util.h"
 
 static char root[256];
+
+/* This program's inotify_init1 stands in for libc's (the server's objects
+ * are linked into it): it fails with fail_inotify while that is set. */
+static int fail_inotify;
+int inotify_init1(int flags)
+{
+    if (fail_inotify) {
+        errno = fail_inotify;
+        return -1;
+    }
+    return (int)syscall(SYS_inotify_init1, flags);
+}
 
 static void writef(const char *rel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -1045,6 +1060,67 @@ static void *reader(void *arg)
     return NULL;
 }
 
+/* Count of needle in the file at path. */
+static int count_in_file(const char *path, const char *needle)
+{
+    char buf[8192];
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd < 0 ? 0 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    int c = 0;
+    for (const char *p = buf; (p = strstr(p, needle)); p++)
+        c++;
+    return c;
+}
+
+TEST(inotify_unavailable_is_logged_once_and_ticks_still_see_edits)
+{
+    fresh_root();
+    skill("alpha", "alpha", "First");
+    char log[300];
+    snprintf(log, sizeof log, "%s.log", root);
+    log_set_level(LOG_WARN);
+    struct quiet q = quiet_begin(NULL, log);
+    fail_inotify = EMFILE;
+    struct skills *S = open_root();
+    struct skills_report r;
+    for (int i = 0; i < 3; i++) {   /* the first tick and two rebuilds */
+        if (i)
+            skill(i == 1 ? "beta" : "gamma", i == 1 ? "beta" : "gamma", "More");
+        skills_rescan(S, 0, &r);
+        skills_report_cleanup(&r);
+    }
+    quiet_end(q);
+    CHECK_EQ(S->ino_fd, -1);
+    CHECK_EQ(count_in_file(log, "inotify unavailable (Too many open files)"), 1);
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 3);              /* the stat passes saw both new skills */
+    skills_release(s);
+    /* inotify back: used from the next rebuild on; a later failure is told again */
+    fail_inotify = 0;
+    skill("delta", "delta", "Fourth");
+    q = quiet_begin(NULL, log);
+    skills_rescan(S, 0, &r);
+    skills_report_cleanup(&r);
+    CHECK(S->ino_fd >= 0);
+    fail_inotify = ENOMEM;
+    skill("epsilon", "epsilon", "Fifth");
+    touch_later("epsilon/SKILL.md");
+    skills_rescan(S, 1, &r);
+    skills_report_cleanup(&r);
+    quiet_end(q);
+    fail_inotify = 0;
+    log_set_level(LOG_ERROR);
+    CHECK_EQ(count_in_file(log, "inotify unavailable (Cannot allocate memory)"), 1);
+    s = skills_acquire(S);
+    CHECK_EQ(s->n, 5);
+    skills_release(s);
+    skills_free(S);
+    unlink(log);
+}
+
 TEST(concurrent_readers_and_swaps)
 {
     fresh_root();
@@ -1186,6 +1262,7 @@ int main(void)
     RUN(skill_md_leading_out_of_the_folder_is_refused);
     RUN(name_rules);
     RUN(canonical_uri);
+    RUN(inotify_unavailable_is_logged_once_and_ticks_still_see_edits);
     RUN(concurrent_readers_and_swaps);
     RUN(held_snapshot_survives_rescans_until_released);
     RUN(reloads_arriving_together_share_scans);
