@@ -54,6 +54,7 @@ struct hook_plan {
     struct redact_stream *stream;   /* stderr on its way out while the script runs */
     void (*line_fn)(const char *line, size_t len, void *arg);
     void *line_arg;
+    const char *limit;          /* the result's "limit" when a hook failed on one, or NULL */
 };
 
 static const char *const stage_name[] = {"global pre", "skill pre", "script", "skill post",
@@ -193,6 +194,8 @@ static void fail_call(struct hook_plan *p, const char *status, const char *fmt, 
     utf8_sanitize(hint);
     json_decref(p->result);
     p->result = synthetic(p, status, hint);
+    if (p->limit)
+        json_object_set_new(p->result, "limit", json_string(p->limit));
     p->ok = 0;
     if (!strcmp(status, "denied") && p->S->runner)
         run_count_denied(p->S->runner);
@@ -343,6 +346,10 @@ static void on_hook_done(struct run_job *h, void *arg)
     if (h->status != RUN_OK) {
         int denied = h->status == RUN_FAILED && h->exit_code > 0;
         reason_of(h, reason, sizeof reason);
+        /* execve's EAGAIN is RLIMIT_NPROC's alone (runner.c, start_errno) */
+        int nproc = h->error[0] && h->start_errno == EAGAIN;
+        if (nproc)
+            p->limit = "processes";     /* as a script's refused start reports it */
         if (pre && denied)
             fail_call(p, "denied", "Denied by the %s hook (%s): %s", stage, path, reason);
         else if (denied)
@@ -353,8 +360,7 @@ static void on_hook_done(struct run_job *h, void *arg)
                                    "failed.%s%s", stage, path, run_status_name(h->status),
                       h->term_signal ? ", killed by a signal" : "",
                       h->error[0] ? ", " : "", h->error, pre ? "" : " The script's output is withheld.",
-                      /* execve's EAGAIN is RLIMIT_NPROC's alone (runner.c, start_errno) */
-                      h->error[0] && h->start_errno == EAGAIN
+                      nproc
                           ? " Its user already had more processes (threads count too) than "
                             "RLIMIT_NPROC allows (--script-max-processes): retry when fewer "
                             "scripts run."

@@ -182,11 +182,12 @@ test('a run whose exec RLIMIT_NPROC refuses names limit "processes" and says a r
   assert.match(r.hint, /--script-max-processes\)\. Retry when fewer scripts run/);
 });
 
-test('a pre hook whose exec RLIMIT_NPROC refuses fails the call with a retry hint', { ...opts, skip: nprocSkip }, async () => {
+test('a pre hook whose exec RLIMIT_NPROC refuses fails the call with limit processes and a retry hint', { ...opts, skip: nprocSkip }, async () => {
   const r = await overProcessCap('hooked', { 'scripts/hello.sh': 'echo hello\n', 'hooks/pre.sh': 'cat >/dev/null\nexit 0\n' });
   assert.equal(r.status, 'failed', JSON.stringify(r));
   assert.equal(r.stdout ?? '', '');
   assert.match(r.hint, /pre hook .* did not finish/);
+  assert.equal(r.limit, 'processes', 'named like a script\'s refused start');
   assert.match(r.hint, /more processes \(threads count too\) than RLIMIT_NPROC allows \(--script-max-processes\): retry when fewer scripts run/);
 });
 
