@@ -51,6 +51,7 @@ json_t *skills_execution(const struct skill *k)
     json_t *ex = atomic_load_explicit(&m->execution, memory_order_acquire);
     if (ex)
         return ex == EXEC_NONE ? NULL : ex;
+    /* 'execution' is never a placeholder: the stored text has it as it is */
     json_t *o = k->fm_rest ? json_loads(k->fm_rest, 0, NULL) : NULL;
     json_t *v = json_object_get(o, "execution");
     json_t *mine = v ? json_incref(v) : EXEC_NONE;
@@ -687,6 +688,136 @@ static size_t take_tags(json_t *t, char ***out)
     return n;
 }
 
+/* ---- the frontmatter text without its placeholders ----------------------- */
+
+/* The members entry_new leaves in the text for the fields kept elsewhere,
+ * in slot order: 3 bits of fm_slots each, 0 for none, else the member's
+ * position in the object + 1. Most frontmatter is little more than these
+ * (~50 bytes a skill), so they are not stored. */
+static const char *const fm_placeholder[SKILL_FM_SLOTS] = {
+    "\"description\":\"\"", "\"name\":\"\"", "\"version\":\"\"", "\"title\":\"\"",
+    "\"tags\":[]"};
+#define FM_SLOT_BITS 3
+#define FM_SLOT_POS_MAX 6       /* the last position a 3-bit slot holds */
+
+/* Bytes of the member that opens s (compact JSON as jansson dumps it),
+ * up to the ',' or '}' that ends it. */
+static size_t fm_member_len(const char *s)
+{
+    int depth = 0, str = 0;
+    const char *p = s;
+    for (; *p; p++) {
+        if (str) {
+            if (*p == '\\' && p[1])
+                p++;
+            else if (*p == '"')
+                str = 0;
+        } else if (*p == '"') {
+            str = 1;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            if (!depth)
+                break;
+            depth--;
+        } else if (*p == ',' && !depth) {
+            break;
+        }
+    }
+    return (size_t)(p - s);
+}
+
+char *scan_fm_join(const char *rest, unsigned slots)
+{
+    if (!slots)
+        return rest ? xstrdup(rest) : NULL;
+    const char *r = rest && *rest == '{' ? rest + 1 : "}";
+    size_t cap = strlen(r) + 2;
+    for (int f = 0; f < SKILL_FM_SLOTS; f++)
+        cap += strlen(fm_placeholder[f]) + 1;
+    char *out = xmalloc(cap), *o = out;
+    *o++ = '{';
+    for (unsigned pos = 0;; pos++) {
+        const char *m = NULL;
+        size_t len = 0;
+        for (int f = 0; f < SKILL_FM_SLOTS && !m; f++)
+            if (((slots >> (FM_SLOT_BITS * f)) & 7u) == pos + 1) {
+                m = fm_placeholder[f];
+                len = strlen(m);
+            }
+        if (!m && *r && *r != '}') {
+            m = r;
+            len = fm_member_len(r);
+            r += len;
+            if (*r == ',')
+                r++;
+        }
+        if (!m)
+            break;
+        if (pos)
+            *o++ = ',';
+        memcpy(o, m, len);
+        o += len;
+    }
+    *o++ = '}';
+    *o = '\0';
+    return out;
+}
+
+char *scan_fm_strip(const char *text, unsigned *slots)
+{
+    *slots = 0;
+    if (!text || *text != '{')
+        return text ? xstrdup(text) : NULL;
+    size_t n = strlen(text);
+    char *kept = xmalloc(n + 1), *o = kept;
+    unsigned pos = 0, got = 0;
+    *o++ = '{';
+    for (const char *r = text + 1; *r && *r != '}'; pos++) {
+        size_t len = fm_member_len(r);
+        int f = 0;
+        while (f < SKILL_FM_SLOTS && (pos > FM_SLOT_POS_MAX || (got >> f & 1u) ||
+                                      strlen(fm_placeholder[f]) != len ||
+                                      memcmp(r, fm_placeholder[f], len)))
+            f++;
+        if (f < SKILL_FM_SLOTS) {
+            got |= 1u << f;
+            *slots |= (pos + 1) << (FM_SLOT_BITS * f);
+        } else {
+            if (o > kept + 1)
+                *o++ = ',';
+            memcpy(o, r, len);
+            o += len;
+        }
+        r += len;
+        if (*r == ',')
+            r++;
+    }
+    *o++ = '}';
+    *o = '\0';
+    if (!strcmp(kept, "{}")) {
+        free(kept);
+        kept = NULL;
+    }
+    /* Kept only if it gives back every byte: otherwise the whole text. */
+    char *back = scan_fm_join(kept, *slots);
+    if (!*slots || !back || strcmp(back, text)) {
+        free(kept);
+        kept = xstrdup(text);
+        *slots = 0;
+    }
+    free(back);
+    return kept;
+}
+
+/* k's frontmatter text as entry_new dumped it: borrowed, or put back
+ * together into *own (free it). */
+static const char *fm_text(const struct skill *k, char **own)
+{
+    *own = k->fm_slots ? scan_fm_join(k->fm_rest, k->fm_slots) : NULL;
+    return *own ? *own : k->fm_rest;
+}
+
 /* A string copied into an entry's block at *at (NULL stays NULL). */
 static char *pack_str(char **at, const char *s)
 {
@@ -715,6 +846,7 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
     char *rest = NULL, **tags = NULL;
     size_t ntags = 0;
+    unsigned slots = 0;
     json_t *dj = NULL, *vj = NULL, *nj = NULL, *tj = NULL;
     if (fields) {
         dj = json_incref(json_object_get(fields, "description"));
@@ -750,7 +882,9 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
             if (strs == ntags)
                 json_object_set_new(fields, "tags", json_array());
         }
-        rest = json_dumps(fields, JSON_COMPACT);
+        char *whole = json_dumps(fields, JSON_COMPACT);
+        rest = scan_fm_strip(whole, &slots);
+        free(whole);
     }
     /* name is the end of qname ("team/name" or "name"), and the frontmatter
      * name is most often the folder's: neither is kept twice */
@@ -779,6 +913,7 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     k->fm_name = fm_is_name ? k->name : pack_str(&at, fm_name);
     k->title = pack_str(&at, title);
     k->fm_rest = pack_str(&at, rest);
+    k->fm_slots = (uint16_t)slots;
     skills_free_names(tags, ntags);
     free(rest);
     json_decref(dj);
@@ -796,7 +931,10 @@ char *skills_md_path(const struct skill *k, char *out, size_t n)
 
 json_t *skills_frontmatter(const struct skill *k)
 {
-    json_t *o = k->fm_rest ? json_loads(k->fm_rest, 0, NULL) : NULL;
+    char *own;
+    const char *text = fm_text(k, &own);
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    free(own);
     if (!json_is_object(o)) {
         json_decref(o);
         o = json_object();

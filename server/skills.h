@@ -60,6 +60,9 @@ struct skill_body {
 
 struct rcache_files;
 
+/* Fields whose placeholders an entry's frontmatter text leaves out. */
+#define SKILL_FM_SLOTS 5
+
 /* How many shapes of a list_skills card an entry keeps (tools.c). */
 #define SKILL_CARD_TIERS 7
 
@@ -98,7 +101,9 @@ struct skill {
     _Atomic(json_t *) execution; /* read it with skills_execution(): parsed from
                                     fm_rest on first use */
     const char *fm_rest;    /* the frontmatter as compact JSON, 'description' set to ""
-                               (it is kept once, above); see skills_frontmatter() */
+                               (it is kept once, above), less the members fm_slots
+                               names; NULL when nothing else is left. See
+                               skills_frontmatter() */
     char **tags;            /* normalised tags */
     /* every file but SKILL.md, sorted; the same block then holds the keys
      * and paths of its folders (skills_dir_keys, skills_dir_paths) */
@@ -140,6 +145,9 @@ struct skill {
     uint16_t card_tokens[SKILL_CARD_TIERS];
     uint16_t card_chars[SKILL_CARD_TIERS];
     uint16_t card_keep[SKILL_CARD_TIERS - 2];
+    /* where the placeholders left out of fm_rest go (scan.c, scan_fm_strip);
+     * 0: fm_rest is the whole text */
+    uint16_t fm_slots;
 };
 
 /* The stat keys and paths of k's folders, ndirs of each: the skill folder

@@ -150,6 +150,18 @@ static inline int key_eq(const struct fkey *a, const struct fkey *b)
  * lookup tables, search index, gate) is the caller's. Scanner role.
  */
 struct snapshot *scan_tree(struct skills *S, struct snapshot *old);
+/*
+ * A frontmatter text (compact JSON, as jansson dumps it) less the members
+ * that are only placeholders for the fields an entry keeps ("description":"",
+ * "name":"", "version":"", "title":"", "tags":[]), with *slots saying where
+ * they were: NULL when nothing else is left. The stripped text is kept only
+ * if scan_fm_join gives text back byte for byte; otherwise it is text
+ * itself, *slots 0. malloc'd.
+ */
+char *scan_fm_strip(const char *text, unsigned *slots);
+/* The whole text again from what scan_fm_strip kept (malloc'd; NULL for
+ * NULL without slots). */
+char *scan_fm_join(const char *rest, unsigned slots);
 /* Is n a name never part of a skill (dotfiles, caches, VCS folders)? */
 int scan_ignored_name(const char *n);
 

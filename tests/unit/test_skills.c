@@ -774,6 +774,197 @@ static void *exec_reader(void *arg)
 
 /* Threads asking for the same entry's 'execution' at once all get the one
  * tree that was kept (the others' parses are dropped). */
+/* Members a frontmatter text may hold: the five placeholders first, then
+ * others, one with what looks like placeholders and separators in a string. */
+static const char *const fm_members[] = {
+    "\"description\":\"\"", "\"name\":\"\"", "\"version\":\"\"", "\"title\":\"\"", "\"tags\":[]",
+    "\"license\":\"M\\\",\\\"IT\"",
+    "\"x\":{\"a\":[1,\"],\\\"name\\\":\\\"\\\",}\"],\"tags\":[]}",
+};
+#define FM_NMEMBERS (sizeof fm_members / sizeof *fm_members)
+
+/* Every order of the members in set (bits of fm_members), one at a time in
+ * perm[0..depth): the text they make goes through strip and join. */
+static int fm_orders(unsigned set, unsigned used, size_t *perm, size_t depth, size_t *checked)
+{
+    if (used == set) {
+        char text[1024] = "{", *o = text + 1;
+        int only_ph = 1;
+        for (size_t i = 0; i < depth; i++)
+            o += sprintf(o, "%s%s", i ? "," : "", fm_members[perm[i]]);
+        strcpy(o, "}");
+        for (size_t i = 0; i < depth; i++)
+            only_ph &= perm[i] < SKILL_FM_SLOTS;
+        unsigned slots;
+        char *rest = scan_fm_strip(text, &slots);
+        char *back = scan_fm_join(rest, slots);
+        int ok = back && !strcmp(back, text);
+        /* every placeholder leaves the text, in its slot, and nothing else does */
+        char want[1024] = "{";
+        o = want + 1;
+        for (size_t i = 0; i < depth; i++) {
+            if (perm[i] < SKILL_FM_SLOTS)
+                ok = ok && ((slots >> (3 * perm[i])) & 7u) == i + 1;
+            else
+                o += sprintf(o, "%s%s", o > want + 1 ? "," : "", fm_members[perm[i]]);
+        }
+        strcpy(o, "}");
+        ok = ok && (only_ph || (rest && !strcmp(rest, want)));
+        ok = ok && (only_ph ? rest == NULL && (depth == 0 || slots) : rest != NULL);
+        if (!ok)
+            printf("# %s -> %s (%#x) -> %s\n", text, rest ? rest : "(null)", slots,
+                   back ? back : "(null)");
+        free(rest);
+        free(back);
+        ++*checked;
+        return ok;
+    }
+    for (size_t m = 0; m < FM_NMEMBERS; m++)
+        if ((set >> m & 1u) && !(used >> m & 1u)) {
+            perm[depth] = m;
+            if (!fm_orders(set, used | 1u << m, perm, depth + 1, checked))
+                return 0;
+        }
+    return 1;
+}
+
+TEST(frontmatter_placeholders_left_out_and_put_back_in_every_order)
+{
+    size_t perm[FM_NMEMBERS], checked = 0;
+    for (unsigned set = 1; set < 1u << FM_NMEMBERS; set++)
+        CHECK(fm_orders(set, 0, perm, 0, &checked));
+    CHECK_EQ(checked, 13699);   /* every non-empty subset, in every order */
+
+    /* past the positions a slot holds, a placeholder stays in the text */
+    const char *far = "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"name\":\"\","
+                      "\"tags\":[]}";
+    unsigned slots;
+    char *rest = scan_fm_strip(far, &slots);
+    CHECK(rest != NULL);
+    CHECK(strstr(rest, "\"name\":\"\"") != NULL);
+    CHECK(strstr(rest, "\"tags\":[]") != NULL);
+    CHECK_EQ(slots, 0);
+    free(rest);
+    const char *near = "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"name\":\"\","
+                       "\"tags\":[]}";
+    rest = scan_fm_strip(near, &slots);
+    CHECK_STR(rest, "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"tags\":[]}");
+    char *back = scan_fm_join(rest, slots);
+    CHECK_STR(back, near);
+    free(rest);
+    free(back);
+
+    /* what is not an object as jansson dumps one is kept as it is */
+    static const char *const odd[] = {"", "[]", "{", "{\"name\":\"\"", "{\"name\":\"\",}",
+                                      "{\"name\":\"\" }", "{}", "{\"name\":\"\"}x"};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        rest = scan_fm_strip(odd[i], &slots);
+        back = scan_fm_join(rest, slots);
+        CHECK_STR(back, odd[i]);
+        CHECK(slots == 0 || strcmp(odd[i], "{}") != 0);
+        free(rest);
+        free(back);
+    }
+    CHECK(scan_fm_strip(NULL, &slots) == NULL && slots == 0);
+    CHECK(scan_fm_join(NULL, 0) == NULL);
+}
+
+/* Through files: every order of six keys, each kept field in each shape
+ * the entry may or may not keep apart; skills_frontmatter gives back what
+ * the parser gave, and an entry whose text is only placeholders keeps
+ * none. */
+TEST(frontmatter_given_back_whole_in_every_key_order)
+{
+    static const char *const key[6] = {"name", "description", "tags", "version", "title",
+                                       "license"};
+    static const char *const val[6][3] = {
+        {"%s", "''", "7"},
+        {"Desc %s", "\"q \\\" , } ] %s\"", "[a, b]"},
+        {"[x, y]", "[]", "\"p, q\""},
+        {"\"1.0\"", "''", "2.5"},
+        {"T", "''", "{a: 1}"},
+        {"MIT", "'\"name\":\"\",\"tags\":[]'", "[]"},
+    };
+    fresh_root();
+    int idx[6] = {0, 1, 2, 3, 4, 5}, made = 0;
+    /* the 720 orders, by the Heap's-algorithm counters */
+    int c[6] = {0};
+    for (int i = 0;;) {
+        for (int shape = 0; shape < 3; shape++) {
+            char name[32], path[64], text[1024];
+            snprintf(name, sizeof name, "s%03d-%d", made / 3, shape);
+            char *o = text + sprintf(text, "---\n");
+            for (int k = 0; k < 6; k++) {
+                /* license is left out of every other order: only placeholders then */
+                if (idx[k] == 5 && (made / 3) % 2)
+                    continue;
+                /* the description must be a non-empty string */
+                int sh = idx[k] == 1 && shape == 2 ? 0 : shape;
+                o += sprintf(o, "%s: ", key[idx[k]]);
+                const char *v = val[idx[k]][sh], *at = strstr(v, "%s");
+                o += at ? sprintf(o, "%.*s%s%s", (int)(at - v), v, name, at + 2)
+                        : sprintf(o, "%s", v);
+                o += sprintf(o, "\n");
+            }
+            sprintf(o, "---\nbody\n");
+            snprintf(path, sizeof path, "%s/SKILL.md", name);
+            writef(path, "%s", text);
+            made++;
+        }
+        while (i < 6 && c[i] >= i) {
+            c[i] = 0;
+            i++;
+        }
+        if (i == 6)
+            break;
+        int j = i % 2 ? c[i] : 0, t = idx[j];
+        idx[j] = idx[i];
+        idx[i] = t;
+        c[i]++;
+        i = 0;
+    }
+    CHECK_EQ(made, 720 * 3);
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 720 * 3);
+    size_t elided = 0, none_left = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        struct skill *k = s->v[i];
+        char path[PATH_MAX], buf[4096];
+        snprintf(path, sizeof path, "%s/%s/SKILL.md", root, k->qname);
+        FILE *fp = fopen(path, "r");
+        CHECK(fp != NULL);
+        size_t len = fread(buf, 1, sizeof buf, fp);
+        fclose(fp);
+        struct fm f = {0};
+        struct err e;
+        CHECK_EQ(fm_parse(buf, len, 1, &f, &e), 0);
+        json_t *got = skills_frontmatter(k);
+        char *want_s = json_dumps(f.fields, JSON_COMPACT);
+        char *got_s = json_dumps(got, JSON_COMPACT);
+        if (strcmp(got_s, want_s))
+            printf("# %s: %s != %s\n", k->qname, got_s, want_s);
+        CHECK_STR(got_s, want_s);
+        elided += k->fm_slots != 0;
+        none_left += k->fm_slots && !k->fm_rest;
+        /* the first shape keeps every field apart: only license is text */
+        if (k->qname[strlen(k->qname) - 1] == '0') {
+            CHECK(k->fm_slots != 0);
+            CHECK(!k->fm_rest == !json_object_get(f.fields, "license"));
+        }
+        free(want_s);
+        free(got_s);
+        json_decref(got);
+        fm_cleanup(&f);
+    }
+    printf("# %zu of %zu texts without placeholders, %zu with nothing left\n", elided, s->n,
+           none_left);
+    CHECK(elided >= 720 * 2);
+    CHECK(none_left >= 360);
+    skills_release(s);
+    skills_free(S);
+}
+
 TEST(execution_parsed_once_under_concurrent_callers)
 {
     fresh_root();
@@ -1254,6 +1445,8 @@ int main(void)
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(large_library_builds_deterministically_on_threads);
     RUN(frontmatter_kept_compact_and_given_back_whole);
+    RUN(frontmatter_placeholders_left_out_and_put_back_in_every_order);
+    RUN(frontmatter_given_back_whole_in_every_key_order);
     RUN(execution_parsed_once_under_concurrent_callers);
     RUN(cards_kept_by_racing_threads_all_land);
     RUN(body_is_read_once_and_sections_found);
