@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         names += slen(k->qname) + slen(k->team);
         if (k->name < k->qname || k->name >= k->qname + strlen(k->qname))
             names += slen(k->name);
-        paths += slen(k->dir);
+        paths += slen(k->dir_abs);
         desc += slen(k->description);
         rest += slen(k->fm_rest);
         small += slen(k->version) + slen(k->title) + (k->fm_name == k->name ? 0 : slen(k->fm_name));
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         if (k->files)
             files += malloc_usable_size(k->files);
         for (size_t d = 0; d < k->ndirs; d++)
-            dirpaths += skills_dir_paths(k)[d] == k->dir ? 0 : slen(skills_dir_paths(k)[d]);
+            dirpaths += slen(skills_dir_paths(k)[d]);
         terms += k->terms ? search_terms_bytes(k->terms) : 0;
         if (k->warnings)
             warn++;
@@ -111,13 +111,13 @@ int main(int argc, char **argv)
     row("entry blocks (struct + strings, usable size)", blk, n);
     row("  struct skill", st, n);
     row("  names (name, qname, team)", names, n);
-    row("  paths (dir; SKILL.md derived)", paths, n);
+    row("  paths (dir_abs when not composed; SKILL.md derived)", paths, n);
     row("  description", desc, n);
     row("  frontmatter text (fm_rest)", rest, n);
     row("  tags (pointers + strings)", tags, n);
     row("  version, fm_name, title", small, n);
     row("file/folder blocks (usable size)", files, n);
-    row("  of which folder paths (the first is dir)", dirpaths, n);
+    row("  of which folder paths (relative, the first \"\")", dirpaths, n);
     row("card search terms (search_terms_bytes)", terms, n);
     row("watch list (array + paths; entries are keyed)", wl + wown, n);
     row("lookup tables and entry array", tables, n);

@@ -64,6 +64,7 @@ void skills_body_free(struct skill_body *b)
 int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tmp,
                 struct err *why)
 {
+    char kdir[SKILL_DIR_MAX];
     struct skill_body *b = atomic_load(&k->body);
     *tmp = NULL;
     if (b) {
@@ -74,7 +75,7 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
     /* Beneath the skill folder, as every other file of the skill: a
      * SKILL.md replaced by a link out of the folder after the scan must not
      * hand the outside file to load_skill. */
-    int root = jail_root(k->dir);
+    int root = jail_root(skills_dir(k, kdir));
     int fd = root < 0 ? root : jail_open_regular(root, "SKILL.md", &st);
     if (root >= 0)
         close(root);
@@ -153,11 +154,13 @@ int skills_body(struct skill *k, struct skill_body **out, struct skill_body **tm
  */
 static struct search_terms *body_terms(const struct skill *k)
 {
+    char kdir[SKILL_DIR_MAX];
     struct jail_file f = {0};
     struct search_doc d = {0};
     struct buf refs;
 
-    if (jail_read(k->dir, "SKILL.md", k->body_off + SEARCH_BODY_MAX, &f, NULL) == 0 &&
+    const char *dir = skills_dir(k, kdir);
+    if (jail_read(dir, "SKILL.md", k->body_off + SEARCH_BODY_MAX, &f, NULL) == 0 &&
         f.len > k->body_off) {
         d.body = f.data + k->body_off;
         d.body_len = f.len - k->body_off;
@@ -169,7 +172,7 @@ static struct search_terms *body_terms(const struct skill *k)
         if (strncmp(p, "references/", 11) || pl < 14 || strcasecmp(p + pl - 3, ".md"))
             continue;
         struct jail_file r = {0};
-        if (jail_read(k->dir, p, SEARCH_REFS_MAX - refs.len, &r, NULL) == 0) {
+        if (jail_read(dir, p, SEARCH_REFS_MAX - refs.len, &r, NULL) == 0) {
             buf_append(&refs, r.data, r.len);
             buf_puts(&refs, "\n");
         }

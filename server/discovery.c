@@ -480,8 +480,9 @@ out:
 static int archive_get(const struct skill *k, char **data, size_t *len,
                        char digest[DIGEST_LEN + 1])
 {
+    char kdir[SKILL_DIR_MAX];
     struct plan p;
-    int root = jail_root(k->dir);
+    int root = jail_root(skills_dir(k, kdir));
     if (root < 0)
         return -EIO;
     int rc = plan_build(k, root, &p);
@@ -518,8 +519,9 @@ static int archive_get(const struct skill *k, char **data, size_t *len,
 /* SKILL.md of k as it is now, read beneath the skill folder. */
 static int skill_md_get(const struct skill *k, char **data, size_t *len)
 {
+    char kdir[SKILL_DIR_MAX];
     struct stat st;
-    int root = jail_root(k->dir);
+    int root = jail_root(skills_dir(k, kdir));
     if (root < 0)
         return -EIO;
     int fd = jail_open(root, "SKILL.md", &st, NULL);
@@ -534,10 +536,11 @@ static int skill_md_get(const struct skill *k, char **data, size_t *len)
 /* Digest of k's artifact (SKILL.md digests come from manifest.c's cache). */
 static int artifact_digest(const struct skill *k, char digest[DIGEST_LEN + 1])
 {
+    char kdir[SKILL_DIR_MAX];
     if (is_archive(k))
         return archive_get(k, NULL, NULL, digest);
     int64_t size;
-    int root = jail_root(k->dir);
+    int root = jail_root(skills_dir(k, kdir));
     if (root < 0)
         return -EIO;
     int rc = manifest_digest(root, "SKILL.md", digest, &size, NULL);

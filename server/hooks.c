@@ -83,13 +83,15 @@ struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, cons
                                 struct run_job *job, json_t *args, const char *client,
                                 json_t *client_info)
 {
+    char kdir[SKILL_DIR_MAX];
     struct hook_plan *p = xcalloc(1, sizeof *p);
     if (client)
         snprintf(p->client, sizeof p->client, "%s", client);
     p->S = S;
     p->script = job;
     snprintf(p->skill, sizeof p->skill, "%s", k->qname);
-    snprintf(p->skill_dir, sizeof p->skill_dir, "%s", k->dir);
+    const char *dir = skills_dir(k, kdir);
+    snprintf(p->skill_dir, sizeof p->skill_dir, "%s", dir);
     snprintf(p->request_id, sizeof p->request_id, "%s", job->request_id);
     p->timeout_s = job->timeout_s;
     p->stall_s = job->stall_s;
@@ -100,7 +102,7 @@ struct hook_plan *hook_plan_new(struct srv *S, const struct snapshot *snap, cons
             continue;
         p->path[i] = xstrdup(paths[i]);
         /* skill hooks run in the skill folder, global ones in theirs */
-        p->cwd[i] = (i == ST_SKILL_PRE || i == ST_SKILL_POST) ? xstrdup(k->dir) : dir_of(paths[i]);
+        p->cwd[i] = (i == ST_SKILL_PRE || i == ST_SKILL_POST) ? xstrdup(dir) : dir_of(paths[i]);
     }
     json_t *env_keys = json_array();
     json_t *env = json_object_get(args, "env");

@@ -135,19 +135,21 @@ static void exec_digest(const struct skill *k, char out[MANIFEST_DIGEST_LEN + 1]
  */
 static const char *unhashed_code(const struct skill *k)
 {
+    char kdir[SKILL_DIR_MAX];
     char p[4200];
     struct stat st;
     for (size_t i = 0; i < k->ndirs; i++) {
-        snprintf(p, sizeof p, "%s/__pycache__", skills_dir_paths(k)[i]);
+        char dir[SKILL_DIR_MAX];
+        snprintf(p, sizeof p, "%s/__pycache__", skills_dir_path(k, i, dir));
         if (lstat(p, &st) == 0)
             return "it holds a __pycache__/ folder, which the lock does not hash and Python "
                    "may load bytecode from; delete the folder";
-        snprintf(p, sizeof p, "%s/node_modules", skills_dir_paths(k)[i]);
+        snprintf(p, sizeof p, "%s/node_modules", dir);
         if (lstat(p, &st) == 0)
             return "it holds a node_modules/ folder, which the lock does not hash and Node.js "
                    "loads packages from; delete the folder";
     }
-    snprintf(p, sizeof p, "%s", k->dir);
+    snprintf(p, sizeof p, "%s", skills_dir(k, kdir));
     for (char *slash; (slash = strrchr(p, '/'));) {
         snprintf(slash, sizeof p - (size_t)(slash - p), "/node_modules");
         if (lstat(p, &st) == 0)

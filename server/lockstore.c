@@ -230,6 +230,7 @@ static int mkdir_p(const char *path, mode_t mode)
 int lock_store_put(const char *store, const struct skill *k, const struct lock_manifest *m,
               struct err *why)
 {
+    char kdir[SKILL_DIR_MAX];
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/blobs", store);
     if (mkdir_p(path, 0755) < 0) {
@@ -247,7 +248,8 @@ int lock_store_put(const char *store, const struct skill *k, const struct lock_m
         if (stat(path, &st) == 0)
             continue;
         struct jail_file f;
-        if (jail_read(k->dir, m->files[i].path, (size_t)m->files[i].size + 1, &f, why) < 0)
+        if (jail_read(skills_dir(k, kdir), m->files[i].path, (size_t)m->files[i].size + 1, &f,
+                      why) < 0)
             return -1;
         char d[MANIFEST_DIGEST_LEN + 1];
         manifest_sha256(f.data, f.len, d);

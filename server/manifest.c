@@ -232,11 +232,12 @@ static void add_file(struct manifest *m, size_t *cap, const char *path, int64_t 
 
 int manifest_build(const struct skill *k, struct manifest *m, struct err *why)
 {
+    char kdir[SKILL_DIR_MAX];
     char digest[MANIFEST_DIGEST_LEN + 1];
     int64_t size;
     size_t cap = 0;
     memset(m, 0, sizeof *m);
-    int root = jail_root(k->dir);
+    int root = jail_root(skills_dir(k, kdir));
     if (root < 0) {
         err_set(why, 0, 0, "the skill folder cannot be opened");
         return -EIO;

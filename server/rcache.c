@@ -140,8 +140,10 @@ static int ch_add(const char *path, uint32_t mask)
  */
 static int ch_watch(const struct skill *k)
 {
+    char kdir[SKILL_DIR_MAX];
+    const char *dir = skills_dir(k, kdir);
     pthread_once(&ch.once, ch_init);
-    if (ch.fd < 0 || atomic_load(&ch.full) || !local_fs(k->dir))
+    if (ch.fd < 0 || atomic_load(&ch.full) || !local_fs(dir))
         return 0;
     const uint32_t here = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
                           IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
@@ -150,19 +152,19 @@ static int ch_watch(const struct skill *k)
     char path[PATH_MAX];
     int ok = 1;
     pthread_mutex_lock(&ch.add_mu);
-    size_t dl = strlen(k->dir);
+    size_t dl = strlen(dir);
     if (dl >= sizeof path)
         ok = 0;
     for (size_t i = 1; ok && i < dl; i++)
-        if (k->dir[i] == '/') {
-            memcpy(path, k->dir, i);
+        if (dir[i] == '/') {
+            memcpy(path, dir, i);
             path[i] = '\0';
             ok = ch_add(path, above) == 0;
         }
     if (ok)
-        ok = ch_add("/", above) == 0 && ch_add(k->dir, here) == 0;
+        ok = ch_add("/", above) == 0 && ch_add(dir, here) == 0;
     for (size_t f = 0; ok && f < k->nfiles; f++) {
-        if (full_path(path, k->dir, k->files[f].path) < 0) {
+        if (full_path(path, dir, k->files[f].path) < 0) {
             ok = 0;
             break;
         }
@@ -314,10 +316,11 @@ static int full_path(char *out, const char *dir, const char *rel)
 const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, const char *arg,
                             size_t *len, struct stat *st)
 {
+    char kdir[SKILL_DIR_MAX];
     char path[PATH_MAX];
     st->st_mode = 0;
     /* Too large to be kept when scanned: no stat spent on it. */
-    if (k->files[fi].size > RCACHE_FILE_MAX || full_path(path, k->dir, k->files[fi].path) < 0)
+    if (k->files[fi].size > RCACHE_FILE_MAX)
         return NULL;
     size_t al = strlen(arg);
     struct rcache_files *f = atomic_load_explicit(&k->rfiles, memory_order_acquire);
@@ -333,6 +336,9 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
             return r->data;
         }
     }
+    /* composed only past the kept reply: a path that does not fit was never kept */
+    if (full_path(path, skills_dir(k, kdir), k->files[fi].path) < 0)
+        return NULL;
     quiet = ch_current(k, f, quiet);
     /* The last component is not followed: a file swapped for a symlink has
      * another key, and is read (and refused) through the jail again. */
@@ -454,12 +460,14 @@ void rcache_files_free(struct rcache_files *f, size_t nfiles)
  */
 static int stamp_all(const struct skill *k, struct rc_stamp *st, int *linked)
 {
+    char kdir[SKILL_DIR_MAX];
+    const char *dir = skills_dir(k, kdir);
     *linked = 0;
     char path[PATH_MAX];
     int64_t now = now_wall_ms() * 1000000ll;
     for (size_t i = 0; i <= k->nfiles; i++) {
         struct stat sb;
-        if (full_path(path, k->dir, i ? k->files[i - 1].path : "SKILL.md") < 0 ||
+        if (full_path(path, dir, i ? k->files[i - 1].path : "SKILL.md") < 0 ||
             fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
             !S_ISREG(sb.st_mode))
             return -1;

@@ -183,6 +183,7 @@ int res_locate(struct call *c, const char *uri, struct skill **kout, const char 
 
 int res_read(struct call *c)
 {
+    char kdir[SKILL_DIR_MAX];
     json_t *u = c->pv ? NULL : json_object_get(c->params, "uri");
     const char *uri = c->pv ? c->pv->uri : json_string_value(u), *bad;
     struct err why;
@@ -224,13 +225,14 @@ int res_read(struct call *c)
         }
     }
     struct jail_file f;
-    int r = jail_read(k->dir, path, RES_MAX_BYTES, &f, &why);
+    const char *dir = skills_dir(k, kdir);
+    int r = jail_read(dir, path, RES_MAX_BYTES, &f, &why);
     if (r < 0) {
         rc = not_found(c, uri, why.msg);
         goto out;
     }
     const struct skill_gate *g = skills_gate_of(call_snapshot(c), k);
-    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
+    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, dir, path)) {
         /* edited since the lock judged it: not reviewed */
         jail_file_cleanup(&f);
         rc = call_error(c, RPC_INVALID_PARAMS, json_pack("{s:s}", "uri", uri),

@@ -373,7 +373,7 @@ struct walk_file {
 struct walk {
     struct walk_file *files;
     size_t nfiles, fcap;
-    size_t *doff;           /* of each folder's absolute path in str */
+    size_t *doff;           /* of each folder's path in the skill in str ("" for its own) */
     struct fkey *dkeys;
     size_t ndirs, dcap;
     char *str;
@@ -513,7 +513,7 @@ static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *
             int cfd = openat(dfd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (cfd < 0)
                 continue;
-            walk_add_dir(w, childabs, &st);
+            walk_add_dir(w, childrel, &st);
             walk_dir(w, skilldir, cfd, childabs, childrel, depth + 1);
             close(cfd);
         } else if (S_ISREG(st.st_mode)) {
@@ -541,10 +541,10 @@ static void walk_pack(const struct walk *w, struct skill *k)
 {
     if (!w->nfiles && !w->ndirs)
         return;
-    /* The first folder is the skill's own (prepare walks it first, so its
-     * path opens the strings): its path is k->dir rather than a second
-     * copy of it. */
-    size_t skip = w->ndirs && w->doff[0] == 0 && !strcmp(w->str, k->dir) ? strlen(k->dir) + 1 : 0;
+    /* The skill's own folder is "" (prepare walks it first, so it opens
+     * the strings): the end of qname is an empty string already, and one
+     * byte more would take most entries' block to the next size. */
+    size_t skip = w->ndirs && w->doff[0] == 0 && !w->str[0] ? 1 : 0;
     size_t head = w->nfiles * sizeof *k->files + w->ndirs * (sizeof(struct fkey) +
                                                              sizeof(char *));
     char *blk = xmalloc(head + w->slen - skip);
@@ -563,7 +563,7 @@ static void walk_pack(const struct walk *w, struct skill *k)
     char **paths = skills_dir_paths(k);
     for (size_t i = 0; i < w->ndirs; i++) {
         keys[i] = w->dkeys[i];
-        paths[i] = skip && i == 0 ? k->dir : str + (w->doff[i] - skip);
+        paths[i] = skip && i == 0 ? k->qname + strlen(k->qname) : str + (w->doff[i] - skip);
     }
 }
 
@@ -686,6 +686,69 @@ static size_t take_tags(json_t *t, char ***out)
     }
     *out = v;
     return n;
+}
+
+/* ---- folder paths ---------------------------------------------------------- */
+
+/*
+ * The resolved paths of the roots, each kept once for the process: an
+ * entry whose folder is root + "/" + qname (no link on the way, the usual
+ * case) stores only the root's number here, not its path (~60 bytes a
+ * skill). Only added to, so a number handed out names the same path for
+ * good; past the last slot entries keep their absolute path.
+ */
+#define DIR_BASES 255
+static _Atomic(const char *) dir_bases[DIR_BASES + 1];    /* [0]: none */
+static pthread_mutex_t dir_bases_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* real's number (1..DIR_BASES), added if new, or 0 when every slot is taken. */
+static unsigned dir_base_of(const char *real)
+{
+    unsigned i;
+    pthread_mutex_lock(&dir_bases_mu);
+    for (i = 1; i <= DIR_BASES; i++) {
+        const char *b = atomic_load_explicit(&dir_bases[i], memory_order_relaxed);
+        if (!b) {
+            atomic_store_explicit(&dir_bases[i], xstrdup(real), memory_order_release);
+            break;
+        }
+        if (!strcmp(b, real))
+            break;
+    }
+    pthread_mutex_unlock(&dir_bases_mu);
+    return i <= DIR_BASES ? i : 0;
+}
+
+/* k's folder as two parts, *a + *b: its root's path and "/" + qname, or
+ * its own path and "". */
+static void dir_parts(const struct skill *k, const char **a, const char **b, const char **sep)
+{
+    if (k->dir_base) {
+        *a = atomic_load_explicit(&dir_bases[k->dir_base], memory_order_acquire);
+        *sep = "/";
+        *b = k->qname;
+    } else {
+        *a = k->dir_abs;
+        *sep = *b = "";
+    }
+}
+
+const char *skills_dir(const struct skill *k, char *buf)
+{
+    if (!k->dir_base)
+        return k->dir_abs;
+    const char *a, *b, *sep;
+    dir_parts(k, &a, &b, &sep);
+    snprintf(buf, SKILL_DIR_MAX, "%s%s%s", a, sep, b);
+    return buf;
+}
+
+char *skills_dir_path(const struct skill *k, size_t d, char *buf)
+{
+    const char *a, *b, *sep, *rel = skills_dir_paths(k)[d];
+    dir_parts(k, &a, &b, &sep);
+    snprintf(buf, SKILL_DIR_MAX, "%s%s%s%s%s", a, sep, b, *rel ? "/" : "", rel);
+    return buf;
 }
 
 /* ---- the frontmatter text without its placeholders ----------------------- */
@@ -841,7 +904,7 @@ static size_t pack_len(const char *s)
  * left as it was, but for its 'description', which may be emptied.
  */
 static struct skill *entry_new(const char *name, const char *qname, const char *team,
-                               const char *real, json_t *fields)
+                               const char *real, unsigned base, json_t *fields)
 {
     const char *desc = NULL, *version = NULL, *fm_name = NULL, *title = NULL;
     char *rest = NULL, **tags = NULL;
@@ -889,7 +952,13 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     /* name is the end of qname ("team/name" or "name"), and the frontmatter
      * name is most often the folder's: neither is kept twice */
     int fm_is_name = fm_name && !strcmp(fm_name, name);
-    size_t len = ntags * sizeof(char *) + pack_len(qname) + pack_len(team) + pack_len(real) +
+    /* the folder is composed from its root when it is root + "/" + qname */
+    const char *b = base ? atomic_load_explicit(&dir_bases[base], memory_order_acquire) : NULL;
+    size_t bl = b ? strlen(b) : 0;
+    if (!b || strncmp(real, b, bl) || real[bl] != '/' || strcmp(real + bl + 1, qname))
+        base = 0;
+    const char *dir_abs = base ? NULL : real;
+    size_t len = ntags * sizeof(char *) + pack_len(qname) + pack_len(team) + pack_len(dir_abs) +
                  pack_len(desc) + pack_len(version) + (fm_is_name ? 0 : pack_len(fm_name)) +
                  pack_len(title) + pack_len(rest);
     for (size_t i = 0; i < ntags; i++)
@@ -907,7 +976,8 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
     k->qname = pack_str(&at, qname);
     k->name = k->qname + strlen(qname) - strlen(name);
     k->team = pack_str(&at, team);
-    k->dir = pack_str(&at, real);
+    k->dir_abs = pack_str(&at, dir_abs);
+    k->dir_base = (unsigned char)base;
     k->description = pack_str(&at, desc);
     k->version = pack_str(&at, version);
     k->fm_name = fm_is_name ? k->name : pack_str(&at, fm_name);
@@ -925,7 +995,9 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
 
 char *skills_md_path(const struct skill *k, char *out, size_t n)
 {
-    snprintf(out, n, "%s/SKILL.md", k->dir);
+    const char *a, *b, *sep;
+    dir_parts(k, &a, &b, &sep);
+    snprintf(out, n, "%s%s%s/SKILL.md", a, sep, b);
     return out;
 }
 
@@ -976,9 +1048,11 @@ static struct skill *find_in(const struct snapshot *s, const char *qname)
 static int files_changed(const struct skill *k)
 {
     struct stat st;
+    char dir[SKILL_DIR_MAX];
+    const char *top = skills_dir(k, dir);
     for (size_t i = 0; i < k->nfiles; i++) {
         char abs[PATH_MAX];
-        snprintf(abs, sizeof abs, "%s/%s", k->dir, k->files[i].path);
+        snprintf(abs, sizeof abs, "%s/%s", top, k->files[i].path);
         if (stat(abs, &st) < 0 || (int64_t)st.st_size != k->files[i].size ||
             (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != k->files[i].mtime_ns)
             return 1;
@@ -998,7 +1072,8 @@ static int entry_unchanged(const struct skill *k, const struct stat *md)
     if (k->files_moved && files_changed(k))
         return 0;
     for (size_t i = 0; i < k->ndirs; i++) {
-        if (stat(skills_dir_paths(k)[i], &st) < 0)
+        char path[SKILL_DIR_MAX];
+        if (stat(skills_dir_path(k, i, path), &st) < 0)
             return 0;
         key_of(&st, &now);
         if (!key_eq(&now, &skills_dir_keys(k)[i]))
@@ -1056,10 +1131,12 @@ static void add_watches_of(struct build *b, const struct skill *k)
     if (!b->S->gate)
         return;
     /* A lock judges file contents: an edit in place must lead to a rebuild. */
+    char dir[SKILL_DIR_MAX];
+    const char *top = skills_dir(k, dir);
     for (size_t i = 0; i < k->nfiles; i++) {
         char abs[PATH_MAX];
         struct stat st;
-        snprintf(abs, sizeof abs, "%s/%s", k->dir, k->files[i].path);
+        snprintf(abs, sizeof abs, "%s/%s", top, k->files[i].path);
         watch_add(b, abs, stat(abs, &st) == 0 ? &st : NULL);
     }
 }
@@ -1077,8 +1154,8 @@ static void find_skill_hooks(struct build *b, struct skill *k)
         const char *p = k->files[i].path;
         if (strncmp(p, "hooks/", 6))
             continue;
-        char abs[PATH_MAX];
-        snprintf(abs, sizeof abs, "%s/%s", k->dir, p);
+        char abs[PATH_MAX], dir[SKILL_DIR_MAX];
+        snprintf(abs, sizeof abs, "%s/%s", skills_dir(k, dir), p);
         for (int kind = 0; kind < 2; kind++) {
             if (!hook_kind(p + 6, kind ? "post" : "pre"))
                 continue;
@@ -1114,6 +1191,7 @@ struct cand {
     int pending;            /* a root's plain folder: prepare stats it and its SKILL.md */
     int kind;               /* set by prepare when pending: CAND_SKILL, _TEAM or _NONE */
     int rootfd;             /* its root, open while pending (-1: look up c->dir) */
+    unsigned base;          /* its root's resolved path (dir_base_of), 0: none */
     struct cand *kids;      /* a team: its skill folders, prepared with it */
     size_t nkids;
     /* set by prepare */
@@ -1212,9 +1290,11 @@ static void prepare_team(const struct snapshot *old, struct cand *c)
             snprintf(real, sizeof real, "%s/%s", c->real, names[i].name);
         /* A folder without SKILL.md at this depth is not a skill: folders
          * nest one level only (team/skill). */
-        if (has_skill_md(tfd, names[i].name, &mst))
-            cand_init(&c->kids[c->nkids++], c->root, c->name, names[i].name, dir,
+        if (has_skill_md(tfd, names[i].name, &mst)) {
+            cand_init(&c->kids[c->nkids], c->root, c->name, names[i].name, dir,
                       c->real && !link ? real : NULL, &st, &mst);
+            c->kids[c->nkids++].base = c->base;
+        }
     }
     dents_free(names, n);
     close(tfd);
@@ -1290,7 +1370,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
     if (c->real)
         dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
     if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
-        walk_add_dir(&w, real, &dst);
+        walk_add_dir(&w, "", &dst);
         walk_dir(&w, real, dfd, real, "", 0);
     }
     c->truncated = w.truncated;
@@ -1311,7 +1391,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
     else if (!utf8_valid(c->qname, strlen(c->qname)))
         c->problem = "the folder name is not valid UTF-8, and a skill's name must be text a "
                      "client can send (rename the folder)";
-    struct skill *k = entry_new(c->name, c->qname, c->team, real,
+    struct skill *k = entry_new(c->name, c->qname, c->team, real, c->base,
                                 c->problem ? NULL : f.fields);
     json_decref(f.fields);
     k->root = c->root;
@@ -1393,8 +1473,9 @@ static void apply(struct build *b, struct cand *c)
         watch_add(b, md, stat(md, &now) == 0 ? &c->mdst : NULL);
         for (size_t i = 0; i < k->ndirs; i++) {
             struct stat st;
-            if (stat(skills_dir_paths(k)[i], &st) == 0)
-                watch_add(b, skills_dir_paths(k)[i], &st);
+            char path[SKILL_DIR_MAX];
+            if (stat(skills_dir_path(k, i, path), &st) == 0)
+                watch_add(b, path, &st);
         }
         return;
     }
@@ -1413,16 +1494,18 @@ static void apply(struct build *b, struct cand *c)
         report(b, "warning", c->qname, md, "skill name '%s' %s", name, skills_name_problem(name));
     if (strlen(k->description) > 1024)
         report(b, "warning", c->qname, md, "description is over 1024 characters");
+    char dir[SKILL_DIR_MAX];
+    const char *top = skills_dir(k, dir);
     if (c->truncated)
-        report(b, "warning", c->qname, k->dir,
+        report(b, "warning", c->qname, top,
                "more than %d entries or deeper than %d folders; the file list is cut",
                WALK_MAX_ENTRIES, WALK_MAX_DEPTH);
     if (c->escaped)
-        report(b, "warning", c->qname, k->dir,
+        report(b, "warning", c->qname, top,
                "%d symlink(s) point outside the skill (first: %s); they are not served",
                c->escaped, c->first_escape);
     if (c->bytes_names)
-        report(b, "warning", c->qname, k->dir,
+        report(b, "warning", c->qname, top,
                "%d file name(s) are not valid UTF-8 (first: %s): load_skill does not list them "
                "and read_skill_file cannot name them (rename them)",
                c->bytes_names, c->first_bytes_name);
@@ -1613,6 +1696,15 @@ static int has_skill_md(int dfd, const char *name, struct stat *mst)
     return fstatat(dfd, md, mst, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+static struct cand *cand_add_in(struct build *b, unsigned root, unsigned base,
+                                const char *name, const char *dir, const char *real,
+                                const struct stat *dirst, const struct stat *mdst)
+{
+    struct cand *c = cand_add(b, root, NULL, name, dir, real, dirst, mdst);
+    c->base = base;
+    return c;
+}
+
 static void scan_root(struct build *b, unsigned root, const char *rootpath)
 {
     struct stat rst;
@@ -1628,6 +1720,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
     watch_add(b, rootpath, &rst);
     char rootreal[PATH_MAX];
     int have_real = realpath(rootpath, rootreal) != NULL;
+    unsigned base = have_real ? dir_base_of(rootreal) : 0;
     struct dent *names = list_fd(rfd, &n);
     for (size_t i = 0; i < n; i++) {
         char dir[PATH_MAX], real[PATH_MAX];
@@ -1637,7 +1730,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
         if (names[i].type == DT_DIR && have_real) {
             /* A plain folder: prepare finds whether it is a skill or a team. */
             snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
-            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, real, NULL, NULL);
+            struct cand *c = cand_add_in(b, root, base, names[i].name, dir, real, NULL, NULL);
             c->pending = 1;
             c->rootfd = rfd;
             continue;
@@ -1652,9 +1745,9 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
             snprintf(real, sizeof real, "%s/%s", rootreal, names[i].name);
         const char *known = have_real && !link ? real : NULL;
         if (has_skill_md(rfd, names[i].name, &mst)) {
-            cand_add(b, root, NULL, names[i].name, dir, known, &st, &mst);
+            cand_add_in(b, root, base, names[i].name, dir, known, &st, &mst);
         } else {
-            struct cand *c = cand_add(b, root, NULL, names[i].name, dir, known, &st, NULL);
+            struct cand *c = cand_add_in(b, root, base, names[i].name, dir, known, &st, NULL);
             c->pending = 1;     /* no SKILL.md: prepare will call it a team */
         }
     }

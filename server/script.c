@@ -319,6 +319,7 @@ static void request_id(char *out, size_t n)
 struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
                                const struct skill *k, json_t *args, struct err *why)
 {
+    char kdir[SKILL_DIR_MAX];
     const char *script = json_string_value(json_object_get(args, "script"));
     json_t *jargs = json_object_get(args, "args"), *jstdin = json_object_get(args, "stdin");
     json_t *jto = json_object_get(args, "timeout"), *jst = json_object_get(args, "stall_timeout");
@@ -357,7 +358,8 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     const char *canon = NULL;
     struct err rwhy;
     int sfd = -1;
-    char *real = resolve_script(k->dir, rel, &canon, &sfd, &rwhy);
+    const char *dir = skills_dir(k, kdir);
+    char *real = resolve_script(dir, rel, &canon, &sfd, &rwhy);
     if (!real) {
         err_set(why, 0, 0, "Cannot run '%.200s' of skill '%s': %s.", script, k->qname, rwhy.msg);
         return NULL;
@@ -480,8 +482,8 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
     struct run_job *j = xcalloc(1, sizeof *j);
     size_t na = 0, acap = 0;
     j->timeout_s = to;
-    const char *ro[] = {k->dir};
-    script_wrap(sc, j, ro, 1, k->dir, script_wants_network(k), &j->argv, &na, &acap);
+    const char *ro[] = {dir};
+    script_wrap(sc, j, ro, 1, dir, script_wants_network(k), &j->argv, &na, &acap);
     script_push(&j->argv, &na, &acap, xstrdup(it->path));
     for (size_t i = 0; i < 5 && it->args[i]; i++)
         script_push(&j->argv, &na, &acap, xstrdup(it->args[i]));
@@ -513,7 +515,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
              sc->budget_bytes && sc->budget_bytes < c->max_output_bytes ? sc->budget_bytes
                                                                         : c->max_output_bytes);
     script_push(&env, &n, &cap, script_kv("SKILL_NAME", k->qname));
-    script_push(&env, &n, &cap, script_kv("SKILL_DIR", k->dir));
+    script_push(&env, &n, &cap, script_kv("SKILL_DIR", dir));
     script_push(&env, &n, &cap, script_kv("SKILL_REQUEST_ID", j->request_id));
     script_push(&env, &n, &cap, script_kv("SKILL_OUTPUT_BUDGET_BYTES", budget));
     if (json_is_object(jenv)) {
@@ -523,7 +525,7 @@ struct run_job *script_prepare(const struct scripts *sc, const struct cfg *c,
             script_push(&env, &n, &cap, script_kv(name, json_string_value(v)));
     }
     j->envp = env;
-    j->cwd = xstrdup(k->dir);
+    j->cwd = xstrdup(dir);
     if (json_is_string(jstdin)) {
         j->stdin_len = json_string_length(jstdin);
         j->stdin_data = xmalloc(j->stdin_len + 1);

@@ -412,15 +412,16 @@ static int tree_changed(const struct snapshot *s)
         if (key_moved(skills_md_path(k, buf, sizeof buf), &k->md_key))
             return 1;
         for (size_t d = 0; d < k->ndirs; d++)
-            if (key_moved(skills_dir_paths(k)[d], &skills_dir_keys(k)[d]))
+            if (key_moved(skills_dir_path(k, d, buf), &skills_dir_keys(k)[d]))
                 return 1;
     }
     return 0;
 }
 
-/* Adds an inotify watch on the folder path (anything else is skipped):
+/* Adds an inotify watch on the folder path (anything else is skipped),
+ * known to read_events as id (a string that lives as long as the watch):
  * -1 when it cannot be added. */
-static int ino_watch(struct skills *S, const char *path)
+static int ino_watch(struct skills *S, const char *path, const char *id)
 {
     const uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
                           IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
@@ -443,7 +444,7 @@ static int ino_watch(struct skills *S, const char *path)
         memset(S->wd_path + S->nwd, 0, (n - S->nwd) * sizeof *S->wd_path);
         S->nwd = n;
     }
-    S->wd_path[wd] = path;
+    S->wd_path[wd] = id;
     return 0;
 }
 
@@ -472,11 +473,14 @@ static void watches_setup(struct skills *S, const struct snapshot *s)
     if (S->nwd)
         memset(S->wd_path, 0, S->nwd * sizeof *S->wd_path);
     for (size_t i = 0; i < snap_of(s)->nw; i++)
-        if (!snap_of(s)->w[i].missing && ino_watch(S, snap_of(s)->w[i].path) < 0)
+        if (!snap_of(s)->w[i].missing &&
+            ino_watch(S, snap_of(s)->w[i].path, snap_of(s)->w[i].path) < 0)
             return;
+    char path[SKILL_DIR_MAX];
     for (size_t i = 0; i < s->n; i++)
         for (size_t d = 0; snap_keyed(s, i) && d < s->v[i]->ndirs; d++)
-            if (ino_watch(S, skills_dir_paths(s->v[i])[d]) < 0)
+            if (ino_watch(S, skills_dir_path(s->v[i], d, path), skills_dir_paths(s->v[i])[d]) <
+                0)
                 return;
     /* A missing root shows up as a change only through a stat pass. */
     for (size_t i = 0; i < snap_of(s)->nw; i++)

@@ -15,6 +15,7 @@
 #define SKILL_SKILLS_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,8 +93,10 @@ struct skill {
     char *name;             /* folder name (the end of qname) */
     char *qname;            /* "skill" or "team/skill" */
     char *team;             /* NULL for top-level skills */
-    char *dir;              /* absolute, symlinks resolved; its SKILL.md is
-                               skills_md_path() (not stored: ~50 bytes a skill) */
+    /* its folder, absolute, symlinks resolved: read it with skills_dir().
+     * Stored only when it is not its root's resolved path + "/" + qname
+     * (dir_base 0), its SKILL.md never (skills_md_path) */
+    const char *dir_abs;
     const char *description;/* frontmatter 'description' (always a non-empty string) */
     const char *version;    /* frontmatter 'version' when a string, or NULL */
     const char *fm_name;    /* frontmatter 'name' when a string, or NULL */
@@ -139,6 +142,7 @@ struct skill {
      * release store of 1: from then on they are read-only */
     _Atomic unsigned char card_sized;
     unsigned char card_marker;  /* bit t - 2: tier t's cut ends with the marker */
+    unsigned char dir_base;     /* the root its folder is composed from (scan.c), or 0 */
     /* The tokens and characters of each tier's card and the description
      * bytes each cut tier keeps, worked out once off the request path, so
      * that a page picks tiers without rendering the cards it does not show. */
@@ -151,9 +155,10 @@ struct skill {
 };
 
 /* The stat keys and paths of k's folders, ndirs of each: the skill folder
- * ([0]; its path is dir itself, the same pointer) and every folder below
- * it. They follow the files in one block, so the entry keeps no pointer to
- * them. NULL when there are none. */
+ * ([0]; its path is "", the end of qname) and every folder below it,
+ * paths relative to the skill folder (skills_dir_path gives the absolute
+ * one). They follow the files in one block, so the entry keeps no pointer
+ * to them. NULL when there are none. */
 static inline struct fkey *skills_dir_keys(const struct skill *k)
 {
     return k->files ? (struct fkey *)(void *)(k->files + k->nfiles) : NULL;
@@ -274,8 +279,18 @@ const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct s
 struct skill *skills_entry_load(const char *dir, const char *qname, unsigned root);
 void skills_entry_release(struct skill *k);
 
-/* k's SKILL.md, dir + "/SKILL.md", into out (PATH_MAX + 16 bytes is always
- * enough). Returns out. */
+/* Room for a skill folder's absolute path. */
+#define SKILL_DIR_MAX PATH_MAX
+
+/* k's folder, absolute, symlinks resolved: k's own string, or composed
+ * into buf (SKILL_DIR_MAX bytes). Valid while k and buf are. Any thread. */
+const char *skills_dir(const struct skill *k, char *buf);
+/* The absolute path of k's folder d (< k->ndirs; 0 is the skill folder)
+ * into buf (SKILL_DIR_MAX bytes). Returns buf. */
+char *skills_dir_path(const struct skill *k, size_t d, char *buf);
+
+/* k's SKILL.md, its folder + "/SKILL.md", into out (PATH_MAX + 16 bytes is
+ * always enough). Returns out. */
 char *skills_md_path(const struct skill *k, char *out, size_t n);
 
 /*

@@ -113,8 +113,9 @@ struct skills {
     uint64_t last_full_ns;          /* the last stat pass */
     /* A file written in place moves neither its folder's stat nor
      * SKILL.md's: the watched folders inotify named for such writes since
-     * the last rescan (paths borrowed from the current snapshot's list and
-     * entries, by watch descriptor), for that rescan to look into. */
+     * the last rescan (strings borrowed from the current snapshot's list and
+     * entries, by watch descriptor, and told apart by address: an entry's
+     * are relative to its folder), for that rescan to look into. */
     const char **wd_path;
     size_t nwd;
     const char *moved[64];

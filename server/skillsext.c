@@ -337,16 +337,6 @@ static const char *child_of(const char *dir, size_t dl, const char *rel)
     return *rel && !strchr(rel, '/') ? rel : NULL;
 }
 
-/* k's folder paths relative to its root ("" for the root itself). */
-static const char *dir_rel(const struct skill *k, size_t i)
-{
-    const char *p = skills_dir_paths(k)[i];
-    size_t n = strlen(k->dir);
-    if (strncmp(p, k->dir, n) || (p[n] && p[n] != '/'))
-        return NULL;
-    return p[n] ? p + n + 1 : "";
-}
-
 int skillsext_dir_read(struct call *c)
 {
     const char *uri = uri_param(c, "resources/directory/read"), *path, *why;
@@ -370,8 +360,7 @@ int skillsext_dir_read(struct call *c)
     }
     int found = !dl;
     for (size_t i = 0; !found && i < k->ndirs; i++) {
-        const char *r = dir_rel(k, i);
-        found = r && !strcmp(r, dir);
+        found = !strcmp(skills_dir_paths(k)[i], dir);
     }
     if (!found) {
         int file = !strcmp(dir, "SKILL.md");
@@ -388,8 +377,8 @@ int skillsext_dir_read(struct call *c)
     if (!dl)
         v[n++] = (struct child){"SKILL.md", "SKILL.md", 0};
     for (size_t i = 0; i < k->ndirs; i++) {
-        const char *r = dir_rel(k, i);
-        if (r && (nm = child_of(dir, dl, r)))
+        const char *r = skills_dir_paths(k)[i];
+        if ((nm = child_of(dir, dl, r)))
             v[n++] = (struct child){r, nm, 1};
     }
     for (size_t i = 0; i < k->nfiles; i++)
@@ -451,6 +440,7 @@ int skillsext_prompts_list(struct call *c)
 
 int skillsext_prompts_get(struct call *c)
 {
+    char kdir[SKILL_DIR_MAX];
     json_t *name = json_object_get(c->params, "name");
     json_t *args = json_object_get(c->params, "arguments");
     json_t *task = NULL;
@@ -500,7 +490,8 @@ int skillsext_prompts_get(struct call *c)
                          k->qname, why.msg);
     const struct skill_gate *bg = tmp ? skills_gate_of(s, k) : NULL;
     if (tmp && s->gate &&
-        !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
+        !(bg && bg->approved &&
+          lock_file_approved(bg->approved, skills_dir(k, kdir), "SKILL.md"))) {
         /* Edited since the lock judged it, to something not approved. */
         skills_body_free(tmp);
         return call_error(c, RPC_INVALID_PARAMS, json_pack("{s:O}", "name", name),

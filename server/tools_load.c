@@ -148,6 +148,7 @@ static struct skill_rendered *cached_render(_Atomic(struct skill_rendered *) *sl
 
 int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
+    char kdir[SKILL_DIR_MAX];
     static const char *const keys[] = {"name", "section", NULL};
     const char *section;
     struct err why;
@@ -176,7 +177,8 @@ int tools_load_skill(struct tool_ctx *c, json_t *args, struct tool_out *o)
                     k->qname, why.msg);
     const struct skill_gate *bg = tmp ? skills_gate_of(c->call->snap, k) : NULL;
     if (tmp && c->call->snap->gate &&
-        !(bg && bg->approved && lock_file_approved(bg->approved, k->dir, "SKILL.md"))) {
+        !(bg && bg->approved &&
+          lock_file_approved(bg->approved, skills_dir(k, kdir), "SKILL.md"))) {
         /* Edited since it was checked against the lock, to something not approved. */
         skills_body_free(tmp);
         return tools_fail(o, "Skill '%s' changed on disk since it was checked against the lock of "
@@ -241,6 +243,7 @@ static char *base64(const char *data, size_t len)
 
 int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
 {
+    char kdir[SKILL_DIR_MAX];
     static const char *const keys[] = {"name", "path", "max_bytes", NULL};
     const char *path, *bad;
     struct err why;
@@ -278,7 +281,7 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
     /* read past the cut when redacting: the cut comes after, and never
      * shows the first bytes of a secret too short to be recognised */
     size_t ahead = c->call->S->redact ? REDACT_FILE_LOOKAHEAD : 0;
-    int rc = jail_read(k->dir, path, (size_t)max + ahead, &f, &why);
+    int rc = jail_read(skills_dir(k, kdir), path, (size_t)max + ahead, &f, &why);
     if (rc < 0) {
         if (rc == -ENOENT || rc == -EISDIR) {
             struct buf l;
@@ -300,7 +303,8 @@ int tools_read_skill_file(struct tool_ctx *c, json_t *args, struct tool_out *o)
                           why.msg);
     }
     const struct skill_gate *g = skills_gate_of(c->call->snap, k);
-    if (g && g->approved && !g->reason && !lock_file_approved(g->approved, k->dir, path)) {
+    if (g && g->approved && !g->reason &&
+        !lock_file_approved(g->approved, skills_dir(k, kdir), path)) {
         jail_file_cleanup(&f);
         return tools_fail(o, "Cannot read '%.200s' from skill '%s': it changed on disk since the "
                        "skill was checked against the lock of approved versions. Call "

@@ -478,7 +478,7 @@ int main(void)
     S.runner = run_new(&loop, S.run_shared, 0, 4, 30);
 
     K.qname = K.name = "hk";
-    K.dir = dir;
+    K.dir_abs = dir;
     K.description = "d";
     static struct skill_hooks own;
     own.pre = hooks[1];

@@ -83,7 +83,7 @@ static void setup(void)
     tt_link(dir, "../outside.txt", "escape");
     tt_link(dir, "references/a.md", "inner-link.md");
     k.name = k.qname = "x";
-    k.dir = dir;
+    k.dir_abs = dir;
     k.files = files;
     k.nfiles = sizeof files / sizeof *files;
 }
@@ -227,10 +227,10 @@ TEST(missing_skill_md)
     struct err why = {0};
     char p[256];
     snprintf(p, sizeof p, "%s/references", dir);
-    g.dir = p;
+    g.dir_abs = p;
     CHECK_EQ(manifest_build(&g, &m, &why), -ENOENT);
     CHECK_STR(why.msg, "no such file in this skill");
-    g.dir = "/nonexistent/skill";
+    g.dir_abs = "/nonexistent/skill";
     CHECK(manifest_build(&g, &m, &why) < 0);
     CHECK_STR(why.msg, "the skill folder cannot be opened");
 }

@@ -212,7 +212,7 @@ TEST(file_renders_bounded)
     st.st_mtim.tv_sec = time(NULL) - 100;
     /* csv-profile has no files: a fake entry of one file stands in. */
     struct skill_file f = {.path = "references/z.md", .size = 10};
-    struct skill fake = {.dir = "/nonexistent", .files = &f, .nfiles = 1};
+    struct skill fake = {.dir_abs = "/nonexistent", .files = &f, .nfiles = 1};
     CHECK_EQ(rcache_file_index(&fake, "references/z.md"), 0);
     int kept = 0;
     for (int i = 0; i < RCACHE_FILE_VERSIONS + 3; i++) {

@@ -51,7 +51,7 @@ static struct skill *skill_of(const char *fm)
     struct skill *k = xcalloc(1, sizeof *k);
     k->qname = "s";
     k->name = "s";
-    k->dir = dir;
+    k->dir_abs = dir;
     json_error_t e;
     json_t *o = json_loads(fm, 0, &e);
     if (!o) {

@@ -190,25 +190,39 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
     }
     /* the skill folder, docs, scripts, references and its five folders below */
     CHECK_EQ(k->ndirs, 9);
-    CHECK_STR(skills_dir_paths(k)[0], k->dir);
+    char kdir[SKILL_DIR_MAX], real[PATH_MAX], dpath[SKILL_DIR_MAX];
+    const char *dir = skills_dir(k, kdir);
+    /* the folder is composed from its root, and is the folder's real path */
+    CHECK(k->dir_abs == NULL && k->dir_base != 0);
+    CHECK(realpath(root, real) != NULL);
+    CHECK(strlen(real) < sizeof real - 8);
+    strcat(real, "/wide");
+    CHECK_STR(dir, real);
+    CHECK_STR(skills_dir_paths(k)[0], "");
+    /* not a byte of the folders' block: the end of the entry's own name */
+    CHECK(skills_dir_paths(k)[0] == k->qname + strlen(k->qname));
+    CHECK_STR(skills_dir_path(k, 0, dpath), real);
     for (size_t i = 0; i < k->ndirs; i++) {
         struct stat st;
         struct fkey now;
-        CHECK(strncmp(skills_dir_paths(k)[i], k->dir, strlen(k->dir)) == 0);
-        CHECK_EQ(stat(skills_dir_paths(k)[i], &st), 0);
+        CHECK(skills_dir_paths(k)[i][0] != '/');
+        skills_dir_path(k, i, dpath);
+        CHECK(strncmp(dpath, dir, strlen(dir)) == 0);
+        CHECK_EQ(stat(dpath, &st), 0);
         key_of(&st, &now);
         CHECK(key_eq(&now, &skills_dir_keys(k)[i]));
     }
-    /* the skill's own folder is not kept twice; the others are whole paths */
-    CHECK(skills_dir_paths(k)[0] == k->dir);
+    /* the folders below are kept relative to the skill's */
     char want[1024], md[PATH_MAX + 16];
-    snprintf(want, sizeof want, "%s/references/deep/a/b/c/d", k->dir);
+    snprintf(want, sizeof want, "%s/references/deep/a/b/c/d", dir);
     int found = 0;
-    for (size_t i = 1; i < k->ndirs; i++)
-        found += !strcmp(skills_dir_paths(k)[i], want);
-    CHECK_EQ(found, 1);
+    for (size_t i = 1; i < k->ndirs; i++) {
+        found += !strcmp(skills_dir_path(k, i, dpath), want);
+        found += !strcmp(skills_dir_paths(k)[i], "references/deep/a/b/c/d") * 10;
+    }
+    CHECK_EQ(found, 11);
     /* SKILL.md's path is derived on use, and is the file the key was taken of */
-    snprintf(want, sizeof want, "%s/SKILL.md", k->dir);
+    snprintf(want, sizeof want, "%s/SKILL.md", dir);
     CHECK_STR(skills_md_path(k, md, sizeof md), want);
     {
         struct stat st;
@@ -229,7 +243,7 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
         for (size_t j = 0; j < s->n; j++) {
             CHECK(strcmp(wp, skills_md_path(s->v[j], md, sizeof md)) != 0);
             for (size_t d = 0; d < s->v[j]->ndirs; d++)
-                CHECK(strcmp(wp, skills_dir_paths(s->v[j])[d]) != 0);
+                CHECK(strcmp(wp, skills_dir_path(s->v[j], d, dpath)) != 0);
         }
     }
     CHECK_EQ(snap_watched(s), snap_of(s)->nw + mine);
@@ -552,6 +566,98 @@ TEST(earlier_root_wins_and_shadowed_is_reported)
     char *e = json_dumps(s->errors, 0);
     CHECK(strstr(e, "shadowed") != NULL);
     free(e);
+    skills_release(s);
+    skills_free(S);
+}
+
+/* Every folder of k, as the entry gives it back, is the real path of the
+ * folder under its root it was found at (qname), and of its folders. */
+static int dirs_are_real(const struct skill *k, const char *under)
+{
+    char kdir[SKILL_DIR_MAX], path[PATH_MAX], real[PATH_MAX], d[SKILL_DIR_MAX];
+    snprintf(path, sizeof path, "%s/%s", under, k->qname);
+    if (!realpath(path, real) || strcmp(skills_dir(k, kdir), real)) {
+        printf("# %s: %s != %s\n", k->qname, skills_dir(k, kdir), real);
+        return 0;
+    }
+    for (size_t i = 0; i < k->ndirs; i++) {
+        const char *rel = skills_dir_paths(k)[i];
+        snprintf(path, sizeof path, "%s%s%s", real, *rel ? "/" : "", rel);
+        if (strcmp(skills_dir_path(k, i, d), path))
+            return 0;
+    }
+    return 1;
+}
+
+/* Folders are composed from the root's real path and the qualified name
+ * when that is where they are, and kept whole when a link leads elsewhere:
+ * either way the path given back is the real one. Two roots, one reached
+ * through a link, a team reached through a link, linked skill folders. */
+TEST(folder_paths_composed_from_the_root_equal_the_real_ones)
+{
+    fresh_root();
+    skill("one/plain", "plain", "Plain");
+    skill("one/acme/billing", "billing", "Team skill");
+    writef("one/acme/billing/scripts/run.sh", "echo\n");
+    writef("one/acme/billing/references/deep/x.md", "x\n");
+    skill("elsewhere/far", "far", "Outside the root");
+    writef("elsewhere/far/scripts/a.sh", "a\n");
+    skill("one/inner", "inner", "Linked to from inside the root");
+    skill("elsewhere/teamdir/member", "member", "In a linked team folder");
+    skill("two/second", "second", "Second root");
+    writef("two/second/docs/y.md", "y\n");
+    char link[600], target[600], r1[300], r2[300];
+    snprintf(link, sizeof link, "%s/one/far", root);
+    snprintf(target, sizeof target, "%s/elsewhere/far", root);
+    CHECK_EQ(symlink(target, link), 0);
+    snprintf(link, sizeof link, "%s/one/alias", root);
+    CHECK_EQ(symlink("inner", link), 0);
+    snprintf(link, sizeof link, "%s/one/linkteam", root);
+    snprintf(target, sizeof target, "%s/elsewhere/teamdir", root);
+    CHECK_EQ(symlink(target, link), 0);
+    /* the second root is named through a link to it */
+    snprintf(link, sizeof link, "%s/two-link", root);
+    snprintf(target, sizeof target, "%s/two", root);
+    CHECK_EQ(symlink(target, link), 0);
+    snprintf(r1, sizeof r1, "%s/one", root);
+    snprintf(r2, sizeof r2, "%s/two-link", root);
+    const char *roots[] = {r1, r2};
+    struct skills *S = skills_new(roots, 2, NULL, NULL, NULL, NULL);
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 7);
+    static const struct {
+        const char *qname;
+        int composed;
+        size_t ndirs;
+    } want[] = {
+        {"acme/billing", 1, 4}, {"alias", 0, 1},  {"far", 0, 2},   {"inner", 1, 1},
+        {"linkteam/member", 0, 1}, {"plain", 1, 1}, {"second", 1, 2},
+    };
+    for (size_t i = 0; i < s->n; i++) {
+        struct skill *k = s->v[i];
+        CHECK_STR(k->qname, want[i].qname);
+        CHECK_EQ(k->ndirs, want[i].ndirs);
+        CHECK(dirs_are_real(k, k->root ? r2 : r1));
+        if (want[i].composed)
+            CHECK(k->dir_abs == NULL && k->dir_base != 0);
+        else
+            CHECK(k->dir_abs != NULL && k->dir_base == 0);
+    }
+    /* each root its own base; the same root in another index, the same one */
+    CHECK(s->v[0]->dir_base != s->v[6]->dir_base);
+    CHECK_EQ(s->v[0]->dir_base, s->v[5]->dir_base);
+    unsigned char b0 = s->v[0]->dir_base, b1 = s->v[6]->dir_base;
+    skills_release(s);
+    skills_free(S);
+    const char *swapped[] = {r2, r1};
+    S = skills_new(swapped, 2, NULL, NULL, NULL, NULL);
+    s = skills_acquire(S);
+    CHECK_EQ(s->n, 7);
+    for (size_t i = 0; i < s->n; i++) {
+        CHECK(dirs_are_real(s->v[i], s->v[i]->root ? r1 : r2));
+        if (s->v[i]->dir_base)
+            CHECK_EQ(s->v[i]->dir_base, s->v[i]->root ? b0 : b1);
+    }
     skills_release(s);
     skills_free(S);
 }
@@ -1443,6 +1549,7 @@ int main(void)
     RUN(body_terms_survive_rescans);
     RUN(card_terms_survive_rescans);
     RUN(earlier_root_wins_and_shadowed_is_reported);
+    RUN(folder_paths_composed_from_the_root_equal_the_real_ones);
     RUN(large_library_builds_deterministically_on_threads);
     RUN(frontmatter_kept_compact_and_given_back_whole);
     RUN(frontmatter_placeholders_left_out_and_put_back_in_every_order);
