@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     struct snapshot *s = skills_acquire(S);
     size_t n = s->n;
     size_t blk = 0, st = 0, names = 0, paths = 0, desc = 0, rest = 0, tags = 0, small = 0;
-    size_t files = 0, dirpaths = 0, terms = 0, warn = 0, hooks = 0;
+    size_t files = 0, dirpaths = 0, terms = 0, warn = 0, hooks = 0, rest_none = 0;
     for (size_t i = 0; i < n; i++) {
         const struct skill *k = s->v[i];
         blk += malloc_usable_size((void *)(uintptr_t)k);
@@ -82,13 +82,14 @@ int main(int argc, char **argv)
         paths += slen(k->dir_abs);
         desc += slen(k->description);
         rest += slen(k->fm_rest);
+        rest_none += k->fm_slots && !k->fm_rest;
         small += slen(k->version) + slen(k->title) + (k->fm_name == k->name ? 0 : slen(k->fm_name));
         tags += k->ntags * sizeof(char *);
         for (size_t t = 0; t < k->ntags; t++)
             tags += slen(k->tags[t]);
         if (k->files)
             files += malloc_usable_size(k->files);
-        for (size_t d = 0; d < k->ndirs; d++)
+        for (size_t d = 1; d < k->ndirs; d++)
             dirpaths += slen(skills_dir_paths(k)[d]);
         terms += k->terms ? search_terms_bytes(k->terms) : 0;
         if (k->warnings)
@@ -114,10 +115,11 @@ int main(int argc, char **argv)
     row("  paths (dir_abs when not composed; SKILL.md derived)", paths, n);
     row("  description", desc, n);
     row("  frontmatter text (fm_rest)", rest, n);
+    printf("    texts that were only placeholders (none kept)            %9zu\n", rest_none);
     row("  tags (pointers + strings)", tags, n);
     row("  version, fm_name, title", small, n);
     row("file/folder blocks (usable size)", files, n);
-    row("  of which folder paths (relative, the first \"\")", dirpaths, n);
+    row("  of which folder paths (relative; the first is qname's end)", dirpaths, n);
     row("card search terms (search_terms_bytes)", terms, n);
     row("watch list (array + paths; entries are keyed)", wl + wown, n);
     row("lookup tables and entry array", tables, n);
