@@ -733,22 +733,39 @@ static void dir_parts(const struct skill *k, const char **a, const char **b, con
     }
 }
 
+/* The parts, back to back, into buf (n bytes, cut to fit): the stat pass
+ * composes every keyed folder's path, and snprintf was most of its
+ * instructions. */
+static char *path_cat(char *buf, size_t n, const char *const *part, size_t np)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < np; i++) {
+        size_t l = strlen(part[i]);
+        if (l > n - 1 - at)
+            l = n - 1 - at;
+        memcpy(buf + at, part[i], l);
+        at += l;
+    }
+    buf[at] = '\0';
+    return buf;
+}
+
 const char *skills_dir(const struct skill *k, char *buf)
 {
     if (!k->dir_base)
         return k->dir_abs;
-    const char *a, *b, *sep;
-    dir_parts(k, &a, &b, &sep);
-    snprintf(buf, SKILL_DIR_MAX, "%s%s%s", a, sep, b);
-    return buf;
+    const char *p[3];
+    dir_parts(k, &p[0], &p[2], &p[1]);
+    return path_cat(buf, SKILL_DIR_MAX, p, 3);
 }
 
 char *skills_dir_path(const struct skill *k, size_t d, char *buf)
 {
-    const char *a, *b, *sep, *rel = skills_dir_paths(k)[d];
-    dir_parts(k, &a, &b, &sep);
-    snprintf(buf, SKILL_DIR_MAX, "%s%s%s%s%s", a, sep, b, *rel ? "/" : "", rel);
-    return buf;
+    const char *p[5];
+    dir_parts(k, &p[0], &p[2], &p[1]);
+    p[4] = skills_dir_paths(k)[d];
+    p[3] = *p[4] ? "/" : "";
+    return path_cat(buf, SKILL_DIR_MAX, p, 5);
 }
 
 /* ---- the frontmatter text without its placeholders ----------------------- */
@@ -833,7 +850,8 @@ char *scan_fm_strip(const char *text, unsigned *slots)
     if (!text || *text != '{')
         return text ? xstrdup(text) : NULL;
     size_t n = strlen(text);
-    char *kept = xmalloc(n + 1), *o = kept;
+    /* at most the text, and a '}' it may lack */
+    char *kept = xmalloc(n + 2), *o = kept;
     unsigned pos = 0, got = 0;
     *o++ = '{';
     for (const char *r = text + 1; *r && *r != '}'; pos++) {
@@ -995,10 +1013,10 @@ static struct skill *entry_new(const char *name, const char *qname, const char *
 
 char *skills_md_path(const struct skill *k, char *out, size_t n)
 {
-    const char *a, *b, *sep;
-    dir_parts(k, &a, &b, &sep);
-    snprintf(out, n, "%s%s%s/SKILL.md", a, sep, b);
-    return out;
+    const char *p[4];
+    dir_parts(k, &p[0], &p[2], &p[1]);
+    p[3] = "/SKILL.md";
+    return n ? path_cat(out, n, p, 4) : out;
 }
 
 json_t *skills_frontmatter(const struct skill *k)
