@@ -12,6 +12,8 @@ every query's reply must list the same cards in the same order, with the
 same total and cursor (a difference in _truncated is printed apart). Prints p50 and p95 of each build.
 
 The queries come from a fixed seed, so every run asks the same ones.
+first-query.py --queries prints them, one a line, for the in-process
+harness (bench/first-query.c) to ask the same ones.
 """
 import json
 import os
@@ -101,6 +103,9 @@ def pct(v, q):
 
 
 def main():
+    if sys.argv[1:] == ["--queries"]:
+        print("\n".join(queries()))
+        return
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     lib, bins = sys.argv[1], sys.argv[2:]
