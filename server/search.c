@@ -21,9 +21,9 @@
  *
  * Queries. Distinct query terms are looked up exactly (OR semantics); the
  * last term also matches every dictionary term it is a prefix of (at least
- * two characters, not CJK) at PREFIX_WEIGHT. Scores accumulate in a sparse
- * list (few postings) or a dense array of n floats (many), the hits are
- * selected with a bounded heap in the caller's out array, and documents whose
+ * two characters, not CJK) at PREFIX_WEIGHT. Scores accumulate one window
+ * of 4,096 documents at a time (rank), the hits are selected with a
+ * bounded heap in the caller's out array, and documents whose
  * name equals the trimmed query (ASCII case-insensitive) come first, with
  * their score lifted above every other hit (such a query matches even when
  * all its words are stopwords: a skill named "it" is found by "it").
@@ -285,85 +285,27 @@ static void make_plan(const struct search_index *idx, const char *query,
     }
 }
 
-static bool is_exact(const struct plan *p, uint32_t doc)
-{
-    size_t lo = 0, hi = p->nexact;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->exact[mid].doc < doc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < p->nexact && p->exact[lo].doc == doc;
-}
-
-/* The top max hits, kept as a heap with the worst hit at out[0]. */
+/*
+ * The hits, chosen as they are offered: in ascending doc order, then the
+ * exactly named documents that matched no term. The exactly named, which
+ * come first whatever their score, go to ex (nexact at most); the others
+ * to buf in doc order, while their key is below thr. Asked for every hit
+ * (max >= ndocs), buf is out and thr never moves. Otherwise buf holds
+ * twice max: when it fills, select_best keeps its best max, in order, and
+ * thr becomes the worst of those, so that later hits are turned away by
+ * one compare and the work is linear in the hits (a heap paid a dozen
+ * compares for every hit it took, and a heap sort at the end).
+ */
 struct sel {
-    const struct plan *p;
     struct search_hit *out;
-    size_t max, k, total;
-    float best_plain;           /* best score of a hit not named exactly */
-    bool all;                   /* out holds every hit: collect, sort at the end */
+    size_t max, total;
+    struct search_hit *buf;
+    size_t n, cap;
+    uint64_t thr;
+    uint64_t *keys;             /* select_best's: the keys of buf */
+    struct search_hit *ex;
+    size_t nex;
 };
-
-static bool better(const struct plan *p, struct search_hit a, struct search_hit b)
-{
-    if (p->nexact) {
-        bool ea = is_exact(p, a.doc), eb = is_exact(p, b.doc);
-        if (ea != eb)
-            return ea;
-    }
-    if (a.score != b.score)
-        return a.score > b.score;
-    return a.doc < b.doc;
-}
-
-static void sift_down(const struct plan *p, struct search_hit *h, size_t k, size_t i)
-{
-    for (;;) {
-        size_t c = 2 * i + 1, w = i;
-        if (c < k && better(p, h[w], h[c]))
-            w = c;
-        if (c + 1 < k && better(p, h[w], h[c + 1]))
-            w = c + 1;
-        if (w == i)
-            return;
-        struct search_hit t = h[i];
-        h[i] = h[w];
-        h[w] = t;
-        i = w;
-    }
-}
-
-static void offer(struct sel *s, uint32_t doc, float score)
-{
-    struct search_hit hit = { doc, score };
-
-    s->total++;
-    if (score > s->best_plain && !is_exact(s->p, doc))
-        s->best_plain = score;
-    if (s->all) {
-        s->out[s->k++] = hit;
-        return;
-    }
-    if (s->k < s->max) {
-        size_t i = s->k++;
-        s->out[i] = hit;
-        while (i > 0) {
-            size_t parent = (i - 1) / 2;
-            if (!better(s->p, s->out[parent], s->out[i]))
-                break;
-            struct search_hit t = s->out[i];
-            s->out[i] = s->out[parent];
-            s->out[parent] = t;
-            i = parent;
-        }
-    } else if (s->max && better(s->p, hit, s->out[0])) {
-        s->out[0] = hit;
-        sift_down(s->p, s->out, s->k, 0);
-    }
-}
 
 /* A score as a 32-bit key whose unsigned order is the scores' descending
  * order (IEEE 754 bits made monotonic, then inverted). */
@@ -375,22 +317,94 @@ static uint32_t score_key(float f)
     return ~u;
 }
 
-/*
- * Every hit collected, in ascending doc order apart from the exactly named
- * documents that matched no term (appended, ascending among themselves, at
- * score 0): a stable LSD radix sort by score key gives better()'s order,
- * score descending then doc ascending, in four linear passes where a heap
- * of all the hits would cost O(k log k) comparisons; a stable partition
- * then puts the exactly named first. A broad query at 100,000 skills
- * matches tens of thousands of documents, and a list_skills(query) that
- * filters by tags or an --acl view asks for them all (without a filter it
- * asks for the page's end: the bounded heap).
- */
-static void sort_all(struct sel *s)
+/* A hit as one integer, smaller for a better hit: score descending, then
+ * doc ascending. Distinct for distinct docs; below UINT64_MAX for every
+ * score above 0 (the only scores a matched document has). */
+static uint64_t hit_key(struct search_hit h)
 {
-    size_t k = s->k;
-    struct search_hit *a = s->out, *b = xmalloc((k ? k : 1) * sizeof *b);
-    for (unsigned shift = 0; shift < 32; shift += 8) {
+    return (uint64_t)score_key(h.score) << 32 | h.doc;
+}
+
+/* The k-th smallest (from 0) of key[0..n): a radix select, a byte a pass
+ * from the highest bit where the keys differ (scores near one another
+ * share their top bits), each pass over the keys that share the bits
+ * chosen so far. At most 8 passes and one more, whatever the scores. */
+static uint64_t kth_key(const uint64_t *key, size_t n, size_t k)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = key[i] < lo ? key[i] : lo;
+        hi = key[i] > hi ? key[i] : hi;
+    }
+    if (lo == hi)
+        return lo;
+    int top = 63 - __builtin_clzll(lo ^ hi);
+    uint64_t mask = top == 63 ? 0 : ~((UINT64_C(2) << top) - 1);
+    uint64_t prefix = lo & mask;
+    for (;;) {
+        int shift = top >= 7 ? top - 7 : 0;
+        uint64_t digit = (UINT64_C(1) << (top - shift + 1)) - 1;
+        size_t count[256] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            if ((key[i] & mask) == prefix)
+                count[(key[i] >> shift) & digit]++;
+        unsigned d = 0;
+        while (k >= count[d])
+            k -= count[d++];
+        prefix |= (uint64_t)d << shift;
+        mask |= digit << shift;
+        if (count[d] == 1)      /* one key left with this prefix: it */
+            for (size_t i = 0; i < n; i++)
+                if ((key[i] & mask) == prefix)
+                    return key[i];
+        if (!shift)
+            return prefix;
+        top = shift - 1;
+    }
+}
+
+/* Keeps the best max of buf (n > max), in their order; thr becomes the
+ * worst of them, which a better hit must beat. */
+static void select_best(struct sel *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        s->keys[i] = hit_key(s->buf[i]);
+    uint64_t worst = kth_key(s->keys, s->n, s->max - 1);
+    size_t m = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->keys[i] <= worst)
+            s->buf[m++] = s->buf[i];
+    s->n = m;
+    s->thr = worst;
+}
+
+static void offer_plain(struct sel *s, uint32_t doc, float score)
+{
+    struct search_hit h = { doc, score };
+    s->total++;
+    if (hit_key(h) >= s->thr)
+        return;
+    s->buf[s->n++] = h;
+    if (s->n == s->cap && s->n > s->max)
+        select_best(s);
+}
+
+static void offer_exact(struct sel *s, uint32_t doc, float score)
+{
+    struct search_hit h = { doc, score };
+    s->total++;
+    s->ex[s->nex++] = h;
+}
+
+/*
+ * a[0..k) by score descending, then doc ascending, when equal scores are in
+ * ascending doc order already: a stable LSD radix sort by score key, four
+ * linear passes (a pass whose byte is the same for all is skipped), tmp
+ * holding k hits. Returns the array holding the result (a or tmp).
+ */
+static struct search_hit *sort_by_score(struct search_hit *a, struct search_hit *tmp, size_t k)
+{
+    for (unsigned shift = 0; k > 1 && shift < 32; shift += 8) {
         size_t count[257] = { 0 };
         for (size_t i = 0; i < k; i++)
             count[((score_key(a[i].score) >> shift) & 0xFF) + 1]++;
@@ -399,43 +413,41 @@ static void sort_all(struct sel *s)
         for (size_t i = 0; i < 256; i++)
             count[i + 1] += count[i];
         for (size_t i = 0; i < k; i++)
-            b[count[(score_key(a[i].score) >> shift) & 0xFF]++] = a[i];
+            tmp[count[(score_key(a[i].score) >> shift) & 0xFF]++] = a[i];
         struct search_hit *t = a;
-        a = b;
-        b = t;
+        a = tmp;
+        tmp = t;
     }
-    if (s->p->nexact) {
-        size_t m = 0;
-        for (size_t i = 0; i < k; i++)
-            if (is_exact(s->p, a[i].doc))
-                b[m++] = a[i];
-        for (size_t i = 0; i < k; i++)
-            if (!is_exact(s->p, a[i].doc))
-                b[m++] = a[i];
-        struct search_hit *t = a;
-        a = b;
-        b = t;
-    }
-    if (a != s->out) {
-        memcpy(s->out, a, k * sizeof *a);
-        b = a;
-    }
-    free(b);
+    return a;
 }
 
-/* Sorts the heap best first and lifts exactly named hits above the rest. */
-static void finish(struct sel *s)
+/*
+ * Writes the hits to out best first: the exactly named (best first among
+ * themselves), lifted above every other hit, then the others, max in all.
+ * The best of the others is the best of all of them, since it is kept.
+ */
+static size_t finish(struct sel *s)
 {
-    if (s->all && s->k)
-        sort_all(s);
-    for (size_t end = s->all ? 0 : s->k; end > 1; end--) {
-        struct search_hit t = s->out[0];
-        s->out[0] = s->out[end - 1];
-        s->out[end - 1] = t;
-        sift_down(s->p, s->out, end - 1, 0);
+    if (s->n > s->max)
+        select_best(s);
+    size_t n = s->n, nex = s->nex;
+    struct search_hit *tmp = xmalloc(((n > nex ? n : nex) + 1) * sizeof *tmp);
+    struct search_hit *plain = sort_by_score(s->buf, tmp, n);
+    float best_plain = n ? plain[0].score : 0.0f;
+    size_t e = nex < s->max ? nex : s->max;
+    size_t keep = n < s->max - e ? n : s->max - e;
+    if (keep)
+        memmove(s->out + e, plain, keep * sizeof *s->out);
+    if (e) {
+        /* ex in doc order but for the ones that matched no term, offered
+         * last at 0: equal scores are in doc order, as sort_by_score needs */
+        struct search_hit *x = sort_by_score(s->ex, tmp, nex);
+        memcpy(s->out, x, e * sizeof *s->out);
+        for (size_t i = 0; i < e; i++)
+            s->out[i].score += best_plain + 1.0f;
     }
-    for (size_t i = 0; i < s->k && is_exact(s->p, s->out[i].doc); i++)
-        s->out[i].score += s->best_plain + 1.0f;
+    free(tmp);
+    return e + keep;
 }
 
 static float weighted(float score, float w)
@@ -443,100 +455,104 @@ static float weighted(float score, float w)
     return score * w;
 }
 
-/* Runs BODY with DOC and VAL (its score contribution) bound for every posting
- * the plan visits, in a fixed order (query terms, then prefix terms), so each
- * document's sum is reproducible. */
-#define FOR_EACH_CONTRIB(idx, p, DOC, VAL, BODY) do {                        \
-        for (size_t i_ = 0; i_ < (p)->nr; i_++) {                            \
-            size_t r_ = (p)->rank[i_];                                       \
-            for (size_t j_ = (idx)->post_start[r_];                          \
-                 j_ < (idx)->post_start[r_ + 1]; j_++) {                     \
-                uint32_t DOC = (idx)->post[j_].doc;                          \
-                float VAL = weighted((idx)->post[j_].score, (p)->weight[i_]); \
-                BODY;                                                        \
-            }                                                                \
-        }                                                                    \
-        for (size_t r_ = (p)->plo; r_ < (p)->phi; r_++) {                    \
-            if (is_query_rank((p), r_))                                      \
-                continue;                                                    \
-            for (size_t j_ = (idx)->post_start[r_];                          \
-                 j_ < (idx)->post_start[r_ + 1]; j_++) {                     \
-                uint32_t DOC = (idx)->post[j_].doc;                          \
-                float VAL = weighted((idx)->post[j_].score, PREFIX_WEIGHT);  \
-                BODY;                                                        \
-            }                                                                \
-        }                                                                    \
-    } while (0)
+/* Documents one window of the ranking covers: their scores (16 KB) and
+ * the bitmap of those touched stay in the first-level cache. */
+#define WIN_DOCS 4096u
 
-/* Many postings: one float per document. */
-static void rank_dense(const struct search_index *idx, const struct plan *p,
-                       struct sel *s)
+/* One term's postings still to visit, and its weight. */
+struct cursor {
+    const struct posting *at, *end;
+    float w;
+};
+
+static void add_cursor(const struct search_index *idx, struct cursor *c, size_t *n,
+                       size_t r, float w)
 {
-    float *acc = xcalloc(idx->ndocs, sizeof *acc);
-
-    FOR_EACH_CONTRIB(idx, p, doc, val, acc[doc] += val);
-    for (size_t d = 0; d < idx->ndocs; d++)
-        if (acc[d] > 0)
-            offer(s, (uint32_t)d, acc[d]);
-    for (size_t e = 0; e < p->nexact; e++)
-        if (!(acc[p->exact[e].doc] > 0))
-            offer(s, p->exact[e].doc, 0.0f);
-    free(acc);
+    size_t a = idx->post_start[r], b = idx->post_start[r + 1];
+    if (a == b)
+        return;
+    c[*n].at = idx->post + a;
+    c[*n].end = idx->post + b;
+    c[(*n)++].w = w;
 }
 
-/* Few postings: gather them, radix-sort by doc (stable, so each document's
- * contributions are summed in the same order as rank_dense), merge. */
-static void rank_sparse(const struct search_index *idx, const struct plan *p,
-                        struct sel *s)
+/*
+ * Sums every posting the plan visits, one window of documents at a time:
+ * within a window the terms in a fixed order (query terms, then prefix
+ * terms), so a document's sum adds the same floats in the same order
+ * whatever the windows; then the window's touched documents are offered in
+ * ascending order (exactly named or not, told by a walk of the plan's
+ * exact list beside them), their scores cleared for the next window. The
+ * work is the postings, the hits and a few words per window and term:
+ * nothing in proportion to the library (no array of n scores to clear and
+ * scan), and no allocation per hit.
+ */
+static void rank(const struct search_index *idx, const struct plan *p, struct sel *s)
 {
-    size_t np = p->npost, m = 0;
-    struct posting *buf = xmalloc(2 * np * sizeof *buf), *tmp = buf + np;
+    size_t nc = 0, nx = p->nexact, xe = 0, nmissed = 0;
+    struct cursor *cur = xmalloc((p->nr + (p->phi - p->plo) + 1) * sizeof *cur);
+    for (size_t i = 0; i < p->nr; i++)
+        add_cursor(idx, cur, &nc, p->rank[i], p->weight[i]);
+    for (size_t r = p->plo; r < p->phi; r++)
+        if (!is_query_rank(p, r))
+            add_cursor(idx, cur, &nc, r, PREFIX_WEIGHT);
+    float *acc = xcalloc(idx->ndocs < WIN_DOCS ? idx->ndocs : WIN_DOCS, sizeof *acc);
+    uint64_t bits[WIN_DOCS / 64] = { 0 };
+    /* exactly named documents that matched no term: offered last, at 0 */
+    uint32_t *missed = nx ? xmalloc(nx * sizeof *missed) : NULL;
 
-    FOR_EACH_CONTRIB(idx, p, doc, val, {
-        buf[m].doc = doc;
-        buf[m].score = val;
-        m++;
-    });
-
-    for (unsigned shift = 0; shift < 32 && ((idx->ndocs - 1) >> shift); shift += 8) {
-        size_t count[257] = { 0 };
-        for (size_t i = 0; i < np; i++)
-            count[((buf[i].doc >> shift) & 0xFF) + 1]++;
-        for (size_t i = 0; i < 256; i++)
-            count[i + 1] += count[i];
-        for (size_t i = 0; i < np; i++)
-            tmp[count[(buf[i].doc >> shift) & 0xFF]++] = buf[i];
-        struct posting *t = buf;
-        buf = tmp;
-        tmp = t;
-    }
-
-    m = 0;
-    for (size_t i = 0; i < np;) {
-        uint32_t doc = buf[i].doc;
-        float sum = 0.0f;
-        for (; i < np && buf[i].doc == doc; i++)
-            sum += buf[i].score;
-        buf[m].doc = doc;
-        buf[m].score = sum;
-        m++;
-    }
-    for (size_t i = 0; i < m; i++)
-        offer(s, buf[i].doc, buf[i].score);
-    for (size_t e = 0; e < p->nexact; e++) {
-        uint32_t doc = p->exact[e].doc;
-        size_t lo = 0, hi = m;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (buf[mid].doc < doc)
-                lo = mid + 1;
-            else
-                hi = mid;
+    for (size_t base = 0; base < idx->ndocs && nc; base += WIN_DOCS) {
+        size_t lim = base + WIN_DOCS;
+        bool any = false;
+        for (size_t l = 0; l < nc; l++) {
+            const struct posting *q = cur[l].at, *end = cur[l].end;
+            float w = cur[l].w;
+            for (; q < end && q->doc < lim; q++) {
+                size_t d = q->doc - base;
+                acc[d] += weighted(q->score, w);
+                bits[d >> 6] |= (uint64_t)1 << (d & 63);
+            }
+            any |= q != cur[l].at;
+            cur[l].at = q;
         }
-        if (lo == m || buf[lo].doc != doc)
-            offer(s, doc, 0.0f);
+        for (size_t wi = 0; any && wi < WIN_DOCS / 64; wi++) {
+            uint64_t b = bits[wi];
+            if (!b)
+                continue;
+            bits[wi] = 0;
+            do {
+                size_t d = wi * 64 + (size_t)__builtin_ctzll(b);
+                b &= b - 1;
+                float v = acc[d];
+                acc[d] = 0.0f;
+                uint32_t doc = (uint32_t)(base + d);
+                bool ex = false;
+                if (xe < nx) {
+                    while (xe < nx && p->exact[xe].doc < doc)
+                        missed[nmissed++] = p->exact[xe++].doc;
+                    if (xe < nx && p->exact[xe].doc == doc) {
+                        ex = true;
+                        xe++;
+                    }
+                }
+                if (!(v > 0)) {
+                    if (ex)
+                        missed[nmissed++] = doc;
+                } else if (ex) {
+                    offer_exact(s, doc, v);
+                } else {
+                    offer_plain(s, doc, v);
+                }
+            } while (b);
+        }
     }
-    free(buf < tmp ? buf : tmp);
+    while (xe < nx)
+        missed[nmissed++] = p->exact[xe++].doc;
+    for (size_t i = 0; i < nmissed; i++)
+        offer_exact(s, missed[i], 0.0f);
+    free(missed);
+    free(acc);
+    free(cur);
 }
 
 size_t search_query(const struct search_index *idx, const char *query,
@@ -551,19 +567,28 @@ size_t search_query(const struct search_index *idx, const char *query,
     if (!p.npost && !p.nexact)
         return 0;
 
-    s.p = &p;
+    memset(&s, 0, sizeof s);
     s.out = out;
     s.max = out ? max : 0;
-    s.k = 0;
-    s.total = 0;
-    s.best_plain = 0.0f;
-    /* a document is offered at most once, so ndocs slots hold every hit */
-    s.all = s.max >= idx->ndocs;
-    if (p.npost * 8 < idx->ndocs)
-        rank_sparse(idx, &p, &s);
-    else
-        rank_dense(idx, &p, &s);
+    if (s.max >= idx->ndocs) {
+        /* every hit fits: collected in out, sorted once */
+        s.buf = out;
+        s.cap = s.max;
+        s.thr = UINT64_MAX;
+    } else if (s.max) {
+        s.cap = 2 * s.max < idx->ndocs ? 2 * s.max : idx->ndocs;
+        s.buf = xmalloc(s.cap * sizeof *s.buf);
+        s.keys = xmalloc(s.cap * sizeof *s.keys);
+        s.thr = UINT64_MAX;
+    }
+    if (p.nexact)
+        s.ex = xmalloc(p.nexact * sizeof *s.ex);
+    rank(idx, &p, &s);
     finish(&s);
+    if (s.buf != out)
+        free(s.buf);
+    free(s.keys);
+    free(s.ex);
     return s.total;
 }
 

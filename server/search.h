@@ -98,8 +98,10 @@ int search_has_body(const struct search_index *idx, size_t d);
  * documents. A query with no searchable term (empty, punctuation, only
  * stopwords) that is not a skill name matches nothing and returns 0. Only the
  * first 4 KB of a query are tokenized.
- * Thread-safe on a built index; allocates only per-query scratch
- * proportional to the postings visited (or n floats for broad queries).
+ * Thread-safe on a built index; allocates only per-query scratch: a
+ * window of 4,096 scores, one cursor per term visited, twice max hits and
+ * their keys (none when max covers every document). Its work is the
+ * postings visited and the hits, not the number of documents.
  */
 size_t search_query(const struct search_index *idx, const char *query,
                     struct search_hit *out, size_t max);

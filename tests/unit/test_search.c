@@ -362,6 +362,142 @@ TEST(all_hits_sorted_like_the_top)
     search_free(idx);
 }
 
+/* ---- windows and the selection ------------------------------------------ */
+
+/*
+ * A query's scores are summed one window of documents at a time. With two
+ * terms that nothing else extends, a document's score is exactly its score
+ * for the one term plus its score for the other, each asked alone, across
+ * windows and at their edges, and the hits are those of either term.
+ */
+TEST(windows_sum_like_one_term_at_a_time)
+{
+    enum { N = 10000 };         /* two whole windows of 4,096 and a part */
+    static char names[N][16], descs[N][96];
+    static struct lib l[N];
+    size_t wq = 0, wz = 0;
+    for (size_t i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "n%zu", i);
+        int q = i % 3 == 0 || i == N - 1, z = i % 7 == 0 || i == 4096 || i == N - 1;
+        wq += q;
+        wz += z;
+        snprintf(descs[i], sizeof descs[i], "%s%s%.*s", q ? "quartz " : "", z ? "zephyr " : "",
+                 (int)(6 * (i % 5)), "lorem lorem lorem lorem lorem ");
+        l[i].name = names[i];
+        l[i].desc = descs[i];
+    }
+    struct search_index *idx = build(l, N);
+    struct search_hit *h = calloc(N, sizeof *h);
+    float *sq = calloc(N, sizeof *sq), *sz = calloc(N, sizeof *sz);
+    unsigned char *in = calloc(N, 1);
+    size_t nq = search_query(idx, "quartz", h, N), bad = 0;
+    for (size_t i = 0; i < nq; i++) {
+        sq[h[i].doc] = h[i].score;
+        in[h[i].doc] = 1;
+        bad += h[i].doc % 3 != 0 && h[i].doc != N - 1;
+    }
+    CHECK_EQ(nq, wq);
+    size_t nz = search_query(idx, "zephyr", h, N);
+    for (size_t i = 0; i < nz; i++) {
+        sz[h[i].doc] = h[i].score;
+        in[h[i].doc] = 1;
+    }
+    CHECK_EQ(nz, wz);
+    size_t both = 0;
+    for (size_t d = 0; d < N; d++)
+        both += in[d];
+    size_t n = search_query(idx, "quartz zephyr", h, N);
+    CHECK_EQ(n, both);
+    for (size_t i = 0; i < n; i++) {
+        float want = 0.0f;
+        want += sq[h[i].doc];
+        want += sz[h[i].doc];
+        if (h[i].score != want && bad++ < 3)
+            printf("# doc %u: %.9g, the terms alone %.9g\n", h[i].doc, h[i].score, want);
+        if (i && !(h[i - 1].score > h[i].score ||
+                   (h[i - 1].score == h[i].score && h[i - 1].doc < h[i].doc)))
+            bad++;
+    }
+    CHECK_EQ(bad, 0);
+    /* the document at a window's first slot and the last one both count */
+    CHECK(in[4096] && in[N - 1]);
+    CHECK(sq[N - 1] > 0 && sz[N - 1] > 0 && sz[4096] > 0);
+    free(in);
+    free(sq);
+    free(sz);
+    free(h);
+    search_free(idx);
+}
+
+/*
+ * Asked for fewer hits than match, search_query keeps the best max as it
+ * goes, turning away what is worse than the worst it keeps. It must keep
+ * what a sort of every hit puts first, whatever the order of the scores:
+ * rising with the doc (each window beats the last), falling, in long runs
+ * of ties cut anywhere, with the exactly named (matched or not) ahead.
+ */
+TEST(selection_keeps_what_a_full_sort_keeps)
+{
+    enum { N = 9000 };
+    static char names[N][16], descs[N][128];
+    static struct lib l[N];
+    for (size_t i = 0; i < N; i++) {
+        /* shorter descriptions score higher: 500 ties a step, rising over
+         * the first half, falling over the second */
+        size_t filler = i < N / 2 ? 11 - i / 500 : (i - N / 2) / 500;
+        if (i % 1000 == 999)
+            snprintf(names[i], sizeof names[i], "alpha");
+        else if (i % 1500 == 7)
+            snprintf(names[i], sizeof names[i], "it");
+        else
+            snprintf(names[i], sizeof names[i], "n%zu", i);
+        snprintf(descs[i], sizeof descs[i], "%s%.*s", i % 11 == 3 ? "" : "alpha ",
+                 (int)(6 * filler), "lorem lorem lorem lorem lorem lorem lorem lorem lorem "
+                 "lorem lorem lorem ");
+        l[i].name = names[i];
+        l[i].desc = descs[i];
+    }
+    struct search_index *idx = build(l, N);
+    struct search_hit *all = calloc(N, sizeof *all), *top = calloc(N, sizeof *top);
+    static const char *const queries[] = { "alpha", "lorem", "it", "alpha lorem" };
+    static const size_t maxes[] = { 1, 2, 3, 7, 250, 499, 500, 501, 999, 1000, 1001, 4500,
+                                    N - 1 };
+    for (size_t q = 0; q < sizeof queries / sizeof *queries; q++) {
+        size_t n = search_query(idx, queries[q], all, N), bad = 0;
+        CHECK(n > 1000 || !strcmp(queries[q], "it"));
+        for (size_t m = 0; m < sizeof maxes / sizeof *maxes; m++) {
+            memset(top, 0xff, N * sizeof *top);
+            CHECK_EQ(search_query(idx, queries[q], top, maxes[m]), n);
+            for (size_t i = 0; i < maxes[m] && i < n; i++)
+                if ((top[i].doc != all[i].doc || top[i].score != all[i].score) && bad++ < 3)
+                    printf("# %s, max %zu: hit %zu is doc %u (%g), the full sort's doc %u (%g)\n",
+                           queries[q], maxes[m], i, top[i].doc, top[i].score, all[i].doc,
+                           all[i].score);
+            /* nothing written past what it returns */
+            if (maxes[m] > n && top[n].doc != UINT32_MAX)
+                bad++;
+        }
+        CHECK_EQ(bad, 0);
+    }
+    /* the exactly named first: matched ("alpha") and not ("it", a stopword) */
+    size_t n = search_query(idx, "alpha", all, N);
+    for (size_t i = 0; i < N / 1000; i++) {
+        CHECK_EQ(all[i].doc % 1000, 999);
+        CHECK(i == 0 || all[i - 1].score >= all[i].score);
+    }
+    CHECK(all[N / 1000 - 1].score > all[N / 1000].score);
+    CHECK(n > N / 2);
+    n = search_query(idx, "it", top, 3);
+    CHECK_EQ(n, N / 1500);
+    CHECK_EQ(top[0].doc, 7);
+    CHECK_EQ(top[1].doc, 1507);
+    CHECK_EQ(top[2].doc, 3007);
+    CHECK(top[0].score == top[2].score);
+    free(all);
+    free(top);
+    search_free(idx);
+}
+
 /* ---- CJK --------------------------------------------------------------- */
 
 TEST(cjk)
@@ -1330,6 +1466,8 @@ int main(void)
     RUN(synonyms_fifo_never_blocks);
     RUN(closest_when_nothing_matches);
     RUN(all_hits_sorted_like_the_top);
+    RUN(windows_sum_like_one_term_at_a_time);
+    RUN(selection_keeps_what_a_full_sort_keeps);
     search_free(lib_idx);
     search_free(big_idx);
     DONE();
