@@ -376,19 +376,73 @@ static size_t *page_window(const struct snapshot *s, const struct view *v, const
     return win;
 }
 
-/* A JSON string of s[0..n) appended to b; -1 (b unchanged) when s is not
- * UTF-8, which json_string refuses. */
-static int card_str(struct buf *b, const char *key, const char *s, size_t n)
+/*
+ * A card being written: its JSON in b and, unless e is NULL, the same
+ * escaped as a JSON string in e (the text block's copy). Escaping is
+ * byte by byte, so the escape of the JSON is the escapes of its pieces
+ * put together: each piece is escaped as it is written, and a string
+ * that needed no escape (most) is its own escape, copied rather than
+ * scanned again.
+ */
+struct card_out {
+    struct buf *b, *e;
+};
+
+/* Text whose only bytes to escape are quotes and backslashes (keys, punctuation). */
+static void lit_esc(struct buf *e, const char *s, size_t n)
 {
-    size_t start = b->len;
-    buf_puts(b, key);
-    buf_puts(b, "\"");
-    if (buf_json_escape_utf8(b, s, n) < 0) {
-        b->len = start;
-        b->p[start] = '\0';
+    if (buf_reserve(e, 2 * n) < 0)
+        return;
+    char *o = e->p + e->len;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            *o++ = '\\';
+        *o++ = s[i];
+    }
+    e->len = (size_t)(o - e->p);
+    e->p[e->len] = '\0';
+}
+
+static void card_lit(struct card_out *o, const char *s)
+{
+    size_t n = strlen(s);
+    buf_append(o->b, s, n);
+    if (o->e)
+        lit_esc(o->e, s, n);
+}
+
+/* key (a member's name and colon, or a comma) and a JSON string of
+ * s[0..n) appended to o; -1 (o unchanged) when s is not UTF-8, which
+ * json_string refuses. Written in place: a card has few members, and
+ * appending piece by piece cost more than escaping them. */
+static int card_str(struct card_out *o, const char *key, const char *s, size_t n)
+{
+    struct buf *b = o->b;
+    size_t at = b->len, kl = strlen(key);
+    if (buf_reserve(b, kl + 1) < 0)
+        return -1;
+    memcpy(b->p + b->len, key, kl);
+    b->p[b->len + kl] = '"';
+    b->len += kl + 1;
+    if (buf_json_escape_utf8(b, s, n) < 0 || buf_reserve(b, 1) < 0) {
+        b->len = at;
+        b->p[at] = '\0';
         return -1;
     }
-    buf_puts(b, "\"");
+    b->p[b->len++] = '"';
+    b->p[b->len] = '\0';
+    if (!o->e)
+        return 0;
+    struct buf *e = o->e;
+    const char *v = b->p + at + kl + 1;
+    size_t vl = b->len - at - kl - 2;
+    lit_esc(e, key, kl);
+    lit_esc(e, "\"", 1);
+    if (vl == n)        /* nothing escaped: no quote, backslash or control byte */
+        buf_append(e, v, vl);
+    else
+        buf_json_escape(e, v, vl);
+    lit_esc(e, "\"", 1);
     return 0;
 }
 
@@ -418,50 +472,53 @@ static size_t counts_cut(const struct skill *k, int tier, struct desc_counts *dc
 }
 
 /* The card of entry k at a tier, g being its lock verdict or NULL. */
+static void card_write(const struct skill *k, const struct skill_gate *g, int tier,
+                       struct desc_counts *dc, struct card_out *o)
+{
+    buf_reserve(o->b, 512);
+    if (o->e)
+        buf_reserve(o->e, 576);
+    card_lit(o, "{");
+    card_str(o, "\"name\":", k->name, strlen(k->name));
+    if (strcmp(k->qname, k->name))
+        card_str(o, ",\"qualified_name\":", k->qname, strlen(k->qname));
+    int marker;
+    size_t dlen = strlen(k->description);
+    size_t keep = dc ? counts_cut(k, tier, dc, &marker)
+                     : desc_cut(k->description, dlen, tier_cap[tier], &marker, NULL);
+    if (card_str(o, ",\"description\":", k->description, keep) == 0 && marker) {
+        o->b->len--;        /* before the closing quote */
+        buf_puts(o->b, ELLIPSIS "\"");
+        if (o->e) {
+            o->e->len -= 2;
+            buf_puts(o->e, ELLIPSIS "\\\"");
+        }
+    }
+    if (tier == 0 && k->ntags) {
+        card_lit(o, ",\"tags\":[");
+        int first = 1;
+        for (size_t i = 0; i < k->ntags; i++)
+            if (card_str(o, first ? "" : ",", k->tags[i], strlen(k->tags[i])) == 0)
+                first = 0;
+        card_lit(o, "]");
+    }
+    if (tier == 0 && k->version)
+        card_str(o, ",\"version\":", k->version, strlen(k->version));
+    if (g && g->reason) {
+        card_lit(o, ",\"quarantined\":true");
+        card_str(o, ",\"quarantine_reason\":", g->reason, strlen(g->reason));
+    }
+    card_lit(o, "}");
+}
+
 static char *card_json_of(const struct skill *k, const struct skill_gate *g, int tier,
                           size_t *len, struct desc_counts *dc)
 {
     struct buf b;
     buf_init(&b, 0);
-    buf_reserve(&b, 512);
-    buf_puts(&b, "{");
-    card_str(&b, "\"name\":", k->name, strlen(k->name));
-    if (strcmp(k->qname, k->name))
-        card_str(&b, ",\"qualified_name\":", k->qname, strlen(k->qname));
-    int marker;
-    size_t dlen = strlen(k->description);
-    size_t keep = dc ? counts_cut(k, tier, dc, &marker)
-                     : desc_cut(k->description, dlen, tier_cap[tier], &marker, NULL);
-    if (card_str(&b, ",\"description\":", k->description, keep) == 0 && marker) {
-        b.len--;        /* before the closing quote */
-        buf_puts(&b, ELLIPSIS "\"");
-    }
-    if (tier == 0 && k->ntags) {
-        buf_puts(&b, ",\"tags\":[");
-        int first = 1;
-        for (size_t i = 0; i < k->ntags; i++)
-            if (card_str(&b, first ? "" : ",", k->tags[i], strlen(k->tags[i])) == 0)
-                first = 0;
-        buf_puts(&b, "]");
-    }
-    if (tier == 0 && k->version)
-        card_str(&b, ",\"version\":", k->version, strlen(k->version));
-    if (g && g->reason) {
-        buf_puts(&b, ",\"quarantined\":true");
-        card_str(&b, ",\"quarantine_reason\":", g->reason, strlen(g->reason));
-    }
-    buf_puts(&b, "}");
+    struct card_out o = {&b, NULL};
+    card_write(k, g, tier, dc, &o);
     return buf_steal(&b, len);
-}
-
-static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *len,
-                       struct desc_counts *dc)
-{
-    const struct skill *k = s->v[idx];
-    const struct skill_gate *g = s->gate ? &s->gate[idx] : NULL;
-    if (g && g->serve)
-        k = g->serve;
-    return card_json_of(k, g, tier, len, dc);
 }
 
 /* k: the entry, when its card's tokens and characters were counted ahead
@@ -469,19 +526,24 @@ static char *card_json(const struct snapshot *s, size_t idx, int tier, size_t *l
 static struct card *card_render(const struct snapshot *snap, size_t idx, int tier,
                                 struct desc_counts *dc, const struct skill *k)
 {
-    size_t n;
-    char *s = card_json(snap, idx, tier, &n, dc);
-    struct buf esc;
+    const struct skill *e = snap->v[idx];
+    const struct skill_gate *g = snap->gate ? &snap->gate[idx] : NULL;
+    if (g && g->serve)
+        e = g->serve;
+    struct buf js, esc;
+    buf_init(&js, 0);
     buf_init(&esc, 0);
-    buf_json_escape(&esc, s, n);
+    struct card_out o = {&js, &esc};
+    card_write(e, g, tier, dc, &o);
+    size_t n = js.len;
     struct card *c = xmalloc(sizeof *c + n + esc.len);
     c->len = (uint32_t)n;
     c->esc_len = (uint32_t)esc.len;
-    c->tokens = (uint32_t)(k ? k->card_tokens[tier] : shape_tokens(s, n));
-    c->chars = (uint32_t)(k ? k->card_chars[tier] : shape_chars(s, n));
-    memcpy(c->data, s, n);
+    c->tokens = (uint32_t)(k ? k->card_tokens[tier] : shape_tokens(js.p, n));
+    c->chars = (uint32_t)(k ? k->card_chars[tier] : shape_chars(js.p, n));
+    memcpy(c->data, js.p, n);
     memcpy(c->data + n, esc.p, esc.len);
-    free(s);
+    buf_cleanup(&js);
     buf_cleanup(&esc);
     return c;
 }

@@ -294,6 +294,55 @@ static void reset_cards(int sized)
     call_unref(c);
 }
 
+/* Cards whose strings need escaping (quotes, backslashes, control
+ * characters, in the description, a tag and the version), at every tier a
+ * page gives them: the kept bytes and their escaped copy for the text block
+ * are the JSON-tree path's, byte for byte. */
+static void escape_pages(void)
+{
+    json_t *r = call("reload_skills", "{}");
+    CHECK_TOOL_OK(r);
+    json_decref(r);
+    r = call("list_skills", "{\"query\":\"quoting\",\"limit\":1}");
+    /* the text block, decoded, is the JSON: every escape is there once */
+    CHECK(r && strstr(text0(r), "Say \\\"hi\\\" to C:\\\\temp\\tthen \\u0001 stop") != NULL);
+    json_decref(r);
+    static const char *const args[] = {
+        "{\"query\":\"quoting\"}", "{\"query\":\"quoting backslash\",\"limit\":1}",
+        "{\"query\":\"quot\"}", "{\"limit\":500}", "{\"query\":\"words\"}",
+    };
+    for (int round = 0; round < 2; round++) {
+        reset_cards(round);
+        for (size_t i = 0; i < sizeof args / sizeof *args; i++)
+            for (int modern = 0; modern < 2; modern++) {
+                char *fast = call_bytes("list_skills", args[i], modern, 0);
+                char *slow = call_bytes("list_skills", args[i], modern, 1);
+                CHECK(fast && slow && strstr(fast, "quoting"));
+                if (fast && slow && strcmp(fast, slow))
+                    printf("# %s\n# fast %s\n# slow %s\n", args[i], fast, slow);
+                CHECK(fast && slow && !strcmp(fast, slow));
+                free(fast);
+                free(slow);
+            }
+    }
+}
+
+TEST(list_cards_escape_like_tree_path)
+{
+    skill_md("quoting", "quoting",
+             "\"Say \\\"hi\\\" to C:\\\\temp\\tthen \\x01 stop. A long second sentence follows "
+             "here, so that the cut tiers have something to cut: words, words and more words "
+             "about quoting, escaping and the backslash \\\\ in paths.\"",
+             "tags: [\"q\\\"uote\", plain]\nversion: \"1.0\\\\beta\"\n", "# Q\n");
+    escape_pages();     /* its checks return early: the skill goes either way */
+    char p[256];
+    snprintf(p, sizeof p, "%s/quoting", root);
+    rm_tree(p);
+    json_t *r = call("reload_skills", "{}");
+    CHECK_TOOL_OK(r);
+    json_decref(r);
+}
+
 /* A page of cards whose tiers come from the counts tools_card_sizes kept is
  * byte for byte the page of cards sized by rendering them, on both paths,
  * for token budgets that put cards at every tier and character budgets
@@ -1664,6 +1713,7 @@ int main(void)
     RUN(list_default_fast_path);
     RUN(list_fast_path_modern);
     RUN(list_cards_match_tree_path);
+    RUN(list_cards_escape_like_tree_path);
     RUN(list_cards_from_counted_tiers);
     RUN(list_cards_cut_to_budget);
     RUN(list_cards);
