@@ -22,8 +22,8 @@
  * Queries. Distinct query terms are looked up exactly (OR semantics); the
  * last term also matches every dictionary term it is a prefix of (at least
  * two characters, not CJK) at PREFIX_WEIGHT. Scores accumulate one window
- * of 4,096 documents at a time (rank), the hits are selected with a
- * bounded heap in the caller's out array, and documents whose
+ * of 4,096 documents at a time (rank), the best max hits are kept behind a
+ * threshold as they come (struct sel), and documents whose
  * name equals the trimmed query (ASCII case-insensitive) come first, with
  * their score lifted above every other hit (such a query matches even when
  * all its words are stopwords: a skill named "it" is found by "it").
