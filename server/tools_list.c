@@ -436,13 +436,30 @@ static int card_str(struct card_out *o, const char *key, const char *s, size_t n
     struct buf *e = o->e;
     const char *v = b->p + at + kl + 1;
     size_t vl = b->len - at - kl - 2;
-    lit_esc(e, key, kl);
-    lit_esc(e, "\"", 1);
-    if (vl == n)        /* nothing escaped: no quote, backslash or control byte */
-        buf_append(e, v, vl);
-    else
+    if (vl != n) {      /* escaped in the JSON: escaped again from it */
+        lit_esc(e, b->p + at, kl + 1);
         buf_json_escape(e, v, vl);
-    lit_esc(e, "\"", 1);
+        lit_esc(e, "\"", 1);
+        return 0;
+    }
+    /* nothing escaped (no quote, backslash or control byte): the value is
+     * its own escape, and the whole member is written in one go */
+    if (buf_reserve(e, 2 * kl + vl + 4) < 0)
+        return 0;
+    char *w = e->p + e->len;
+    for (size_t i = 0; i < kl; i++) {
+        if (key[i] == '"' || key[i] == '\\')
+            *w++ = '\\';
+        *w++ = key[i];
+    }
+    *w++ = '\\';
+    *w++ = '"';
+    memcpy(w, v, vl);
+    w += vl;
+    *w++ = '\\';
+    *w++ = '"';
+    e->len = (size_t)(w - e->p);
+    e->p[e->len] = '\0';
     return 0;
 }
 
