@@ -37,25 +37,10 @@
 
 #define MAXQUERIES 1024
 
-static double now_msf(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-static uint64_t fnv(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
 }
 
 int main(int argc, char **argv)
@@ -101,23 +86,23 @@ int main(int argc, char **argv)
         json_t *args = json_pack("{s:s}", "query", qs[i]);
         struct tool_ctx c = {.call = &call};
         struct tool_out o = {.budget = &srv.budget, .hint = tools_list_narrow};
-        double t0 = now_msf();
+        double t0 = now_ms();
         if (getenv("FIRST_QUERY_SEARCH")) {
             /* the ranking alone, as the page asks for it */
             static struct search_hit hits[LIST_DEFAULT_LIMIT];
             size_t total = search_query(snap->search, qs[i], hits, LIST_DEFAULT_LIMIT);
-            double t1 = now_msf();
+            double t1 = now_ms();
             printf("search_ms=%.3f total=%zu ", t1 - t0, total);
             t0 = t1;
         }
         int rc = tools_list_skills(&c, args, &o);
-        ms[i] = now_msf() - t0;
+        ms[i] = now_ms() - t0;
         if (rc != 0 || !o.raw) {
             fprintf(stderr, "query %zu failed: %s\n", i, o.msg);
             return 1;
         }
         printf("ms=%.3f bytes=%zu fnv=%016llx %s\n", ms[i], o.rawlen,
-               (unsigned long long)fnv(o.raw, o.rawlen), qs[i]);
+               (unsigned long long)hash_fnv1a(o.raw, o.rawlen), qs[i]);
         free(o.raw_owned);
         json_decref(args);
     }

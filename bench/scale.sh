@@ -59,6 +59,9 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Iserver $(pkg-config --cflags $PKGS) -o build/ben
     $(ls build/obj/*.o | grep -v '/main\.o$') $(pkg-config --libs $PKGS) -lpthread -lm
 cc -O2 -std=c11 -D_GNU_SOURCE -Iserver $(pkg-config --cflags $PKGS) -o build/bench/mem bench/mem.c \
     $(ls build/obj/*.o | grep -v '/main\.o$') $(pkg-config --libs $PKGS) -lpthread -lm
+# Not run here (bench/README.md: the first query under callgrind); built so it keeps compiling.
+cc -O2 -g -std=c11 -D_GNU_SOURCE -Iserver $(pkg-config --cflags $PKGS) -o build/bench/first-query \
+    bench/first-query.c $(ls build/obj/*.o | grep -v '/main\.o$') $(pkg-config --libs $PKGS) -lpthread -lm
 
 if [ "$(nproc)" -ge 2 ]; then SRV_CPU="taskset -c 0"; GEN_CPU="taskset -c 1"; ALL_CPU="taskset -c 0-$(($(nproc) - 1))"; else SRV_CPU=""; GEN_CPU=""; ALL_CPU=""; fi
 tmp=$(mktemp -d); pids=(); restore=()
