@@ -183,7 +183,7 @@ static unsigned long long content_length(const char *cl)
 }
 
 /* The first header of each name the MCP endpoint reads (struct req_headers). */
-static enum MHD_Result pick_header(void *cls, enum MHD_ValueKind kind, const char *key,
+enum MHD_Result http_pick_header(void *cls, enum MHD_ValueKind kind, const char *key,
                                    size_t klen, const char *value, size_t vlen)
 {
     struct req_headers *hd = cls;
@@ -342,7 +342,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         }
         if (strcmp(url, S->cfg.path))
             return REFUSE(MHD_HTTP_NOT_FOUND, "Not Found: the MCP endpoint is elsewhere");
-        MHD_get_connection_values_n(con, MHD_HEADER_KIND, pick_header, &rq->hd);
+        MHD_get_connection_values_n(con, MHD_HEADER_KIND, http_pick_header, &rq->hd);
         const char *why = http_check_peer_of(h, &rq->hd);
         if (why)
             return REFUSE(http_peer_status(why), why);

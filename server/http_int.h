@@ -130,6 +130,10 @@ const char *http_check_peer(struct http *h, struct MHD_Connection *con);
 /* The same from the Host and Origin values (NULL: no such header) and how
  * many of each the request carried. */
 const char *http_check_peer_of(struct http *h, const struct req_headers *hd);
+/* An MHD_KeyValueIteratorN filling a struct req_headers (cls), counting
+ * Host and Origin. */
+enum MHD_Result http_pick_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t klen, const char *value, size_t vlen);
 unsigned http_peer_status(const char *why);
 void http_cors_headers(struct MHD_Response *r, struct MHD_Connection *con);
 enum MHD_Result http_cors_preflight(struct MHD_Connection *con, const char *methods);

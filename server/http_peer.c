@@ -174,29 +174,11 @@ unsigned http_peer_status(const char *why)
     return why == two_hosts || why == two_origins ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_FORBIDDEN;
 }
 
-static enum MHD_Result count_peer(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  size_t klen, const char *value, size_t vlen)
-{
-    struct req_headers *hd = cls;
-    (void)kind;
-    (void)vlen;
-    if (klen == 4 && !strncasecmp(key, MHD_HTTP_HEADER_HOST, 4)) {
-        hd->hosts += hd->hosts < 2;
-        if (!hd->host)
-            hd->host = value;
-    } else if (klen == 6 && !strncasecmp(key, "Origin", 6)) {
-        hd->origins += hd->origins < 2;
-        if (!hd->origin)
-            hd->origin = value;
-    }
-    return MHD_YES;
-}
-
 /* DNS-rebinding defence: Host must name this server, Origin must be ours. */
 const char *http_check_peer(struct http *h, struct MHD_Connection *con)
 {
     struct req_headers hd = {0};
-    MHD_get_connection_values_n(con, MHD_HEADER_KIND, count_peer, &hd);
+    MHD_get_connection_values_n(con, MHD_HEADER_KIND, http_pick_header, &hd);
     return http_check_peer_of(h, &hd);
 }
 

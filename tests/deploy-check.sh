@@ -231,8 +231,7 @@ pkgs="$(node -e 'for (const p of JSON.parse(process.argv[1]).pkgs) console.log(p
 names="$(for sp in $pkgs; do echo "${sp#*:}"; done | sort -u)"
 # shellcheck disable=SC2086
 found="$(apt-cache show --no-all-versions $names 2>/dev/null | sed -n 's/^Package: //p' | sort -u)"
-notfound="$(comm -23 <(echo "$names") <(echo "$found") | tr '\n' ' ' | sed 's/^/ /; s/ $//')"
-[ "$notfound" = " " ] && notfound=""
+notfound="$(comm -23 <(echo "$names") <(echo "$found") | sed 's/^/ /' | tr -d '\n')"
 if [ -n "$pkgs" ] && [ -z "$notfound" ]; then ok "docker: $(wc -w <<<"$pkgs") apt packages exist in Debian (apt-cache show)"
 else bad "docker: apt packages unknown to apt-cache:${notfound:- (none parsed)} (run apt-get update?)"; fi
 # The build stage installs exactly the build list of tests/deps.sh.
