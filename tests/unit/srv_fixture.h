@@ -6,6 +6,8 @@
 #ifndef SKILL_SRV_FIXTURE_H
 #define SKILL_SRV_FIXTURE_H
 
+#include <stdint.h>
+
 #include "tmptree.h"
 
 static char base[64];
@@ -83,14 +85,18 @@ static void make_tree(void)
 static struct srv S;
 static char *fake_argv[8];
 
-static void server_up(void)
+/* The server over the tree, with up to 4 more flags (NULL-terminated). */
+static void server_up_with(const char *const *extra)
 {
-    fake_argv[0] = "skill-mcp";
-    fake_argv[1] = "--skills";
-    fake_argv[2] = root;
-    fake_argv[3] = "--no-scripts";  /* the read tools alone; scripts have their own tests */
+    int argc = 0;
+    fake_argv[argc++] = "skill-mcp";
+    fake_argv[argc++] = "--skills";
+    fake_argv[argc++] = root;
+    fake_argv[argc++] = "--no-scripts";  /* the read tools alone; scripts have their own tests */
+    for (; extra && *extra && argc < 8; extra++)
+        fake_argv[argc++] = (char *)(uintptr_t)*extra;
     memset(&S, 0, sizeof S);
-    if (cfg_parse(&S.cfg, 4, fake_argv) != 0)
+    if (cfg_parse(&S.cfg, argc, fake_argv) != 0)
         exit(2);
     size_t n;
     const char *const *names = tools_names(&n);
@@ -101,6 +107,11 @@ static void server_up(void)
     S.skills = skills_new(S.cfg.roots, S.cfg.nroots, S.cfg.hooks_dir, tools_ext_build, tools_ext_free, &S);
     if (!S.skills)
         exit(2);
+}
+
+static void server_up(void)
+{
+    server_up_with(NULL);
 }
 
 static void server_down(void)

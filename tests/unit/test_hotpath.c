@@ -301,11 +301,11 @@ TEST(probe_sees_disk_lock_and_parse)
 /*
  * Every shape of the two calls, in both eras: warmed twice (a skill's body
  * is read and its sections found on its first load, then cached with its
- * entry, the only disk a load touches; a query's first ranking fills the page cache, its
- * first hit claims the thread's slot), then twice under the filter: no
- * system call, no lock, no parse.
+ * entry, the only disk a load touches; a query's first ranking fills the
+ * page cache, its first hit claims the thread's slot), then twice under the
+ * filter: no system call, no lock, no parse.
  */
-TEST(list_and_load_touch_nothing)
+static void all_shapes_touch_nothing(void)
 {
     static const struct {
         const char *tool, *args;
@@ -313,6 +313,7 @@ TEST(list_and_load_touch_nothing)
         {"list_skills", NULL},
         {"list_skills", "{}"},
         {"list_skills", "{\"query\":\"csv columns\"}"},
+        {"list_skills", "{\"query\":\"long reference\",\"limit\":1}"},
         {"list_skills", "{\"tags\":[\"data\"]}"},
         {"list_skills", "{\"limit\":2,\"cursor\":null}"},
         {"load_skill", "{\"name\":\"csv-profile\"}"},
@@ -320,6 +321,8 @@ TEST(list_and_load_touch_nothing)
         {"load_skill", "{\"name\":\"x\",\"section\":\"## Usage\"}"},
         {"load_skill", "{\"name\":\"acme/billing\",\"section\":\"invoices\"}"},
         {"load_skill", "{\"name\":\"reports\"}"},
+        {"load_skill", "{\"name\":\"long\"}"},
+        {"load_skill", "{\"name\":\"long\",\"section\":\"part 7\"}"},
         {"load_skill", "{\"name\":\"no-such-skill\"}"},
     };
     enum { N = sizeof calls / sizeof calls[0] };
@@ -345,6 +348,44 @@ TEST(list_and_load_touch_nothing)
     CHECK_EQ(bad, 0);
 }
 
+TEST(list_and_load_touch_nothing)
+{
+    all_shapes_touch_nothing();
+}
+
+/* A small model's budget: pages cut to it, a long body cut with its note. */
+TEST(list_and_load_touch_nothing_small_budget)
+{
+    server_down();
+    static const char *const small[] = {"--context-tokens", "3000", NULL};
+    server_up_with(small);
+    struct probe p = {.tool = "load_skill", .args = "{\"name\":\"long\"}"};
+    one_call(&p);
+    CHECK_EQ(p.rc, 0);
+    CHECK(p.len < 20000);   /* the 24 KB body was cut: the shaping path ran */
+    all_shapes_touch_nothing();
+}
+
+/* A body of 24 sections of ~1 KB each. */
+static void long_skill(void)
+{
+    struct buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "# Long\n\nA long reference body.\n\n");
+    for (int i = 1; i <= 24; i++) {
+        buf_printf(&b, "## Part %d\n\n", i);
+        for (int j = 0; j < 16; j++)
+            buf_puts(&b, "Sixty-odd bytes of plain text to fill this section out. ");
+        buf_puts(&b, "\n\n");
+    }
+    char text[32768];
+    int n = snprintf(text, sizeof text,
+                     "---\nname: long\ndescription: A long reference skill\ntags: [data]\n---\n%s",
+                     b.p);
+    put("skills/long/SKILL.md", text, (size_t)n);
+    buf_cleanup(&b);
+}
+
 int main(void)
 {
     x_install_json_alloc();
@@ -353,9 +394,11 @@ int main(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSYS, &sa, NULL);
     make_tree();
+    long_skill();
     server_up();
     RUN(probe_sees_disk_lock_and_parse);
     RUN(list_and_load_touch_nothing);
+    RUN(list_and_load_touch_nothing_small_budget);
     server_down();
     rm_tree(base);
     DONE();
