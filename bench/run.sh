@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: drive skill-mcp and a bare libmicrohttpd server answering the
 # same bytes with wrk on loopback and report requests/s, p50, p99, RSS and
-# the ratio to the bare server, median of RUNS runs, in three set-ups:
+# the ratio to the bare server, and the CPU each server spends a request,
+# median of RUNS runs, in three set-ups:
 #
 #   1 thread    skill-mcp --threads 1 and bare with 1 thread on core 0, wrk on core 1
 #   2 threads   skill-mcp --threads 2 and bare with 2 threads, wrk (2 threads), all
@@ -59,6 +60,23 @@ run_wrk() { # gen-cpu wrk-threads conns url body -> RESULT line; wrk's own outpu
     return 1
 }
 rss_kb() { awk '/VmRSS/ {print $2}' /proc/$1/status; }
+# CPU ticks (user + system) of PID and its children (the workers of
+# --workers), from /proc: with the load generator on the same cores
+# (2 threads), requests/s also measure how the cores were shared; the CPU a
+# request costs each server does not.
+TICK=$(getconf CLK_TCK)
+cpu_ticks() {
+    local t=0 p
+    for p in "$1" $(pgrep -P "$1" || true); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
+# us_per_req TICKS RPS: microseconds of CPU a request over one wrk run of DUR
+us_per_req() {
+    awk -v t="$1" -v r="$2" -v k="$TICK" -v d="${DUR%s}" \
+        'BEGIN {printf "%.1f", (r > 0 ? t / k * 1e6 / (r * d) : 0)}'
+}
 
 SRV=""; PORT=""
 start_srv() { # cpu args...: skill-mcp in the background; sets SRV and PORT
@@ -88,12 +106,16 @@ measure() {
     done
     [ -n "$BPORT" ] && bench_wait_up "$BPORT" $BARE || { echo "the bare server did not start"; exit 1; }
     local burl=http://127.0.0.1:$BPORT/mcp
-    local s_rps=() b_rps=() s_p50=() s_p99=() b_p50=() b_p99=() line r
+    local s_rps=() b_rps=() s_p50=() s_p99=() b_p50=() b_p99=() s_cpu=() b_cpu=() line r t0
     for r in $(seq "$RUNS"); do
+        t0=$(cpu_ticks $SRV)
         line=$(run_wrk "$gcpu" "$wt" "$CONNS" "$url" "$body")
         s_rps+=($(field rps <<<"$line")); s_p50+=($(field p50_us <<<"$line")); s_p99+=($(field p99_us <<<"$line"))
+        s_cpu+=($(us_per_req $(($(cpu_ticks $SRV) - t0)) "${s_rps[-1]}"))
+        t0=$(cpu_ticks $BARE)
         line=$(run_wrk "$gcpu" "$wt" "$CONNS" "$burl" "$body")
         b_rps+=($(field rps <<<"$line")); b_p50+=($(field p50_us <<<"$line")); b_p99+=($(field p99_us <<<"$line"))
+        b_cpu+=($(us_per_req $(($(cpu_ticks $BARE) - t0)) "${b_rps[-1]}"))
     done
     local h99="" bh99=""
     if [ "$HI" = 1 ]; then
@@ -101,22 +123,23 @@ measure() {
         bh99=$(run_wrk "$gcpu" "$wt" "$CONNS_HI" "$burl" "$body" | field p99_us)
     fi
     kill $BARE; wait $BARE 2>/dev/null || true
-    local S B P50 P99 BP50 BP99 ratio miss=""
+    local S B P50 P99 BP50 BP99 SC BC ratio miss=""
     S=$(printf '%s\n' "${s_rps[@]}" | median); B=$(printf '%s\n' "${b_rps[@]}" | median)
     P50=$(printf '%s\n' "${s_p50[@]}" | median); P99=$(printf '%s\n' "${s_p99[@]}" | median)
     BP50=$(printf '%s\n' "${b_p50[@]}" | median); BP99=$(printf '%s\n' "${b_p99[@]}" | median)
+    SC=$(printf '%s\n' "${s_cpu[@]}" | median); BC=$(printf '%s\n' "${b_cpu[@]}" | median)
     ratio=$(awk -v s="$S" -v b="$B" 'BEGIN {printf "%.2f", (b > 0 ? s / b : 0)}')
     awk -v r="$ratio" 'BEGIN {exit !(r < 0.85)}' && miss+="ratio "
     awk -v a="$P99" -v b="$BP99" 'BEGIN {exit !(a > 2 * b)}' && miss+="p99>2x "
     [ -n "$h99" ] && awk -v a="$h99" 'BEGIN {exit !(a >= 5000)}' && miss+="p99@64>=5ms "
-    printf '| %s | %s | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
-        "$setup" "$name" "$size" "$S" "$B" "$ratio" "$P50" "$P99" "$BP50" "$BP99" \
+    printf '| %s | %s | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+        "$setup" "$name" "$size" "$S" "$B" "$ratio" "$SC" "$BC" "$P50" "$P99" "$BP50" "$BP99" \
         "${h99:--}" "${bh99:--}" "$(rss_kb $SRV)" "${miss:-none}" >>"$out"
 }
 
 out="$tmp/table.md"
-echo "| set-up | call | reply bytes | skill-mcp req/s | bare req/s | ratio | p50 µs | p99 µs | bare p50 µs | bare p99 µs | p99 µs c=$CONNS_HI | bare p99 µs c=$CONNS_HI | RSS KiB | missed |" >"$out"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" >>"$out"
+echo "| set-up | call | reply bytes | skill-mcp req/s | bare req/s | ratio | CPU µs/req | bare CPU µs/req | p50 µs | p99 µs | bare p50 µs | bare p99 µs | p99 µs c=$CONNS_HI | bare p99 µs c=$CONNS_HI | RSS KiB | missed |" >"$out"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" >>"$out"
 
 # The smoke (under ~30 s): list_skills, a query and read_skill_file on one
 # thread (c=64 for the first only), list_skills in the other set-ups.
