@@ -53,76 +53,29 @@ static _Thread_local unsigned wraps[W_N];
 
 #define COUNT(w) do { if (counting) wraps[w]++; } while (0)
 
-int __real_pthread_mutex_lock(pthread_mutex_t *m);
-int __wrap_pthread_mutex_lock(pthread_mutex_t *m);
-int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
-{
-    COUNT(W_MUTEX);
-    return __real_pthread_mutex_lock(m);
-}
-int __real_pthread_mutex_trylock(pthread_mutex_t *m);
-int __wrap_pthread_mutex_trylock(pthread_mutex_t *m);
-int __wrap_pthread_mutex_trylock(pthread_mutex_t *m)
-{
-    COUNT(W_TRYLOCK);
-    return __real_pthread_mutex_trylock(m);
-}
-int __real_pthread_rwlock_rdlock(pthread_rwlock_t *l);
-int __wrap_pthread_rwlock_rdlock(pthread_rwlock_t *l);
-int __wrap_pthread_rwlock_rdlock(pthread_rwlock_t *l)
-{
-    COUNT(W_RDLOCK);
-    return __real_pthread_rwlock_rdlock(l);
-}
-int __real_pthread_rwlock_wrlock(pthread_rwlock_t *l);
-int __wrap_pthread_rwlock_wrlock(pthread_rwlock_t *l);
-int __wrap_pthread_rwlock_wrlock(pthread_rwlock_t *l)
-{
-    COUNT(W_WRLOCK);
-    return __real_pthread_rwlock_wrlock(l);
-}
-int __real_pthread_spin_lock(pthread_spinlock_t *l);
-int __wrap_pthread_spin_lock(pthread_spinlock_t *l);
-int __wrap_pthread_spin_lock(pthread_spinlock_t *l)
-{
-    COUNT(W_SPIN);
-    return __real_pthread_spin_lock(l);
-}
-int __real_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
-int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
-int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
-{
-    COUNT(W_COND);
-    return __real_pthread_cond_wait(c, m);
-}
-int __real_yaml_parser_initialize(yaml_parser_t *p);
-int __wrap_yaml_parser_initialize(yaml_parser_t *p);
-int __wrap_yaml_parser_initialize(yaml_parser_t *p)
-{
-    COUNT(W_YAML);
-    return __real_yaml_parser_initialize(p);
-}
-int __real_fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct err *err);
-int __wrap_fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct err *err);
-int __wrap_fm_parse(const char *buf, size_t len, int complete, struct fm *out, struct err *err)
-{
-    COUNT(W_FM);
-    return __real_fm_parse(buf, len, complete, out, err);
-}
-json_t *__real_fm_fast_parse(const char *s, size_t len);
-json_t *__wrap_fm_fast_parse(const char *s, size_t len);
-json_t *__wrap_fm_fast_parse(const char *s, size_t len)
-{
-    COUNT(W_FMFAST);
-    return __real_fm_fast_parse(s, len);
-}
-size_t __real_md_sections(const char *body, size_t len, struct md_section **out);
-size_t __wrap_md_sections(const char *body, size_t len, struct md_section **out);
-size_t __wrap_md_sections(const char *body, size_t len, struct md_section **out)
-{
-    COUNT(W_MD);
-    return __real_md_sections(body, len, out);
-}
+/* __wrap_fn counts a call of fn on a counting thread, then calls it. */
+#define WRAP(ret, fn, w, params, args)              \
+    ret __real_##fn params;                         \
+    ret __wrap_##fn params;                         \
+    ret __wrap_##fn params                          \
+    {                                               \
+        COUNT(w);                                   \
+        return __real_##fn args;                    \
+    }
+
+WRAP(int, pthread_mutex_lock, W_MUTEX, (pthread_mutex_t *m), (m))
+WRAP(int, pthread_mutex_trylock, W_TRYLOCK, (pthread_mutex_t *m), (m))
+WRAP(int, pthread_rwlock_rdlock, W_RDLOCK, (pthread_rwlock_t *l), (l))
+WRAP(int, pthread_rwlock_wrlock, W_WRLOCK, (pthread_rwlock_t *l), (l))
+WRAP(int, pthread_spin_lock, W_SPIN, (pthread_spinlock_t *l), (l))
+WRAP(int, pthread_cond_wait, W_COND, (pthread_cond_t *c, pthread_mutex_t *m), (c, m))
+WRAP(int, yaml_parser_initialize, W_YAML, (yaml_parser_t *p), (p))
+WRAP(int, fm_parse, W_FM,
+     (const char *buf, size_t len, int complete, struct fm *out, struct err *err),
+     (buf, len, complete, out, err))
+WRAP(json_t *, fm_fast_parse, W_FMFAST, (const char *s, size_t len), (s, len))
+WRAP(size_t, md_sections, W_MD, (const char *body, size_t len, struct md_section **out),
+     (body, len, out))
 
 /* ---- counting: system calls (seccomp) --------------------------------------- */
 
