@@ -67,7 +67,7 @@ rss_kb() { awk '/VmRSS/ {print $2}' /proc/$1/status; }
 TICK=$(getconf CLK_TCK)
 cpu_ticks() {
     local t=0 p
-    for p in "$1" $(pgrep -P "$1" || true); do
+    for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null || true); do
         t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
     done
     echo "$t"
