@@ -98,6 +98,11 @@ struct call *call_new(struct srv *S)
     return c;
 }
 
+const void *call_own_lock(const struct call *c)
+{
+    return &P(c)->mu;
+}
+
 void call_ref(struct call *c)
 {
     pthread_mutex_lock(&P(c)->mu);

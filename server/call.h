@@ -201,6 +201,11 @@ const char *call_body(const struct call *c, size_t *len);
 /* The same bytes handed to the caller (free()), leaving the call none. */
 char *call_take_body(struct call *c, size_t *len);
 
+/* The mutex that guards c's references and completion: no other call
+ * takes it, and no other thread unless c runs a script or a task (tests
+ * tell it from a lock that requests share). */
+const void *call_own_lock(const struct call *c);
+
 /* Renders the outcome for the call's era and delivers it: 0, or -1 when
  * the call was completed already (nothing is sent twice). */
 int call_finish(struct call *c);

@@ -1,22 +1,30 @@
 /*
- * test_hotpath.c - the hot-path rule: list_skills and load_skill touch no
- * disk, take no lock and parse no skill file.
+ * test_hotpath.c - the hot-path rule: list_skills and load_skill, as an HTTP
+ * thread runs them (rpc_handle on the POST body, both protocol eras, the
+ * request's view of the common shapes and its tree for the others, through
+ * the answer's completion), touch no disk, take no lock and parse no skill
+ * file once warm.
  *
- * The calls run on a thread of their own under a seccomp filter that traps
- * every system call but the allocator's (mmap, brk, madvise, ...), the
- * clock's and futex (the allocator's own locks); a trapped call is recorded
- * by number and fails with ENOSYS, so the thread carries on and the test
- * names every call made. Locks and parsers are counted by the linker:
- * this binary is linked with --wrap for the pthread lock functions, libyaml's
- * parser and the frontmatter and Markdown parsers (see the Makefile), so
- * every call to them from the server's objects passes a counter first. The
- * counters are per thread: the body indexer's own locks do not count.
+ * The calls run on threads of their own under a seccomp filter that traps
+ * every system call but the allocator's (mmap, brk, madvise, ...) and the
+ * clock's; a trapped call is recorded by number and fails with ENOSYS, so
+ * the thread carries on and the test names every call made. With one probe
+ * thread no other runs (the fixture starts no body indexer), so futex, a
+ * lock's wait, is trapped too; with two it is allowed (the allocator's own
+ * locks). Locks and parsers are counted by the linker: this binary is
+ * linked with --wrap for the pthread, C11 and semaphore lock functions,
+ * libyaml's parser and the frontmatter and Markdown parsers (see the
+ * Makefile), so every call to them from the server's objects passes a
+ * counter first. Not seen: a lock spun by hand on an atomic, and work done
+ * only on a timer or past the rounds run here.
  */
 #include "harness.h"
+#include "acl.h"
 #include "call.h"
 #include "fmfast.h"
 #include "frontmatter.h"
 #include "markdown.h"
+#include "rpc.h"
 #include "skills.h"
 #include "srv.h"
 #include "stats.h"
@@ -28,8 +36,10 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
+#include <threads.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -41,41 +51,61 @@
 
 /* ---- counting: locks and parsers (--wrap) --------------------------------- */
 
-enum { W_MUTEX, W_TRYLOCK, W_RDLOCK, W_WRLOCK, W_SPIN, W_COND, W_YAML, W_FM, W_FMFAST, W_MD,
-       W_N };
-static const char *const w_names[W_N] = {
-    "pthread_mutex_lock", "pthread_mutex_trylock", "pthread_rwlock_rdlock",
-    "pthread_rwlock_wrlock", "pthread_spin_lock", "pthread_cond_wait",
-    "yaml_parser_initialize", "fm_parse", "fm_fast_parse", "md_sections",
-};
+/* The functions counted: the Makefile's --wrap list is read off these lines. */
+#define WRAPPED(X)                                                                          \
+    X(int, pthread_mutex_lock, (pthread_mutex_t *m), (m))                                   \
+    X(int, pthread_mutex_trylock, (pthread_mutex_t *m), (m))                                \
+    X(int, pthread_mutex_timedlock, (pthread_mutex_t *m, const struct timespec *t), (m, t)) \
+    X(int, pthread_rwlock_rdlock, (pthread_rwlock_t *l), (l))                               \
+    X(int, pthread_rwlock_wrlock, (pthread_rwlock_t *l), (l))                               \
+    X(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t *l), (l))                            \
+    X(int, pthread_rwlock_trywrlock, (pthread_rwlock_t *l), (l))                            \
+    X(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t *l, const struct timespec *t), (l, t)) \
+    X(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t *l, const struct timespec *t), (l, t)) \
+    X(int, pthread_spin_lock, (pthread_spinlock_t *l), (l))                                 \
+    X(int, pthread_spin_trylock, (pthread_spinlock_t *l), (l))                              \
+    X(int, pthread_cond_wait, (pthread_cond_t *c, pthread_mutex_t *m), (c, m))              \
+    X(int, pthread_cond_timedwait,                                                          \
+      (pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t), (c, m, t))         \
+    X(int, sem_wait, (sem_t *s), (s))                                                       \
+    X(int, sem_trywait, (sem_t *s), (s))                                                    \
+    X(int, sem_timedwait, (sem_t *s, const struct timespec *t), (s, t))                     \
+    X(int, mtx_lock, (mtx_t *m), (m))                                                       \
+    X(int, mtx_trylock, (mtx_t *m), (m))                                                    \
+    X(int, mtx_timedlock, (mtx_t *m, const struct timespec *t), (m, t))                     \
+    X(int, yaml_parser_initialize, (yaml_parser_t *p), (p))                                 \
+    X(int, fm_parse, (const char *buf, size_t len, int complete, struct fm *out,            \
+      struct err *err), (buf, len, complete, out, err))                                     \
+    X(json_t *, fm_fast_parse, (const char *s, size_t len), (s, len))                       \
+    X(size_t, md_sections, (const char *body, size_t len, struct md_section **out),         \
+      (body, len, out))
+
+#define W_ENUM(ret, fn, params, args) W_##fn,
+#define W_NAME(ret, fn, params, args) #fn,
+enum { WRAPPED(W_ENUM) W_N };
+static const char *const w_names[W_N] = {WRAPPED(W_NAME)};
 static _Thread_local int counting;
 static _Thread_local unsigned wraps[W_N];
+/* The running call's own lock (call_own_lock): a mutex of the request's
+ * own, which no other request takes, is not one that requests share. */
+static _Thread_local const void *own_lock;
 
-#define COUNT(w) do { if (counting) wraps[w]++; } while (0)
+static const volatile void *w_first(const volatile void *p, ...)
+{
+    return p;
+}
 
 /* __wrap_fn counts a call of fn on a counting thread, then calls it. */
-#define WRAP(ret, fn, w, params, args)              \
-    ret __real_##fn params;                         \
-    ret __wrap_##fn params;                         \
-    ret __wrap_##fn params                          \
-    {                                               \
-        COUNT(w);                                   \
-        return __real_##fn args;                    \
+#define W_DEFINE(ret, fn, params, args)                         \
+    ret __real_##fn params;                                     \
+    ret __wrap_##fn params;                                     \
+    ret __wrap_##fn params                                      \
+    {                                                           \
+        if (counting && w_first args != own_lock)               \
+            wraps[W_##fn]++;                                    \
+        return __real_##fn args;                                \
     }
-
-WRAP(int, pthread_mutex_lock, W_MUTEX, (pthread_mutex_t *m), (m))
-WRAP(int, pthread_mutex_trylock, W_TRYLOCK, (pthread_mutex_t *m), (m))
-WRAP(int, pthread_rwlock_rdlock, W_RDLOCK, (pthread_rwlock_t *l), (l))
-WRAP(int, pthread_rwlock_wrlock, W_WRLOCK, (pthread_rwlock_t *l), (l))
-WRAP(int, pthread_spin_lock, W_SPIN, (pthread_spinlock_t *l), (l))
-WRAP(int, pthread_cond_wait, W_COND, (pthread_cond_t *c, pthread_mutex_t *m), (c, m))
-WRAP(int, yaml_parser_initialize, W_YAML, (yaml_parser_t *p), (p))
-WRAP(int, fm_parse, W_FM,
-     (const char *buf, size_t len, int complete, struct fm *out, struct err *err),
-     (buf, len, complete, out, err))
-WRAP(json_t *, fm_fast_parse, W_FMFAST, (const char *s, size_t len), (s, len))
-WRAP(size_t, md_sections, W_MD, (const char *body, size_t len, struct md_section **out),
-     (body, len, out))
+WRAPPED(W_DEFINE)
 
 /* ---- counting: system calls (seccomp) --------------------------------------- */
 
@@ -105,18 +135,22 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 #define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
                   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
-/* This thread from now on: every system call but the allowed ones traps. */
-static int sandbox_thread(void)
+/* This thread from now on: every system call but the allowed ones traps;
+ * futex too unless futex_ok (two threads at once: the allocator's own
+ * locks may then wait, glibc's on a block freed into another thread's
+ * arena, a sanitizer's on any). */
+static int sandbox_thread(int futex_ok)
 {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_HERE, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        /* the allocator (its arenas grow, shrink and lock) and the clock */
+        /* the allocator (its arenas grow and shrink) and the clock */
         ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_mremap), ALLOW(__NR_brk),
-        ALLOW(__NR_madvise), ALLOW(__NR_mprotect), ALLOW(__NR_futex),
+        ALLOW(__NR_madvise), ALLOW(__NR_mprotect),
         ALLOW(__NR_clock_gettime), ALLOW(__NR_gettimeofday),
+        ALLOW(futex_ok ? __NR_futex : __NR_clock_gettime),
         /* the thread's own end (the sanitizers' runtime takes down its
          * signal stack; a report's write is trapped too, and the run fails
          * on its exit status) */
@@ -133,95 +167,159 @@ static int sandbox_thread(void)
 /* ---- the calls -------------------------------------------------------------- */
 
 struct probe {
-    const char *tool, *args;
+    const char *tool;
+    char args[160];             /* the arguments' JSON, "" for none */
     int modern;
-    int rc;                     /* tools_call's return */
+    int kind;                   /* call_kind of the answer */
     size_t len;                 /* the answer's bytes */
     unsigned wraps[W_N];
     int nsys, sys[MAX_TRAPPED];
 };
 
-/* tool(args) on this thread, its locks, parses and system calls counted
- * (the arguments are built before and freed after: the request's own parse
- * is not the skill's). */
+/* The POST body of p, as a client of its era sends it. */
+static size_t body_of(const struct probe *p, char *out, size_t cap)
+{
+    char args[200] = "";
+    if (p->args[0])
+        snprintf(args, sizeof args, ",\"arguments\":%s", p->args);
+    int n = snprintf(out, cap,
+                     "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                     "\"params\":{\"name\":\"%s\"%s%s}}",
+                     p->tool, args,
+                     p->modern ? ",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+                                 "\"2026-07-28\",\"io.modelcontextprotocol/"
+                                 "clientCapabilities\":{}}"
+                               : "");
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+/*
+ * p as an HTTP thread runs it, from the body to the answer's release, its
+ * locks, parses and system calls counted (the body is composed before).
+ */
 static void one_call(struct probe *p)
 {
-    json_error_t e;
-    json_t *a = p->args ? json_loads(p->args, 0, &e) : NULL;
-    struct call *c = call_new(&S);
-    c->modern = p->modern;
+    char body[512];
+    size_t blen = body_of(p, body, sizeof body);
+    struct rpc_headers h = {0};
+    if (p->modern) {
+        h.protocol_version = "2026-07-28";
+        h.method = "tools/call";
+        h.name = p->tool;
+    }
     memset(wraps, 0, sizeof wraps);
     ntrapped = 0;
     counting = 1;
-    p->rc = tools_call(c, p->tool, a);
+    struct call *c = call_new(&S);
+    own_lock = call_own_lock(c);
+    call_set_view(c, acl_classify(S.acl, NULL));
+    rpc_handle(c, body, blen, &h);
+    p->kind = call_kind(c);
+    size_t len = 0;
+    free(call_take_body(c, &len));
+    p->len = len;
+    call_unref(c);
     counting = 0;
+    own_lock = NULL;
     memcpy(p->wraps, wraps, sizeof wraps);
     p->nsys = ntrapped;
     for (int i = 0; i < ntrapped && i < MAX_TRAPPED; i++)
         p->sys[i] = trapped[i];
-    size_t len = 0;
-    int owned = 0;
-    if (p->rc == 0 && call_raw_bytes(c, &len, &owned))
-        p->len = len;
-    call_unref(c);
-    json_decref(a);
+}
+
+static int answered(const struct probe *p)
+{
+    return (p->kind == CALL_RESULT || p->kind == CALL_RAW || p->kind == CALL_RESPONSE) &&
+           p->len > 0;
 }
 
 /*
- * A serving thread's life in short: warm (the calls once each, unchecked),
- * then under the filter (the calls again, checked). A thread's first use of
- * its per-thread slots takes a lock once, as each HTTP thread does when it
+ * A serving thread's life in short: warm (the calls, unchecked), then under
+ * the filter (the calls again, checked). A thread's first use of its
+ * per-thread slots takes a lock once, as each HTTP thread does when it
  * starts serving; the rule is about every request after that.
  */
 struct run {
-    struct probe *warm, *checked;
-    size_t nwarm, nchecked;
+    const struct probe *calls;
+    size_t n;
+    struct probe *warm, *checked;   /* WARM_ROUNDS and CHECKED_ROUNDS times n */
+    int futex_ok;                   /* allowed: another thread runs too */
     int sandboxed;
+    pthread_t t;
 };
+
+#define WARM_ROUNDS 2
+#define CHECKED_ROUNDS 8
 
 static void *run_main(void *arg)
 {
     struct run *r = arg;
-    for (size_t i = 0; i < r->nwarm; i++)
+    for (size_t i = 0; i < WARM_ROUNDS * r->n; i++) {
+        r->warm[i] = r->calls[i % r->n];
         one_call(&r->warm[i]);
-    r->sandboxed = sandbox_thread() == 0;
-    for (size_t i = 0; r->sandboxed && i < r->nchecked; i++)
+    }
+    r->sandboxed = sandbox_thread(r->futex_ok) == 0;
+    for (size_t i = 0; r->sandboxed && i < CHECKED_ROUNDS * r->n; i++) {
+        r->checked[i] = r->calls[i % r->n];
         one_call(&r->checked[i]);
+    }
     return NULL;
 }
 
-static int run_thread(struct run *r)
-{
-    pthread_t t;
-    if (pthread_create(&t, NULL, run_main, r) != 0 || pthread_join(t, NULL) != 0) {
-        H_FAIL("cannot start the probe thread");
-        return -1;
-    }
-    if (!r->sandboxed) {
-        H_FAIL("the seccomp filter was refused (%s)", strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* What p did besides answering, printed; the number of things found. */
-static int misdeeds(const struct probe *p)
+static int misdeeds(const struct probe *p, const char *when)
 {
-    const char *args = p->args ? p->args : "";
+    const char *era = p->modern ? "modern" : "legacy";
     int bad = 0;
-    if (p->rc != 0 || !p->len) {
-        printf("# %s %s: no answer (rc %d)\n", p->tool, args, p->rc);
+    if (!answered(p)) {
+        printf("# %s %s %s %s: no answer (kind %d)\n", when, era, p->tool, p->args, p->kind);
         bad++;
     }
     for (int i = 0; i < p->nsys && i < MAX_TRAPPED; i++) {
-        printf("# %s %s: system call %d\n", p->tool, args, p->sys[i]);
+        printf("# %s %s %s %s: system call %d\n", when, era, p->tool, p->args, p->sys[i]);
         bad++;
     }
     for (int w = 0; w < W_N; w++)
         if (p->wraps[w]) {
-            printf("# %s %s: %s called %u time(s)\n", p->tool, args, w_names[w], p->wraps[w]);
+            printf("# %s %s %s %s: %s called %u time(s)\n", when, era, p->tool, p->args,
+                   w_names[w], p->wraps[w]);
             bad++;
         }
+    return bad;
+}
+
+/* The calls on nthreads threads at once; the number of misdeeds found. */
+static int run_threads(const struct probe *calls, size_t n, int nthreads)
+{
+    struct run r[2];
+    int bad = 0;
+    if (nthreads > 2)
+        nthreads = 2;
+    for (int t = 0; t < nthreads; t++) {
+        r[t] = (struct run){.calls = calls, .n = n, .futex_ok = nthreads > 1,
+                            .warm = xcalloc(WARM_ROUNDS * n, sizeof(struct probe)),
+                            .checked = xcalloc(CHECKED_ROUNDS * n, sizeof(struct probe))};
+        if (pthread_create(&r[t].t, NULL, run_main, &r[t]) != 0) {
+            printf("# cannot start a probe thread\n");
+            return 1;
+        }
+    }
+    for (int t = 0; t < nthreads; t++) {
+        pthread_join(r[t].t, NULL);
+        if (!r[t].sandboxed) {
+            printf("# the seccomp filter was refused (%s)\n", strerror(errno));
+            bad++;
+        }
+        for (size_t i = 0; i < WARM_ROUNDS * n; i++)
+            if (!answered(&r[t].warm[i])) {
+                printf("# warm-up %s %s: no answer\n", r[t].warm[i].tool, r[t].warm[i].args);
+                bad++;
+            }
+        for (size_t i = 0; r[t].sandboxed && i < CHECKED_ROUNDS * n; i++)
+            bad += misdeeds(&r[t].checked[i], "checked");
+        free(r[t].warm);
+        free(r[t].checked);
+    }
     return bad;
 }
 
@@ -234,10 +332,13 @@ TEST(probe_sees_disk_lock_and_parse)
 {
     struct probe p = {.tool = "read_skill_file",
                       .args = "{\"name\":\"x\",\"path\":\"references/a.md\"}"};
-    struct run r = {.checked = &p, .nchecked = 1};
-    if (run_thread(&r))
-        return;
-    CHECK(p.nsys > 0);
+    struct probe warm[WARM_ROUNDS], checked[CHECKED_ROUNDS];
+    struct run r = {.calls = &p, .n = 1, .warm = warm, .checked = checked};
+    CHECK(pthread_create(&r.t, NULL, run_main, &r) == 0);
+    CHECK(pthread_join(r.t, NULL) == 0);
+    CHECK(r.sandboxed);
+    CHECK(answered(&warm[0]));
+    CHECK(checked[0].nsys > 0);
     /* a rescan after an edit reads the edited SKILL.md again */
     skill_md("y", "y", "The y skill, edited", NULL, "# Y\n\nBody of y, edited.\n");
     struct skills_report rep;
@@ -247,63 +348,98 @@ TEST(probe_sees_disk_lock_and_parse)
     skills_rescan(S.skills, 1, &rep);
     counting = 0;
     skills_report_cleanup(&rep);
-    CHECK(wraps[W_MUTEX] > 0);
-    CHECK(wraps[W_FM] > 0);
+    CHECK(wraps[W_pthread_mutex_lock] > 0);
+    CHECK(wraps[W_fm_parse] > 0);
 }
 
-/*
- * Every shape of the two calls, in both eras: warmed twice (a skill's body
- * is read and its sections found on its first load, then cached with its
- * entry, the only disk a load touches; a query's first ranking fills the
- * page cache, its first hit claims the thread's slot), then twice under the
- * filter: no system call, no lock, no parse.
- */
-static void all_shapes_touch_nothing(void)
+/* Every shape of the two calls, in both eras. */
+static const struct {
+    const char *tool, *args;
+} shapes[] = {
+    {"list_skills", ""},
+    {"list_skills", "{}"},
+    {"list_skills", "{\"query\":\"csv columns\"}"},
+    {"list_skills", "{\"query\":\"long reference\",\"limit\":1}"},
+    {"list_skills", "{\"query\":\"reports\",\"tags\":[\"finance\"]}"},
+    {"list_skills", "{\"tags\":[\"data\"]}"},
+    {"list_skills", "{\"limit\":2,\"cursor\":null}"},
+    {"list_skills", "{\"limit\":2,\"cursor\":\"CURSOR\"}"},
+    {"list_skills", "{\"query\":\"\"}"},
+    {"load_skill", "{\"name\":\"csv-profile\"}"},
+    {"load_skill", "{\"name\":\"x\",\"section\":\"usage\"}"},
+    {"load_skill", "{\"name\":\"x\",\"section\":\"## Usage\"}"},
+    {"load_skill", "{\"name\":\"x\",\"section\":\"no such section\"}"},
+    {"load_skill", "{\"name\":\"acme/billing\"}"},
+    {"load_skill", "{\"name\":\"acme/billing\",\"section\":\"invoices\"}"},
+    {"load_skill", "{\"name\":\"reports\"}"},
+    {"load_skill", "{\"name\":\"long\"}"},
+    {"load_skill", "{\"name\":\"long\",\"section\":\"part 7\"}"},
+    {"load_skill", "{\"name\":\"no-such-skill\"}"},
+    {"load_skill", "{\"name\":\"x\",\"extra\":1}"},
+};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+/* The next_cursor of list_skills {"limit":2}, asked once unchecked. */
+static int first_cursor(char *out, size_t cap)
 {
-    static const struct {
-        const char *tool, *args;
-    } calls[] = {
-        {"list_skills", NULL},
-        {"list_skills", "{}"},
-        {"list_skills", "{\"query\":\"csv columns\"}"},
-        {"list_skills", "{\"query\":\"long reference\",\"limit\":1}"},
-        {"list_skills", "{\"tags\":[\"data\"]}"},
-        {"list_skills", "{\"limit\":2,\"cursor\":null}"},
-        {"load_skill", "{\"name\":\"csv-profile\"}"},
-        {"load_skill", "{\"name\":\"x\",\"section\":\"usage\"}"},
-        {"load_skill", "{\"name\":\"x\",\"section\":\"## Usage\"}"},
-        {"load_skill", "{\"name\":\"acme/billing\",\"section\":\"invoices\"}"},
-        {"load_skill", "{\"name\":\"reports\"}"},
-        {"load_skill", "{\"name\":\"long\"}"},
-        {"load_skill", "{\"name\":\"long\",\"section\":\"part 7\"}"},
-        {"load_skill", "{\"name\":\"no-such-skill\"}"},
-    };
-    enum { N = sizeof calls / sizeof calls[0] };
-    struct probe warm[4 * N], checked[4 * N];
-    memset(warm, 0, sizeof warm);
-    memset(checked, 0, sizeof checked);
-    for (size_t i = 0; i < 4 * N; i++) {
-        warm[i].tool = checked[i].tool = calls[i % N].tool;
-        warm[i].args = checked[i].args = calls[i % N].args;
-        warm[i].modern = checked[i].modern = (int)(i / N) % 2;
+    struct probe p = {.tool = "list_skills", .args = "{\"limit\":2}"};
+    char body[512];
+    size_t blen = body_of(&p, body, sizeof body);
+    struct call *c = call_new(&S);
+    rpc_handle(c, body, blen, &(struct rpc_headers){0});
+    size_t len = 0;
+    char *ans = call_take_body(c, &len);
+    call_unref(c);
+    json_t *j = ans ? json_loadb(ans, len, 0, NULL) : NULL;
+    free(ans);
+    const char *cur = json_string_value(json_object_get(
+        json_object_get(json_object_get(j, "result"), "structuredContent"), "next_cursor"));
+    int ok = cur && strlen(cur) < cap;
+    if (ok)
+        strcpy(out, cur);
+    json_decref(j);
+    return ok ? 0 : -1;
+}
+
+/* Every shape, both eras, on nthreads threads at once: warmed twice (a
+ * skill's body is read and its sections found on its first load, then
+ * cached with its entry, the only disk a load touches; a query's first
+ * ranking fills the page cache, its first hit claims the thread's slot),
+ * then eight rounds under the filter. */
+static int all_shapes(int nthreads)
+{
+    char cursor[64];
+    if (first_cursor(cursor, sizeof cursor) < 0) {
+        printf("# list_skills {\"limit\":2} gave no next_cursor\n");
+        return 1;
     }
-    struct run r = {.warm = warm, .nwarm = 4 * N, .checked = checked, .nchecked = 4 * N};
-    if (run_thread(&r))
-        return;
-    int bad = 0;
-    for (size_t i = 0; i < 4 * N; i++)
-        if (warm[i].rc != 0 || !warm[i].len) {
-            printf("# warm-up %s %s: no answer\n", warm[i].tool, warm[i].args ? warm[i].args : "");
-            bad++;
-        }
-    for (size_t i = 0; i < 4 * N; i++)
-        bad += misdeeds(&checked[i]);
-    CHECK_EQ(bad, 0);
+    struct probe calls[2 * NSHAPES];
+    memset(calls, 0, sizeof calls);
+    for (size_t i = 0; i < 2 * NSHAPES; i++) {
+        calls[i].tool = shapes[i % NSHAPES].tool;
+        calls[i].modern = i >= NSHAPES;
+        const char *a = shapes[i % NSHAPES].args, *at = strstr(a, "CURSOR");
+        if (at)
+            snprintf(calls[i].args, sizeof calls[i].args, "%.*s%s%s", (int)(at - a), a, cursor,
+                     at + 6);
+        else
+            snprintf(calls[i].args, sizeof calls[i].args, "%s", a);
+    }
+    return run_threads(calls, 2 * NSHAPES, nthreads);
 }
 
 TEST(list_and_load_touch_nothing)
 {
-    all_shapes_touch_nothing();
+    CHECK_EQ(all_shapes(1), 0);
+}
+
+/* Two threads at once: a path taken only when another reader or writer is
+ * there (a page being kept, a body being cached) runs too. */
+TEST(list_and_load_touch_nothing_two_threads)
+{
+    server_down();
+    server_up();
+    CHECK_EQ(all_shapes(2), 0);
 }
 
 /* A small model's budget: pages cut to it, a long body cut with its note. */
@@ -314,9 +450,9 @@ TEST(list_and_load_touch_nothing_small_budget)
     server_up_with(small);
     struct probe p = {.tool = "load_skill", .args = "{\"name\":\"long\"}"};
     one_call(&p);
-    CHECK_EQ(p.rc, 0);
+    CHECK(answered(&p));
     CHECK(p.len < 20000);   /* the 24 KB body was cut: the shaping path ran */
-    all_shapes_touch_nothing();
+    CHECK_EQ(all_shapes(1), 0);
 }
 
 /* A body of 24 sections of ~1 KB each. */
@@ -351,6 +487,7 @@ int main(void)
     server_up();
     RUN(probe_sees_disk_lock_and_parse);
     RUN(list_and_load_touch_nothing);
+    RUN(list_and_load_touch_nothing_two_threads);
     RUN(list_and_load_touch_nothing_small_budget);
     server_down();
     rm_tree(base);
