@@ -103,6 +103,11 @@ static uint64_t ch_quiet(void)
     return atomic_load(&ch.seq) == s1 ? e + 1 : 0;
 }
 
+uint64_t rcache_epoch(void)
+{
+    return ch_quiet();
+}
+
 /* Filesystems whose changes are all made through this kernel (so inotify
  * hears of them): not network or FUSE ones. */
 static int local_fs(const char *dir)
@@ -123,9 +128,12 @@ static int ch_add(const char *path, uint32_t mask)
 {
     /* Not through a symlink: a watch on its target hears nothing of the
      * target's own parents, so a path through one is checked with stats. */
-    if (inotify_add_watch(ch.fd, path, mask | IN_MASK_ADD | IN_DONT_FOLLOW | IN_ONLYDIR) >= 0)
+    if (inotify_add_watch(ch.fd, path, mask | IN_MASK_ADD | IN_DONT_FOLLOW) >= 0)
         return 0;
-    /* A folder gone or replaced by a file concerns its own skill only. */
+    /* A folder gone or replaced by a file concerns its own skill only; a
+     * file gone has nothing to watch (its folder hears it come back). */
+    if (errno == ENOENT && !(mask & IN_ONLYDIR))
+        return 0;
     if (errno != ENOSPC && errno != ENOMEM)
         return -1;
     if (!atomic_exchange(&ch.full, 1))
@@ -135,8 +143,9 @@ static int ch_add(const char *path, uint32_t mask)
 }
 
 /*
- * Watches k's folder, the folders of its files and every ancestor: 1 when
- * all are watched (its replies may then skip stats), else 0.
+ * Watches k's folder, the folders of its files, every ancestor and the
+ * files themselves (SKILL.md too): 1 when all are watched (its replies may
+ * then skip stats), else 0.
  */
 static int ch_watch(const struct skill *k)
 {
@@ -145,10 +154,15 @@ static int ch_watch(const struct skill *k)
     pthread_once(&ch.once, ch_init);
     if (ch.fd < 0 || atomic_load(&ch.full) || !local_fs(dir))
         return 0;
-    const uint32_t here = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM |
-                          IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
-    const uint32_t above = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-                           IN_DELETE_SELF | IN_MOVE_SELF;
+    const uint32_t here = IN_ONLYDIR | IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE |
+                          IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    /* IN_ATTRIB too: a folder above made unreadable (chmod) ends reads
+     * through it, kept or not. */
+    const uint32_t above = IN_ONLYDIR | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                           IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+    /* Each file's own inode as well: a name added to it later (a hard
+     * link anywhere) writes it without an event in any watched folder. */
+    const uint32_t file = IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
     char path[PATH_MAX];
     int ok = 1;
     pthread_mutex_lock(&ch.add_mu);
@@ -173,6 +187,15 @@ static int ch_watch(const struct skill *k)
             ok = ch_add(path, here) == 0;
             *sl = '/';
         }
+        if (ok)
+            ok = ch_add(path, file) == 0;
+    }
+    if (ok && dl + sizeof "/SKILL.md" > sizeof path)
+        ok = 0;
+    if (ok) {
+        memcpy(path, dir, dl);
+        memcpy(path + dl, "/SKILL.md", sizeof "/SKILL.md");
+        ok = ch_add(path, file) == 0;
     }
     pthread_mutex_unlock(&ch.add_mu);
     return ok;
@@ -357,9 +380,9 @@ const char *rcache_file_get(struct skill *k, size_t fi, enum rcache_kind kind, c
     if (!key_eq(&key, &r->key) || ctime_of(st) != r->ctime_ns || al != r->arglen ||
         memcmp(r->data + r->r.len + 1, arg, al))
         return NULL;
-    /* The epoch was read before the stat: no event since means no change.
-     * A file with other names may be written through one not watched. */
-    if (quiet && st->st_nlink == 1)
+    /* The epoch was read before the stat: no event since means no change
+     * (through any of the file's names: its own inode is watched). */
+    if (quiet)
         atomic_store(&r->r.verified, quiet);
     *len = r->r.len;
     return r->data;
@@ -458,11 +481,10 @@ void rcache_files_free(struct rcache_files *f, size_t nfiles)
  * 0, or -1 when one cannot be taken, is not a regular file, or changed
  * within RACY_NS (then nothing is kept).
  */
-static int stamp_all(const struct skill *k, struct rc_stamp *st, int *linked)
+static int stamp_all(const struct skill *k, struct rc_stamp *st)
 {
     char kdir[SKILL_DIR_MAX];
     const char *dir = skills_dir(k, kdir);
-    *linked = 0;
     char path[PATH_MAX];
     int64_t now = now_wall_ms() * 1000000ll;
     for (size_t i = 0; i <= k->nfiles; i++) {
@@ -476,8 +498,6 @@ static int stamp_all(const struct skill *k, struct rc_stamp *st, int *linked)
         st[i].mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
         st[i].ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
         st[i].size = (int64_t)sb.st_size;
-        if (sb.st_nlink != 1)
-            *linked = 1;
         if (now - st[i].mtime_ns < RACY_NS || now - st[i].ctime_ns < RACY_NS)
             return -1;
     }
@@ -508,12 +528,11 @@ const char *rcache_entry_get(struct skill *k, unsigned kind, size_t *len,
     quiet = ch_current(k, f, quiet);
     struct rcache_stamps *s = xmalloc(sizeof *s + (k->nfiles + 1) * sizeof s->st[0]);
     s->n = k->nfiles + 1;
-    int linked;
-    s->ok = stamp_all(k, s->st, &linked) == 0;
+    s->ok = stamp_all(k, s->st) == 0;
     *stamps = s;
     if (!s->ok || !e || e->n != s->n || memcmp(e->st, s->st, s->n * sizeof s->st[0]))
         return NULL;
-    if (quiet && !linked)
+    if (quiet)
         atomic_store(&e->r.verified, quiet);
     *len = e->r.len;
     return e->data;

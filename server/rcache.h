@@ -47,6 +47,11 @@ enum rcache_kind {
     RCACHE_KINDS
 };
 
+/* For tests: the change epoch as a hit reads it, plus one; 0 while a change
+ * is queued (this call reads the queue and moves the epoch) or inotify is
+ * not in use. */
+uint64_t rcache_epoch(void);
+
 /* Where the per-entry slots live: struct skill's rfiles (skills.h). */
 struct rcache_files;
 

@@ -137,6 +137,120 @@ TEST(file_reply_edit_in_place_after_hits)
     age("skills/x/references/a.md", 60, 0);
 }
 
+/* A kept and verified reply, then served without a stat: what the tests
+ * below change under. */
+static int kept_and_quiet_as(const char *args, const char *rel, const char *want)
+{
+    age(rel, 60, 0);
+    for (int i = 0; i < 3; i++) {
+        json_t *r = call_tool("read_skill_file", args, NULL);
+        int ok = r && !strcmp(content_of(r) ? content_of(r) : "", want);
+        json_decref(r);
+        if (!ok)
+            return 0;
+    }
+    return last_borrowed && rcache_epoch() != 0;
+}
+
+/* The epoch once the queue is read (a call that finds events queued reads
+ * them and answers 0); 0 if it never settles. */
+static uint64_t settled_epoch(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        uint64_t e = rcache_epoch();
+        if (e)
+            return e;
+    }
+    return 0;
+}
+
+
+static const char READ_LINKED[] = "{\"name\":\"y\",\"path\":\"references/linked.md\"}";
+
+/* A name added to the file after its reply was kept (a hard link in a
+ * folder no watch covers), and a write through it: the link itself moves
+ * the epoch, the reply is verified again with two names (the link moved
+ * its ctime: rendered once more, then kept), and the write through the
+ * other name moves the epoch: the next call has the new bytes. */
+TEST(file_reply_hard_link_made_after_keep)
+{
+    mkpath("elsewhere");    /* first: its creation is an event of base's watch */
+    CHECK(kept_and_quiet_as(READ_LINKED, "skills/y/references/linked.md", "# L\nhello\n"));
+    uint64_t before = rcache_epoch();
+    char a[512], l[512];
+    snprintf(a, sizeof a, "%s/skills/y/references/linked.md", base);
+    snprintf(l, sizeof l, "%s/elsewhere/linked-too", base);
+    CHECK(link(a, l) == 0);
+    uint64_t now = settled_epoch();
+    CHECK(now && now != before);
+    for (int i = 0; i < 3; i++) {
+        json_t *k = call_tool("read_skill_file", READ_LINKED, NULL);
+        CHECK_STR(content_of(k), "# L\nhello\n");
+        json_decref(k);
+    }
+    CHECK(last_borrowed);
+    CHECK_EQ(rcache_epoch(), now);
+    overwrite("elsewhere/linked-too", "# L\nHELLO\n");
+    json_t *r = call_tool("read_skill_file", READ_LINKED, NULL);
+    CHECK_STR(content_of(r), "# L\nHELLO\n");
+    json_decref(r);
+    CHECK(unlink(l) == 0);
+}
+
+/* A descriptor opened through a second name, the name then removed (one
+ * link again, so the reply is verified quiet anew), and a write through the
+ * descriptor: no folder hears it; the file's own watch does. */
+TEST(file_reply_written_through_a_removed_name)
+{
+    static const char read_u[] = "{\"name\":\"x\",\"path\":\"utf8.txt\"}";
+    static const char was[] = "ab\xe2\x82\xac" "cd\xf0\x9f\x98\x80";
+    mkpath("elsewhere");
+    char f[512], l[512];
+    snprintf(f, sizeof f, "%s/skills/x/utf8.txt", base);
+    snprintf(l, sizeof l, "%s/elsewhere/u-link", base);
+    CHECK(link(f, l) == 0);
+    int fd = open(l, O_WRONLY);
+    CHECK(fd >= 0);
+    CHECK(unlink(l) == 0);
+    CHECK(kept_and_quiet_as(read_u, "skills/x/utf8.txt", was));
+    CHECK(pwrite(fd, "AB", 2, 0) == 2);
+    close(fd);
+    json_t *r = call_tool("read_skill_file", read_u, NULL);
+    CHECK_STR(content_of(r), "AB\xe2\x82\xac" "cd\xf0\x9f\x98\x80");
+    json_decref(r);
+    overwrite("skills/x/utf8.txt", "ab");
+    age("skills/x/utf8.txt", 60, 0);
+}
+
+/* A folder above the skills made unreadable ends the reads through it for
+ * a server that is not root: its mode change moves the epoch, so the kept
+ * reply is checked by a stat again (which then fails). As root the stat
+ * passes; the epoch is what is asserted. */
+static const char READ_CHMOD[] = "{\"name\":\"y\",\"path\":\"references/chmod.md\"}";
+#define KEPT_CHMOD() kept_and_quiet_as(READ_CHMOD, "skills/y/references/chmod.md", "chmod me\n")
+
+TEST(file_reply_ancestor_chmod_moves_epoch)
+{
+    CHECK(KEPT_CHMOD());
+    char root_dir[512];
+    snprintf(root_dir, sizeof root_dir, "%s/skills", base);
+    struct stat st;
+    CHECK(stat(root_dir, &st) == 0);
+    uint64_t before = rcache_epoch();
+    CHECK(chmod(root_dir, 0700) == 0);
+    uint64_t now = settled_epoch();
+    CHECK(now && now != before);
+    CHECK(chmod(root_dir, st.st_mode & 07777) == 0);
+    /* the same for the folder above the root */
+    CHECK(KEPT_CHMOD());
+    before = rcache_epoch();
+    CHECK(stat(base, &st) == 0);
+    CHECK(chmod(base, 0711) == 0);
+    now = settled_epoch();
+    CHECK(now && now != before);
+    CHECK(chmod(base, st.st_mode & 07777) == 0);
+}
+
 /* With --redact FILE (patterns swapped on SIGHUP) a reply is never kept. */
 TEST(file_reply_not_kept_with_redact_file)
 {
@@ -475,9 +589,15 @@ int main(void)
 {
     make_tree();
     age("skills/x/references/a.md", 60, 0);
+    /* a file each for the tests of a change no folder hears */
+    puts_("skills/y/references/linked.md", "# L\nhello\n");
+    puts_("skills/y/references/chmod.md", "chmod me\n");
     server_up();
     RUN(file_reply_kept_then_edited);
     RUN(file_reply_edit_in_place_after_hits);
+    RUN(file_reply_hard_link_made_after_keep);
+    RUN(file_reply_written_through_a_removed_name);
+    RUN(file_reply_ancestor_chmod_moves_epoch);
     RUN(file_reply_not_kept_with_redact_file);
     RUN(file_reply_max_bytes);
     RUN(file_reply_size_cap);
