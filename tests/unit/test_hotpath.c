@@ -124,8 +124,10 @@ WRAPPED(W_DEFINE)
 #endif
 
 #define MAX_TRAPPED 64
-static volatile sig_atomic_t ntrapped;
-static volatile int trapped[MAX_TRAPPED];
+/* Per thread, as the handler runs on the thread whose call trapped: two
+ * probe threads must not count into one record. */
+static _Thread_local volatile sig_atomic_t ntrapped;
+static _Thread_local volatile int trapped[MAX_TRAPPED];
 
 static void on_sigsys(int sig, siginfo_t *si, void *ctx)
 {
