@@ -21,9 +21,16 @@ import { sleep } from './lib/procs.mjs';
 const opts = { timeout: TEST_TIMEOUT };
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
 
+// Written beside the skills root and renamed over, as editors save: a
+// rescan running at the same moment (the body indexer's, after an earlier
+// edit) sees the old file or the new one, never the emptied one a
+// truncating write leaves for an instant, nor a temporary file in the skill
+// (either a change of its own, with a list_changed of its own).
 function edit(dir, skill, words) {
   const p = path.join(dir, skill, 'SKILL.md');
-  fs.writeFileSync(p, `---\nname: ${skill}\ndescription: ${words}\n---\n\n# ${skill}\n\n${words}\n`);
+  const tmp = path.join(path.dirname(dir), `.edit-${skill.replaceAll('/', '_')}.tmp`);
+  fs.writeFileSync(tmp, `---\nname: ${skill}\ndescription: ${words}\n---\n\n# ${skill}\n\n${words}\n`);
+  fs.renameSync(tmp, p);
 }
 
 /** An SDK client that counts the notifications it receives. */
