@@ -164,7 +164,6 @@ static uint64_t settled_epoch(void)
     return 0;
 }
 
-
 static const char READ_LINKED[] = "{\"name\":\"y\",\"path\":\"references/linked.md\"}";
 
 /* A name added to the file after its reply was kept (a hard link in a
