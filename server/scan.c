@@ -1217,12 +1217,26 @@ struct cand {
     int reuse;              /* old serves unchanged */
     int real_errno;         /* realpath failed: no k */
     struct skill *k;        /* the new entry, when not reused */
-    const char *problem;    /* why k cannot serve (into err.msg, or static) */
+    const char *problem;    /* why k cannot serve (into note->err.msg, or static) */
+    struct cand_note *note; /* what apply reports beside it; NULL: nothing */
+};
+
+/* A candidate's rare diagnostics, apart: ~1.3 KB a candidate in place, a
+ * build's candidates were most of its page faults (a fault costs ~13 us on
+ * a virtual machine). */
+struct cand_note {
     struct err err;
     int truncated, escaped, bytes_names;
     char first_escape[256];
     char first_bytes_name[256];
 };
+
+static struct cand_note *cand_note(struct cand *c)
+{
+    if (!c->note)
+        c->note = xcalloc(1, sizeof *c->note);
+    return c->note;
+}
 
 enum { CAND_SKILL, CAND_TEAM, CAND_NONE };
 
@@ -1391,19 +1405,25 @@ static void prepare(const struct snapshot *old, struct cand *c)
         walk_add_dir(&w, "", &dst);
         walk_dir(&w, real, dfd, real, "", 0);
     }
-    c->truncated = w.truncated;
-    c->escaped = w.escaped;
-    memcpy(c->first_escape, w.first_escape, sizeof c->first_escape);
-    c->bytes_names = w.bytes_names;
-    memcpy(c->first_bytes_name, w.first_bytes_name, sizeof c->first_bytes_name);
+    if (w.truncated || w.escaped || w.bytes_names) {
+        struct cand_note *n = cand_note(c);
+        n->truncated = w.truncated;
+        n->escaped = w.escaped;
+        memcpy(n->first_escape, w.first_escape, sizeof n->first_escape);
+        n->bytes_names = w.bytes_names;
+        memcpy(n->first_bytes_name, w.first_bytes_name, sizeof n->first_bytes_name);
+    }
 
     snprintf(md, sizeof md, "%s/SKILL.md", real);
-    int rc = parse_skill_md(dfd, mdfd, &c->mdst, &f, &c->err);
+    struct err perr = {0};
+    int rc = parse_skill_md(dfd, mdfd, &c->mdst, &f, &perr);
     if (dfd >= 0)
         close(dfd);
     json_t *desc = rc < 0 ? NULL : json_object_get(f.fields, "description");
-    if (rc < 0)
-        c->problem = c->err.msg;
+    if (rc < 0) {
+        cand_note(c)->err = perr;
+        c->problem = c->note->err.msg;
+    }
     else if (!json_is_string(desc) || !*json_string_value(desc))
         c->problem = "frontmatter has no 'description' (a non-empty string is required)";
     else if (!utf8_valid(c->qname, strlen(c->qname)))
@@ -1433,6 +1453,7 @@ static void cand_free(struct cand *c)
         cand_free(&c->kids[i]);
     free(c->kids);
     skill_unref(c->k);
+    free(c->note);
     free(c->name);          /* the block of all its names (cand_init) */
 }
 
@@ -1468,8 +1489,8 @@ static void apply(struct build *b, struct cand *c)
     skills_md_path(k, md, sizeof md);
     if (c->problem) {
         char where[32] = "";
-        if (c->err.line && c->problem == c->err.msg)
-            snprintf(where, sizeof where, " (line %d)", c->err.line);
+        if (c->note && c->note->err.line && c->problem == c->note->err.msg)
+            snprintf(where, sizeof where, " (line %d)", c->note->err.line);
         if (c->old) {
             report(b, "error", c->qname, md, "%s%s; serving the previous version", c->problem,
                    where);
@@ -1514,19 +1535,20 @@ static void apply(struct build *b, struct cand *c)
         report(b, "warning", c->qname, md, "description is over 1024 characters");
     char dir[SKILL_DIR_MAX];
     const char *top = skills_dir(k, dir);
-    if (c->truncated)
+    const struct cand_note *n = c->note;
+    if (n && n->truncated)
         report(b, "warning", c->qname, top,
                "more than %d entries or deeper than %d folders; the file list is cut",
                WALK_MAX_ENTRIES, WALK_MAX_DEPTH);
-    if (c->escaped)
+    if (n && n->escaped)
         report(b, "warning", c->qname, top,
                "%d symlink(s) point outside the skill (first: %s); they are not served",
-               c->escaped, c->first_escape);
-    if (c->bytes_names)
+               n->escaped, n->first_escape);
+    if (n && n->bytes_names)
         report(b, "warning", c->qname, top,
                "%d file name(s) are not valid UTF-8 (first: %s): load_skill does not list them "
                "and read_skill_file cannot name them (rename them)",
-               c->bytes_names, c->first_bytes_name);
+               n->bytes_names, n->first_bytes_name);
     find_skill_hooks(b, k);
     /* Most entries have nothing to say: no array for them (a jansson array
      * is two blocks, ~130 bytes a skill). */
@@ -1740,6 +1762,11 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
     int have_real = realpath(rootpath, rootreal) != NULL;
     unsigned base = have_real ? dir_base_of(rootreal) : 0;
     struct dent *names = list_fd(rfd, &n);
+    if (b->ccap < b->nc + n) {
+        /* every entry may be a candidate: one array, not doublings copied */
+        b->ccap = b->nc + n;
+        b->c = xrealloc(b->c, b->ccap * sizeof *b->c);
+    }
     for (size_t i = 0; i < n; i++) {
         char dir[PATH_MAX], real[PATH_MAX];
         struct stat st, mst;

@@ -1250,6 +1250,39 @@ TEST(names_that_are_not_utf8_are_reported_not_dropped)
     skills_free(S);
 }
 
+/* What a build says about a skill it refuses or serves with a warning: the
+ * line of a frontmatter error, a link out of the folder and the first such
+ * link by name. The build keeps these apart from the candidate (most have
+ * none); each must still reach the report, beside the skill it is about. */
+TEST(refusals_and_warnings_keep_their_line_and_first_name)
+{
+    fresh_root();
+    skill("good", "good", "Served");
+    writef("dup/SKILL.md", "---\nname: dup\ndescription: first\ndescription: second\n---\nbody\n");
+    skill("linky", "linky", "Served, one link not");
+    writef("linky/references/in.md", "inside\n");
+    char link[512];
+    snprintf(link, sizeof link, "%s/linky/references/out.md", root);
+    CHECK_EQ(symlink("/etc/hostname", link), 0);
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 2);
+    char *e = json_dumps(s->errors, JSON_COMPACT);
+    CHECK(e != NULL);
+    int refused = e && strstr(e, "\"skill\":\"dup\"") &&
+                  strstr(e, "duplicate key 'description' (first defined on line 3) (line 4); "
+                            "skill not served");
+    int warned = e && strstr(e, "\"skill\":\"linky\"") &&
+                 strstr(e, "1 symlink(s) point outside the skill (first: references/out.md)");
+    if (!refused || !warned)
+        printf("# errors: %s\n", e ? e : "(not encodable)");
+    free(e);
+    CHECK(refused);
+    CHECK(warned);
+    skills_release(s);
+    skills_free(S);
+}
+
 /* SKILL.md is opened beneath its folder like every other file of a skill:
  * a link to a file inside the folder serves; a link out of it is refused
  * by the scan, and load_skill's later open refuses one put in place after
@@ -1559,6 +1592,7 @@ int main(void)
     RUN(body_is_read_once_and_sections_found);
     RUN(bad_skill_files_are_reported_and_never_fatal);
     RUN(names_that_are_not_utf8_are_reported_not_dropped);
+    RUN(refusals_and_warnings_keep_their_line_and_first_name);
     RUN(skill_md_leading_out_of_the_folder_is_refused);
     RUN(name_rules);
     RUN(canonical_uri);
