@@ -22,10 +22,22 @@
 
 /* ---- building ---------------------------------------------------------- */
 
+/* One term's counts in one document while building: 16 bytes, the build's
+ * largest array (one a posting: ~100 MB at 100,000 skills as 28 bytes). The
+ * document is where the posting lies (struct builder's doc ranges); a count
+ * saturates at UINT16_MAX, far above what it can reach in the library's
+ * merge (at most three lists of counts saturated at UINT8_MAX), and a
+ * document's own list saturates its counts at UINT8_MAX anyway. */
 struct tmp_post {
-    uint32_t tid, doc;
-    uint32_t tf[NFIELDS];
+    uint32_t tid;
+    uint16_t tf[NFIELDS];
 };
+
+static void tf_add(uint16_t *tf, unsigned v)
+{
+    unsigned sum = *tf + v;
+    *tf = (uint16_t)(sum > UINT16_MAX ? UINT16_MAX : sum);
+}
 
 struct bterm {
     size_t off;                 /* in pool */
@@ -111,7 +123,6 @@ static struct bterm *post_slot(struct builder *b, uint32_t tid, uint32_t d)
     if (bt->last_doc != d + 1) {
         struct tmp_post *tp = &b->tp[b->ntp];
         tp->tid = tid;
-        tp->doc = d;
         memset(tp->tf, 0, sizeof tp->tf);
         bt->last_doc = d + 1;
         bt->slot = b->ntp++;
@@ -128,8 +139,7 @@ static void build_emit(void *ctx, const char *tok, size_t len, enum tok_kind kin
 
     search_grow((void **)&b->tp, &b->tpcap, b->ntp + 1, sizeof *b->tp);
     struct bterm *bt = post_slot(b, t, b->doc);
-    if (b->tp[bt->slot].tf[b->field] < UINT32_MAX)
-        b->tp[bt->slot].tf[b->field]++;
+    tf_add(&b->tp[bt->slot].tf[b->field], 1);
     if (b->len[b->doc][b->field] < UINT32_MAX)
         b->len[b->doc][b->field]++;
 }
@@ -344,7 +354,7 @@ static void merge_terms(struct builder *b, const struct search_terms *t, uint32_
         uint32_t tid = intern(b, p, terms_tlen(t, i));
         struct bterm *bt = post_slot(b, tid, d);
         for (int f = 0; f < NFIELDS; f++)
-            b->tp[bt->slot].tf[f] += terms_tf(t, i, f);
+            tf_add(&b->tp[bt->slot].tf[f], terms_tf(t, i, f));
         p += terms_tlen(t, i) + 1;
     }
 }
@@ -535,11 +545,11 @@ static void carry_doc(struct builder *b, const struct carry *cy,
         uint32_t tid = intern(b, s, strlen(s));
         struct bterm *bt = post_slot(b, tid, d);
         if (e->kind == CARRY_BODY) {
-            b->tp[bt->slot].tf[F_BODY] += e->tf[0];
-            b->tp[bt->slot].tf[F_REFS] += e->tf[1];
+            tf_add(&b->tp[bt->slot].tf[F_BODY], e->tf[0]);
+            tf_add(&b->tp[bt->slot].tf[F_REFS], e->tf[1]);
         } else {
             for (int f = F_NAME; f <= F_DESC; f++)
-                b->tp[bt->slot].tf[f] += e->tf[f - F_NAME];
+                tf_add(&b->tp[bt->slot].tf[f], e->tf[f - F_NAME]);
         }
     }
 }
@@ -591,8 +601,11 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     b.len = xcalloc(n, sizeof *b.len);
 
     idx->has_body = xcalloc(n ? n : 1, 1);
+    /* document d's tmp postings: [dstart[d], dstart[d + 1]) */
+    size_t *dstart = xmalloc((n + 1) * sizeof *dstart);
     /* Merge each document's dictionaries into the library's. */
     for (size_t d = 0; d < n; d++) {
+        dstart[d] = b.ntp;
         uint32_t o = cy.from && prev_doc[d] < prev->ndocs ? prev_doc[d] : SEARCH_NO_DOC;
         if (terms[d])
             merge_terms(&b, terms[d], (uint32_t)d);
@@ -605,6 +618,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
         if (o != SEARCH_NO_DOC && cy.wanted[o])
             carry_doc(&b, &cy, prev, o, (uint32_t)d);
     }
+    dstart[n] = b.ntp;
     carry_free(&cy);
     /* The sorted dictionary: rank[tid] is the term's position. */
     size_t T = b.nterms;
@@ -652,20 +666,22 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     idx->flen = xmalloc((n ? n : 1) * sizeof *idx->flen);
     if (n)
         memcpy(idx->flen, b.len, n * sizeof *idx->flen);
-    for (size_t i = 0; i < b.ntp; i++) {
+    for (size_t i = 0, d = 0; i < b.ntp; i++) {
+        while (i >= dstart[d + 1])
+            d++;
         const struct tmp_post *p = &b.tp[i];
         uint32_t r = rank[p->tid];
         double wtf[NFIELDS] = { 0 };
         for (int f = 0; f < NFIELDS; f++) {
             if (!p->tf[f] || avg[f] <= 0)
                 continue;
-            double norm = 1.0 - BM25_B + BM25_B * b.len[p->doc][f] / avg[f];
+            double norm = 1.0 - BM25_B + BM25_B * b.len[d][f] / avg[f];
             wtf[f] = field_weight[f] * p->tf[f] / norm;
         }
         double card = wtf[F_NAME] + wtf[F_TAGS] + wtf[F_DESC];
         double sc = saturate(card) + BODY_SCALE * saturate(wtf[F_BODY])
                   + REFS_SCALE * saturate(wtf[F_REFS]);
-        idx->post[fill[r]].doc = p->doc;
+        idx->post[fill[r]].doc = (uint32_t)d;
         idx->post[fill[r]].score = (float)(idf[r] * sc);
         /* Saturated as in struct search_terms, so that a carried count is
          * the count a list would have given. */
@@ -707,6 +723,7 @@ struct search_index *search_new_carry(const struct search_doc *docs,
     free(b.table);
     free(b.tp);
     free(b.len);
+    free(dstart);
 
     /* Names for the exact-name bonus. */
     size_t total = 0;
