@@ -42,7 +42,16 @@ OPT     ?= -O2
 # (when a compile or link needs the flags, so `make deps` still runs).
 pkg_flags = $(if $(findstring PKG-CONFIG-FAILED,$1),$(error pkg-config failed: $(filter-out PKG-CONFIG-FAILED,$1) (make deps installs the missing packages)),$1)
 PKG_CFLAGS = $(call pkg_flags,$(shell pkg-config --cflags $(PKGS) 2>&1 || echo PKG-CONFIG-FAILED))
-PKG_LIBS   = $(call pkg_flags,$(shell pkg-config --libs $(PKGS) 2>&1 || echo PKG-CONFIG-FAILED)) -lpthread -lm
+# libcurl, libarchive and libjose are loaded when a feature first needs one
+# (server/dynlib.h): compiled against, not linked; their sonames are the
+# ones built against.
+DLPKGS  := libcurl libarchive jose
+PKG_LIBS   = $(call pkg_flags,$(shell pkg-config --libs $(filter-out $(DLPKGS),$(PKGS)) 2>&1 || echo PKG-CONFIG-FAILED)) -lpthread -lm
+# Tests read archives with libarchive itself, apart from the server's loading.
+TEST_DLLIBS = $(shell pkg-config --libs $(DLPKGS) 2>/dev/null)
+soname_of = $(shell objdump -p "$$(pkg-config --variable=libdir $1 2>/dev/null)/$2.so" 2>/dev/null | awk '/SONAME/{print $$2}')
+DL_SONAMES = $(foreach l,CURL:libcurl:libcurl ARCHIVE:libarchive:libarchive JOSE:jose:libjose,$(call dl_soname_flag,$(subst :, ,$l)))
+dl_soname_flag = $(if $(call soname_of,$(word 2,$1),$(word 3,$1)),-DDL_SONAME_$(word 1,$1)='"$(call soname_of,$(word 2,$1),$(word 3,$1))"')
 
 BUILD   ?= build
 SAN     ?=
@@ -72,9 +81,13 @@ $(BUILD)/obj/%.o: server/%.c | $(BUILD)/obj
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+$(BUILD)/obj/dynlib.o: server/dynlib.c | $(BUILD)/obj
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS_ALL) $(DL_SONAMES) -c -o $@ $<
+
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) | $(BUILD)/tests
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CFLAGS_ALL) -Iserver -o $@ $< $(LIBOBJS) $(LDFLAGS_ALL) $(UNIT_LDFLAGS) $(PKG_LIBS)
+	$(Q)$(CC) $(CFLAGS_ALL) -Iserver -o $@ $< $(LIBOBJS) $(LDFLAGS_ALL) $(UNIT_LDFLAGS) $(PKG_LIBS) $(TEST_DLLIBS)
 
 # test_hotpath counts the lock and parser calls of the server's objects: the
 # functions its WRAPPED list names.

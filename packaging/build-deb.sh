@@ -47,6 +47,16 @@ if [ -z "$depends" ]; then
                done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')"
 fi
 [ -n "$depends" ] || { echo "build-deb.sh: cannot work out the runtime libraries" >&2; exit 1; }
+# Loaded with dlopen when a feature needs them (server/dynlib.c), so neither
+# tool above sees them: the sonames the binary names but does not link.
+needed="$(objdump -p "$bin" | awk '/NEEDED/{print $2}')"
+for so in $(strings -a "$bin" | grep -xE 'lib[A-Za-z0-9_+.-]+\.so\.[0-9]+' | sort -u); do
+    grep -qxF "$so" <<<"$needed" && continue
+    path="$(ldconfig -p | awk -v s="$so" '$1 == s {print $NF; exit}')"
+    pkg="$(dpkg -S "$(readlink -f "${path:-/nonexistent}")" 2>/dev/null | cut -d: -f1 | head -n 1)"
+    [ -n "$pkg" ] || { echo "build-deb.sh: no package holds $so (loaded at run time)" >&2; exit 1; }
+    grep -qE "(^|, )$pkg( |,|$)" <<<"$depends" || depends="$depends, $pkg"
+done
 
 size="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 cat >"$root/DEBIAN/control" <<CONTROL

@@ -21,8 +21,6 @@
  */
 #include "discovery.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,6 +36,7 @@
 #include <unistd.h>
 
 #include "acl.h"
+#include "dynlib.h"
 #include "jail.h"
 #include "manifest.h"
 #include "skills.h"
@@ -371,7 +370,7 @@ static void utf8_init(void)
 static la_ssize_t write_cb(struct archive *a, void *ctx, const void *data, size_t n)
 {
     if (buf_append(ctx, data, n) < 0) {
-        archive_set_error(a, EFBIG, "the archive is too large");
+        DL(archive_set_error)(a, EFBIG, "the archive is too large");
         return -1;
     }
     return (la_ssize_t)n;
@@ -383,19 +382,19 @@ static int write_member(struct archive *a, const char *top, const struct member 
     char path[PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", top, m->rel) >= sizeof path)
         return -1;
-    struct archive_entry *e = archive_entry_new();
-    archive_entry_copy_pathname(e, path);   /* UTF-8 under utf8_locale() */
-    archive_entry_set_filetype(e, m->file < 0 ? AE_IFDIR : AE_IFREG);
-    archive_entry_set_perm(e, m->file < 0 ? 0755 : 0644);
-    archive_entry_set_size(e, m->file < 0 ? 0 : (la_int64_t)len);
-    archive_entry_set_mtime(e, 0, 0);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
+    struct archive_entry *e = DL(archive_entry_new)();
+    DL(archive_entry_copy_pathname)(e, path);   /* UTF-8 under utf8_locale() */
+    DL(archive_entry_set_filetype)(e, m->file < 0 ? AE_IFDIR : AE_IFREG);
+    DL(archive_entry_set_perm)(e, m->file < 0 ? 0755 : 0644);
+    DL(archive_entry_set_size)(e, m->file < 0 ? 0 : (la_int64_t)len);
+    DL(archive_entry_set_mtime)(e, 0, 0);
+    DL(archive_entry_set_uid)(e, 0);
+    DL(archive_entry_set_gid)(e, 0);
     /* ARCHIVE_WARN: a name not valid in the locale's charset, stored as
      * raw bytes (pax hdrcharset=BINARY); the archive is still good. */
-    int rc = archive_write_header(a, e) >= ARCHIVE_WARN ? 0 : -1;
-    archive_entry_free(e);
-    if (!rc && len && archive_write_data(a, data, len) != (la_ssize_t)len)
+    int rc = DL(archive_write_header)(a, e) >= ARCHIVE_WARN ? 0 : -1;
+    DL(archive_entry_free)(e);
+    if (!rc && len && DL(archive_write_data)(a, data, len) != (la_ssize_t)len)
         rc = -1;
     return rc;
 }
@@ -412,16 +411,16 @@ static int archive_build(const struct skill *k, int root, const struct plan *p,
     struct member *m = members_of(p, &nm);
     pthread_once(&utf8_once, utf8_init);
     locale_t prev = utf8_loc ? uselocale(utf8_loc) : (locale_t)0;
-    struct archive *a = archive_write_new();
+    struct archive *a = DL(archive_write_new)();
     int rc = -EIO;
     *stable = 1;
-    if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-        archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
-        archive_write_set_filter_option(a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
-        archive_write_set_filter_option(a, "gzip", "compression-level", "9") != ARCHIVE_OK ||
-        archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-        archive_write_open(a, out, NULL, write_cb, NULL) != ARCHIVE_OK) {
-        log_error("discovery: libarchive: %s", a ? archive_error_string(a) : "out of memory");
+    if (!a || DL(archive_write_set_format_pax_restricted)(a) != ARCHIVE_OK ||
+        DL(archive_write_add_filter_gzip)(a) != ARCHIVE_OK ||
+        DL(archive_write_set_filter_option)(a, "gzip", "timestamp", NULL) != ARCHIVE_OK ||
+        DL(archive_write_set_filter_option)(a, "gzip", "compression-level", "9") != ARCHIVE_OK ||
+        DL(archive_write_set_bytes_in_last_block)(a, 1) != ARCHIVE_OK ||
+        DL(archive_write_open)(a, out, NULL, write_cb, NULL) != ARCHIVE_OK) {
+        log_error("discovery: libarchive: %s", a ? DL(archive_error_string)(a) : "out of memory");
         goto out;
     }
     for (size_t i = 0; i < nm; i++) {
@@ -453,19 +452,19 @@ static int archive_build(const struct skill *k, int root, const struct plan *p,
         free(data);
         if (w < 0) {
             log_warn("discovery: %s: cannot archive %s: %s", k->qname, m[i].rel,
-                     archive_error_string(a) ? archive_error_string(a) : "path too long");
-            rc = archive_errno(a) == EFBIG ? -EFBIG : -EIO;
+                     DL(archive_error_string)(a) ? DL(archive_error_string)(a) : "path too long");
+            rc = DL(archive_errno)(a) == EFBIG ? -EFBIG : -EIO;
             goto out;
         }
     }
-    if (archive_write_close(a) != ARCHIVE_OK) {
-        rc = archive_errno(a) == EFBIG ? -EFBIG : -EIO;
+    if (DL(archive_write_close)(a) != ARCHIVE_OK) {
+        rc = DL(archive_errno)(a) == EFBIG ? -EFBIG : -EIO;
         goto out;
     }
     rc = 0;
 out:
     if (a)
-        archive_write_free(a);
+        DL(archive_write_free)(a);
     if (prev)
         uselocale(prev);
     members_free(m, nm);
@@ -480,8 +479,12 @@ out:
 static int archive_get(const struct skill *k, char **data, size_t *len,
                        char digest[DIGEST_LEN + 1])
 {
-    char kdir[SKILL_DIR_MAX];
+    char kdir[SKILL_DIR_MAX], dlerr[320];
     struct plan p;
+    if (dynlib_need(DL_ARCHIVE, dlerr, sizeof dlerr) < 0) {
+        log_error("discovery: %s", dlerr);
+        return -EIO;
+    }
     int root = jail_root(skills_dir(k, kdir));
     if (root < 0)
         return -EIO;

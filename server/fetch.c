@@ -13,9 +13,6 @@
 #include "fetch.h"
 
 #include <arpa/inet.h>
-#include <archive.h>
-#include <archive_entry.h>
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dynlib.h"
 #include "frontmatter.h"
 #include "manifest.h"
 #include "skills.h"
@@ -453,10 +451,10 @@ static int extract_file(struct archive *a, int dirfd, char *rel, int exec, int64
     char *block = xmalloc(BLOCK);
     int64_t got = 0;
     for (;;) {
-        la_ssize_t r = archive_read_data(a, block, BLOCK);
+        la_ssize_t r = DL(archive_read_data)(a, block, BLOCK);
         if (r < 0) {
             err_set(why, 0, 0, "member '%.200s': %s", shown,
-                   archive_error_string(a) ? archive_error_string(a) : "unreadable data");
+                   DL(archive_error_string)(a) ? DL(archive_error_string)(a) : "unreadable data");
             goto out;
         }
         if (r == 0)
@@ -487,9 +485,9 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
                           struct pset *seen, int64_t *total, const struct fetch_limits *lim,
                           struct err *why)
 {
-    const char *raw = archive_entry_pathname(e);
+    const char *raw = DL(archive_entry_pathname)(e);
     if (!raw)
-        raw = archive_entry_pathname_utf8(e);
+        raw = DL(archive_entry_pathname_utf8)(e);
     if (!raw || !*raw) {
         err_set(why, 0, 0, "a member has no usable path");
         return -1;
@@ -498,8 +496,8 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
     int depth = member_path(raw, rel, sizeof rel, why);
     if (depth < 0)
         return -1;
-    mode_t type = archive_entry_filetype(e);
-    if (archive_entry_hardlink(e)) {
+    mode_t type = DL(archive_entry_filetype)(e);
+    if (DL(archive_entry_hardlink)(e)) {
         err_set(why, 0, 0, "member '%.200s' is a hard link (links are not accepted)", raw);
         return -1;
     }
@@ -547,17 +545,17 @@ static int extract_member(struct archive *a, struct archive_entry *e, int dirfd,
         }
         return 0;
     }
-    if (!archive_entry_size_is_set(e)) {
+    if (!DL(archive_entry_size_is_set)(e)) {
         err_set(why, 0, 0, "member '%.200s' has no size", raw);
         return -1;
     }
-    int64_t size = archive_entry_size(e);
+    int64_t size = DL(archive_entry_size)(e);
     if (size < 0 || size > lim->max_file || size > lim->max_expanded - *total) {
         err_set(why, 0, 0, "member '%.200s' (%lld bytes) is over the %s limit", raw,
                (long long)size, size > lim->max_file ? "per-file" : "expanded size");
         return -1;
     }
-    return extract_file(a, dirfd, rel, (archive_entry_perm(e) & 0111) != 0, size, total, lim,
+    return extract_file(a, dirfd, rel, (DL(archive_entry_perm)(e) & 0111) != 0, size, total, lim,
                         why);
 }
 
@@ -578,17 +576,17 @@ struct unz {
 static la_ssize_t unz_read(struct archive *a, void *ud, const void **out)
 {
     struct unz *u = ud;
-    la_ssize_t r = archive_read_data(u->in, u->block, BLOCK);
+    la_ssize_t r = DL(archive_read_data)(u->in, u->block, BLOCK);
     if (r < 0) {
-        archive_set_error(a, EIO, "%s",
-                          archive_error_string(u->in) ? archive_error_string(u->in)
+        DL(archive_set_error)(a, EIO, "%s",
+                          DL(archive_error_string)(u->in) ? DL(archive_error_string)(u->in)
                                                       : "unreadable data");
         return -1;
     }
     u->total += r;
     if (u->total > u->cap) {
         u->over = 1;
-        archive_set_error(a, EIO, "decompresses past the limit");
+        DL(archive_set_error)(a, EIO, "decompresses past the limit");
         return -1;
     }
     *out = u->block;
@@ -598,7 +596,12 @@ static la_ssize_t unz_read(struct archive *a, void *ud, const void **out)
 int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_limits *lim,
                   struct err *why)
 {
-    struct archive *a = archive_read_new(), *in = archive_read_new();
+    char dlerr[320];
+    if (dynlib_need(DL_ARCHIVE, dlerr, sizeof dlerr) < 0) {
+        err_set(why, 0, 0, "%s", dlerr);
+        return -1;
+    }
+    struct archive *a = DL(archive_read_new)(), *in = DL(archive_read_new)();
     struct archive_entry *raw;
     struct pset seen = {0};
     int64_t entries = 0, total = 0;
@@ -607,26 +610,26 @@ int fetch_extract(int dirfd, const void *data, size_t len, const struct fetch_li
     struct unz u = {.in = in, .cap = lim->max_expanded + lim->max_entries * 4096 + (1 << 20),
                     .block = xmalloc(BLOCK)};
     int rc = -1;
-    if (!a || !in || archive_read_support_format_raw(in) != ARCHIVE_OK ||
-        archive_read_support_filter_gzip(in) != ARCHIVE_OK ||
-        archive_read_open_memory(in, data, len) != ARCHIVE_OK ||
-        archive_read_next_header(in, &raw) != ARCHIVE_OK ||
-        archive_read_support_format_tar(a) != ARCHIVE_OK ||
-        archive_read_open(a, &u, NULL, unz_read, NULL) != ARCHIVE_OK) {
+    if (!a || !in || DL(archive_read_support_format_raw)(in) != ARCHIVE_OK ||
+        DL(archive_read_support_filter_gzip)(in) != ARCHIVE_OK ||
+        DL(archive_read_open_memory)(in, data, len) != ARCHIVE_OK ||
+        DL(archive_read_next_header)(in, &raw) != ARCHIVE_OK ||
+        DL(archive_read_support_format_tar)(a) != ARCHIVE_OK ||
+        DL(archive_read_open)(a, &u, NULL, unz_read, NULL) != ARCHIVE_OK) {
         err_set(why, 0, 0, "not a tar or tar.gz archive: %s",
                u.over ? "decompresses past the limit"
-               : in && archive_error_string(in) ? archive_error_string(in)
-               : a && archive_error_string(a) ? archive_error_string(a) : "unreadable");
+               : in && DL(archive_error_string)(in) ? DL(archive_error_string)(in)
+               : a && DL(archive_error_string)(a) ? DL(archive_error_string)(a) : "unreadable");
         goto out;
     }
     for (;;) {
         struct archive_entry *e;
-        int r = archive_read_next_header(a, &e);
+        int r = DL(archive_read_next_header)(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
             err_set(why, 0, 0, "malformed archive: %s",
-                   archive_error_string(a) ? archive_error_string(a) : "unreadable");
+                   DL(archive_error_string)(a) ? DL(archive_error_string)(a) : "unreadable");
             goto out;
         }
         if (++entries > lim->max_entries) {
@@ -648,9 +651,9 @@ out:
                             "plus 4 KiB of headers per member --max-files allows, plus 1 MiB)",
                (long long)u.cap);
     if (a)
-        archive_read_free(a);
+        DL(archive_read_free)(a);
     if (in)
-        archive_read_free(in);
+        DL(archive_read_free)(in);
     free(u.block);
     pset_free(&seen);
     return rc;
@@ -671,7 +674,7 @@ static size_t dl_write(char *p, size_t sz, size_t n, void *ud)
     struct dl *d = ud;
     long status = 0;
     /* A redirect's own body is not the artifact. */
-    curl_easy_getinfo(d->c, CURLINFO_RESPONSE_CODE, &status);
+    DL(curl_easy_getinfo)(d->c, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 300 && status < 400)
         return sz * n;
     if (buf_append(&d->b, p, sz * n) < 0) {
@@ -721,10 +724,10 @@ static curl_socket_t dl_open(void *ud, curlsocktype purpose, struct curl_sockadd
 static char *url_shown(CURLU *u, const char *url)
 {
     char *full = NULL, *res;
-    curl_url_set(u, CURLUPART_USER, NULL, 0);
-    curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
-    res = curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK ? xstrdup(full) : xstrdup(url);
-    curl_free(full);
+    DL(curl_url_set)(u, CURLUPART_USER, NULL, 0);
+    DL(curl_url_set)(u, CURLUPART_PASSWORD, NULL, 0);
+    res = DL(curl_url_get)(u, CURLUPART_URL, &full, 0) == CURLUE_OK ? xstrdup(full) : xstrdup(url);
+    DL(curl_free)(full);
     return res;
 }
 
@@ -737,37 +740,37 @@ static char *url_shown(CURLU *u, const char *url)
 /* scheme://host:port of url, lower-cased by libcurl; -1 when it does not parse. */
 static int url_origin(const char *url, char *out, size_t outlen)
 {
-    CURLU *u = curl_url();
+    CURLU *u = DL(curl_url)();
     char *scheme = NULL, *host = NULL, *port = NULL;
     int rc = -1;
-    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    if (u && DL(curl_url_set)(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        DL(curl_url_get)(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        DL(curl_url_get)(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        DL(curl_url_get)(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
         snprintf(out, outlen, "%s://%s:%s", scheme, host, port);
         rc = 0;
     }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_url_cleanup(u);
+    DL(curl_free)(scheme);
+    DL(curl_free)(host);
+    DL(curl_free)(port);
+    DL(curl_url_cleanup)(u);
     return rc;
 }
 
 static int url_ok(const char *url, const struct fetch_opts *o, int https_only, char **shown,
                   struct err *why)
 {
-    CURLU *u = curl_url();
+    CURLU *u = DL(curl_url)();
     char *scheme = NULL, *user = NULL, *pass = NULL;
     int rc = -1;
     *shown = NULL;
-    if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+    if (!u || DL(curl_url_set)(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        DL(curl_url_get)(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
         err_set(why, 0, 0, "'%.300s' is not a URL", url);
         goto out;
     }
-    curl_url_get(u, CURLUPART_USER, &user, 0);
-    curl_url_get(u, CURLUPART_PASSWORD, &pass, 0);
+    DL(curl_url_get)(u, CURLUPART_USER, &user, 0);
+    DL(curl_url_get)(u, CURLUPART_PASSWORD, &pass, 0);
     *shown = url_shown(u, url);
     int https = !strcasecmp(scheme, "https"), http = !strcasecmp(scheme, "http");
     if (user || pass)
@@ -781,10 +784,10 @@ static int url_ok(const char *url, const struct fetch_opts *o, int https_only, c
     else
         rc = 0;
 out:
-    curl_free(scheme);
-    curl_free(user);
-    curl_free(pass);
-    curl_url_cleanup(u);
+    DL(curl_free)(scheme);
+    DL(curl_free)(user);
+    DL(curl_free)(pass);
+    DL(curl_url_cleanup)(u);
     if (!*shown)
         *shown = xstrdup(url);
     return rc;
@@ -803,30 +806,30 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
     char errbuf[CURL_ERROR_SIZE] = "";
     const char *protos = https_only || !o->allow_http ? "https" : "http,https";
     *ctype = *eff = NULL;
-    CURL *c = curl_easy_init();
+    CURL *c = DL(curl_easy_init)();
     if (!c) {
         err_set(why, 0, 0, "libcurl cannot start");
         return -1;
     }
     d.c = c;
     buf_init(&d.b, (size_t)max);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, protos);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+    DL(curl_easy_setopt)(c, CURLOPT_PROTOCOLS_STR, protos);
+    DL(curl_easy_setopt)(c, CURLOPT_FOLLOWLOCATION, 0L);
+    DL(curl_easy_setopt)(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
     /* A proxy would make the connection the check sees the proxy's, not
      * the destination's: none is used, whatever the environment says. */
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, dl_open);
-    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, &d);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    DL(curl_easy_setopt)(c, CURLOPT_PROXY, "");
+    DL(curl_easy_setopt)(c, CURLOPT_OPENSOCKETFUNCTION, dl_open);
+    DL(curl_easy_setopt)(c, CURLOPT_OPENSOCKETDATA, &d);
+    DL(curl_easy_setopt)(c, CURLOPT_NOSIGNAL, 1L);
     /* The digest covers the bytes as served: never decode them. */
-    curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "skill-mcp/" SKILL_VERSION);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, dl_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &d);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    DL(curl_easy_setopt)(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    DL(curl_easy_setopt)(c, CURLOPT_USERAGENT, "skill-mcp/" SKILL_VERSION);
+    DL(curl_easy_setopt)(c, CURLOPT_WRITEFUNCTION, dl_write);
+    DL(curl_easy_setopt)(c, CURLOPT_WRITEDATA, &d);
+    DL(curl_easy_setopt)(c, CURLOPT_ERRORBUFFER, errbuf);
     if (o->cacert)
-        curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
+        DL(curl_easy_setopt)(c, CURLOPT_CAINFO, o->cacert);
     /* A token for an index served under --auth-tokens comes from the
      * environment, never a flag (every local user can read a command line).
      * It goes to the index URL's origin only, not to the first URL of each
@@ -845,23 +848,23 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
             break;
         int send_tok = origin[0] && url_origin(cur, hop_origin, sizeof hop_origin) == 0 &&
                        !strcmp(origin, hop_origin);
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, send_tok ? (long)CURLAUTH_BEARER : (long)CURLAUTH_NONE);
-        curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, send_tok ? tok : NULL);
+        DL(curl_easy_setopt)(c, CURLOPT_HTTPAUTH, send_tok ? (long)CURLAUTH_BEARER : (long)CURLAUTH_NONE);
+        DL(curl_easy_setopt)(c, CURLOPT_XOAUTH2_BEARER, send_tok ? tok : NULL);
         double left = deadline - now_ms();
         long ms = left < 1 ? 1 : (long)left;
-        curl_easy_setopt(c, CURLOPT_URL, cur);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+        DL(curl_easy_setopt)(c, CURLOPT_URL, cur);
+        DL(curl_easy_setopt)(c, CURLOPT_TIMEOUT_MS, ms);
+        DL(curl_easy_setopt)(c, CURLOPT_CONNECTTIMEOUT_MS,
                          ms < (long)(CONNECT_TIMEOUT * 1000) ? ms : (long)(CONNECT_TIMEOUT * 1000));
         buf_reset(&d.b);
         d.too_big = 0;
         errbuf[0] = '\0';
-        CURLcode r = curl_easy_perform(c);
+        CURLcode r = DL(curl_easy_perform)(c);
         long status = 0;
         char *loc = NULL;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-        curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &loc);
+        DL(curl_easy_getinfo)(c, CURLINFO_RESPONSE_CODE, &status);
+        DL(curl_easy_getinfo)(c, CURLINFO_CONTENT_TYPE, &ct);
+        DL(curl_easy_getinfo)(c, CURLINFO_REDIRECT_URL, &loc);
         if (r == CURLE_OK && status >= 300 && status < 400 && loc) {
             if (hops == MAX_REDIRS) {
                 err_set(why, 0, 0, "%s: more than %d redirects", url, MAX_REDIRS);
@@ -880,7 +883,7 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
         else if (r == CURLE_UNSUPPORTED_PROTOCOL)
             err_set(why, 0, 0, "%s: only %s URLs are followed", shown, protos);
         else if (r != CURLE_OK)
-            err_set(why, 0, 0, "%s: %s", shown, errbuf[0] ? errbuf : curl_easy_strerror(r));
+            err_set(why, 0, 0, "%s: %s", shown, errbuf[0] ? errbuf : DL(curl_easy_strerror)(r));
         else if (status == 401)
             err_set(why, 0, 0, "%s: HTTP status 401: the server wants a token (%s)", shown,
                    send_tok ? "SKILL_MCP_FETCH_TOKEN was refused"
@@ -902,7 +905,7 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
     }
     free(cur);
     free(shown);
-    curl_easy_cleanup(c);
+    DL(curl_easy_cleanup)(c);
     return rc;
 }
 
@@ -911,38 +914,38 @@ static int download(const char *url, const struct fetch_opts *o, int https_only,
  * published under a path works too). NULL with *why set. */
 static char *index_url(const char *base, struct err *why)
 {
-    CURLU *u = curl_url();
+    CURLU *u = DL(curl_url)();
     char *path = NULL, *full = NULL, *res = NULL;
-    if (!u || curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+    if (!u || DL(curl_url_set)(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        DL(curl_url_get)(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
         err_set(why, 0, 0, "'%.300s' is not a URL (give https://host or http://host:port)",
                base);
         goto out;
     }
     size_t n = strlen(path);
     if (n >= 5 && !strcmp(path + n - 5, ".json")) {
-        curl_url_get(u, CURLUPART_URL, &full, 0);
+        DL(curl_url_get)(u, CURLUPART_URL, &full, 0);
     } else {
         if (!n || path[n - 1] != '/') {
             /* a trailing slash makes the last segment a folder for §5.2 */
             struct buf b;
             buf_init(&b, 0);
             buf_printf(&b, "%s/", path);
-            curl_url_set(u, CURLUPART_PATH, b.p, 0);
+            DL(curl_url_set)(u, CURLUPART_PATH, b.p, 0);
             buf_cleanup(&b);
         }
-        if (curl_url_set(u, CURLUPART_URL, ".well-known/agent-skills/index.json", 0) ==
+        if (DL(curl_url_set)(u, CURLUPART_URL, ".well-known/agent-skills/index.json", 0) ==
                 CURLUE_OK)
-            curl_url_get(u, CURLUPART_URL, &full, 0);
+            DL(curl_url_get)(u, CURLUPART_URL, &full, 0);
     }
     if (!full)
         err_set(why, 0, 0, "cannot build the index URL from '%.300s'", base);
     else
         res = xstrdup(full);
 out:
-    curl_free(path);
-    curl_free(full);
-    curl_url_cleanup(u);
+    DL(curl_free)(path);
+    DL(curl_free)(full);
+    DL(curl_url_cleanup)(u);
     return res;
 }
 
@@ -951,24 +954,24 @@ out:
 static char *resolve_url(const char *base, const char *ref, char **scheme, char **path,
                          struct err *why)
 {
-    CURLU *u = curl_url();
+    CURLU *u = DL(curl_url)();
     char *full = NULL, *s = NULL, *p = NULL, *res = NULL;
     *scheme = *path = NULL;
-    if (u && curl_url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
-        curl_url_set(u, CURLUPART_URL, ref, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_URL, &full, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_SCHEME, &s, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PATH, &p, 0) == CURLUE_OK) {
+    if (u && DL(curl_url_set)(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
+        DL(curl_url_set)(u, CURLUPART_URL, ref, 0) == CURLUE_OK &&
+        DL(curl_url_get)(u, CURLUPART_URL, &full, 0) == CURLUE_OK &&
+        DL(curl_url_get)(u, CURLUPART_SCHEME, &s, 0) == CURLUE_OK &&
+        DL(curl_url_get)(u, CURLUPART_PATH, &p, 0) == CURLUE_OK) {
         res = xstrdup(full);
         *scheme = xstrdup(s);
         *path = xstrdup(p);
     } else {
         err_set(why, 0, 0, "url '%.300s' does not resolve against the index URL", ref);
     }
-    curl_free(full);
-    curl_free(s);
-    curl_free(p);
-    curl_url_cleanup(u);
+    DL(curl_free)(full);
+    DL(curl_free)(s);
+    DL(curl_free)(p);
+    DL(curl_url_cleanup)(u);
     return res;
 }
 
@@ -1258,6 +1261,12 @@ void fetch_opts_init(struct fetch_opts *o)
 int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
 {
     struct fetch_opts o = *op;
+    char dlerr[320];
+    if (dynlib_need(DL_CURL, dlerr, sizeof dlerr) < 0 ||
+        dynlib_need(DL_ARCHIVE, dlerr, sizeof dlerr) < 0) {
+        x_fprintf_text(err, "skill-mcp fetch: %s\n", dlerr);
+        return 2;
+    }
     /* A missing --into folder (its parent existing) is created, and removed
      * again if nothing ends up installed in it. */
     int created = 0;
@@ -1270,7 +1279,7 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
         x_fprintf_text(err, "skill-mcp fetch: --into %s: %s\n", o.into, strerror(errno));
         return 2;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    DL(curl_global_init)(CURL_GLOBAL_DEFAULT);
     struct err why = {0};
     char *iurl = NULL, *ctype = NULL, *eff = NULL;
     struct buf body;
@@ -1359,6 +1368,6 @@ int fetch_install(struct fetch_opts *op, FILE *out, FILE *err)
     close(intofd);
     if (created && !installed)
         rmdir(o.into);
-    curl_global_cleanup();
+    DL(curl_global_cleanup)();
     return refused ? 1 : 0;
 }

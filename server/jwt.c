@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jose/b64.h>
-
+#include "dynlib.h"
 #include "util.h"
 
 static int b64url_char(unsigned char c)
@@ -22,13 +21,13 @@ static json_t *part_json(const char *p, size_t n)
 {
     if (n == 0)
         return NULL;
-    size_t need = jose_b64_dec_buf(p, n, NULL, 0);
+    size_t need = DL(jose_b64_dec_buf)(p, n, NULL, 0);
     if (need == SIZE_MAX || need == 0 || need > JWT_MAX_LEN)
         return NULL;
     char *out = malloc(need);
     if (!out)
         return NULL;
-    size_t got = jose_b64_dec_buf(p, n, out, need);
+    size_t got = DL(jose_b64_dec_buf)(p, n, out, need);
     json_t *j = NULL;
     /* No duplicate member may shadow another (a claim read twice must read
      * the same), and the whole part must be the one value. */
@@ -45,6 +44,11 @@ static json_t *part_json(const char *p, size_t n)
 int jwt_parse(const char *token, size_t n, struct jwt *j, struct err *why)
 {
     memset(j, 0, sizeof *j);
+    char dlerr[320];
+    if (dynlib_need(DL_JOSE, dlerr, sizeof dlerr) < 0) {
+        err_set(why, 0, 0, "%s", dlerr);
+        return -1;
+    }
     if (!token || n == 0) {
         err_set(why, 0, 0, "the token is empty");
         return -1;

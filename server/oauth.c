@@ -3,11 +3,8 @@
  */
 #include "oauth.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
-#include <jose/b64.h>
-#include <jose/jws.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dynlib.h"
 #include "util.h"
 
 #define MAX_KEYS 64
@@ -87,7 +85,7 @@ static const char *jstr(const json_t *o, const char *k)
 static size_t b64_len(const json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? jose_b64_dec(v, NULL, 0) : SIZE_MAX;
+    return json_is_string(v) ? DL(jose_b64_dec)(v, NULL, 0) : SIZE_MAX;
 }
 
 /* The family of a JWK, or 0 when it is not a usable public signing key. */
@@ -149,7 +147,7 @@ static struct keyset *keyset_build(const json_t *doc, struct err *why)
         struct key *k = &ks->k[ks->n];
         if (fam == KF_ED25519) {
             unsigned char x[32];
-            if (jose_b64_dec(json_object_get(jwk, "x"), x, sizeof x) != sizeof x)
+            if (DL(jose_b64_dec)(json_object_get(jwk, "x"), x, sizeof x) != sizeof x)
                 continue;
             k->ed = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, x, sizeof x);
             if (!k->ed)
@@ -214,34 +212,34 @@ static json_t *get_json(const char *url, struct fetched *f, struct err *why)
     memset(f, 0, sizeof *f);
     f->max_age = -1;
     buf_init(&f->body, FETCH_MAX_BYTES);
-    CURL *c = curl_easy_init();
+    CURL *c = DL(curl_easy_init)();
     if (!c) {
         err_set(why, 0, 0, "%s: libcurl did not start", url);
         buf_cleanup(&f->body);
         return NULL;
     }
-    struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, FETCH_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, FETCH_TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FETCH_MAX_BYTES);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, f);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "skill-mcp/" SKILL_VERSION);
-    CURLcode rc = curl_easy_perform(c);
+    struct curl_slist *hdr = DL(curl_slist_append)(NULL, "Accept: application/json");
+    DL(curl_easy_setopt)(c, CURLOPT_URL, url);
+    DL(curl_easy_setopt)(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    DL(curl_easy_setopt)(c, CURLOPT_FOLLOWLOCATION, 0L);
+    DL(curl_easy_setopt)(c, CURLOPT_NOSIGNAL, 1L);
+    DL(curl_easy_setopt)(c, CURLOPT_TIMEOUT_MS, FETCH_TIMEOUT_MS);
+    DL(curl_easy_setopt)(c, CURLOPT_CONNECTTIMEOUT_MS, FETCH_TIMEOUT_MS);
+    DL(curl_easy_setopt)(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FETCH_MAX_BYTES);
+    DL(curl_easy_setopt)(c, CURLOPT_HTTPHEADER, hdr);
+    DL(curl_easy_setopt)(c, CURLOPT_WRITEFUNCTION, on_body);
+    DL(curl_easy_setopt)(c, CURLOPT_WRITEDATA, f);
+    DL(curl_easy_setopt)(c, CURLOPT_HEADERFUNCTION, on_header);
+    DL(curl_easy_setopt)(c, CURLOPT_HEADERDATA, f);
+    DL(curl_easy_setopt)(c, CURLOPT_USERAGENT, "skill-mcp/" SKILL_VERSION);
+    CURLcode rc = DL(curl_easy_perform)(c);
     long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(hdr);
+    DL(curl_easy_getinfo)(c, CURLINFO_RESPONSE_CODE, &status);
+    DL(curl_easy_cleanup)(c);
+    DL(curl_slist_free_all)(hdr);
     json_t *doc = NULL;
     if (rc != CURLE_OK)
-        err_set(why, 0, 0, "%s: %s", url, curl_easy_strerror(rc));
+        err_set(why, 0, 0, "%s: %s", url, DL(curl_easy_strerror)(rc));
     else if (status != 200)
         err_set(why, 0, 0, "%s: HTTP status %ld", url, status);
     else {
@@ -577,7 +575,13 @@ struct oauth *oauth_new(const struct cfg *c, int port, struct err *err)
         err_set(err, 0, 0, "--oauth-jwks %s is refused: %s", c->oauth_jwks, bad);
         return NULL;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    char dlerr[320];
+    if (dynlib_need(DL_CURL, dlerr, sizeof dlerr) < 0 ||
+        dynlib_need(DL_JOSE, dlerr, sizeof dlerr) < 0) {
+        err_set(err, 0, 0, "--oauth-issuer: %s", dlerr);
+        return NULL;
+    }
+    DL(curl_global_init)(CURL_GLOBAL_DEFAULT);
     struct oauth *o = xcalloc(1, sizeof *o);
     pthread_mutex_init(&o->snap_mu, NULL);
     pthread_mutex_init(&o->mu, NULL);
@@ -690,8 +694,8 @@ static int sig_ok(const struct key *k, const char *token, const struct jwt *j, s
 {
     if (k->fam == KF_ED25519) {
         unsigned char sig[64];
-        if (jose_b64_dec_buf(token + j->sig_off, n - j->sig_off, NULL, 0) != sizeof sig ||
-            jose_b64_dec_buf(token + j->sig_off, n - j->sig_off, sig, sizeof sig) != sizeof sig)
+        if (DL(jose_b64_dec_buf)(token + j->sig_off, n - j->sig_off, NULL, 0) != sizeof sig ||
+            DL(jose_b64_dec_buf)(token + j->sig_off, n - j->sig_off, sig, sizeof sig) != sizeof sig)
             return 0;
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k->ed) == 1 &&
@@ -712,7 +716,7 @@ static int sig_ok(const struct key *k, const char *token, const struct jwt *j, s
     if (!k->alg)
         json_object_set_new(jwk, "alg", json_string(json_string_value(
                                              json_object_get(j->header, "alg"))));
-    int ok = jose_jws_ver(NULL, jws, NULL, jwk, false);
+    int ok = DL(jose_jws_ver)(NULL, jws, NULL, jwk, false);
     json_decref(jwk);
     json_decref(jws);
     return ok;

@@ -43,8 +43,9 @@ link() {    # link TARGET OBJECTS LIBS
 for t in frontmatter fmfast markdown shape shapejson json; do
     link "$t" "$SMALL" "$LIBS" &
 done
-# The JWT splitter and claims checks need jansson and libjose's base64url.
-link jwt "$OBJ/jwt.o $OBJ/util.o" "$(pkg-config --libs jansson jose) -lm -lpthread" &
+# The JWT splitter and claims checks need jansson and libjose's base64url
+# (loaded by dynlib.o, as the server does).
+link jwt "$OBJ/jwt.o $OBJ/dynlib.o $OBJ/util.o" "$(pkg-config --libs jansson jose) -lm -lpthread" &
 wait
 # The request path, the URI resolver, the lock parser, fetch's index and
 # archive reading and redaction link the whole server but main.c.

@@ -1,0 +1,116 @@
+// libcurl, libarchive and libjose are loaded when a feature first needs one
+// (server/dynlib.h; docs/install.md "Packages", docs/internals/modules.md):
+// a server serving skills maps none of them, a discovery archive maps
+// libarchive and nothing else, and a library that cannot be loaded (absent,
+// not a library, or one missing a function) is named with the package to
+// install, where the feature is asked for, while the rest keeps working.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { startServer, connect, callOk, poll, BIN, TEST_TIMEOUT } from './lib/harness.mjs';
+
+const opts = { timeout: TEST_TIMEOUT };
+const PREFIX = '/.well-known/agent-skills/';
+const ARCHIVE = 'csv-profile.tar.gz';     // a fixture skill with files: served as a tar.gz
+const tmpDirs = [];
+
+after(() => { for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true }); });
+
+/** The three libraries' files mapped in process pid, by name. */
+function mapped(pid) {
+  const maps = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+  const out = new Set();
+  for (const m of maps.matchAll(/\/(lib(?:curl|archive|jose))[^/\s]*\.so[^/\s]*$/gm)) out.add(m[1]);
+  return [...out].sort();
+}
+
+/** A folder for LD_LIBRARY_PATH whose files stand in for the named sonames. */
+function fakeLibs(files) {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-dynlib-'));
+  tmpDirs.push(d);
+  for (const [name, kind] of Object.entries(files)) {
+    const f = path.join(d, name);
+    if (kind === 'text') {
+      fs.writeFileSync(f, 'not a shared library\n');
+    } else {
+      // a real shared object that defines none of the library's functions
+      const r = spawnSync('cc', ['-shared', '-fPIC', '-o', f, '-x', 'c', '-'],
+        { input: 'int skill_mcp_dynlib_test_stub;\n', encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    }
+  }
+  return d;
+}
+
+async function get(origin, p) {
+  const r = await fetch(new URL(p, origin), { headers: { 'accept-encoding': 'identity' } });
+  return { status: r.status, body: Buffer.from(await r.arrayBuffer()) };
+}
+
+test('a server maps none of the three until a feature needs one', opts, async () => {
+  const s = await startServer();
+  const client = await connect(s.url);
+  try {
+    await callOk(assert, client, 'list_skills');
+    await callOk(assert, client, 'load_skill', { name: 'csv-profile' });
+    assert.deepEqual(mapped(s.proc.pid), [], 'serving skills loads none of them');
+    const origin = new URL(s.url).origin;
+    const r = await get(origin, PREFIX + ARCHIVE);
+    assert.equal(r.status, 200);
+    assert.deepEqual([...r.body.subarray(0, 2)], [0x1f, 0x8b], 'a gzip stream');
+    assert.deepEqual(mapped(s.proc.pid), ['libarchive'], 'an archive loads libarchive alone');
+  } finally {
+    await client.close();
+    await s.stop();
+  }
+});
+
+test('fetch names a libcurl that cannot be loaded, and its package', opts, () => {
+  const into = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-dynlib-into-'));
+  tmpDirs.push(into);
+  for (const [kind, want] of [['text', /cannot load libcurl\.so\.4 \(.+\): install the libcurl4 package/],
+    ['stub', /libcurl\.so\.4 has no curl_\w+: install the libcurl4 package/]]) {
+    const env = { ...process.env, LD_LIBRARY_PATH: fakeLibs({ 'libcurl.so.4': kind }) };
+    const r = spawnSync(BIN, ['fetch', 'http://127.0.0.1:9/', '--into', into, '--allow-http'],
+      { encoding: 'utf8', env, timeout: 10_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, want);
+    assert.deepEqual(fs.readdirSync(into), [], 'nothing installed');
+  }
+});
+
+test('a server whose libarchive cannot be loaded still serves skills; the archive fails, named',
+  opts, async () => {
+    const s = await startServer({ env: { LD_LIBRARY_PATH: fakeLibs({ 'libarchive.so.13': 'text' }) } });
+    const client = await connect(s.url);
+    try {
+      const origin = new URL(s.url).origin;
+      const r = await get(origin, PREFIX + ARCHIVE);
+      assert.ok(r.status >= 500, `archive status ${r.status}`);
+      // the log line reaches the pipe beside the answer, not before it
+      const named = /discovery: cannot load libarchive\.so\.13 .*install the libarchive13 package/;
+      await poll(() => named.test(s.log), 5000);
+      assert.match(s.log, named);
+      await callOk(assert, client, 'list_skills');
+      const md = await get(origin, PREFIX + 'git-helper/SKILL.md');
+      assert.equal(md.status, 200, 'a SKILL.md-only skill needs no archive');
+    } finally {
+      await client.close();
+      await s.stop();
+    }
+  });
+
+test('--oauth-issuer with a libjose missing its functions refuses to start, naming the package',
+  opts, () => {
+    const env = { ...process.env, LD_LIBRARY_PATH: fakeLibs({ 'libjose.so.0': 'stub' }) };
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-dynlib-skills-'));
+    tmpDirs.push(dir);
+    const r = spawnSync(BIN, ['--skills', dir, '--host', '127.0.0.1', '--port', '0',
+      '--oauth-issuer', 'https://issuer.example'], { encoding: 'utf8', env, timeout: 10_000 });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /libjose\.so\.0 has no jose_\w+: install the libjose0 package/);
+  });
