@@ -39,10 +39,14 @@
 #define LIST_MAX_LIMIT 500
 
 /* An entry's list_skills card, rendered on first use and kept with the
- * entry (which outlives snapshots while its files do not change). */
+ * entry (which outlives snapshots while its files do not change). Its
+ * escaped form (the text block's copy) is not kept: escaped as it is
+ * copied into a page, it cost half of a card's bytes, and a first query's
+ * new cards were most of its page faults (~13 us each on a virtual
+ * machine, against a few us to escape a page). */
 struct card {
     uint32_t len;           /* compact JSON: data[0 .. len) */
-    uint32_t esc_len;       /* the same escaped as a JSON string: data[len .. len + esc_len) */
+    uint32_t esc_len;       /* its length escaped as a JSON string (sizes a page) */
     uint32_t tokens;        /* shape_tokens of the JSON */
     uint32_t chars;         /* shape_chars of the JSON */
     char data[];
@@ -376,48 +380,17 @@ static size_t *page_window(const struct snapshot *s, const struct view *v, const
     return win;
 }
 
-/*
- * A card being written: its JSON in b and, unless e is NULL, the same
- * escaped as a JSON string in e (the text block's copy). Escaping is
- * byte by byte, so the escape of the JSON is the escapes of its pieces
- * put together: each piece is escaped as it is written, and a string
- * that needed no escape (most) is its own escape, copied rather than
- * scanned again.
- */
-struct card_out {
-    struct buf *b, *e;
-};
-
-/* Text whose only bytes to escape are quotes and backslashes (keys, punctuation). */
-static void lit_esc(struct buf *e, const char *s, size_t n)
+static void card_lit(struct buf *b, const char *s)
 {
-    if (buf_reserve(e, 2 * n) < 0)
-        return;
-    char *o = e->p + e->len;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"' || s[i] == '\\')
-            *o++ = '\\';
-        *o++ = s[i];
-    }
-    e->len = (size_t)(o - e->p);
-    e->p[e->len] = '\0';
-}
-
-static void card_lit(struct card_out *o, const char *s)
-{
-    size_t n = strlen(s);
-    buf_append(o->b, s, n);
-    if (o->e)
-        lit_esc(o->e, s, n);
+    buf_append(b, s, strlen(s));
 }
 
 /* key (a member's name and colon, or a comma) and a JSON string of
- * s[0..n) appended to o; -1 (o unchanged) when s is not UTF-8, which
+ * s[0..n) appended to b; -1 (b unchanged) when s is not UTF-8, which
  * json_string refuses. Written in place: a card has few members, and
  * appending piece by piece cost more than escaping them. */
-static int card_str(struct card_out *o, const char *key, const char *s, size_t n)
+static int card_str(struct buf *b, const char *key, const char *s, size_t n)
 {
-    struct buf *b = o->b;
     size_t at = b->len, kl = strlen(key);
     if (buf_reserve(b, kl + 1) < 0)
         return -1;
@@ -431,35 +404,6 @@ static int card_str(struct card_out *o, const char *key, const char *s, size_t n
     }
     b->p[b->len++] = '"';
     b->p[b->len] = '\0';
-    if (!o->e)
-        return 0;
-    struct buf *e = o->e;
-    const char *v = b->p + at + kl + 1;
-    size_t vl = b->len - at - kl - 2;
-    if (vl != n) {      /* escaped in the JSON: escaped again from it */
-        lit_esc(e, b->p + at, kl + 1);
-        buf_json_escape(e, v, vl);
-        lit_esc(e, "\"", 1);
-        return 0;
-    }
-    /* nothing escaped (no quote, backslash or control byte): the value is
-     * its own escape, and the whole member is written in one go */
-    if (buf_reserve(e, 2 * kl + vl + 4) < 0)
-        return 0;
-    char *w = e->p + e->len;
-    for (size_t i = 0; i < kl; i++) {
-        if (key[i] == '"' || key[i] == '\\')
-            *w++ = '\\';
-        *w++ = key[i];
-    }
-    *w++ = '\\';
-    *w++ = '"';
-    memcpy(w, v, vl);
-    w += vl;
-    *w++ = '\\';
-    *w++ = '"';
-    e->len = (size_t)(w - e->p);
-    e->p[e->len] = '\0';
     return 0;
 }
 
@@ -490,11 +434,9 @@ static size_t counts_cut(const struct skill *k, int tier, struct desc_counts *dc
 
 /* The card of entry k at a tier, g being its lock verdict or NULL. */
 static void card_write(const struct skill *k, const struct skill_gate *g, int tier,
-                       struct desc_counts *dc, struct card_out *o)
+                       struct desc_counts *dc, struct buf *o)
 {
-    buf_reserve(o->b, 512);
-    if (o->e)
-        buf_reserve(o->e, 576);
+    buf_reserve(o, 512);
     card_lit(o, "{");
     card_str(o, "\"name\":", k->name, strlen(k->name));
     if (strcmp(k->qname, k->name))
@@ -504,12 +446,8 @@ static void card_write(const struct skill *k, const struct skill_gate *g, int ti
     size_t keep = dc ? counts_cut(k, tier, dc, &marker)
                      : desc_cut(k->description, dlen, tier_cap[tier], &marker, NULL);
     if (card_str(o, ",\"description\":", k->description, keep) == 0 && marker) {
-        o->b->len--;        /* before the closing quote */
-        buf_puts(o->b, ELLIPSIS "\"");
-        if (o->e) {
-            o->e->len -= 2;
-            buf_puts(o->e, ELLIPSIS "\\\"");
-        }
+        o->len--;           /* before the closing quote */
+        buf_puts(o, ELLIPSIS "\"");
     }
     if (tier == 0 && k->ntags) {
         card_lit(o, ",\"tags\":[");
@@ -533,8 +471,7 @@ static char *card_json_of(const struct skill *k, const struct skill_gate *g, int
 {
     struct buf b;
     buf_init(&b, 0);
-    struct card_out o = {&b, NULL};
-    card_write(k, g, tier, dc, &o);
+    card_write(k, g, tier, dc, &b);
     return buf_steal(&b, len);
 }
 
@@ -547,21 +484,21 @@ static struct card *card_render(const struct snapshot *snap, size_t idx, int tie
     const struct skill_gate *g = snap->gate ? &snap->gate[idx] : NULL;
     if (g && g->serve)
         e = g->serve;
-    struct buf js, esc;
+    struct buf js;
     buf_init(&js, 0);
-    buf_init(&esc, 0);
-    struct card_out o = {&js, &esc};
-    card_write(e, g, tier, dc, &o);
-    size_t n = js.len;
-    struct card *c = xmalloc(sizeof *c + n + esc.len);
+    card_write(e, g, tier, dc, &js);
+    size_t n = js.len, quoted = 0;
+    /* compact JSON holds no control byte: only quotes and backslashes
+     * take an escape (buf_json_escape of it) */
+    for (size_t i = 0; i < n; i++)
+        quoted += js.p[i] == '"' || js.p[i] == '\\';
+    struct card *c = xmalloc(sizeof *c + n);
     c->len = (uint32_t)n;
-    c->esc_len = (uint32_t)esc.len;
+    c->esc_len = (uint32_t)(n + quoted);
     c->tokens = (uint32_t)(k ? k->card_tokens[tier] : shape_tokens(js.p, n));
     c->chars = (uint32_t)(k ? k->card_chars[tier] : shape_chars(js.p, n));
     memcpy(c->data, js.p, n);
-    memcpy(c->data + n, esc.p, esc.len);
     buf_cleanup(&js);
-    buf_cleanup(&esc);
     return c;
 }
 
@@ -1080,7 +1017,7 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
             buf_puts(&e, ",");
         }
         buf_append(&b, win[i]->data, win[i]->len);
-        buf_append(&e, win[i]->data + win[i]->len, win[i]->esc_len);
+        buf_json_escape(&e, win[i]->data, win[i]->len);
     }
     page_free(&p);
     buf_append(&b, tail.p, tail.len);
