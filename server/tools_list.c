@@ -487,14 +487,10 @@ static struct card *card_render(const struct snapshot *snap, size_t idx, int tie
     struct buf js;
     buf_init(&js, 0);
     card_write(e, g, tier, dc, &js);
-    size_t n = js.len, quoted = 0;
-    /* compact JSON holds no control byte: only quotes and backslashes
-     * take an escape (buf_json_escape of it) */
-    for (size_t i = 0; i < n; i++)
-        quoted += js.p[i] == '"' || js.p[i] == '\\';
+    size_t n = js.len;
     struct card *c = xmalloc(sizeof *c + n);
     c->len = (uint32_t)n;
-    c->esc_len = (uint32_t)(n + quoted);
+    c->esc_len = (uint32_t)(n + buf_json_text_escapes(js.p, n));
     c->tokens = (uint32_t)(k ? k->card_tokens[tier] : shape_tokens(js.p, n));
     c->chars = (uint32_t)(k ? k->card_chars[tier] : shape_chars(js.p, n));
     memcpy(c->data, js.p, n);
@@ -1017,7 +1013,7 @@ static int list_from_cards(const struct snapshot *s, const struct view *v, const
             buf_puts(&e, ",");
         }
         buf_append(&b, win[i]->data, win[i]->len);
-        buf_json_escape(&e, win[i]->data, win[i]->len);
+        buf_json_escape_text(&e, win[i]->data, win[i]->len, win[i]->esc_len - win[i]->len);
     }
     page_free(&p);
     buf_append(&b, tail.p, tail.len);

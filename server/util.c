@@ -616,6 +616,70 @@ int buf_json_escape_utf8(struct buf *b, const char *s, size_t n)
     return json_escape(b, s, n, 1);
 }
 
+/* Bytes of w equal to c, exactly: 0x80 in each (no borrow between bytes,
+ * unlike HASZERO), so they can be counted. */
+static inline uint64_t eq_mask8(uint64_t w, unsigned char c)
+{
+    uint64_t v = w ^ (ONES * c), lows = ~HIGHS;
+    return ~(((v & lows) + lows) | v | lows);
+}
+
+size_t buf_json_text_escapes(const char *s, size_t n)
+{
+    size_t c = 0, i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t w = load8(s + i);
+        uint64_t m = (eq_mask8(w, '"') | eq_mask8(w, '\\')) >> 7;
+        c += (size_t)((m * ONES) >> 56);    /* a bit a byte: their sum in the top byte */
+    }
+    for (; i < n; i++)
+        c += s[i] == '"' || s[i] == '\\';
+    return c;
+}
+
+int buf_json_escape_text(struct buf *b, const char *s, size_t n, size_t escapes)
+{
+    size_t start = b->len;
+    if (buf_reserve(b, n + escapes) < 0)
+        return -ENOSPC;
+    char *o = b->p + b->len;
+    size_t i = 0, left = escapes;   /* escapes the room still holds */
+    while (i < n) {
+        size_t j = i;
+        for (; n - j >= 8; j += 8) {
+            uint64_t m = eq_mask8(load8(s + j), '"') | eq_mask8(load8(s + j), '\\');
+            if (m) {
+                j += (size_t)__builtin_ctzll(m) >> 3;
+                goto found;
+            }
+        }
+        while (j < n && s[j] != '"' && s[j] != '\\')
+            j++;
+    found:
+        memcpy(o, s + i, j - i);
+        o += j - i;
+        if (j < n) {
+            if (!left) {    /* escapes undercounted: room for the worst case */
+                b->len = (size_t)(o - b->p);
+                if (buf_reserve(b, 2 * (n - j)) < 0) {
+                    b->len = start;
+                    b->p[start] = '\0';
+                    return -ENOSPC;
+                }
+                o = b->p + b->len;
+                left = n - j;
+            }
+            left--;
+            *o++ = '\\';
+            *o++ = s[j++];
+        }
+        i = j;
+    }
+    b->len = (size_t)(o - b->p);
+    b->p[b->len] = '\0';
+    return 0;
+}
+
 /* Characters that change how the rest of a line shows: C1 controls (a
  * terminal may take U+009B as CSI), bidirectional marks and overrides, and
  * the Unicode line and paragraph separators. */

@@ -32,7 +32,7 @@ declare -A prefix=(
     [acl]='acl_'
     [reloadable]='reloadable_'
     [rcache]='rcache_'
-    [oauth]='oauth_' [jwt]='jwt_'
+    [oauth]='oauth_' [jwt]='jwt_' [dynlib]='dynlib_'
     [yamlcore]='yc_'
     [accesslog]='accesslog_'
     [notify]='notify_'

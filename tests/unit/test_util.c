@@ -90,6 +90,64 @@ TEST(escape_random_text)
     }
 }
 
+/* buf_json_escape_text (compact JSON as a string's contents) gives what
+ * buf_json_escape gives text without control bytes, and buf_json_text_escapes
+ * counts exactly the bytes it adds: quotes, backslashes and their
+ * neighbours at every offset of 0..40 bytes (the word loop and the tail),
+ * then pseudo-random JSON-like text with UTF-8 and bytes >= 0x7F. */
+static int text_escape_matches(const char *s, size_t n)
+{
+    struct buf want, got;
+    buf_init(&want, 0);
+    buf_init(&got, 0);
+    buf_puts(&got, "x");    /* appends after what is there */
+    /* a count too low only costs a reallocation: 0 must give the same bytes */
+    struct buf low;
+    buf_init(&low, 0);
+    int low_ok = buf_json_escape_text(&low, s, n, 0) == 0;
+    int ok = buf_json_escape(&want, s, n) == 0 &&
+             buf_json_escape_text(&got, s, n, buf_json_text_escapes(s, n)) == 0 && low_ok && low.len == want.len && !memcmp(low.p ? low.p : "", want.p ? want.p : "", want.len) &&
+             got.len == want.len + 1 && !memcmp(got.p + 1, want.p ? want.p : "", want.len) &&
+             got.p[got.len] == '\0' && buf_json_text_escapes(s, n) == want.len - n;
+    if (!ok)
+        printf("# text escape of %zu bytes: got %zu, want %zu\n", n, got.len - 1, want.len);
+    buf_cleanup(&want);
+    buf_cleanup(&got);
+    buf_cleanup(&low);
+    return ok;
+}
+
+TEST(escape_json_text_like_the_general_escape)
+{
+    static const unsigned char special[] = {'"', '\\', '!', '#', '[', ']', 0x7F, 0x80, 0xA2,
+                                            0xDC, 0x5C ^ 0x80, 0x22 ^ 0x80, ' '};
+    char s[48];
+    for (size_t n = 0; n <= 40; n++)
+        for (size_t at = 0; at < (n ? n : 1); at++)
+            for (size_t k = 0; k < sizeof special; k++) {
+                memset(s, 'a', sizeof s);
+                if (n) {
+                    s[at] = (char)special[k];
+                    s[n - 1 - at] = '"';    /* a second escape elsewhere in the word */
+                }
+                CHECK(text_escape_matches(s, n));
+            }
+    uint64_t x = 0xD1B54A32D192ED03ULL;
+    char t[2048];
+    for (int round = 0; round < 200; round++) {
+        size_t n = (size_t)(x % sizeof t);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            unsigned r = (unsigned)(x % 16);
+            t[i] = r == 0 ? '"' : r == 1 ? '\\' : r == 2 ? (char)(0x80 + x % 128)
+                                                         : (char)(0x20 + x % 96);
+        }
+        CHECK(text_escape_matches(t, n));
+    }
+}
+
 /* The reference: one byte at a time, the same rules (no NUL, well-formed
  * UTF-8 as jansson accepts it). */
 static int valid_ref(const char *s, size_t n)
@@ -1102,6 +1160,7 @@ int main(void)
     RUN(escape_every_special_byte_at_every_position);
     RUN(escape_utf8_passes_through);
     RUN(escape_random_text);
+    RUN(escape_json_text_like_the_general_escape);
     RUN(utf8_valid_matches_reference);
     RUN(random_hex);
     RUN(text_escape);
