@@ -476,15 +476,22 @@ out:
  * From the cache when every member still fstats as it did. Returns 0, or a
  * negative errno (-EIO, -EFBIG).
  */
+/* Set while libarchive cannot be loaded and that was logged: an index asks
+ * for every archive's digest, and a line each would flood the log. */
+static atomic_int dl_logged;
+
 static int archive_get(const struct skill *k, char **data, size_t *len,
                        char digest[DIGEST_LEN + 1])
 {
     char kdir[SKILL_DIR_MAX], dlerr[320];
     struct plan p;
     if (dynlib_need(DL_ARCHIVE, dlerr, sizeof dlerr) < 0) {
-        log_error("discovery: %s", dlerr);
+        if (!atomic_exchange(&dl_logged, 1))
+            log_error("discovery: %s", dlerr);
         return -EIO;
     }
+    if (atomic_load_explicit(&dl_logged, memory_order_relaxed) && atomic_exchange(&dl_logged, 0))
+        log_info("discovery: %s loaded", dynlib_soname(DL_ARCHIVE));
     int root = jail_root(skills_dir(k, kdir));
     if (root < 0)
         return -EIO;

@@ -5,8 +5,10 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Set by the Makefile from the libraries built against (objdump's SONAME);
  * these are Debian 12's. */
@@ -20,18 +22,33 @@
 #define DL_SONAME_JOSE "libjose.so.0"
 #endif
 
+/* A failed load is tried again after this long, not at once: a library
+ * missing for good costs a search per second, not one per archive of an
+ * index, and one that was installed since (or whose failure was passing: no
+ * descriptor or memory left) is found without a restart. */
+#define RETRY_NS 1000000000ull
+
 struct dynlib_table dynlib_fn;
 
 static struct lib {
     const char *soname, *package;
-    pthread_once_t once;
-    int ok;
+    pthread_mutex_t mu;
+    atomic_int ok;          /* set once, with release order, after the table */
+    int tried;              /* under mu */
+    unsigned long long tried_ns;
     char why[320];
 } libs[DL_COUNT] = {
-    [DL_CURL] = {DL_SONAME_CURL, "libcurl4", PTHREAD_ONCE_INIT, 0, ""},
-    [DL_ARCHIVE] = {DL_SONAME_ARCHIVE, "libarchive13", PTHREAD_ONCE_INIT, 0, ""},
-    [DL_JOSE] = {DL_SONAME_JOSE, "libjose0", PTHREAD_ONCE_INIT, 0, ""},
+    [DL_CURL] = {DL_SONAME_CURL, "libcurl4", PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
+    [DL_ARCHIVE] = {DL_SONAME_ARCHIVE, "libarchive13", PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
+    [DL_JOSE] = {DL_SONAME_JOSE, "libjose0", PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
 };
+
+static unsigned long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 static void load(enum dynlib which)
 {
@@ -45,49 +62,44 @@ static void load(enum dynlib which)
         return;
     }
     /* Each loader writes its own library's members only (two may run at
-     * once); a failed one leaves them unused, as ok stays 0. */
+     * once); a failed one leaves them unused, as ok stays 0, and closes the
+     * handle so that a later try finds the library afresh. */
 #define DYNLIB_LOOKUP(lib, fn) \
     if (lib == which) { \
         void *p = dlsym(h, #fn); \
         if (!p) { \
             snprintf(l->why, sizeof l->why, "%s has no %s: install the %s package it was " \
                      "built against", l->soname, #fn, l->package); \
+            dlclose(h); \
             return; \
         } \
         memcpy(&dynlib_fn.fn, &p, sizeof p); \
     }
     DYNLIB_FUNCS(DYNLIB_LOOKUP)
 #undef DYNLIB_LOOKUP
-    l->ok = 1;
-}
-
-static void load_curl(void)
-{
-    load(DL_CURL);
-}
-
-static void load_archive(void)
-{
-    load(DL_ARCHIVE);
-}
-
-static void load_jose(void)
-{
-    load(DL_JOSE);
+    atomic_store_explicit(&l->ok, 1, memory_order_release);
 }
 
 int dynlib_need(enum dynlib lib, char *err, size_t errlen)
 {
-    static void (*const loaders[DL_COUNT])(void) = {
-        [DL_CURL] = load_curl, [DL_ARCHIVE] = load_archive, [DL_JOSE] = load_jose};
     if ((unsigned)lib >= DL_COUNT)
         return -1;
-    pthread_once(&libs[lib].once, loaders[lib]);
-    if (libs[lib].ok)
+    struct lib *l = &libs[lib];
+    if (atomic_load_explicit(&l->ok, memory_order_acquire))
         return 0;
-    if (err && errlen)
-        snprintf(err, errlen, "%s", libs[lib].why);
-    return -1;
+    pthread_mutex_lock(&l->mu);
+    unsigned long long now = mono_ns();
+    if (!atomic_load_explicit(&l->ok, memory_order_relaxed) &&
+        (!l->tried || now - l->tried_ns >= RETRY_NS)) {
+        load(lib);
+        l->tried = 1;
+        l->tried_ns = now;
+    }
+    int ok = atomic_load_explicit(&l->ok, memory_order_relaxed);
+    if (!ok && err && errlen)
+        snprintf(err, errlen, "%s", l->why);
+    pthread_mutex_unlock(&l->mu);
+    return ok ? 0 : -1;
 }
 
 const char *dynlib_soname(enum dynlib lib)

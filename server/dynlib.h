@@ -99,7 +99,10 @@ extern struct dynlib_table dynlib_fn;
 
 #define DL(fn) (*dynlib_fn.fn)
 
-/* Loads lib (once per process) and every function of it in the table.
+/* Loads lib and every function of it in the table: once per process when
+ * that works; a failure is remembered for a second, then tried again (the
+ * package may have been installed since, or the failure was passing: no
+ * descriptor or memory left).
  * 0, or -1 with why (what failed, and the package to install) in err. */
 int dynlib_need(enum dynlib lib, char *err, size_t errlen);
 

@@ -114,3 +114,47 @@ test('--oauth-issuer with a libjose missing its functions refuses to start, nami
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /libjose\.so\.0 has no jose_\w+: install the libjose0 package/);
   });
+
+test('a libarchive that could not be loaded is tried again: installing it needs no restart',
+  opts, async () => {
+    const libs = fakeLibs({ 'libarchive.so.13': 'text' });
+    const s = await startServer({ env: { LD_LIBRARY_PATH: libs } });
+    try {
+      const origin = new URL(s.url).origin;
+      const r = await get(origin, PREFIX + ARCHIVE);
+      assert.ok(r.status >= 500, `archive status ${r.status}`);
+      // the operator installs the package the log names: the system's copy
+      // is found once the stand-in is gone
+      fs.rmSync(path.join(libs, 'libarchive.so.13'));
+      let last = r;
+      const ok = await poll(async () => (last = await get(origin, PREFIX + ARCHIVE)).status === 200,
+        10_000, 200);
+      assert.ok(ok, `archive status ${last.status} after the library appeared`);
+      assert.deepEqual([...last.body.subarray(0, 2)], [0x1f, 0x8b], 'a gzip stream');
+      assert.deepEqual(mapped(s.proc.pid), ['libarchive']);
+      await poll(() => /discovery: libarchive\.so\.13 loaded/.test(s.log), 5000);
+      assert.match(s.log, /discovery: libarchive\.so\.13 loaded/, 'the recovery is logged');
+    } finally {
+      await s.stop();
+    }
+  });
+
+test('a libarchive that cannot be loaded is logged once, not once per archive per request',
+  opts, async () => {
+    const s = await startServer({ env: { LD_LIBRARY_PATH: fakeLibs({ 'libarchive.so.13': 'text' }) } });
+    try {
+      const origin = new URL(s.url).origin;
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await get(origin, PREFIX + 'index.json')).status, 200, 'the index is served');
+        assert.ok((await get(origin, PREFIX + ARCHIVE)).status >= 500);
+      }
+      const named = /discovery: cannot load libarchive\.so\.13/g;
+      await poll(() => s.log.includes('discovery: cannot load libarchive.so.13'), 5000);
+      // the served index still lists the SKILL.md-only skills
+      const idx = JSON.parse((await get(origin, PREFIX + 'index.json')).body);
+      assert.ok(idx.skills.some((k) => k.url.endsWith('git-helper/SKILL.md')), 'git-helper listed');
+      assert.equal(s.log.match(named).length, 1, s.log);
+    } finally {
+      await s.stop();
+    }
+  });
