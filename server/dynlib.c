@@ -4,6 +4,7 @@
 #include "dynlib.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,8 +58,19 @@ static void load(enum dynlib which)
     void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(l->why, sizeof l->why, "cannot load %s (%s): install the %s package",
-                 l->soname, e ? e : "not found", l->package);
+        if (!e)
+            e = "not found";
+        /* The loader names the open's or map's error in words only. No
+         * descriptor or memory left says nothing of the package: naming it
+         * would send the operator to install what is there. */
+        int passing = strstr(e, strerror(EMFILE)) || strstr(e, strerror(ENFILE)) ||
+                      strstr(e, strerror(ENOMEM));
+        if (passing)
+            snprintf(l->why, sizeof l->why, "cannot load %s (%s): tried again on a use a "
+                     "second from now", l->soname, e);
+        else
+            snprintf(l->why, sizeof l->why, "cannot load %s (%s): install the %s package",
+                     l->soname, e, l->package);
         return;
     }
     /* Each loader writes its own library's members only (two may run at

@@ -158,3 +158,35 @@ test('a libarchive that cannot be loaded is logged once, not once per archive pe
       await s.stop();
     }
   });
+
+test('an archive first asked for with no descriptor left: not "install", and served once there are',
+  opts, async () => {
+    const s = await startServer();
+    try {
+      const origin = new URL(s.url).origin;
+      // a kept-alive connection, so that the next request needs no accept
+      assert.equal((await get(origin, '/healthz')).status, 200);
+      const pid = s.proc.pid;
+      const limit = (soft) => {
+        const r = spawnSync('prlimit', ['--pid', String(pid), `--nofile=${soft}:`], { encoding: 'utf8' });
+        assert.equal(r.status, 0, r.stderr);
+      };
+      limit(fs.readdirSync(`/proc/${pid}/fd`).length);
+      let r;
+      try {
+        r = await get(origin, PREFIX + ARCHIVE);
+      } finally {
+        limit(1024);
+      }
+      assert.ok(r.status >= 500, `archive status ${r.status} with no descriptor left`);
+      await poll(() => s.log.includes('discovery: cannot load libarchive'), 5000);
+      const line = s.log.split('\n').find((l) => l.includes('discovery: cannot load libarchive'));
+      assert.doesNotMatch(line, /install the/, 'a passing failure names no package to install');
+      let last;
+      const ok = await poll(async () => (last = await get(origin, PREFIX + ARCHIVE)).status === 200,
+        10_000, 200);
+      assert.ok(ok, `archive status ${last.status} once descriptors are back`);
+    } finally {
+      await s.stop();
+    }
+  });
