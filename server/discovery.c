@@ -777,6 +777,18 @@ int discovery_export(const struct snapshot *s, const char *dir)
         fprintf(stderr, "skill-mcp export: output folder path too long\n");
         return -1;
     }
+    /* Every archive would be left out, each "cannot be read", and the
+     * export would still succeed: a site without its archives. */
+    for (size_t i = 0; i < s->n; i++) {
+        char dlerr[320];
+        if (indexed(s, NULL, i) && is_archive(s->v[i])) {
+            if (dynlib_need(DL_ARCHIVE, dlerr, sizeof dlerr) < 0) {
+                fprintf(stderr, "skill-mcp export: %s\n", dlerr);
+                return -1;
+            }
+            break;
+        }
+    }
     size_t dlen = strlen(dir);
     if (mkdir_one(dir) < 0 || mkdirs(base, dlen + 1) < 0)
         return -1;

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startServer, connect, callOk, poll, BIN, TEST_TIMEOUT } from './lib/harness.mjs';
+import { startServer, connect, callOk, poll, BIN, FIXTURES, TEST_TIMEOUT } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const PREFIX = '/.well-known/agent-skills/';
@@ -189,4 +189,16 @@ test('an archive first asked for with no descriptor left: not "install", and ser
     } finally {
       await s.stop();
     }
+  });
+
+test('export with a libarchive that cannot be loaded fails, naming it, and writes no index',
+  opts, () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-dynlib-export-'));
+    tmpDirs.push(out);
+    const env = { ...process.env, LD_LIBRARY_PATH: fakeLibs({ 'libarchive.so.13': 'text' }) };
+    const r = spawnSync(BIN, ['export', out, '--skills', FIXTURES], { encoding: 'utf8', env, timeout: 10_000 });
+    assert.notEqual(r.status, 0, `exit 0 with every archive left out:\n${r.stderr}`);
+    assert.match(r.stderr, /skill-mcp export: cannot load libarchive\.so\.13 .*install the libarchive13 package/);
+    assert.doesNotMatch(r.stderr, /its files cannot be read/, 'the files are not the cause');
+    assert.equal(fs.existsSync(path.join(out, '.well-known', 'agent-skills', 'index.json')), false);
   });
