@@ -157,7 +157,7 @@ asan-build:
 tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 CC=clang SAN="-fsanitize=thread" build-tsan/tests/test_skills build-tsan/tests/test_auth \
 	    build-tsan/tests/test_rcache build-tsan/tests/test_pcount \
-	    build-tsan/tests/test_reloadable
+	    build-tsan/tests/test_reloadable build-tsan/tests/test_dynlib
 	@TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build-tsan
 
 asan: asan-build
