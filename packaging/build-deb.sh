@@ -7,6 +7,8 @@
 # else from the shared libraries' owning packages (dpkg -S). Prints the
 # .deb's path last.
 set -euo pipefail
+# A step that fails says which: set -e alone stops without a word.
+trap 'echo "build-deb.sh: line $LINENO: $BASH_COMMAND: exit $?" >&2' ERR
 bin=${1:?usage: build-deb.sh BINARY OUTDIR}
 out=${2:?usage: build-deb.sh BINARY OUTDIR}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -50,10 +52,14 @@ fi
 # Loaded with dlopen when a feature needs them (server/dynlib.c), so neither
 # tool above sees them: the sonames the binary names but does not link.
 needed="$(objdump -p "$bin" | awk '/NEEDED/{print $2}')"
+ldconfig="$(command -v ldconfig || echo /sbin/ldconfig)"    # not on a user's PATH
 for so in $(strings -a "$bin" | grep -xE 'lib[A-Za-z0-9_+.-]+\.so\.[0-9]+' | sort -u); do
     grep -qxF "$so" <<<"$needed" && continue
-    path="$(ldconfig -p | awk -v s="$so" '$1 == s {print $NF; exit}')"
-    pkg="$(dpkg -S "$(readlink -f "${path:-/nonexistent}")" 2>/dev/null | cut -d: -f1 | head -n 1)"
+    # awk reads to the end: an early exit would end the writer by SIGPIPE,
+    # which pipefail turns into this script's silent exit
+    path="$("$ldconfig" -p | awk -v s="$so" '$1 == s && !p {p = $NF} END {print p}')"
+    pkg="$(dpkg -S "$(readlink -f "${path:-/nonexistent}")" 2>/dev/null |
+           awk -F: 'NR == 1 {print $1}' || true)"
     [ -n "$pkg" ] || { echo "build-deb.sh: no package holds $so (loaded at run time)" >&2; exit 1; }
     grep -qE "(^|, )$pkg( |,|$)" <<<"$depends" || depends="$depends, $pkg"
 done

@@ -408,9 +408,12 @@ else
     grep -qF "$h" <<<"$(tr -s ' \n' '  ' <<<"$page")" && ok "man: the help text is the same text" ||
         bad "man: --tasks-redis-file's help text not in the page" "$h"
 fi
-bdir="$(dirname "$bin")"
-rm -f "$bdir/skill-mcp.1"
-mo="$(cd "$repo" && make -s man BUILD="$bdir" 2>&1)"
+# In a build folder of its own: the shared one's page is read by the suites
+# running beside this one (make install, make deb), and removing it there
+# raced them. -o: the copied binary is taken as built.
+bdir="$tmp/man-build"
+mkdir -p "$bdir" && cp "$bin" "$bdir/skill-mcp"
+mo="$(cd "$repo" && make -s -o "$bdir/skill-mcp" man BUILD="$bdir" 2>&1)"
 if [ -s "$bdir/skill-mcp.1" ] && cmp -s "$bdir/skill-mcp.1" <("$bin" --help-man); then
     ok "man: make man writes BUILD/skill-mcp.1 from the binary"
 else bad "man: make man" "$mo"; fi
