@@ -148,6 +148,54 @@ TEST(escape_json_text_like_the_general_escape)
     }
 }
 
+/* A count kept with a card that is wrong must cost bytes, never memory
+ * safety: every count from none to past the true one gives the general
+ * escape's bytes after what the buffer held, the undercounts growing it
+ * midway (escapes at the start, the end and between); a bounded buffer
+ * that the count says is too small is left as it was. */
+TEST(escape_json_text_wrong_counts)
+{
+    static const char *const texts[] = {
+        "\"", "\\", "{\"name\":\"a\\\\b\"}", "\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\",
+        "{\"description\":\"ends in a backslash \\\\\"}",
+        "\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"x",
+        "plain text with one \" in the middle of a longer run of words",
+        NULL,   /* long: past the buffer's first capacity */
+    };
+    static char long_text[1500];
+    for (size_t i = 0; i < sizeof long_text - 1; i++)
+        long_text[i] = i % 3 == 0 ? '\\' : i % 7 == 0 ? '"' : 'a';
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        const char *s = texts[t] ? texts[t] : long_text;
+        size_t n = strlen(s), exact = buf_json_text_escapes(s, n);
+        struct buf want;
+        buf_init(&want, 0);
+        CHECK(buf_json_escape(&want, s, n) == 0);
+        CHECK(exact == want.len - n);
+        for (size_t count = 0; count <= exact + 3; count++) {
+            struct buf got;
+            buf_init(&got, 0);
+            buf_puts(&got, "prefix");
+            CHECK(buf_json_escape_text(&got, s, n, count) == 0);
+            CHECK(got.len == 6 + want.len);
+            CHECK(!memcmp(got.p, "prefix", 6) && !memcmp(got.p + 6, want.p, want.len));
+            CHECK(got.p[got.len] == '\0');
+            buf_cleanup(&got);
+        }
+        struct buf tight;
+        buf_init(&tight, 2 + n);
+        buf_puts(&tight, "p:");
+        int rc = buf_json_escape_text(&tight, s, n, exact);
+        CHECK(rc == -ENOSPC);
+        CHECK(tight.len == 2 && !strcmp(tight.p, "p:"));
+        rc = buf_json_escape_text(&tight, s, n, 0);
+        CHECK(rc == -ENOSPC);
+        CHECK(tight.len == 2 && !strcmp(tight.p, "p:"));
+        buf_cleanup(&tight);
+        buf_cleanup(&want);
+    }
+}
+
 /* The reference: one byte at a time, the same rules (no NUL, well-formed
  * UTF-8 as jansson accepts it). */
 static int valid_ref(const char *s, size_t n)
@@ -1161,6 +1209,7 @@ int main(void)
     RUN(escape_utf8_passes_through);
     RUN(escape_random_text);
     RUN(escape_json_text_like_the_general_escape);
+    RUN(escape_json_text_wrong_counts);
     RUN(utf8_valid_matches_reference);
     RUN(random_hex);
     RUN(text_escape);
