@@ -649,13 +649,16 @@ int buf_json_escape_text(struct buf *b, const char *s, size_t n, size_t escapes)
         for (; n - j >= 8; j += 8) {
             uint64_t m = eq_mask8(load8(s + j), '"') | eq_mask8(load8(s + j), '\\');
             if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                /* the lowest flagged byte is the first (not so big-endian:
+                 * there the bytes below find it) */
                 j += (size_t)__builtin_ctzll(m) >> 3;
-                goto found;
+#endif
+                break;
             }
         }
         while (j < n && s[j] != '"' && s[j] != '\\')
             j++;
-    found:
         memcpy(o, s + i, j - i);
         o += j - i;
         if (j < n) {
