@@ -2,11 +2,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 import {
   startServer, connect, call, callOk as callOkA, callErr as callErrA, allPages, TEST_TIMEOUT, FIXTURES,
-  expectRefused,
+  expectRefused, runCli,
 } from './lib/harness.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
@@ -105,6 +106,95 @@ test('list_skills limit + cursor pages through everything exactly once', opts, a
   assert.equal(qn.length, q[0].total);
   const whole = await callOk(client, 'list_skills', { query: 'reports spreadsheet' });
   assert.deepEqual(qn, whole.skills.map((k) => (k.qualified_name ?? k.name)));
+});
+
+// A page's text block is its cards' JSON escaped as they are copied (quotes
+// and backslashes only, on the premise that a card holds no raw control
+// byte): values holding every byte that JSON escapes, whole and cut pages,
+// a lock's quarantine reasons, an --acl view, first renders and kept cards.
+test('list_skills: text block is structuredContent for quotes, backslashes and control bytes', { timeout: 60_000 }, async () => {
+  const ctl = Array.from({ length: 31 }, (_, i) => String.fromCharCode(i + 1)).join('');
+  const nasty = [
+    'quote " and backslash \\ end',
+    `controls ${ctl} del \x7f c1 \x85\x9b seps \u2028\u2029 emoji \u{1F600} bidi \u202E`,
+    'ends in a backslash \\',
+    '"'.repeat(17) + '\\'.repeat(23),
+    'long ' + 'a"b\\c\t'.repeat(400),
+  ];
+  // YAML double-quoted: every byte it cannot hold raw as an escape
+  const yq = (v) => '"' + [...v].map((ch) => {
+    const c = ch.codePointAt(0);
+    if (ch === '"' || ch === '\\') return '\\' + ch;
+    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029
+      ? `\\u${c.toString(16).padStart(4, '0')}` : ch;
+  }).join('') + '"';
+  const tags = ['t"q', 'b\\s', 'c\x01', '\u2028', 'nasty'];
+  const setup = (skills) => nasty.forEach((d, i) => {
+    fs.mkdirSync(path.join(skills, `nasty-${i}`));
+    fs.writeFileSync(path.join(skills, `nasty-${i}`, 'SKILL.md'),
+      `---\nname: nasty-${i}\ndescription: ${yq(d)}\nversion: ${yq(`v"${i}\\\t`)}\n` +
+      `tags: [${tags.map(yq).join(', ')}]\n---\n# Body\nnasty word\n`);
+  });
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-cards-'));
+  const lockDir = path.join(tmp, 'lo"ck\\d\u2028ir');
+  fs.mkdirSync(lockDir);
+  const lock = path.join(lockDir, 'q.lock');
+  const acl = path.join(tmp, 'acl');
+  fs.writeFileSync(acl, '* see ^nasty-[0-4]$\n');
+  const calls = [{}, { limit: 1 }, { limit: 3, cursor: '2' }, { query: 'nasty' }, { tags: ['nasty'] },
+    { query: 'nasty', limit: 2, cursor: '1' }, { limit: 100, cursor: '5' },
+    ...nasty.map((_, i) => ({ tags: ['nasty'], limit: 1, cursor: String(i) }))];
+  try {
+    for (const args of [[], ['--context-tokens', '1500', '--lock', lock], ['--acl', acl, '--context-tokens', '1500']]) {
+      const srv = await startServer({
+        args,
+        setup(skills) {
+          setup(skills);
+          if (args.includes('--lock')) {
+            const r = runCli(['lock', 'approve', 'nasty-1', '--lock', lock, '--skills', skills]);
+            assert.equal(r.code, 0, r.stderr);
+          }
+        },
+      });
+      const c = await connect(srv.url);
+      try {
+        const seen = new Map();
+        let cut = 0;
+        for (const a of calls) {
+          for (let rep = 0; rep < 2; rep++) {
+            const r = await callOk(c, 'list_skills', a);
+            if (r._truncated) cut++;
+            for (const k of r.skills) seen.set(k.qualified_name ?? k.name, k);
+          }
+        }
+        const plain = args.length === 0;
+        if (plain) assert.equal(seen.size, 7 + nasty.length, [...seen.keys()].join());
+        for (let i = 0; i < nasty.length; i++)
+          assert.ok(seen.has(`nasty-${i}`), `nasty-${i} on a page: ${[...seen.keys()]}`);
+        if (args.includes('--acl')) assert.equal(seen.size, nasty.length, `the view: ${[...seen.keys()]}`);
+        for (let i = 0; i < 4; i++) {
+          const k = seen.get(`nasty-${i}`);
+          assert.equal(k.description, nasty[i], `nasty-${i}'s description`);
+          if (plain) {
+            assert.deepEqual(k.tags, tags);
+            assert.equal(k.version, `v"${i}\\\t`);
+          }
+        }
+        if (args.includes('--lock')) assert.ok(cut > 0, 'a budget of 1500 tokens cuts some pages');
+        if (args.includes('--lock')) {
+          assert.equal(seen.get('nasty-1').quarantined, undefined, 'approved');
+          const q = seen.get('nasty-2');
+          assert.equal(q.quarantined, true);
+          assert.ok(q.quarantine_reason.includes(`--lock ${lock}`), q.quarantine_reason);
+        }
+      } finally {
+        await c.close();
+        await srv.stop();
+      }
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 });
 
 test('list_skills bad arguments are refused, and the server keeps serving', opts, async () => {
