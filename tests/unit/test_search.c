@@ -228,6 +228,38 @@ TEST(name_beats_description)
     search_free(idx);
 }
 
+/* A build counts a term's occurrences in 16 bits, saturating: a
+ * description holding one word 65,536 or 131,073 times (a count that would
+ * wrap to 0 or 1) still matches it, as strongly as a count of 300 does
+ * once the kept counts saturate at 255, less its length's normalisation. */
+TEST(term_counts_past_sixteen_bits)
+{
+    static const size_t reps[] = {65536, 131073, 300, 65535};
+    char *desc[4];
+    struct search_doc d[4];
+    memset(d, 0, sizeof d);
+    static const char *const names[] = {"alpha", "bravo", "charlie", "delta"};
+    for (size_t i = 0; i < 4; i++) {
+        desc[i] = malloc(reps[i] * 5 + 1);
+        for (size_t r = 0; r < reps[i]; r++)
+            memcpy(desc[i] + r * 5, "zeta ", 5);
+        desc[i][reps[i] * 5] = '\0';
+        d[i].name = names[i];
+        d[i].description = desc[i];
+    }
+    struct search_index *idx = search_new(d, 4);
+    struct search_hit h[NHITS];
+    size_t n = search_query(idx, "zeta", h, NHITS);
+    CHECK_EQ(n, 4);
+    for (uint32_t i = 0; i < 4; i++)
+        CHECK(pos(h, min_sz(n, NHITS), i) >= 0);
+    /* the same counts past 255, the shorter description ranks higher */
+    CHECK(pos(h, n, 2) < pos(h, n, 3) && pos(h, n, 3) < pos(h, n, 0) && pos(h, n, 0) < pos(h, n, 1));
+    search_free(idx);
+    for (size_t i = 0; i < 4; i++)
+        free(desc[i]);
+}
+
 TEST(exact_name_first)
 {
     static const struct lib l[] = {
@@ -1468,6 +1500,7 @@ int main(void)
     RUN(all_hits_sorted_like_the_top);
     RUN(windows_sum_like_one_term_at_a_time);
     RUN(selection_keeps_what_a_full_sort_keeps);
+    RUN(term_counts_past_sixteen_bits);
     search_free(lib_idx);
     search_free(big_idx);
     DONE();
