@@ -1215,6 +1215,19 @@ TEST(bad_skill_files_are_reported_and_never_fatal)
     skills_free(S);
 }
 
+/* A build's report judged by two of its lines (e: its JSON, freed here),
+ * printed whole when either is missing; the snapshot and library closed. */
+static void report_has(struct skills *S, struct snapshot *s, char *e, int refused, int warned)
+{
+    if (!refused || !warned)
+        printf("# errors: %s\n", e ? e : "(not encodable)");
+    free(e);
+    skills_release(s);
+    skills_free(S);
+    CHECK(refused);
+    CHECK(warned);
+}
+
 /* Folder and file names are bytes; JSON carries UTF-8 only. A skill whose
  * folder name is not UTF-8 is refused with a problem that says why (it was
  * served under a name no reply could carry, and its problems were dropped
@@ -1241,13 +1254,7 @@ TEST(names_that_are_not_utf8_are_reported_not_dropped)
                   strstr(e, "skill not served") && strstr(e, "\"level\":\"error\"");
     int warned = e && strstr(e, "2 file name(s) are not valid UTF-8 (first: references/r?f.md)") &&
                  strstr(e, "\"level\":\"warning\"");
-    if (!refused || !warned)
-        printf("# errors: %s\n", e ? e : "(not encodable)");
-    free(e);
-    CHECK(refused);
-    CHECK(warned);
-    skills_release(s);
-    skills_free(S);
+    report_has(S, s, e, refused, warned);
 }
 
 /* What a build says about a skill it refuses or serves with a warning: the
@@ -1274,13 +1281,7 @@ TEST(refusals_and_warnings_keep_their_line_and_first_name)
                             "skill not served");
     int warned = e && strstr(e, "\"skill\":\"linky\"") &&
                  strstr(e, "1 symlink(s) point outside the skill (first: references/out.md)");
-    if (!refused || !warned)
-        printf("# errors: %s\n", e ? e : "(not encodable)");
-    free(e);
-    CHECK(refused);
-    CHECK(warned);
-    skills_release(s);
-    skills_free(S);
+    report_has(S, s, e, refused, warned);
 }
 
 /* SKILL.md is opened beneath its folder like every other file of a skill:

@@ -70,6 +70,33 @@ TEST(escape_utf8_passes_through)
     CHECK(escape_matches(u, sizeof u - 1));
 }
 
+/* A fixed-seed generator: a failure is reproducible. */
+static uint64_t xorshift(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* Up to cap bytes of printable ASCII with quotes and backslashes; with high
+ * also bytes from 0x80 (JSON text of any language), else newlines and
+ * control bytes. Returns the length. */
+static size_t random_text(uint64_t *x, char *s, size_t cap, int high)
+{
+    size_t n = (size_t)(*x % cap);
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = (unsigned)(xorshift(x) % (high ? 16 : 64));
+        if (r == 0 || r == 1)
+            s[i] = r == 0 ? '"' : '\\';
+        else if (high)
+            s[i] = r == 2 ? (char)(0x80 + *x % 128) : (char)(0x20 + *x % 96);
+        else
+            s[i] = r == 2 ? '\n' : r == 3 ? (char)(*x % 32) : (char)(0x20 + *x % 95);
+    }
+    return n;
+}
+
 TEST(escape_random_text)
 {
     /* pseudo-random ASCII with a sprinkle of specials: a fixed seed, so a
@@ -77,15 +104,7 @@ TEST(escape_random_text)
     uint64_t x = 0x9E3779B97F4A7C15ULL;
     char s[4096];
     for (int round = 0; round < 200; round++) {
-        size_t n = (size_t)(x % sizeof s);
-        for (size_t i = 0; i < n; i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            unsigned r = (unsigned)(x % 64);
-            s[i] = r == 0 ? '"' : r == 1 ? '\\' : r == 2 ? '\n' : r == 3 ? (char)(x % 32)
-                                                                         : (char)(0x20 + x % 95);
-        }
+        size_t n = random_text(&x, s, sizeof s, 0);
         CHECK(escape_matches(s, n));
     }
 }
@@ -135,15 +154,7 @@ TEST(escape_json_text_like_the_general_escape)
     uint64_t x = 0xD1B54A32D192ED03ULL;
     char t[2048];
     for (int round = 0; round < 200; round++) {
-        size_t n = (size_t)(x % sizeof t);
-        for (size_t i = 0; i < n; i++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            unsigned r = (unsigned)(x % 16);
-            t[i] = r == 0 ? '"' : r == 1 ? '\\' : r == 2 ? (char)(0x80 + x % 128)
-                                                         : (char)(0x20 + x % 96);
-        }
+        size_t n = random_text(&x, t, sizeof t, 1);
         CHECK(text_escape_matches(t, n));
     }
 }
