@@ -474,7 +474,7 @@ out:
 /*
  * The archive of k: bytes (when data is not NULL; caller frees) and digest.
  * From the cache when every member still fstats as it did. Returns 0, or a
- * negative errno (-EIO, -EFBIG).
+ * negative errno (-EIO, -EFBIG, -ELIBACC: libarchive cannot be loaded).
  */
 /* Set while libarchive cannot be loaded and that was logged: an index asks
  * for every archive's digest, and a line each would flood the log. */
@@ -488,7 +488,7 @@ static int archive_get(const struct skill *k, char **data, size_t *len,
     if (dynlib_need(DL_ARCHIVE, dlerr, sizeof dlerr) < 0) {
         if (!atomic_exchange(&dl_logged, 1))
             log_error("discovery: %s", dlerr);
-        return -EIO;
+        return -ELIBACC;
     }
     if (atomic_load_explicit(&dl_logged, memory_order_relaxed) && atomic_exchange(&dl_logged, 0))
         log_info("discovery: %s loaded", dynlib_soname(DL_ARCHIVE));
@@ -610,6 +610,14 @@ static char *index_render(const struct snapshot *s, char (*digests)[DIGEST_LEN +
     return buf_steal(&b, len);
 }
 
+/* Why an artifact_digest or archive_get error leaves a skill out. */
+static const char *left_out_why(int rc)
+{
+    return rc == -EFBIG     ? "over the 64 MiB archive limit"
+           : rc == -ELIBACC ? "libarchive cannot be loaded (the log says why)"
+                            : "its files cannot be read";
+}
+
 static int index_get(const struct snapshot *s, const struct view *v, char **body, size_t *len)
 {
     char (*digests)[DIGEST_LEN + 1] = xcalloc(s->n ? s->n : 1, sizeof *digests);
@@ -622,8 +630,7 @@ static int index_get(const struct snapshot *s, const struct view *v, char **body
             digests[i][0] = '\0';
             if (log_now)
                 log_warn("discovery: '%s' is left out of the index: %s", s->v[i]->qname,
-                         rc == -EFBIG ? "over the 64 MiB archive limit"
-                                      : "its files cannot be read");
+                         left_out_why(rc));
         }
     }
     *body = index_render(s, digests, len);
@@ -806,8 +813,7 @@ int discovery_export(const struct snapshot *s, const char *dir)
         if (r == 0)
             manifest_sha256(data, len, digests[i]);
         if (r < 0) {
-            fprintf(stderr, "skill-mcp export: '%s' left out: %s\n", k->qname,
-                    r == -EFBIG ? "over the 64 MiB archive limit" : "its files cannot be read");
+            fprintf(stderr, "skill-mcp export: '%s' left out: %s\n", k->qname, left_out_why(r));
             digests[i][0] = '\0';
             free(data);
             continue;

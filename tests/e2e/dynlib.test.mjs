@@ -190,6 +190,9 @@ test('a libarchive that cannot be loaded is logged once, not once per archive pe
       const idx = JSON.parse((await get(origin, PREFIX + 'index.json')).body);
       assert.ok(idx.skills.some((k) => k.url.endsWith('git-helper/SKILL.md')), 'git-helper listed');
       assert.equal(s.log.match(named).length, 1, s.log);
+      // an archive skill left out of the index is left out for the library, not its files
+      assert.match(s.log, /'csv-profile' is left out of the index: libarchive cannot be loaded/);
+      assert.doesNotMatch(s.log, /left out of the index: its files cannot be read/);
     } finally {
       await s.stop();
     }
