@@ -50,8 +50,11 @@ PKG_LIBS   = $(call pkg_flags,$(shell pkg-config --libs $(filter-out $(DLPKGS),$
 # Tests read archives with libarchive itself, apart from the server's loading.
 TEST_DLLIBS = $(shell pkg-config --libs $(DLPKGS) 2>/dev/null)
 soname_of = $(shell objdump -p "$$(pkg-config --variable=libdir $1 2>/dev/null)/$2.so" 2>/dev/null | awk '/SONAME/{print $$2}')
+# and the package holding each (what a message that it is missing names)
+package_of = $(shell dpkg -S "$$(readlink -f "$$(pkg-config --variable=libdir $1 2>/dev/null)/$2.so")" 2>/dev/null | awk -F: 'NR == 1 {print $$1}')
 DL_SONAMES = $(foreach l,CURL:libcurl:libcurl ARCHIVE:libarchive:libarchive JOSE:jose:libjose,$(call dl_soname_flag,$(subst :, ,$l)))
-dl_soname_flag = $(if $(call soname_of,$(word 2,$1),$(word 3,$1)),-DDL_SONAME_$(word 1,$1)='"$(call soname_of,$(word 2,$1),$(word 3,$1))"')
+dl_soname_flag = $(if $(call soname_of,$(word 2,$1),$(word 3,$1)),-DDL_SONAME_$(word 1,$1)='"$(call soname_of,$(word 2,$1),$(word 3,$1))"') \
+    $(if $(call package_of,$(word 2,$1),$(word 3,$1)),-DDL_PACKAGE_$(word 1,$1)='"$(call package_of,$(word 2,$1),$(word 3,$1))"')
 
 BUILD   ?= build
 SAN     ?=

@@ -22,6 +22,16 @@
 #ifndef DL_SONAME_JOSE
 #define DL_SONAME_JOSE "libjose.so.0"
 #endif
+/* The packages holding them (dpkg -S at build time); Debian 12's names. */
+#ifndef DL_PACKAGE_CURL
+#define DL_PACKAGE_CURL "libcurl4"
+#endif
+#ifndef DL_PACKAGE_ARCHIVE
+#define DL_PACKAGE_ARCHIVE "libarchive13"
+#endif
+#ifndef DL_PACKAGE_JOSE
+#define DL_PACKAGE_JOSE "libjose0"
+#endif
 
 /* A failed load is tried again after this long, not at once: a library
  * missing for good costs a search per second, not one per archive of an
@@ -39,9 +49,9 @@ static struct lib {
     unsigned long long tried_ns;
     char why[320];
 } libs[DL_COUNT] = {
-    [DL_CURL] = {DL_SONAME_CURL, "libcurl4", PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
-    [DL_ARCHIVE] = {DL_SONAME_ARCHIVE, "libarchive13", PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
-    [DL_JOSE] = {DL_SONAME_JOSE, "libjose0", PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
+    [DL_CURL] = {DL_SONAME_CURL, DL_PACKAGE_CURL, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
+    [DL_ARCHIVE] = {DL_SONAME_ARCHIVE, DL_PACKAGE_ARCHIVE, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
+    [DL_JOSE] = {DL_SONAME_JOSE, DL_PACKAGE_JOSE, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""},
 };
 
 static unsigned long long mono_ns(void)
