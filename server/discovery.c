@@ -471,15 +471,15 @@ out:
     return rc;
 }
 
+/* Set while libarchive cannot be loaded and that was logged: an index asks
+ * for every archive's digest, and a line each would flood the log. */
+static atomic_int dl_logged;
+
 /*
  * The archive of k: bytes (when data is not NULL; caller frees) and digest.
  * From the cache when every member still fstats as it did. Returns 0, or a
  * negative errno (-EIO, -EFBIG, -ELIBACC: libarchive cannot be loaded).
  */
-/* Set while libarchive cannot be loaded and that was logged: an index asks
- * for every archive's digest, and a line each would flood the log. */
-static atomic_int dl_logged;
-
 static int archive_get(const struct skill *k, char **data, size_t *len,
                        char digest[DIGEST_LEN + 1])
 {
