@@ -6,7 +6,7 @@
  * main.c starts them) waited for, then one call of tools_list_skills per
  * query read from stdin (one a line), the handler the server's tools/call
  * runs, with the default budget and no view. Queries must be distinct: a
- * repeat is answered from the snapshot's kept page.
+ * page is kept on its query's second ask and answers the asks after it.
  *
  *   python3 bench/first-query.py --queries | build/bench/first-query DIR
  *   -> one line a query: "ms=T bytes=B fnv=H query", then "p50_ms=... n=..."

@@ -4,8 +4,8 @@ query is asked in a snapshot, by the server's own clock.
 
 Starts BIN on LIBRARY (--threads 1 --refresh-interval 0), waits for the
 body index, then asks 30 distinct three-word queries drawn from
-gen-skills.py's domain words (two of one domain, one of another) once each (a repeat would be answered from the
-snapshot's kept page) and reads each call's milliseconds from the server's
+gen-skills.py's domain words (two of one domain, one of another) once each (a
+page is kept on its query's second ask, and answers from the third) and reads each call's milliseconds from the server's
 request log line. With BIN2 the two builds are run alternately, ROUNDS
 times each (default 3, env FIRST_QUERY_ROUNDS), and the pages are compared:
 every query's reply must list the same cards in the same order, with the

@@ -23,8 +23,8 @@
 #   query        list_skills(query) p50 with wrk -c1 (client-side, loopback),
 #                and server time: skill_server_stats' list_skills p50 (a
 #                quarter-octave histogram bucket's upper bound); a repeated
-#                query is answered from the snapshot's page table after its
-#                first call, so this is the kept page's cost, not the ranking
+#                query is answered from the snapshot's page table from its
+#                third call, so this is the kept page's cost, not the ranking
 #
 # Server on core 0 (1 HTTP thread), clients on core 1, as in bench/run.sh.
 # Targets (reported, not asserted), at 5,000 skills: cold start < 150 ms;

@@ -617,6 +617,10 @@ struct rcache_pages {
     atomic_size_t count;
     _Atomic(struct rc_page *) retired;  /* out of their ways, still named by a slot */
     atomic_uint *hand;      /* per set */
+    /* The keys asked once (rcache_pages_admit): a hash a slot, the last
+     * key that mapped there winning it; 0 is an empty slot. */
+    _Atomic uint64_t *seen;
+    size_t nseen;
     struct rc_way w[];
 };
 
@@ -631,6 +635,8 @@ struct rcache_pages *rcache_pages_new(size_t sets, size_t ways, size_t max_bytes
     p->ways = ways;
     p->max_bytes = max_bytes;
     p->hand = xcalloc(sets, sizeof *p->hand);
+    p->nseen = RCACHE_PAGE_SEEN_PER_WAY * sets * ways;
+    p->seen = xcalloc(p->nseen, sizeof *p->seen);
     return p;
 }
 
@@ -645,6 +651,7 @@ void rcache_pages_free(struct rcache_pages *p)
         free(pg);
     }
     free(p->hand);
+    free(p->seen);
     free(p);
 }
 
@@ -723,6 +730,19 @@ int rcache_pages_get(struct rcache_pages *p, const void *view, const char *key, 
     }
     if (slot >= 0)
         atomic_store_explicit(&pg_hp[slot].p, NULL, memory_order_release);
+    return 0;
+}
+
+int rcache_pages_admit(struct rcache_pages *p, const void *view, const char *key, size_t klen)
+{
+    uint64_t h = page_hash(view, key, klen) | 1;    /* never 0, the empty slot */
+    /* Mixed, not h's own bits: its low bits chose the set, and its high
+     * bits hardly move with a key's last byte (FNV-1a's prime). */
+    uint64_t m = h * 0x9e3779b97f4a7c15ull;
+    _Atomic uint64_t *slot = &p->seen[(m ^ (m >> 32)) % p->nseen];
+    if (atomic_load_explicit(slot, memory_order_relaxed) == h)
+        return 1;
+    atomic_store_explicit(slot, h, memory_order_relaxed);
     return 0;
 }
 

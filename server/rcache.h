@@ -114,6 +114,7 @@ size_t rcache_files_bytes(void);
 #define RCACHE_PAGE_WAYS 4
 #define RCACHE_PAGE_MAX (256 * 1024)        /* a larger page is rendered each time */
 #define RCACHE_PAGES_BYTES (8u << 20)       /* per snapshot */
+#define RCACHE_PAGE_SEEN_PER_WAY 4          /* keys asked once, remembered */
 
 struct rcache_pages;
 
@@ -127,6 +128,18 @@ void rcache_pages_free(struct rcache_pages *p);
  */
 int rcache_pages_get(struct rcache_pages *p, const void *view, const char *key, size_t klen,
                      char **out, size_t *len);
+
+/*
+ * Was (view, key) asked before, in this table's life? 1 if so; otherwise
+ * records it and answers 0. A page is kept on its second ask, not its
+ * first: most queries are asked once, and keeping their pages cost a first
+ * query new memory, each page of it a fault (~13 us on a virtual machine),
+ * and pushed out the pages of the queries that are repeated. The record is
+ * a hash in a slot of its own that a later key may take, so a key can be
+ * forgotten (its page is then kept an ask later) and two keys of one hash
+ * meet (one is kept an ask early); neither changes what is answered.
+ */
+int rcache_pages_admit(struct rcache_pages *p, const void *view, const char *key, size_t klen);
 
 /* Keeps a copy of the page; 0 when it is not kept (too large, over the
  * byte budget, or every candidate way is being read). */

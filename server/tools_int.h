@@ -60,7 +60,7 @@ extern const struct shape_text tools_run_texts[NRUN_TEXTS];
 struct snapshot_ext {
     char *list[2];          /* [legacy, modern] default list_skills CallToolResult bytes */
     size_t len[2];
-    struct rcache_pages *pages; /* other list_skills pages, rendered on first use */
+    struct rcache_pages *pages; /* other list_skills pages, kept from their second ask */
 };
 
 /* How to ask list_skills for less, when a page had to be cut. */

@@ -1091,7 +1091,8 @@ int tools_list_skills(struct tool_ctx *c, json_t *args, struct tool_out *o)
     if (pages) {
         o->raw_owned = tools_render(o, 0, c->call->modern, &o->rawlen);
         o->raw = o->raw_owned;
-        rcache_pages_put(pages, c->call->view, key.p, key.len, o->raw, o->rawlen);
+        if (rcache_pages_admit(pages, c->call->view, key.p, key.len))
+            rcache_pages_put(pages, c->call->view, key.p, key.len, o->raw, o->rawlen);
     }
     buf_cleanup(&key);
     return 0;

@@ -11,6 +11,7 @@
 #include "srv.h"
 #include "stats.h"
 #include "tools.h"
+#include "tools_int.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -426,6 +427,63 @@ TEST(pages_never_cross_views)
     rcache_pages_free(p);
 }
 
+/* A key is admitted on its second ask, per view, and a key asked once is
+ * forgotten after enough others: the record is bounded. */
+TEST(pages_kept_on_second_ask)
+{
+    struct rcache_pages *p = rcache_pages_new(4, 2, 1 << 20);
+    /* views are only hashed and compared here: fixed addresses keep the
+     * slots each key takes the same in every run */
+    const void *va = (const void *)(uintptr_t)0x1000, *vb = (const void *)(uintptr_t)0x2000;
+    CHECK_EQ(rcache_pages_admit(p, va, "q", 1), 0);
+    CHECK_EQ(rcache_pages_admit(p, vb, "q", 1), 0);
+    CHECK_EQ(rcache_pages_admit(p, va, "r", 1), 0);
+    CHECK_EQ(rcache_pages_admit(p, va, "q", 1), 1);
+    CHECK_EQ(rcache_pages_admit(p, vb, "q", 1), 1);
+    CHECK_EQ(rcache_pages_admit(p, va, "q", 1), 1);
+    CHECK_EQ(rcache_pages_admit(p, va, "r", 1), 1);
+    char key[32];
+    for (int i = 0; i < 10000; i++) {
+        int n = snprintf(key, sizeof key, "key %d", i);
+        rcache_pages_admit(p, NULL, key, (size_t)n);
+    }
+    CHECK_EQ(rcache_pages_admit(p, va, "q", 1), 0);
+    rcache_pages_free(p);
+}
+
+/* Through the tool: a query's page is not kept on its first ask (most are
+ * asked once), is kept on its second, and answers the third with the same
+ * bytes. */
+TEST(list_page_kept_on_second_ask)
+{
+    static const char q[] = "{\"query\":\"invoices asked twice\"}";
+    struct call *c = call_new(&S);
+    struct snapshot *snap = call_snapshot(c);
+    CHECK(snap && snap->ext && snap->ext->pages);
+    if (!snap || !snap->ext || !snap->ext->pages) {
+        call_unref(c);
+        return;
+    }
+    size_t pages[4], bytes;
+    rcache_pages_usage(snap->ext->pages, &pages[0], &bytes);
+    char *text[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *r = call_tool("list_skills", q, NULL);
+        CHECK(r != NULL);
+        text[i] = r ? json_dumps(r, JSON_SORT_KEYS) : NULL;
+        json_decref(r);
+        rcache_pages_usage(snap->ext->pages, &pages[i + 1], &bytes);
+    }
+    CHECK_EQ(pages[1], pages[0]);
+    CHECK_EQ(pages[2], pages[0] + 1);
+    CHECK_EQ(pages[3], pages[0] + 1);
+    CHECK(text[0] && text[1] && text[2] && !strcmp(text[0], text[1]) &&
+          !strcmp(text[1], text[2]));
+    for (int i = 0; i < 3; i++)
+        free(text[i]);
+    call_unref(c);
+}
+
 /* Through the tool: the page of one view is not answered to another, and a
  * new snapshot ranks again. */
 TEST(list_pages_per_view_and_snapshot)
@@ -603,6 +661,8 @@ int main(void)
     RUN(file_renders_bounded);
     RUN(entry_reply_until_any_file_changes);
     RUN(pages_never_cross_views);
+    RUN(pages_kept_on_second_ask);
+    RUN(list_page_kept_on_second_ask);
     RUN(list_pages_per_view_and_snapshot);
     RUN(pages_bounded);
     RUN(pages_threads);
