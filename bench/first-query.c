@@ -90,7 +90,7 @@ int main(int argc, char **argv)
         if (getenv("FIRST_QUERY_SEARCH")) {
             /* the ranking alone, as the page asks for it */
             static struct search_hit hits[LIST_DEFAULT_LIMIT];
-            size_t total = search_query(snap->search, qs[i], hits, LIST_DEFAULT_LIMIT);
+            size_t total = search_query(skills_search(snap), qs[i], hits, LIST_DEFAULT_LIMIT);
             double t1 = now_ms();
             printf("search_ms=%.3f total=%zu ", t1 - t0, total);
             t0 = t1;

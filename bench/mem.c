@@ -125,8 +125,8 @@ int main(int argc, char **argv)
     row("lookup tables and entry array", tables, n);
     row("hook paths", hooks, n);
     size_t before = heap();
-    search_free(s->search);
-    s->search = NULL;
+    search_free(skills_search(s));
+    atomic_store(&s->search_ix, NULL);
     size_t idx = before - heap();
     row("search index (freed to measure)", idx, n);
     return 0;

@@ -236,7 +236,7 @@ void bodies_kick(struct skills *S, const struct snapshot *s)
 void bodies_release_xterms(struct snapshot *s)
 {
     for (size_t i = 0; i < s->n; i++) {
-        if (!search_has_body(s->search, i))
+        if (!search_has_body(skills_search(s), i))
             continue;
         struct search_terms *xt = atomic_exchange(&s->v[i]->xterms, XTERMS_MERGED);
         if (xt != XTERMS_MERGED)
@@ -267,6 +267,9 @@ static void *indexer_main(void *arg)
         ix->want = 0;
         pthread_mutex_unlock(&ix->mu);
         struct snapshot *s = skills_acquire(S);
+        /* The first snapshot's index is built from card terms alone: its
+         * thread reads no body list this loop is filling. */
+        skills_search(s);
         size_t read = 0;
         double t0 = now_ms();
         for (size_t i = 0; i < s->n && !atomic_load(&ix->stop); i++) {
@@ -318,6 +321,7 @@ void skills_index_bodies(struct skills *S, void (*prep)(struct skill *k))
 void skills_bodies_indexed(struct skills *S, size_t *indexed, size_t *n)
 {
     struct snapshot *s = skills_acquire(S);
+    skills_search(s);       /* counted with the index, before it is published */
     *indexed = snap_of(s)->bodies_indexed;
     *n = s->n;
     skills_release(s);

@@ -218,7 +218,9 @@ struct snapshot {
     uint64_t generation;
     struct skill **v;       /* sorted by qname */
     size_t n;
-    struct search_index *search;
+    /* Read through skills_search(): the first snapshot is published before
+     * its index is built (skills.c, index_late). */
+    _Atomic(struct search_index *) search_ix;
     json_t *errors;         /* [{skill, path, message, level}] */
     struct snapshot_ext *ext;
     struct skill_gate *gate;/* per entry when a lock is in force, else NULL */
@@ -318,6 +320,13 @@ void skills_on_publish(skills_publish_fn fn);
 
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);
+/*
+ * s's search index, any thread. The first snapshot is served before its
+ * index is built (a start answers list_skills a build's index sooner): a
+ * caller that comes meanwhile waits for it, every later one reads a
+ * pointer. Never NULL.
+ */
+struct search_index *skills_search(const struct snapshot *s);
 void skills_release(struct snapshot *s);
 /*
  * The same, holding the snapshot through this thread's hazard slot rather

@@ -352,7 +352,7 @@ static size_t *page_window(const struct snapshot *s, const struct view *v, const
             ranked = offset + limit;
         size_t room = ranked > CLOSEST_CANDIDATES ? ranked : CLOSEST_CANDIDATES;
         hits = xmalloc(room * sizeof *hits);
-        nhits = search_query(s->search, query, hits, ranked);
+        nhits = search_query(skills_search(s), query, hits, ranked);
         if (nhits > s->n)
             nhits = s->n;
     }
@@ -366,7 +366,7 @@ static size_t *page_window(const struct snapshot *s, const struct view *v, const
         int similar;
         size_t max = limit < CLOSEST_SHOWN ? limit : CLOSEST_SHOWN;
         /* hidden entries are filtered out after the pick, like tags */
-        size_t k = search_closest(s->search, query, hits,
+        size_t k = search_closest(skills_search(s), query, hits,
                                   tags || v ? CLOSEST_CANDIDATES : max, &similar);
         fill_window(s, v, hits, k, tags, 0, max, win, n, total);
         if (!*n && (tags || v)) {

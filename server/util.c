@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -767,10 +768,21 @@ void x_fprintf_text(FILE *f, const char *fmt, ...)
 
 /* ---- logging ----------------------------------------------------------- */
 
-static enum log_level log_min = LOG_INFO;
+/* Atomic: a level set while a thread of the process logs (a test's, or a
+ * start-up thread's line) is a race otherwise. Relaxed: a level is no
+ * message to other data. */
+static _Atomic int log_min = LOG_INFO;
 static int log_json;
 
-void log_set_level(enum log_level lvl) { log_min = lvl; }
+static int log_below(enum log_level lvl)
+{
+    return (int)lvl < atomic_load_explicit(&log_min, memory_order_relaxed);
+}
+
+void log_set_level(enum log_level lvl)
+{
+    atomic_store_explicit(&log_min, (int)lvl, memory_order_relaxed);
+}
 void log_set_json(int on) { log_json = on; }
 
 static char log_tag[16];
@@ -782,7 +794,7 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     char msg[2048], ts[40];
     va_list ap;
 
-    if (lvl < log_min)
+    if (log_below(lvl))
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -806,7 +818,7 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 void log_request(const char *method, const char *tool, const char *client, unsigned status,
                  double ms, int client_gone)
 {
-    if (LOG_INFO < log_min)
+    if (log_below(LOG_INFO))
         return;
     if (!log_json) {
         log_msg(LOG_INFO, "%s %s%s%s%s %u %.3f ms%s", method ? method : "-",

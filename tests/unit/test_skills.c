@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -454,11 +455,97 @@ static size_t hits_of(struct skills *S, const char *q, const char *want)
 {
     struct snapshot *s = skills_acquire(S);
     struct search_hit h[8];
-    size_t n = search_query(s->search, q, h, 8);
+    size_t n = search_query(skills_search(s), q, h, 8);
     if (n && strcmp(s->v[h[0].doc]->qname, want) != 0)
         n = 0;
     skills_release(s);
     return n;
+}
+
+/* The first snapshot answers before its index is built: skills_new returns
+ * while the index's thread is held, the entries are served, a query made
+ * meanwhile waits and then ranks, and skills_free waits for the thread. */
+static sem_t late_in, late_go;
+static atomic_int late_answered;
+
+static void late_hold(void)
+{
+    sem_post(&late_in);
+    sem_wait(&late_go);
+}
+
+static void *late_query(void *arg)
+{
+    size_t n = hits_of(arg, "quokka", "beta");
+    atomic_store(&late_answered, 1);
+    return (void *)(uintptr_t)n;
+}
+
+/* The index's thread reached the hook (10 s at most: a build that never
+ * calls it fails here rather than hangs). */
+static int late_reached(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += 10;
+    return sem_timedwait(&late_in, &t) == 0;
+}
+
+static void *late_free(void *arg)
+{
+    skills_free(arg);
+    atomic_store(&late_answered, 1);
+    return NULL;
+}
+
+TEST(first_snapshot_served_before_its_index)
+{
+    fresh_root();
+    skill("alpha", "alpha", "Feeds the wombat.");
+    skill("beta", "beta", "Counts every quokka.");
+    sem_init(&late_in, 0, 0);
+    sem_init(&late_go, 0, 0);
+    skills_index_late_hook = late_hold;
+    struct skills *S = open_root();
+    CHECK(S != NULL);
+    int held = late_reached();
+    CHECK(held);
+    if (!held) {
+        skills_index_late_hook = NULL;
+        skills_free(S);
+        return;
+    }
+    struct snapshot *s = skills_acquire(S);
+    CHECK_EQ(s->n, 2);
+    int amb;
+    CHECK(skills_find(s, "beta", 4, &amb) != NULL);
+    CHECK(atomic_load(&s->search_ix) == NULL);
+    skills_release(s);
+    atomic_store(&late_answered, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, late_query, S);
+    usleep(50000);
+    CHECK_EQ(atomic_load(&late_answered), 0);   /* waiting for the index */
+    sem_post(&late_go);
+    void *r;
+    pthread_join(t, &r);
+    CHECK_EQ((size_t)(uintptr_t)r, 1);
+    skills_free(S);
+
+    /* A stop while the index is being built waits for it, then frees. */
+    S = open_root();
+    CHECK(S != NULL);
+    CHECK(late_reached());
+    atomic_store(&late_answered, 0);
+    pthread_create(&t, NULL, late_free, S);
+    usleep(50000);
+    CHECK_EQ(atomic_load(&late_answered), 0);
+    sem_post(&late_go);
+    pthread_join(t, NULL);
+    CHECK_EQ(atomic_load(&late_answered), 1);
+    skills_index_late_hook = NULL;
+    sem_destroy(&late_in);
+    sem_destroy(&late_go);
 }
 
 static void wait_bodies(struct skills *S)
@@ -524,9 +611,10 @@ TEST(card_terms_survive_rescans)
     skill("beta", "beta", "Counts every quokka.");
     struct skills *S = open_root();
     struct snapshot *s = skills_acquire(S);
+    skills_search(s);   /* the first index is built after the snapshot is served */
     for (size_t i = 0; i < s->n; i++)
         CHECK(s->v[i]->terms == NULL);
-    CHECK(snap_of(s)->term_chunks == NULL);     /* unmapped by the build */
+    CHECK(snap_of(s)->term_chunks == NULL);     /* unmapped with the index */
     skills_release(s);
     CHECK_EQ(hits_of(S, "quokka", "beta"), 1);
 
@@ -1582,6 +1670,7 @@ int main(void)
     RUN(tick_sees_changes_under_reused_entries);
     RUN(body_terms_survive_rescans);
     RUN(card_terms_survive_rescans);
+    RUN(first_snapshot_served_before_its_index);
     RUN(earlier_root_wins_and_shadowed_is_reported);
     RUN(folder_paths_composed_from_the_root_equal_the_real_ones);
     RUN(large_library_builds_deterministically_on_threads);
