@@ -73,8 +73,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         const struct skill *k = s->v[i];
         blk += malloc_usable_size((void *)(uintptr_t)k);
-        if (atomic_load(&k->cards))
-            blk += malloc_usable_size(atomic_load(&k->cards));
         st += sizeof *k;
         names += slen(k->qname) + slen(k->team);
         if (k->name < k->qname || k->name >= k->qname + strlen(k->qname))

@@ -67,22 +67,21 @@ json_t *skills_execution(const struct skill *k)
 
 struct card *skills_card_keep(struct skill *k, int tier, struct card *c)
 {
-    struct skill_cards *cards = atomic_load_explicit(&k->cards, memory_order_acquire);
-    if (!cards) {
-        struct skill_cards *mine = xcalloc(1, sizeof *mine);
-        if (atomic_compare_exchange_strong_explicit(&k->cards, &cards, mine,
-                                                    memory_order_acq_rel, memory_order_acquire))
-            cards = mine;
-        else
-            free(mine);     /* cards is the one another thread installed */
+    struct card_link *mine = (struct card_link *)(void *)c;
+    mine->tier = (uint32_t)tier;
+    struct card_link *head = atomic_load_explicit(&k->cards, memory_order_acquire);
+    for (;;) {
+        for (struct card_link *l = head; l; l = l->next)
+            if (l->tier == (uint32_t)tier) {
+                free(c);    /* another thread kept this tier first */
+                return (struct card *)(void *)l;
+            }
+        mine->next = head;
+        if (atomic_compare_exchange_weak_explicit(&k->cards, &head, mine, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return c;
+        /* head is the list as another thread grew it: look again */
     }
-    struct card *none = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&cards->tier[tier], &none, c,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
-        free(c);
-        c = none;
-    }
-    return c;
 }
 
 static void skill_unref(struct skill *k)
@@ -97,10 +96,10 @@ static void skill_unref(struct skill *k)
     struct search_terms *xt = atomic_load(&k->xterms);
     if (xt != XTERMS_MERGED)
         search_terms_free(xt);
-    struct skill_cards *cards = atomic_load(&k->cards);
-    for (size_t i = 0; cards && i < SKILL_CARD_TIERS; i++)
-        free(atomic_load(&cards->tier[i]));
-    free(cards);
+    for (struct card_link *l = atomic_load(&k->cards), *next; l; l = next) {
+        next = l->next;
+        free(l);
+    }
     if (k->hooks) {
         free(k->hooks->pre);
         free(k->hooks->post);

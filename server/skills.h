@@ -82,10 +82,16 @@ struct skill_hooks {
     char *post;             /* absolute path of hooks/post.*, or NULL */
 };
 
-/* An entry's list_skills cards (tools.c), one per tier, each rendered on
- * first use; installed with the first (most entries are never shown). */
-struct skill_cards {
-    _Atomic(struct card *) tier[SKILL_CARD_TIERS];
+/*
+ * The head of a list_skills card (tools_list.c's struct card begins with
+ * it). An entry keeps its cards in a list, at most one per tier, each
+ * rendered on first use: most entries are never shown, and most that are
+ * have one tier or two, where a slot per tier was 64 bytes of new memory
+ * for every entry a first query showed (a fault a 64 entries).
+ */
+struct card_link {
+    struct card_link *next; /* set before the card is published, never after */
+    uint32_t tier;
 };
 
 struct skill {
@@ -124,7 +130,7 @@ struct skill {
      * them from that index */
     _Atomic(struct search_terms *) xterms;
     /* read with skills_card(), kept with skills_card_keep() */
-    _Atomic(struct skill_cards *) cards;
+    _Atomic(struct card_link *) cards;
     struct skill_hooks *hooks;  /* NULL when it has none */
     _Atomic(struct rcache_files *) rfiles; /* replies rendered from its files (rcache.c),
                                               NULL until the first is kept */
@@ -172,9 +178,12 @@ static inline char **skills_dir_paths(const struct skill *k)
 /* k's card at tier, or NULL when it is not rendered yet. Any thread. */
 static inline struct card *skills_card(const struct skill *k, int tier)
 {
-    struct skill_cards *c = atomic_load_explicit(&((struct skill *)(uintptr_t)k)->cards,
-                                                 memory_order_acquire);
-    return c ? atomic_load_explicit(&c->tier[tier], memory_order_acquire) : NULL;
+    const struct card_link *l = atomic_load_explicit(&((struct skill *)(uintptr_t)k)->cards,
+                                                     memory_order_acquire);
+    for (; l; l = l->next)
+        if (l->tier == (uint32_t)tier)
+            return (struct card *)(uintptr_t)l;
+    return NULL;
 }
 
 /* Keeps c (malloc'd) as k's card at tier and returns it, unless another

@@ -45,6 +45,7 @@
  * new cards were most of its page faults (~13 us each on a virtual
  * machine; escaping a page's ~100 KB is ~0.16 M instructions more). */
 struct card {
+    struct card_link link;  /* first: the entry's list of its cards (skills.h) */
     uint32_t len;           /* compact JSON: data[0 .. len) */
     uint32_t esc_len;       /* its length escaped as a JSON string (sizes a page) */
     uint32_t tokens;        /* shape_tokens of the JSON */

@@ -1190,17 +1190,16 @@ struct card_racer {
 static void *card_keeper(void *arg)
 {
     struct card_racer *r = arg;
-    struct card *c = malloc(16);
+    struct card *c = malloc(sizeof(struct card_link));
     pthread_barrier_wait(r->go);
     r->kept = skills_card_keep(r->k, r->tier, c);
     return NULL;
 }
 
 /*
- * An entry's cards are one pointer until the first is kept: threads keeping
- * the first cards of an entry at once install one array among them, and
- * every card lands in it (one tier raced twice keeps one card, the other
- * freed: ASan tells).
+ * An entry's cards are a list grown by compare and swap: threads keeping
+ * cards of an entry at once each land theirs, once a tier (one tier raced
+ * twice keeps one card, the other freed: ASan tells).
  */
 TEST(cards_kept_by_racing_threads_all_land)
 {
@@ -1229,11 +1228,18 @@ TEST(cards_kept_by_racing_threads_all_land)
         pthread_barrier_destroy(&go);
         for (int i = 0; i < RACERS; i++)
             CHECK(r[i].kept != NULL && skills_card(k, r[i].tier) == r[i].kept);
-        /* back to no cards, for the next round to install them again */
-        struct skill_cards *cards = atomic_exchange(&k->cards, NULL);
-        for (int t2 = 0; cards && t2 < SKILL_CARD_TIERS; t2++)
-            free(atomic_load(&cards->tier[t2]));
-        free(cards);
+        /* one card a tier in the list, each tier there once; then back to
+         * no cards, for the next round to keep them again */
+        unsigned seen = 0;
+        int nodes = 0;
+        for (struct card_link *l = atomic_exchange(&k->cards, NULL), *next; l; l = next) {
+            next = l->next;
+            CHECK(l->tier < SKILL_CARD_TIERS && !(seen & (1u << l->tier)));
+            seen |= 1u << l->tier;
+            nodes++;
+            free(l);
+        }
+        CHECK_EQ(nodes, SKILL_CARD_TIERS);
     }
     skills_release(s);
     skills_free(S);

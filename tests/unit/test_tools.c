@@ -282,9 +282,10 @@ static void reset_cards(int sized)
     struct snapshot *snap = call_snapshot(c);
     for (size_t i = 0; i < snap->n; i++) {
         struct skill *k = snap->v[i];
-        struct skill_cards *cards = atomic_load(&k->cards);
-        for (int t = 0; cards && t < SKILL_CARD_TIERS; t++)
-            free(atomic_exchange(&cards->tier[t], NULL));
+        for (struct card_link *l = atomic_exchange(&k->cards, NULL), *next; l; l = next) {
+            next = l->next;
+            free(l);
+        }
         atomic_store(&k->card_sized, 0);
         if (sized) {
             tools_card_sizes(k);
