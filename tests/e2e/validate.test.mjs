@@ -90,6 +90,19 @@ test('list skills: all bundled skills, qualified name, name and root', opts, () 
   assert.equal(BUNDLED.length, 8);
 });
 
+// list silences the snapshot build's log lines: its standard error is for
+// the command's own messages. Asked a few times, since a line from a thread
+// of the build may land before or after the command's own work.
+test('list and list --json of a clean library write nothing on stderr', opts, () => {
+  for (let i = 0; i < 5; i++) {
+    for (const args of [['list', 'skills'], ['list', '--json', 'skills']]) {
+      const r = cli(args);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr, '', `${args.join(' ')}: stderr`);
+    }
+  }
+});
+
 test('list --json: shadowed, broken and name-differs flags', opts, () => {
   const r = cli(['list', '--json', `${DATA}/team`, `${DATA}/shadow-a`, `${DATA}/shadow-b`, `${DATA}/yaml-error`]);
   assert.equal(r.code, 0, r.stderr);
