@@ -683,10 +683,11 @@ static void *index_late(void *arg)
         skills_index_late_hook();
     double t0 = now_ms();
     struct search_index *ix = index_build(s, NULL);
-    size_t n = s->n;
+    /* logged first: a caller that waited for the index (validate_list,
+     * which silences the log meanwhile) sees no line after it */
+    log_info("skills: generation 1: search index of %zu skills (%.1f ms, on a thread of its "
+             "own)", s->n, now_ms() - t0);
     index_publish(s, ix);
-    log_info("skills: generation 1: search index of %zu skills (%.1f ms, after the first "
-             "answer)", n, now_ms() - t0);
     malloc_trim(0);
     return NULL;
 }
