@@ -667,6 +667,8 @@ static void index_publish(struct snapshot *s, struct search_index *ix)
     pthread_mutex_unlock(&late_mu);
 }
 
+void (*skills_index_late_hook)(void);
+
 /*
  * The first snapshot's index, built while the snapshot already answers:
  * the index is a serial pass after the parallel one (~17 % of a build at
@@ -674,8 +676,6 @@ static void index_publish(struct snapshot *s, struct search_index *ix)
  * snapshot stays current until a build replaces it, and every build first
  * waits for its old snapshot's index (build_snapshot), so s outlives this.
  */
-void (*skills_index_late_hook)(void);
-
 static void *index_late(void *arg)
 {
     struct snapshot *s = arg;

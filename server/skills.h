@@ -329,6 +329,7 @@ void skills_on_publish(skills_publish_fn fn);
 
 /* Any thread. The snapshot stays valid until skills_release(). Never NULL. */
 struct snapshot *skills_acquire(struct skills *S);
+void skills_release(struct snapshot *s);
 /*
  * s's search index, any thread. The first snapshot is served before its
  * index is built (a start answers list_skills a build's index sooner): a
@@ -336,7 +337,6 @@ struct snapshot *skills_acquire(struct skills *S);
  * pointer. Never NULL.
  */
 struct search_index *skills_search(const struct snapshot *s);
-void skills_release(struct snapshot *s);
 /*
  * The same, holding the snapshot through this thread's hazard slot rather
  * than its reference count (one store to a line no other thread writes,
