@@ -944,6 +944,9 @@ struct skills *skills_new_gated(const char *const *roots, size_t nroots, const c
     pthread_mutex_init(&S->scan_mu, NULL);
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1, 1);
+    /* before the index's thread starts, whose line comes after this one */
+    log_info("skills: generation 1: %zu skills from %zu root(s), %zu problems (%.1f ms)", s->n,
+             nroots, json_array_size(s->errors), s->build_ms);
     /* The index is built beside the default list's render (ext_build) and
      * the first answers; inline when no thread can be had. */
     S->late_on = pthread_create(&S->late, NULL, index_late, s) == 0;
@@ -954,8 +957,6 @@ struct skills *skills_new_gated(const char *const *roots, size_t nroots, const c
     atomic_init(&S->cur, s);
     S->ino_fd = -1;
     S->ino_pending = 1;
-    log_info("skills: generation 1: %zu skills from %zu root(s), %zu problems (%.1f ms)", s->n,
-             nroots, json_array_size(s->errors), s->build_ms);
     return S;
 }
 
