@@ -184,12 +184,12 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         snprintf(status, sizeof status, "serving %zu skill root(s)", S->cfg.nroots);
         sdn_ready(status);
     }
-    if (!announce)
-        log_debug("worker serving");
     /* The first snapshot's search index, while the HTTP threads answer
      * (a query waits for it), on this thread: in the heap the build used
      * (skills_index_first). Signals wait until it is built. */
     skills_index_first(S->skills);
+    if (!announce)
+        log_debug("worker serving");
 
     int sig = 0;
     for (;;) {
