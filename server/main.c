@@ -163,7 +163,6 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
     else if (loop)
         http = http_start(S, listen_fd);
     if (!http && !io) {
-        skills_index_first(S->skills);  /* a rescan or the body indexer may wait for it */
         tasks_quiesce(S->tasks);
         loop_stop(loop);
         tasks_free(S->tasks);
@@ -184,10 +183,6 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         snprintf(status, sizeof status, "serving %zu skill root(s)", S->cfg.nroots);
         sdn_ready(status);
     }
-    /* The first snapshot's search index, while the HTTP threads answer
-     * (a query waits for it), on this thread: in the heap the build used
-     * (skills_index_first). Signals wait until it is built. */
-    skills_index_first(S->skills);
     if (!announce)
         log_debug("worker serving");
 

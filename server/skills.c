@@ -667,33 +667,32 @@ static void index_publish(struct snapshot *s, struct search_index *ix)
     pthread_mutex_unlock(&late_mu);
 }
 
+void (*skills_index_late_hook)(void);
+
 /*
  * The first snapshot's index, built while the snapshot already answers:
  * the index is a serial pass after the parallel one (~17 % of a build at
  * 5,000 skills, ~0.8 s at 100,000), and nothing but a query needs it. The
  * snapshot stays current until a build replaces it, and every build first
  * waits for its old snapshot's index (build_snapshot), so s outlives this.
- * Built by the thread that made S (the server's main thread, once its HTTP
- * threads serve), the index lands in the heap the build used: on a thread
- * of its own it stranded ~10 MB of that thread's arena at 100,000 skills.
  */
-void skills_index_first(struct skills *S)
+static void *index_late(void *arg)
 {
-    struct snapshot *s = S->unindexed;
-    if (!s)
-        return;
-    S->unindexed = NULL;
+    struct snapshot *s = arg;
+    if (skills_index_late_hook)
+        skills_index_late_hook();
     double t0 = now_ms();
     struct search_index *ix = index_build(s, NULL);
     /* logged first: a caller that waited for the index (validate_list,
      * which silences the log meanwhile) sees no line after it */
-    log_info("skills: generation 1: search index of %zu skills (%.1f ms, while serving)", s->n,
-             now_ms() - t0);
+    log_info("skills: generation 1: search index of %zu skills (%.1f ms, on a thread of its "
+             "own)", s->n, now_ms() - t0);
     index_publish(s, ix);
     malloc_trim(0);
+    return NULL;
 }
 
-/* late: leave the index to skills_index_first (the first snapshot only). */
+/* late: leave the index to index_late (the first snapshot only). */
 static struct snapshot *build_snapshot(struct skills *S, struct snapshot *old, uint64_t gen,
                                        int late)
 {
@@ -911,11 +910,8 @@ struct skills *skills_new(const char *const *roots, size_t nroots, const char *h
                           snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                           void *ext_arg)
 {
-    struct skills *S = skills_new_gated(roots, nroots, hooks_dir, ext_build, ext_free, ext_arg,
-                                        NULL, NULL, NULL);
-    if (S)
-        skills_index_first(S);
-    return S;
+    return skills_new_gated(roots, nroots, hooks_dir, ext_build, ext_free, ext_arg, NULL, NULL,
+                            NULL);
 }
 
 struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
@@ -948,9 +944,14 @@ struct skills *skills_new_gated(const char *const *roots, size_t nroots, const c
     pthread_mutex_init(&S->scan_mu, NULL);
     pthread_cond_init(&S->scan_cv, NULL);
     struct snapshot *s = build_snapshot(S, NULL, 1, 1);
+    /* before the index's thread starts, whose line comes after this one */
     log_info("skills: generation 1: %zu skills from %zu root(s), %zu problems (%.1f ms)", s->n,
              nroots, json_array_size(s->errors), s->build_ms);
-    S->unindexed = s;       /* skills_index_first builds its index */
+    /* The index is built beside the default list's render (ext_build) and
+     * the first answers; inline when no thread can be had. */
+    S->late_on = pthread_create(&S->late, NULL, index_late, s) == 0;
+    if (!S->late_on)
+        index_publish(s, index_build(s, NULL));
     if (S->ext_build)
         s->ext = S->ext_build(s, S->ext_arg);
     atomic_init(&S->cur, s);
@@ -963,9 +964,9 @@ void skills_free(struct skills *S)
 {
     if (!S)
         return;
-    /* before the body indexer is stopped: it may be waiting for it */
-    skills_index_first(S);
     bodies_stop(S);
+    if (S->late_on)
+        pthread_join(S->late, NULL);
     reclaim(S);
     while (S->retired) {
         struct snapshot *r = S->retired;

@@ -228,7 +228,7 @@ struct snapshot {
     struct skill **v;       /* sorted by qname */
     size_t n;
     /* Read through skills_search(): the first snapshot is published before
-     * its index is built (skills_index_first). */
+     * its index is built (skills.c, index_late). */
     _Atomic(struct search_index *) search_ix;
     json_t *errors;         /* [{skill, path, message, level}] */
     struct snapshot_ext *ext;
@@ -272,19 +272,11 @@ void skills_free(struct skills *S);
  * judgement).
  */
 typedef void *(*skills_gate_fn)(struct snapshot *s, void *arg);
-/*
- * skills_new with the gate set before the first snapshot is built, and that
- * snapshot published before its search index: the thread that made S
- * builds it with skills_index_first (the server, once it serves), and
- * until then a query waits (skills_search). skills_free builds it if it
- * was never asked for, since the body indexer waits for it too.
- */
+/* skills_new with the gate set before the first snapshot is built. */
 struct skills *skills_new_gated(const char *const *roots, size_t nroots, const char *hooks_dir,
                                 snapshot_ext_build_fn ext_build, snapshot_ext_free_fn ext_free,
                                 void *ext_arg, skills_gate_fn gate, void (*release)(void *ref),
                                 void *gate_arg);
-/* The first snapshot's search index, on the thread that made S; once. */
-void skills_index_first(struct skills *S);
 
 /* The gate of k in s (NULL without a gate, or when k is not an entry of s). */
 const struct skill_gate *skills_gate_of(const struct snapshot *s, const struct skill *k);

@@ -125,9 +125,13 @@ struct skills {
     /* the body indexer (bodies.c), NULL until skills_index_bodies */
     struct bodies_indexer *ix;
 
-    /* the first snapshot until skills_index_first has built its index */
-    struct snapshot *unindexed;
+    /* the first snapshot's index, built after it is published (index_late) */
+    pthread_t late;
+    int late_on;                    /* late is to be joined */
 };
+
+/* Called by the first index's thread before it builds (tests hold it there). */
+extern void (*skills_index_late_hook)(void);
 
 /* ---- stat keys ----------------------------------------------------------- */
 

@@ -869,6 +869,12 @@ json_t *validate_list(const char *const *roots, size_t n)
 {
     log_set_level((enum log_level)(LOG_ERROR + 1));
     struct skills *S = skills_new(roots, n, NULL, NULL, NULL, NULL);
+    if (S) {
+        /* its index's thread logs when done: quiet until then too */
+        struct snapshot *s0 = skills_acquire(S);
+        skills_search(s0);
+        skills_release(s0);
+    }
     log_set_level(LOG_INFO);
     if (!S)
         return NULL;

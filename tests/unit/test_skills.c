@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -461,17 +462,33 @@ static size_t hits_of(struct skills *S, const char *q, const char *want)
     return n;
 }
 
-/* The first snapshot answers before its index is built: skills_new_gated
- * returns with the entries served and no index, a query made meanwhile
- * waits and then ranks once skills_index_first builds it, and skills_free
- * builds it when no one did (the body indexer waits for it: no hang). */
+/* The first snapshot answers before its index is built: skills_new returns
+ * while the index's thread is held, the entries are served, a query made
+ * meanwhile waits and then ranks, and skills_free waits for the thread. */
+static sem_t late_in, late_go;
 static atomic_int late_answered;
+
+static void late_hold(void)
+{
+    sem_post(&late_in);
+    sem_wait(&late_go);
+}
 
 static void *late_query(void *arg)
 {
     size_t n = hits_of(arg, "quokka", "beta");
     atomic_store(&late_answered, 1);
     return (void *)(uintptr_t)n;
+}
+
+/* The index's thread reached the hook (10 s at most: a build that never
+ * calls it fails here rather than hangs). */
+static int late_reached(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += 10;
+    return sem_timedwait(&late_in, &t) == 0;
 }
 
 static void *late_free(void *arg)
@@ -481,21 +498,23 @@ static void *late_free(void *arg)
     return NULL;
 }
 
-static struct skills *open_root_unindexed(void)
-{
-    const char *roots[] = {root};
-    return skills_new_gated(roots, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-}
-
 TEST(first_snapshot_served_before_its_index)
 {
     fresh_root();
     skill("alpha", "alpha", "Feeds the wombat.");
     skill("beta", "beta", "Counts every quokka.");
-    struct skills *S = open_root_unindexed();
+    sem_init(&late_in, 0, 0);
+    sem_init(&late_go, 0, 0);
+    skills_index_late_hook = late_hold;
+    struct skills *S = open_root();
     CHECK(S != NULL);
-    if (!S)
+    int held = late_reached();
+    CHECK(held);
+    if (!held) {
+        skills_index_late_hook = NULL;
+        skills_free(S);
         return;
+    }
     struct snapshot *s = skills_acquire(S);
     CHECK_EQ(s->n, 2);
     int amb;
@@ -507,31 +526,26 @@ TEST(first_snapshot_served_before_its_index)
     pthread_create(&t, NULL, late_query, S);
     usleep(50000);
     CHECK_EQ(atomic_load(&late_answered), 0);   /* waiting for the index */
-    skills_index_first(S);
+    sem_post(&late_go);
     void *r;
     pthread_join(t, &r);
     CHECK_EQ((size_t)(uintptr_t)r, 1);
-    skills_index_first(S);                      /* once: a second call does nothing */
-    CHECK_EQ(hits_of(S, "wombat", "alpha"), 1);
     skills_free(S);
 
-    /* Never asked for, with the body indexer waiting for it: skills_free
-     * builds it, then stops the indexer (10 s at most, or it failed). */
-    S = open_root_unindexed();
+    /* A stop while the index is being built waits for it, then frees. */
+    S = open_root();
     CHECK(S != NULL);
-    if (!S)
-        return;
-    skills_index_bodies(S, NULL);
-    usleep(50000);      /* the indexer is waiting for the index by now */
+    CHECK(late_reached());
     atomic_store(&late_answered, 0);
     pthread_create(&t, NULL, late_free, S);
-    for (int i = 0; i < 1000 && !atomic_load(&late_answered); i++)
-        usleep(10000);
+    usleep(50000);
+    CHECK_EQ(atomic_load(&late_answered), 0);
+    sem_post(&late_go);
+    pthread_join(t, NULL);
     CHECK_EQ(atomic_load(&late_answered), 1);
-    if (atomic_load(&late_answered))
-        pthread_join(t, NULL);
-    else
-        pthread_detach(t);
+    skills_index_late_hook = NULL;
+    sem_destroy(&late_in);
+    sem_destroy(&late_go);
 }
 
 static void wait_bodies(struct skills *S)
