@@ -204,14 +204,15 @@ static int serve(struct srv *S, int listen_fd, const sigset_t *sigs, int announc
         }
         break;
     }
-    log_info("%s: draining (up to %gs)",
-             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "stdin closed",
-             S->cfg.shutdown_timeout);
     sdn_stopping();
     if (io)
         stdio_quiesce(io);
     else
         http_quiesce(http);
+    /* after the quiesce: once this line is out, /readyz already says 503 */
+    log_info("%s: draining (up to %gs)",
+             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "stdin closed",
+             S->cfg.shutdown_timeout);
     uint64_t end = now_ns() + (uint64_t)(S->cfg.shutdown_timeout * 1e9);
     /* No request in flight is not enough: a keep-alive client's next request
      * may be in the socket, not yet read. The drain ends after a quiet spell

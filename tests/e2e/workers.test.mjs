@@ -330,7 +330,11 @@ test('SIGTERM drains: a running script completes, /readyz says 503, the master e
     const callP = runHold(s.port, 2, marker);
     assert.ok(await poll(() => procsWith(`hold.py 2 ${marker}`).length > 0, 3000, 20), 'the script started');
     process.kill(s.master, 'SIGTERM');
-    await sleep(150);
+    // Probe once both workers have begun to drain (a worker logs that line
+    // after /readyz turns 503), not after a fixed nap: under load a worker
+    // may take longer than any nap to be scheduled.
+    const drainLines = () => new Set([...s.log.matchAll(/ (w\d) SIGTERM: draining/g)].map((m) => m[1])).size;
+    assert.ok(await poll(() => drainLines() === 2, 5000, 10), `both workers drain; log:\n${s.log}`);
     const probes = await probeAgain(s.port, agents);
     t.diagnostic(`/readyz over kept-alive connections during the drain: ${probes.join(', ')}`);
     // A connection held by a worker that has no request in flight closes as
