@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,6 +281,96 @@ TEST(wide_and_deep_skill_lists_every_file_and_folder)
     CHECK_STR(k->files[9].path, rel);  /* after the two docs, m.md, n.md and f00-f04 */
     skills_release(s);
     skills_free(S);
+}
+
+/* Folders too big for one getdents64 read lose no entry, on a filesystem
+ * whose short read is taken as the end of a folder (ext4, tmpfs: /tmp and
+ * /dev/shm) and on one whose is not: the root, a team folder, a skill
+ * folder and a folder inside it, with names of every length up to 255. */
+static void many_entries_tree(void)
+{
+    char rel[512], name[300];
+    for (int i = 0; i < 300; i++) {     /* ~12 KB of records in the root */
+        snprintf(rel, sizeof rel, "root-skill-%03d-%.*s", i, i % 23, "abcdefghijklmnopqrstuvw");
+        skill(rel, "r", "Root skill");
+    }
+    for (int i = 0; i < 260; i++) {     /* and in a team folder */
+        snprintf(rel, sizeof rel, "team/member-%03d-%.*s", i, i % 31, "abcdefghijklmnopqrstuvwxyz01234");
+        skill(rel, "m", "Team member");
+    }
+    skill("big", "big", "Big");
+    for (int i = 0; i < 61; i++) {      /* 280-byte records: 29 to a read */
+        memset(name, 'a' + i % 26, 255);
+        snprintf(name, 4, "%03d", i);
+        name[3] = 'n';
+        name[255] = '\0';
+        snprintf(rel, sizeof rel, "big/%s", name);
+        writef(rel, "x");
+    }
+    for (int i = 0; i < 700; i++) {     /* every shorter length */
+        snprintf(rel, sizeof rel, "big/references/r%03d%.*s.md", i, i % 60,
+                 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefgh");
+        writef(rel, "y");
+    }
+}
+
+static int many_entries_all_listed(void)
+{
+    struct skills *S = open_root();
+    struct snapshot *s = skills_acquire(S);
+    int amb, ok = 1;
+    struct skill *k = skills_find(s, "big", 3, &amb);
+    ok &= k != NULL && k->nfiles == 761;
+    ok &= k != NULL && k->ndirs == 2;
+    ok &= s->n == 300 + 260 + 1;
+    size_t team = 0, top = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        team += !strncmp(s->v[i]->qname, "team/member-", 12);
+        top += !strncmp(s->v[i]->qname, "root-skill-", 11);
+    }
+    ok &= team == 260 && top == 300;
+    if (!ok)
+        fprintf(stderr, "  under %s: %zu skills, big has %u files and %u folders\n", root, s->n,
+                k ? k->nfiles : 0u, k ? k->ndirs : 0);
+    skills_release(s);
+    skills_free(S);
+    return ok;
+}
+
+TEST(folders_over_many_reads_lose_no_entry)
+{
+    CHECK(scan_fs_reads_whole(0xEF53));         /* ext2/3/4 */
+    CHECK(scan_fs_reads_whole(0x01021994));     /* tmpfs */
+    CHECK(scan_fs_reads_whole(0x58465342));     /* xfs */
+    CHECK(scan_fs_reads_whole((long)0x9123683EL)); /* btrfs */
+    CHECK(!scan_fs_reads_whole(0x65735546));    /* FUSE */
+    CHECK(!scan_fs_reads_whole(0x6969));        /* NFS */
+    CHECK(!scan_fs_reads_whole(0x794c7630));    /* overlayfs */
+    CHECK(!scan_fs_reads_whole(0x01021997));    /* 9p */
+    CHECK(!scan_fs_reads_whole(0xFF534D42));    /* CIFS */
+    CHECK(!scan_fs_reads_whole(0));
+
+    int whole_seen = 0;
+    const char *bases[] = {"/tmp/skills-many-XXXXXX", "/dev/shm/skills-many-XXXXXX"};
+    for (size_t b = 0; b < 2; b++) {
+        if (root[0])
+            tt_rm_rf(root);
+        snprintf(root, sizeof root, "%s", bases[b]);
+        if (!mkdtemp(root)) {
+            CHECK(b == 1);  /* /tmp must work; a machine may lack /dev/shm */
+            root[0] = '\0';
+            continue;
+        }
+        struct statfs fs;
+        CHECK_EQ(statfs(root, &fs), 0);
+        whole_seen |= scan_fs_reads_whole((long)fs.f_type);
+        many_entries_tree();
+        CHECK(many_entries_all_listed());
+    }
+    /* the short-read rule was exercised, not only the empty-read one */
+    CHECK(whole_seen);
+    tt_rm_rf(root);
+    root[0] = '\0';
 }
 
 TEST(broken_skill_reported_and_previous_version_kept)
@@ -1671,6 +1762,7 @@ int main(void)
     RUN(discovers_top_level_and_team_skills);
     RUN(lists_files_but_not_vcs_or_escaping_links);
     RUN(wide_and_deep_skill_lists_every_file_and_folder);
+    RUN(folders_over_many_reads_lose_no_entry);
     RUN(broken_skill_reported_and_previous_version_kept);
     RUN(rescan_reports_added_changed_removed_and_reuses_entries);
     RUN(tick_sees_changes_under_reused_entries);
