@@ -305,7 +305,9 @@ test('bytecode: a planted __pycache__ .pyc matching the source is not imported',
   assert.equal(r.stdout, 'good\n');
 });
 
-test('bytecode: a locked skill with a __pycache__ folder is reported by lock status, quarantined and not run', opts, async () => {
+// Two python3 and three CLI runs, each blocking, then a server: 11 s under
+// ASan on a loaded machine, and past 30 s with three more test files beside it.
+test('bytecode: a locked skill with a __pycache__ folder is reported by lock status, quarantined and not run', { timeout: 60_000 }, async () => {
   const tmp = fs.mkdtempSync('/tmp/skill-mcp-e2e-trust-lock-');
   fs.chmodSync(tmp, 0o755);
   const root = path.join(tmp, 'skills');
