@@ -43,6 +43,17 @@ async function rpcErr(srv, method, params, code, opts = {}) {
 }
 const run = (srv, script, extra = {}, opts = {}) => tool(srv, 'run_skill_script', { name: extra.name ?? 'alpha', script, ...extra, ...(extra.name ? { name: extra.name } : {}) }, opts);
 const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
+// A check that needs a script in flight waits until the server counts it
+// running: a fixed nap is too short on a loaded machine, where the call may
+// not have reached its slot yet.
+async function scriptsLive(srv, n = 1, opts = {}) {
+  let live;
+  for (const end = Date.now() + 10000; Date.now() < end; await sleep(50)) {
+    live = okResult(await tool(srv, 'skill_server_stats', {}, opts)).scripts.live;
+    if (live >= n) return;
+  }
+  throw new Fail(`scripts.live = ${live} after 10 s`, `${n} script(s) running`);
+}
 
 const items = [];
 let area = '';
@@ -669,7 +680,7 @@ T('RFC-SKILL-1 §5.7.1', 'Numbers in `args` are refused.',
 T('RFC-SKILL-1 §6.2.4', 'Read tools keep answering while a script runs.',
   'server/loop.c: run scripts off the HTTP threads; never hold a thread per running script.',
   async (c) => {
-    const s = await c.srv('main'); const p = run(s, 'sleep.sh', { args: ['2'] }); await sleep(200);
+    const s = await c.srv('main'); const p = run(s, 'sleep.sh', { args: ['2'] }); await scriptsLive(s);
     const t0 = Date.now(); okResult(await tool(s, 'list_skills', {})); const dt = Date.now() - t0; await p; expect(dt < 1000, `${dt} ms`, 'under 1000 ms');
   });
 T('RFC-SKILL-1 §9.7.1', 'With a progressToken and Accept text/event-stream, stderr lines stream as notifications/progress and the result is the last SSE event.',
@@ -685,13 +696,13 @@ T('RFC-SKILL-1 §9.9.1', 'notifications/cancelled stops the running script; the 
   async (c) => {
     const s = await c.srv('main'); const id = 'cancel-me-1'; const t0 = Date.now();
     const p = rpc(s, 'tools/call', { name: 'run_skill_script', arguments: { name: 'alpha', script: 'sleep.sh', args: ['8'] } }, { id });
-    await sleep(400); await rpc(s, 'notifications/cancelled', { requestId: id }, { id: null });
+    await scriptsLive(s); await rpc(s, 'notifications/cancelled', { requestId: id }, { id: null });
     const r = await p; const sc = r.result?.structuredContent; eq(sc?.status, 'failed', 'status'); expect(/cancel/i.test(sc.hint), sc.hint, 'hint mentioning cancel'); expect(Date.now() - t0 < 5000, `${Date.now() - t0} ms`, 'stopped early');
   });
 T('RFC-SKILL-1 §6.8.1, §5.7.5', 'With all slots taken past --script-queue-timeout the call is `busy`, exit_code null, nothing ran.',
   'server/runner.c (slot queue): wait in order up to --script-queue-timeout, then status busy with "retry shortly".',
   async (c) => {
-    const s = await c.srv('queue'); const p1 = run(s, 'sleep.sh', { args: ['3'] }); await sleep(200);
+    const s = await c.srv('queue'); const p1 = run(s, 'sleep.sh', { args: ['3'] }); await scriptsLive(s);
     const b = (await run(s, 'hello.sh')).structuredContent; await p1;
     eq([b.status, b.exit_code, b.stdout], ['busy', null, ''], '[status, exit, stdout]'); expect(/retry/i.test(b.hint), b.hint, 'hint "retry"');
   });
@@ -878,7 +889,7 @@ T('RFC-SKILL-1 §10.7.1', 'Limits are per client: another client is still served
 T('RFC-SKILL-1 §10.8.1', 'Over --max-scripts-per-client a call is `busy` at once and nothing runs.',
   'server/runner.c (per-client cap): count slots per client id; answer busy immediately.',
   async (c) => {
-    const s = await c.srv('auth'); const p = run(s, 'sleep.sh', { args: ['2'] }, { auth: c.tokens.open }); await sleep(300);
+    const s = await c.srv('auth'); const p = run(s, 'sleep.sh', { args: ['2'] }, { auth: c.tokens.open }); await scriptsLive(s, 1, { auth: c.tokens.open });
     const t0 = Date.now(); const b = (await run(s, 'hello.sh', {}, { auth: c.tokens.open })).structuredContent; const dt = Date.now() - t0; await p;
     eq([b?.status, b?.exit_code], ['busy', null], '[status, exit]'); expect(dt < 1000, `${dt} ms`, 'answered at once');
   });
@@ -898,25 +909,25 @@ T('docs/operations.md "When a worker dies"', 'A killed worker is restarted by th
   'server/main.c (master supervision): waitpid the worker, log "worker N restarted (pid P)", fork a new one.',
   async (c) => {
     const s = await c.srv('workers'); const kids = childPids(s.pid); expect(kids.length > 0, 'no worker pid under the master in /proc', 'worker processes to kill');
-    process.kill(kids[0], 'SIGKILL'); for (let i = 0; i < 40 && !/restarted/.test(s.log); i++) await sleep(100);
+    process.kill(kids[0], 'SIGKILL'); for (let i = 0; i < 200 && !/restarted/.test(s.log); i++) await sleep(50);
     has(s.log, 'restarted', 'master log'); okResult(await tool(s, 'list_skills', {}));
   });
 T('docs/operations.md "Signals"', 'SIGHUP to the master is forwarded to every worker.',
   'server/main.c: on SIGHUP log "master SIGHUP: forwarded to N workers" and signal each worker.',
-  async (c) => { const s = await c.srv('workers'); process.kill(s.pid, 'SIGHUP'); for (let i = 0; i < 30 && !/forwarded/.test(s.log); i++) await sleep(100); has(s.log, 'forwarded to 2 workers', 'log'); });
+  async (c) => { const s = await c.srv('workers'); process.kill(s.pid, 'SIGHUP'); for (let i = 0; i < 200 && !/forwarded/.test(s.log); i++) await sleep(50); has(s.log, 'forwarded to 2 workers', 'log'); });
 T('docs/operations.md "Graceful shutdown"', 'SIGTERM to the master stops every worker and exits 0.',
   'server/main.c: forward SIGTERM, wait for workers, exit 0.',
   async (c) => { const s = await c.srv('workers'); const ex = await s.stop('SIGTERM'); eq([ex.code, ex.signal], [0, null], '[exit code, signal]'); c.forget('workers'); });
 T('docs/operations.md "Graceful shutdown"', 'On SIGTERM a script in flight finishes normally, its call is answered, and the process exits 0.',
   'server/loop.c (drain): stop accepting, let requests in flight finish up to --shutdown-timeout, then exit 0.',
   async (c) => {
-    const s = await c.srv('drain'); const p = run(s, 'sleep.sh', { args: ['1'] }); await sleep(300); process.kill(s.pid, 'SIGTERM');
+    const s = await c.srv('drain'); const p = run(s, 'sleep.sh', { args: ['1'] }); await scriptsLive(s); process.kill(s.pid, 'SIGTERM');
     const r = okResult(await p); eq([r.status, r.stdout], ['ok', 'done\n'], '[status, stdout]'); const ex = await s.exitP; eq(ex.code, 0, 'exit code'); c.forget('drain');
   });
 T('docs/operations.md "Graceful shutdown"', 'A script still running at --shutdown-timeout is stopped and its caller gets an answer.',
   'server/loop.c (drain timeout): SIGTERM the script process groups, answer the calls, exit 0.',
   async (c) => {
-    const s = await c.srv('drain2'); const p = run(s, 'sleep.sh', { args: ['20'] }); await sleep(300); const t0 = Date.now(); process.kill(s.pid, 'SIGTERM');
+    const s = await c.srv('drain2'); const p = run(s, 'sleep.sh', { args: ['20'] }); await scriptsLive(s); const t0 = Date.now(); process.kill(s.pid, 'SIGTERM');
     const r = (await p).structuredContent; expect(r && r.status !== 'ok', r, 'a non-ok status'); expect(Date.now() - t0 < 6000, `${Date.now() - t0} ms`, 'answered within the shutdown timeout + 2 s kill');
     const ex = await s.exitP; eq(ex.code, 0, 'exit code'); c.forget('drain2');
   });

@@ -156,7 +156,7 @@ test('SIGHUP reopens the file (logrotate: rename, then HUP)', opts, async () => 
   await lineFor(textLog, (x) => x.tool === 'load_skill');
   fs.renameSync(textLog, rotated);
   process.kill(text.proc.pid, 'SIGHUP');
-  await poll(() => text.log.includes('access log: reopened'), 5000, 50);
+  assert.ok(await poll(() => text.log.includes('access log: reopened'), 10_000, 50), text.log.slice(-1500));
   await callTool(text.url, 'load_skill', { name: 'other-skill' }, auth());
   const l = await lineFor(textLog, (x) => x.skill === 'other-skill');
   assert.equal(l.status, '200');

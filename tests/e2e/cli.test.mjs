@@ -101,7 +101,7 @@ test('--log-format json writes one JSON object per stderr line', opts, async () 
     await callOk(assert, c, 'list_skills', {});
     await c.close();
     process.kill(s.proc.pid, 'SIGHUP');
-    const end = Date.now() + 5000;
+    const end = Date.now() + 10_000;
     while (!/rescanning skills/.test(s.log) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
   } finally {
     await s.stop();

@@ -70,7 +70,7 @@ async function alive(s) {
   assert.equal(r.status, 200, r.text);
 }
 
-async function gone(marker, ms = 6000) {
+async function gone(marker, ms = 10_000) {
   const left = await poll(() => markedPids(marker).length === 0, ms, 50);
   assert.ok(left, `processes of ${marker} outlived their call: ${markedPids(marker)}`);
 }

@@ -211,7 +211,7 @@ test('an archive first asked for with no descriptor left: not "install", and ser
       };
       // the start's own opens (the watches, the bodies' index) done first;
       // then none is left at all, not merely as many as are open now
-      await poll(() => s.log.includes('indexed the bodies'), 5000);
+      await poll(() => s.log.includes('indexed the bodies'), 20_000);
       assert.match(s.log, /indexed the bodies/);
       limit(3);
       let r;

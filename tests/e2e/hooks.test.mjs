@@ -16,9 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 
 import {
-  startServer, connect, callOk as callOkA, callErr as callErrA, postModern, E2E_DIR, REPO,
+  startServer, connect, callOk as callOkA, callErr as callErrA, postModern, poll, E2E_DIR, REPO,
 } from './lib/harness.mjs';
-import { pidGone, waitGone, runScript, scriptStats, sleep } from './lib/procs.mjs';
+import { pidGone, waitGone, runScript, scriptStats } from './lib/procs.mjs';
 
 const HOOK_FIXTURES = path.join(E2E_DIR, 'fixtures', 'hook-skills');
 const opts = { timeout: 20_000 };
@@ -291,10 +291,12 @@ test('queue: a post hook does not wait behind newer calls; a call whose script r
     const c4 = await connect(s4.url);
     try {
       const m = marker('work-a');
+      // A holds the slot before B is sent, and B waits in the queue before
+      // C is: a fixed nap between them lets B take the slot on a loaded machine.
       const a = run(c4, 'h-slowpost', 'scripts/work.sh', { args: [m] });
-      await sleep(50);
+      assert.ok(await poll(async () => (await scriptStats(c4)).live === 1, 10_000, 20), 'A runs');
       const b = run(c4, 'h-slowpost', 'scripts/work.sh', { args: [marker('work-b')] });
-      await sleep(400);
+      assert.ok(await poll(async () => (await scriptStats(c4)).queued === 1, 10_000, 20), 'B waits in the queue');
       const c = run(c4, 'h-slowpost', 'scripts/work.sh', { args: [marker('work-c')] });
       const [ra] = await Promise.allSettled([a, b, c]);
       if (ra.status === 'rejected') throw ra.reason;
@@ -377,7 +379,7 @@ test('a hanging hook (sleep 30) is stopped at --hook-timeout 2 and the call fail
   assert.equal(fs.existsSync(m), false, 'the script never ran');
   const pid = Number.parseInt(fs.readFileSync(pidFile, 'utf8'), 10);
   assert.ok(pid > 1);
-  assert.ok(await waitGone(pid, 3000), `the hook's sleeper ${pid} outlived the hook`);
+  assert.ok(await waitGone(pid, 10_000), `the hook's sleeper ${pid} outlived the hook`);
   const after1 = await run(client, 'plain', 'scripts/echo.sh');
   assert.equal(after1.status, 'ok', 'the server keeps serving');
 });

@@ -16,7 +16,7 @@ import os from 'node:os';
 
 import { startServer, modernMeta, MODERN, poll } from './lib/harness.mjs';
 import { NGINX, startNginx, stopProxy } from './lib/nginx.mjs';
-import { alive, sleep } from './lib/procs.mjs';
+import { alive } from './lib/procs.mjs';
 
 const CALLS = 300;            // tools/call requests through nginx
 const KILL_AT = 150;          // the victim is killed when this many have been sent
@@ -163,7 +163,7 @@ test('nginx load-balances 3 instances and routes around a SIGKILLed one', { time
   }));
   await killing;
   agent.destroy();
-  await poll(() => victim.exited, 3000, 20);
+  await poll(() => victim.exited, 10_000, 20);
   assert.ok(victim.exited, 'the victim did not die');
 
   const end = await Promise.all(survivors.map(toolCalls));
@@ -200,7 +200,8 @@ test('nginx load-balances 3 instances and routes around a SIGKILLed one', { time
   // Nothing is left running: nginx (master and worker) and the servers.
   const pids = await stopNginx();
   for (const s of survivors) await s.stop();
-  await sleep(50);
-  const left = [...pids, ...servers.map((s) => s.proc.pid)].filter(alive);
+  const running = () => [...pids, ...servers.map((s) => s.proc.pid)].filter(alive);
+  await poll(() => running().length === 0, 10_000, 50);
+  const left = running();
   assert.deepEqual(left, [], `processes left running: ${left}`);
 });

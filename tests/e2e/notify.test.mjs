@@ -21,6 +21,12 @@ import { sleep } from './lib/procs.mjs';
 const opts = { timeout: TEST_TIMEOUT };
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
 
+/** Waits until fn() holds, or fails the test: a notification follows a
+ * rescan, which a loaded machine can hold up for seconds. */
+async function until(fn) {
+  assert.ok(await poll(fn, 10_000), `never held: ${fn}`);
+}
+
 // Written beside the skills root and renamed over, as editors save: a
 // rescan running at the same moment (the body indexer's, after an earlier
 // edit) sees the old file or the new one, never the emptied one a
@@ -137,7 +143,7 @@ describe('notifications on a --stateful session', () => {
     await indexerSettled(s);
     a = await listener(s.url);
     b = await listener(s.url);
-    await poll(async () => (await streams(s.url)) === 2);
+    await until(async () => (await streams(s.url)) === 2);
   });
   after(async () => {
     try { await a?.client.close(); await b?.client.close(); } finally { await s?.stop(); }
@@ -156,7 +162,7 @@ describe('notifications on a --stateful session', () => {
     const p0 = a.seen.prompts;
     for (let i = 0; i < 3; i++) edit(s.skills, 'git-helper', `burst ${i} edit`);
     await callOk(a.client, 'reload_skills', {});
-    await poll(() => a.seen.res > r0 && a.seen.prompts > p0);
+    await until(() => a.seen.res > r0 && a.seen.prompts > p0);
     await sleep(400);
     assert.equal(a.seen.res, r0 + 1);
     assert.equal(a.seen.prompts, p0 + 1);
@@ -168,19 +174,19 @@ describe('notifications on a --stateful session', () => {
     const u0 = a.seen.updated.length;
     edit(s.skills, 'git-helper', 'another skill moved');
     await callOk(b.client, 'reload_skills', {});
-    await poll(() => a.seen.res > r0);
+    await until(() => a.seen.res > r0);
     await sleep(300);
     assert.equal(a.seen.updated.length, u0, 'no updated for a skill nobody subscribed to');
     edit(s.skills, 'csv-profile', 'profile CSV files, edited');
     await callOk(b.client, 'reload_skills', {});
-    await poll(() => a.seen.updated.length > u0);
+    await until(() => a.seen.updated.length > u0);
     assert.deepEqual(a.seen.updated.slice(u0), ['skill://csv-profile/SKILL.md']);
     assert.equal(b.seen.updated.length, 0, 'the other session subscribed to nothing');
     await a.client.unsubscribeResource({ uri: 'skill://csv-profile/SKILL.md' });
     const r1 = a.seen.res;
     edit(s.skills, 'csv-profile', 'profile CSV files, edited again');
     await callOk(b.client, 'reload_skills', {});
-    await poll(() => a.seen.res > r1);
+    await until(() => a.seen.res > r1);
     await sleep(300);
     assert.equal(a.seen.updated.length, u0 + 1, 'unsubscribed: no more updated');
   });
@@ -196,7 +202,7 @@ describe('notifications on a --stateful session', () => {
     assert.equal(after.length, before.length);
     fs.writeFileSync(p, after);
     await callOk(b.client, 'reload_skills', {});
-    await poll(() => a.seen.updated.length > u0);
+    await until(() => a.seen.updated.length > u0);
     await sleep(300);
     assert.deepEqual(a.seen.updated.slice(u0), [uri], 'that file, and nothing else of the skill');
     const read = await a.client.readResource({ uri });
@@ -211,7 +217,7 @@ describe('notifications on a --stateful session', () => {
     const p = path.join(s.skills, 'csv-profile', 'scripts', 'profile.py');
     fs.writeFileSync(p, fs.readFileSync(p, 'utf8').replace(/import/, 'IMPORT'));
     await callOk(b.client, 'reload_skills', {});
-    await poll(() => a.seen.updated.length > u0);
+    await until(() => a.seen.updated.length > u0);
     await sleep(300);
     assert.deepEqual(a.seen.updated.slice(u0), ['skill://csv-profile'], 'named as subscribed');
     await a.client.unsubscribeResource({ uri: 'skill://csv-profile' });
@@ -230,7 +236,7 @@ describe('notifications on a --stateful session', () => {
     const r0 = a.seen.res;
     edit(s.skills, 'pdf-tools', 'pdf tools after a hangup');
     process.kill(s.proc.pid, 'SIGHUP');
-    await poll(() => a.seen.res > r0);
+    await until(() => a.seen.res > r0);
   });
 
   test('a reader that never reads delays neither the rescan nor other listeners', opts, async () => {
@@ -244,7 +250,7 @@ describe('notifications on a --stateful session', () => {
       await callOk(a.client, 'reload_skills', {});
       assert.ok(Date.now() - t0 < 2000, 'reload_skills answered promptly');
     }
-    await poll(() => b.seen.res > r0);
+    await until(() => b.seen.res > r0);
     const card = JSON.stringify(await callOk(b.client, 'list_skills', {}));
     assert.match(card, /slow reader round 4/);
     slow.close();
@@ -258,7 +264,7 @@ describe('notifications on a --stateful session', () => {
     assert.equal(two.status, 409);
     const del = await raw(s.url, { method: 'DELETE', headers: { 'mcp-session-id': sid } });
     assert.equal(del.status, 204);
-    await poll(() => one.ended);
+    await until(() => one.ended);
   });
 
   test('HEAD answers as GET would, with no body and no stream opened', opts, async () => {
@@ -274,10 +280,10 @@ describe('notifications on a --stateful session', () => {
     assert.equal(await streams(s.url), n0, 'HEAD opened no stream');
     const g = await getStream(s.url, sid);
     assert.equal(g.status, 200, 'HEAD left the session its one stream');
-    await poll(async () => (await streams(s.url)) === n0 + 1);
+    await until(async () => (await streams(s.url)) === n0 + 1);
     assert.equal((await raw(s.url, { method: 'HEAD', headers: hd })).status, 409, 'as a second GET');
     g.close();
-    await poll(async () => (await streams(s.url)) === n0);
+    await until(async () => (await streams(s.url)) === n0);
     assert.equal((await raw(s.url, { method: 'HEAD', headers: { 'mcp-session-id': sid } })).status, 406);
     assert.equal((await raw(s.url, { method: 'HEAD', headers: { accept: 'text/event-stream' } })).status, 400);
     const gone = await raw(s.url, {
@@ -316,7 +322,7 @@ describe('the per-client bound on notification streams', () => {
     assert.equal(extra.status, 429);
     assert.match(extra.json.error.message, /already has 8 notification streams/);
     open[0].close();
-    await poll(async () => (await streams(s.url)) === 7);
+    await until(async () => (await streams(s.url)) === 7);
     const again = await getStream(s.url, sid9);
     assert.equal(again.status, 200, 'the dead reader no longer counts');
     for (const g of [...open.slice(1), again]) g.close();
@@ -436,10 +442,10 @@ describe('--workers 2', () => {
     // Several streams, so that both workers are likely to hold some.
     const ls = [];
     for (let i = 0; i < 6; i++) ls.push(await listen(s.url, { resourcesListChanged: true }, `w-${i}`));
-    await poll(() => ls.every((l) => l.events.length >= 1));
+    await until(() => ls.every((l) => l.events.length >= 1));
     edit(s.skills, 'git-helper', 'seen by every worker');
     process.kill(s.proc.pid, 'SIGHUP');     // forwarded to each worker, which rescans its own index
-    await poll(() => ls.every((l) => l.events.some((e) => e.method === 'notifications/resources/list_changed')));
+    await until(() => ls.every((l) => l.events.some((e) => e.method === 'notifications/resources/list_changed')));
     for (const l of ls) l.close();
   });
 });

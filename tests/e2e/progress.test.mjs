@@ -124,7 +124,11 @@ test('notifications/cancelled stops the script of that call, and only that one',
   let targetMs = 0;
   const target = call(9001).then((r) => { targetMs = Date.now() - t0; return r; });
   const other = call(9002);
-  await new Promise((r) => setTimeout(r, 300));
+  // Both scripts run before the cancel is sent: a cancel that arrives before
+  // its call is known names no call and is dropped.
+  const live = async () =>
+    (await client.callTool({ name: 'skill_server_stats', arguments: {} })).structuredContent.scripts.live;
+  assert.ok(await poll(async () => await live() === 2, 10_000, 20), 'both scripts run');
   const n = await post(srv.url, { jsonrpc: '2.0', method: 'notifications/cancelled',
     params: { requestId: 9001, reason: 'user pressed stop' } });
   assert.equal(n.status, 202);

@@ -200,13 +200,13 @@ test('modern era: the count joins the _meta that carries serverInfo', opts, asyn
 test('SIGHUP reloads the --redact file; a bad version keeps the loaded one', opts, async () => {
   fs.writeFileSync(redactFile, 'ticket\tTICKET-[0-9]{4}\nsecret-word\tnothing secret\n');
   process.kill(srv.proc.pid, 'SIGHUP');
-  await poll(async () => {
+  assert.ok(await poll(async () => {
     const s = await callOk(client, 'run_skill_script', { name: 'leaky', script: 'scripts/clean.sh' });
     return s.stdout === '[REDACTED:secret-word] here\n';
-  });
+  }, 10_000), `the new patterns never applied; log:\n${srv.log.slice(-1500)}`);
   fs.writeFileSync(redactFile, 'ticket\t(TICKET\n');
   process.kill(srv.proc.pid, 'SIGHUP');
-  await poll(() => srv.log.includes('redaction patterns not reloaded'));
+  await poll(() => srv.log.includes('redaction patterns not reloaded'), 10_000);
   assert.match(srv.log, /redact\.txt:1: pattern 'ticket' does not compile at offset 7: missing closing parenthesis/);
   const s = await callOk(client, 'run_skill_script', { name: 'leaky', script: 'scripts/clean.sh' });
   assert.equal(s.stdout, '[REDACTED:secret-word] here\n');

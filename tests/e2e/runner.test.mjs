@@ -398,7 +398,7 @@ test('scratch: gone from its path when the answer comes, its files deleted soon 
       assert.match(home, new RegExp(`^/tmp/skill-mcp-run-${srv.proc.pid}-`));
       assert.equal(fs.existsSync(home), false, `scratch ${home} must be gone when the call returns`);
     }
-    const left = await poll(() => fs.readdirSync(trash).length === 0, 5000, 50);
+    const left = await poll(() => fs.readdirSync(trash).length === 0, 10_000, 50);
     assert.ok(left, `the used scratch folders' files must be deleted: ${fs.readdirSync(trash).join(', ')} remain`);
   } finally {
     await c.close();
@@ -437,7 +437,7 @@ test('scratch: a spare replaced in /tmp (a link, a folder of another user) is no
   let homes = [];
   let victimUid;
   try {
-    assert.ok(await poll(() => sparesOf().length === 4, 5000, 20), 'the server makes its spares at start');
+    assert.ok(await poll(() => sparesOf().length === 4, 10_000, 20), 'the server makes its spares at start');
     sparesOf().forEach((p, i) => {
       fs.rmdirSync(p);
       if (i % 2) fs.symlinkSync(victim, p);
@@ -552,7 +552,7 @@ test('process group: a TERM-ignoring grandchild of a stalled script is gone afte
   assert.equal(r.status, 'stalled');
   const pid = Number.parseInt(r.stdout, 10);
   assert.ok(pid > 1, `the script printed its child's pid: ${JSON.stringify(r.stdout)}`);
-  assert.ok(await waitGone(pid, 3000), `grandchild ${pid} (sleep 300) survived the kill of its script`);
+  assert.ok(await waitGone(pid, 10_000), `grandchild ${pid} (sleep 300) survived the kill of its script`);
 });
 
 test('process group: a script that exits leaving `sleep 300 &` returns promptly and the sleeper is gone', opts, async () => {
@@ -564,7 +564,7 @@ test('process group: a script that exits leaving `sleep 300 &` returns promptly 
   assert.ok(wall < 3000, `the call took ${wall} ms: a background child holding stdout must not hold up the answer`);
   const pid = Number.parseInt(r.stdout, 10);
   assert.ok(pid > 1, `pid printed: ${JSON.stringify(r.stdout)}`);
-  assert.ok(await waitGone(pid, 3000), `background sleeper ${pid} outlived its script`);
+  assert.ok(await waitGone(pid, 10_000), `background sleeper ${pid} outlived its script`);
 });
 
 test('kill: a script ignoring SIGTERM is SIGKILLed after the grace (stalled, signal SIGKILL)', opts, async () => {
@@ -674,7 +674,8 @@ test('busy: one slot, 1 s queue timeout -> the second call ends busy, the first 
   const st0 = await scriptStats(c4);
   assert.equal(st0.max_concurrency, 1);
   const first = run(c4, TIMING, 'scripts/three.py');
-  await sleep(300);
+  // the first call holds the one slot before the second is sent
+  assert.ok(await poll(async () => (await scriptStats(c4)).live === 1, 10_000, 20), 'three.py runs');
   const t0 = Date.now();
   const second = await run(c4, BASICS, 'scripts/quick2.py');
   const wall = Date.now() - t0;

@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { TEST_TIMEOUT, connect, runCli, startServer } from './lib/harness.mjs';
+import { TEST_TIMEOUT, connect, poll, runCli, startServer } from './lib/harness.mjs';
 import { sleep } from './lib/procs.mjs';
 
 let bwrap = null;
@@ -172,11 +172,11 @@ test('a sandboxed script past its ceiling is stopped, and nothing of it survives
   const r = await run(client, 'boxed', 'sleeper.sh', { timeout: 1 });
   assert.equal(r.status, 'timeout');
   assert.equal(r.stdout, 'started\n');
-  await sleep(500);
-  const left = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+  const leftover = () => fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
     try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('47.25'); } catch { return false; }
   });
-  assert.deepEqual(left, [], 'no sleep 47.25 left running');
+  await poll(() => leftover().length === 0, 10_000, 50);
+  assert.deepEqual(leftover(), [], 'no sleep 47.25 left running');
 });
 
 test('rlimits hold inside the sandbox, and the result still names the one that fired', opts, async () => {

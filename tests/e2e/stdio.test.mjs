@@ -113,8 +113,9 @@ test('SDK: cancelling a call stops its script', { timeout: TEST_TIMEOUT }, async
   const p = client.callTool({ name: 'run_skill_script',
     arguments: { name: 'runner-timing', script: 'scripts/slow.py' } }, undefined, { signal: ac.signal });
   // slow.py prints for 30 s under a 16 s ceiling: only a cancel ends it early
-  await poll(() => /run_skill_script|slow\.py/.test(sdkLog) || Date.now() - t0 > 700, 2000, 50);
-  await new Promise((r) => setTimeout(r, 500));
+  // it runs before the cancel is sent: a cancel for a call the server has
+  // not read yet names no call
+  assert.ok(await poll(async () => (await callOk('skill_server_stats')).scripts.live === 1, 10_000, 50), 'slow.py runs');
   ac.abort('test');
   await assert.rejects(p);
   const stopped = await poll(() => /slow\.py: failed in \d+ ms/.test(sdkLog), 8000, 50);
@@ -370,7 +371,7 @@ test('raw: SIGHUP rescans the skills', { timeout: TEST_TIMEOUT }, async () => {
     '---\nname: late-arrival\ndescription: Added while the server runs, found on SIGHUP.\n---\n# Late\n');
   s.proc.kill('SIGHUP');
   let found = false;
-  for (let i = 10; i < 60 && !found; i++) {
+  for (let i = 10; i < 110 && !found; i++) {
     s.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_skills', arguments: {} } });
     const r = await s.reply(i);
     found = r.result.structuredContent.skills.some((k) => (k.qualified_name ?? k.name) === 'late-arrival');

@@ -245,7 +245,7 @@ test('finished tasks expire after --task-ttl; live tasks per client are bounded'
     assert.equal(quick.ttl, 1000);
     const done = await poll(async () => (await rpc(s.url, 'tasks/get', { taskId: quick.taskId })).json.result?.status === 'failed', 5000, 100);
     assert.ok(done, 'the quick task finished');
-    const gone = await poll(async () => (await rpc(s.url, 'tasks/get', { taskId: quick.taskId })).json.error?.code === -32602, 5000, 200);
+    const gone = await poll(async () => (await rpc(s.url, 'tasks/get', { taskId: quick.taskId })).json.error?.code === -32602, 10_000, 200);
     assert.ok(gone, 'a finished task is gone after its ttl');
 
     const m1 = uniq('bound');
@@ -425,7 +425,7 @@ test('--workers 2 with Redis: created through one worker, polled, cancelled and 
   const s = await start(['--workers', '2', '--tasks-redis', r.url]);
   try {
     const t = await createTask(s.url, long(4, uniq('w2')));
-    const w = await poll(() => creator(s, t.taskId), 3000, 50);
+    const w = await poll(() => creator(s, t.taskId), 10_000, 50);
     assert.ok(w, 'the creating worker logged the task');
     // fresh connections until the other worker has answered a tasks/get
     const other = w === 'w0' ? 'w1' : 'w0';

@@ -18,7 +18,7 @@ import path from 'node:path';
 import {
   startServer, connect, call, callOk as callOkA, callErr as callErrA, indexerSettled, poll, runCli, TEST_TIMEOUT,
 } from './lib/harness.mjs';
-import { waitGone, procState, scriptStats, sleep } from './lib/procs.mjs';
+import { waitGone, procState, scriptStats } from './lib/procs.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
 const callOk = (c, n, a) => callOkA(assert, c, n, a);
@@ -247,10 +247,10 @@ test('check and use: a file replaced while its call waits in the queue is refuse
   try {
     const c = await connect(q.url);
     const hold = call(c, 'run_skill_script', { name: 'trust-queue', script: 'scripts/hold.sh' });
-    assert.ok(await poll(async () => (await scriptStats(c)).live === 1, 5000, 20), 'hold.sh runs');
+    assert.ok(await poll(async () => (await scriptStats(c)).live === 1, 10_000, 20), 'hold.sh runs');
     const queued = call(c, 'run_skill_script', { name: 'trust-queue', script: 'scripts/swap.sh' });
     // checked, then queued behind hold.sh: only then is the file swapped
-    assert.ok(await poll(async () => (await scriptStats(c)).queued === 1, 5000, 20), 'swap.sh waits in the queue');
+    assert.ok(await poll(async () => (await scriptStats(c)).queued === 1, 10_000, 20), 'swap.sh waits in the queue');
     const p = path.join(q.skills, 'trust-queue', 'scripts', 'swap.sh');
     fs.symlinkSync(path.join(q.dir, 'outside.sh'), `${p}.new`);
     fs.renameSync(`${p}.new`, p);
@@ -273,10 +273,9 @@ test('orphans: a setsid grandchild of a script that succeeds does not outlive th
   assert.equal(r.status, 'ok');
   const pid = Number(r.stdout.trim());
   assert.ok(pid > 0, r.stdout);
-  assert.ok(await waitGone(pid, 3000), `sleep ${pid} survived its run (state ${procState(pid)})`);
+  assert.ok(await waitGone(pid, 10_000), `sleep ${pid} survived its run (state ${procState(pid)})`);
   // reaped too, not left a zombie of the server
-  await sleep(600);
-  assert.equal(procState(pid), null, `sleep ${pid} is still in /proc (state ${procState(pid)})`);
+  assert.ok(await poll(() => procState(pid) === null, 10_000, 50), `sleep ${pid} is still in /proc (state ${procState(pid)})`);
 });
 
 test('orphans: a setsid grandchild of a script that times out does not outlive the call', opts, async () => {
@@ -284,9 +283,8 @@ test('orphans: a setsid grandchild of a script that times out does not outlive t
   assert.equal(r.status, 'timeout');
   const pid = Number(r.stdout.trim());
   assert.ok(pid > 0, r.stdout);
-  assert.ok(await waitGone(pid, 3000), `sleep ${pid} survived its run (state ${procState(pid)})`);
-  await sleep(600);
-  assert.equal(procState(pid), null, `sleep ${pid} is still in /proc (state ${procState(pid)})`);
+  assert.ok(await waitGone(pid, 10_000), `sleep ${pid} survived its run (state ${procState(pid)})`);
+  assert.ok(await poll(() => procState(pid) === null, 10_000, 50), `sleep ${pid} is still in /proc (state ${procState(pid)})`);
 });
 
 test('durations: a caller stall_timeout or timeout of 1e300 is clamped, not converted as is', opts, async () => {
@@ -307,7 +305,9 @@ test('bytecode: a planted __pycache__ .pyc matching the source is not imported',
   assert.equal(r.stdout, 'good\n');
 });
 
-test('bytecode: a locked skill with a __pycache__ folder is reported by lock status, quarantined and not run', opts, async () => {
+// Two python3 and three CLI runs, each blocking, then a server: 11 s under
+// ASan on a loaded machine, and past 30 s with three more test files beside it.
+test('bytecode: a locked skill with a __pycache__ folder is reported by lock status, quarantined and not run', { timeout: 60_000 }, async () => {
   const tmp = fs.mkdtempSync('/tmp/skill-mcp-e2e-trust-lock-');
   fs.chmodSync(tmp, 0o755);
   const root = path.join(tmp, 'skills');

@@ -12,9 +12,11 @@ fa_pid=""
 cleanup() { [ -n "$fa_pid" ] && kill "$fa_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-python3 "$here/fakeapi.py" --port 0 --lifetime 300 > "$tmp/fa.out" 2> "$tmp/fa.err" &
+# The lifetime only bounds a fakeapi this script failed to stop (cleanup
+# stops it by PID); a loaded machine runs these checks for more than 300 s.
+python3 "$here/fakeapi.py" --port 0 --lifetime 1800 > "$tmp/fa.out" 2> "$tmp/fa.err" &
 fa_pid=$!
-for _ in $(seq 50); do grep -q '^PORT ' "$tmp/fa.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do grep -q '^PORT ' "$tmp/fa.out" 2>/dev/null && break; sleep 0.1; done
 port=$(awk '/^PORT/{print $2; exit}' "$tmp/fa.out")
 [ -n "$port" ] || { echo "fakeapi did not start"; cat "$tmp/fa.err"; exit 1; }
 B="http://127.0.0.1:$port"
