@@ -111,7 +111,7 @@ test('JSON nested 10,000 deep is a parse error, and the server keeps serving', {
   assert.deepEqual(ok.json.result, {});
 });
 
-test('300 slowloris connections from 127.0.0.2: its per-address cap holds, and calls from 127.0.0.1 still answer within a second', { timeout: 60_000 }, async () => {
+test('300 slowloris connections from 127.0.0.2: its per-address cap holds, and calls from 127.0.0.1 are not starved', { timeout: 60_000 }, async () => {
   const own = await startServer({ args: ['--max-connections-per-ip', '64', '--connection-timeout', '30'] });
   const socks = [];
   let trickle;
@@ -152,7 +152,10 @@ test('300 slowloris connections from 127.0.0.2: its per-address cap holds, and c
     assert.ok(open <= 64, `127.0.0.2 holds at most 64 connections (--max-connections-per-ip), holds ${open}`);
     assert.ok(open > 0, 'the slow connections under the cap are still open (not a blanket refusal)');
     const max = Math.max(...worst);
-    assert.ok(max < 1000, `every call from 127.0.0.1 answered within a second (slowest ${max} ms)`);
+    // Starved, a call would wait out the 30 s --connection-timeout of the
+    // slow connections; 5 s tells that apart from a loaded machine's pace
+    // (a whole call took 1.1 s once under ASan with the CPUs busy).
+    assert.ok(max < 5000, `every call from 127.0.0.1 answered within 5 s (slowest ${max} ms)`);
   } finally {
     clearInterval(trickle);
     await client?.close();
