@@ -140,6 +140,10 @@ struct runner *run_new(uv_loop_t *uv, struct run_shared *sh, int worker, int max
 void run_shutdown(struct runner *r);
 void run_free(struct runner *r);
 
+/* Tests only: called as a job starts, before its clock does (a test holds
+ * the loop's tick there, as other jobs' spawns hold it on a busy server). */
+extern void (*run_start_hook)(void);
+
 /*
  * Hands job to the loop thread (any thread may call). done(job, arg) runs
  * on the loop thread exactly once; the job is the caller's to free with

@@ -403,6 +403,32 @@ TEST(a_script_reads_its_stdin_whole)
     }
 }
 
+static void slow_start(void)
+{
+    usleep(300 * 1000);
+}
+
+/* A ceiling is the script's own time: a start held 300 ms inside the
+ * loop's tick (as other jobs' spawns hold it on a busy server) does not
+ * take 300 ms off it. The loop's clock is the tick's start, so a timer set
+ * from it without a refresh fired that much early. */
+TEST(a_ceiling_counts_from_the_scripts_start)
+{
+    int ok;
+    run_start_hook = slow_start;
+    json_t *r = run_chain(&NoGlobal, &Bare, "{\"script\":\"forever.sh\",\"timeout\":1}", NULL, &ok);
+    run_start_hook = NULL;
+    CHECK(r);
+    CHECK_STR(str(r, "status"), "timeout");
+    double ms = json_number_value(json_object_get(r, "duration_ms"));
+    /* a little under 1,000 is the loop clock's coarseness (a millisecond
+     * unit, and a coarse clock where the machine has one) */
+    if (ms < 990)
+        printf("# duration_ms %.1f\n", ms);
+    CHECK(ms >= 990);
+    json_decref(r);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -437,6 +463,8 @@ int main(void)
     snprintf(script, sizeof script, "cat >\"%s/stdin\"\n", logdir);
     snprintf(p, sizeof p, "%s/scripts/keep_stdin.sh", dir);
     put(p, script);
+    snprintf(p, sizeof p, "%s/scripts/forever.sh", dir);
+    put(p, "while :; do echo tick; sleep 0.05; done\n");
     snprintf(p, sizeof p, "%s/scripts/status.sh", dir);
     put(p, "grep -E '^(Uid|Gid|Groups|NoNewPrivs|CapEff|SigIgn|SigBlk):' /proc/self/status\n"
            "grep -E '^Max (cpu time|core file size|processes) ' /proc/self/limits\n"
@@ -497,6 +525,7 @@ int main(void)
     RUN(a_pre_hook_changes_args_and_env);
     RUN(the_child_sets_user_and_limits);
     RUN(a_script_reads_its_stdin_whole);
+    RUN(a_ceiling_counts_from_the_scripts_start);
 
     run_shutdown(S.runner);
     while (uv_run(&loop, UV_RUN_NOWAIT))
