@@ -269,6 +269,7 @@ test('a subscription to a skill hidden since is not told of its changes (--state
     await c.subscribeResource({ uri: 'skill://public/one/SKILL.md' });
     await c.subscribeResource({ uri: 'skill://public/two/SKILL.md' });
     await poll(async () => /skill_mcp_notify_streams 1\b/.test((await raw(s.url.replace(/\/mcp$/, '/metrics'), { method: 'GET', headers: auth('bob') })).text), 5000);
+    await indexerSettled(s);    // its rescan catching an edit half written would tell twice
     fs.writeFileSync(acl2, 'client:bob see public/two$\n');
     process.kill(s.proc.pid, 'SIGHUP');
     const sees = async () => names(await c.callTool({ name: 'list_skills', arguments: {} })).join();
