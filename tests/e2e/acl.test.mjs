@@ -17,7 +17,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { TEST_TIMEOUT, poll, post, postModern, raw, runCli, startServer } from './lib/harness.mjs';
+import { TEST_TIMEOUT, indexerSettled, poll, post, postModern, raw, runCli, startServer } from './lib/harness.mjs';
 import { signWith, startAs, stopAs } from './lib/oidc.mjs';
 
 const opts = { timeout: TEST_TIMEOUT };
@@ -269,6 +269,7 @@ test('a subscription to a skill hidden since is not told of its changes (--state
     await c.subscribeResource({ uri: 'skill://public/one/SKILL.md' });
     await c.subscribeResource({ uri: 'skill://public/two/SKILL.md' });
     await poll(async () => /skill_mcp_notify_streams 1\b/.test((await raw(s.url.replace(/\/mcp$/, '/metrics'), { method: 'GET', headers: auth('bob') })).text), 5000);
+    await indexerSettled(s);    // its rescan catching an edit half written would tell twice
     fs.writeFileSync(acl2, 'client:bob see public/two$\n');
     process.kill(s.proc.pid, 'SIGHUP');
     const sees = async () => names(await c.callTool({ name: 'list_skills', arguments: {} })).join();
@@ -297,6 +298,7 @@ test('a listener is told list_changed only when what its view lists changed (--s
   fs.writeFileSync(acl3, 'group:platform see ops/\n* see public/\n');
   const s = await startServer({ skillsDirs: [d], args: ['--stateful', '--auth-tokens', tokens, '--acl', acl3] });
   const seen = {};
+  const why = () => `${JSON.stringify(seen)}; server log:\n${s.log}`;
   const clients = [];
   try {
     for (const who of ['alice', 'bob']) {     // alice is in group platform, bob in none
@@ -308,20 +310,26 @@ test('a listener is told list_changed only when what its view lists changed (--s
       clients.push(c);
     }
     await poll(async () => /skill_mcp_notify_streams 2\b/.test((await raw(s.url.replace(/\/mcp$/, '/metrics'), { method: 'GET', headers: auth('bob') })).text), 5000);
+    // The body indexer's one rescan may come late (it runs at the lowest
+    // priority): one that caught the edit below half written would make a
+    // generation of its own, and alice would be told twice.
+    await indexerSettled(s);
     put('ops/pager', 'Page the on-call engineer, edited where only platform sees it');
     await clients[0].callTool({ name: 'reload_skills', arguments: {} });
-    assert.ok(await poll(() => seen.alice.res === 1 && seen.alice.prompts === 1, 10_000), JSON.stringify(seen));
+    assert.ok(await poll(() => seen.alice.res === 1 && seen.alice.prompts === 1, 10_000), why());
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(seen.bob, { res: 0, prompts: 0 }, 'a change bob cannot see tells bob nothing');
     put('public/hello', 'Say hello, edited where everyone sees it');
     await clients[1].callTool({ name: 'reload_skills', arguments: {} });
-    assert.ok(await poll(() => seen.bob.res === 1 && seen.alice.res === 2, 10_000), JSON.stringify(seen));
+    assert.ok(await poll(() => seen.bob.res === 1 && seen.alice.res === 2, 10_000), why());
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(seen, { alice: { res: 2, prompts: 2 }, bob: { res: 1, prompts: 1 } });
     // new rules narrow alice and widen bob: both lists changed, both are told
+    // (once or twice: the rules file's own check, every 2 s, may load the new
+    // rules before SIGHUP's forced reload does, and each reload tells all)
     fs.writeFileSync(acl3, 'group:platform see public/\n* see ops/\n');
     process.kill(s.proc.pid, 'SIGHUP');
-    assert.ok(await poll(() => seen.alice.res === 3 && seen.bob.res === 2, 10_000), JSON.stringify(seen));
+    assert.ok(await poll(() => seen.alice.res >= 3 && seen.bob.res >= 2, 10_000), why());
   } finally {
     for (const c of clients) await c.close();
     await s.stop();
