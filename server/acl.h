@@ -123,9 +123,10 @@ int acl_class_runs(const struct acl_class *k, const char *qname);
 struct acl *acl_open(const char *file, struct err *err);
 /*
  * Reads the file again when its (mtime, size, inode) changed, or always with
- * force. Returns 1 when new rules are in force, 0 when nothing changed
- * (or the version seen is one that did not load before), -1 when the file
- * did not load (logged with FILE:LINE; the rules in force stay). Any thread.
+ * force. Returns 1 when new rules are in force, 0 when nothing changed (the
+ * text read is the text in force, which stays in force; or the version
+ * seen is one that did not load before), -1 when the file did not load
+ * (logged with FILE:LINE; the rules in force stay). Any thread.
  */
 int acl_reload(struct acl *a, int force);
 void acl_close(struct acl *a);

@@ -62,7 +62,11 @@ int reloadable_reload(struct reloadable *r, int force)
     /* Only this thread stores cur, under mu: a relaxed load suffices. */
     void *old = atomic_load_explicit(&r->cur, memory_order_relaxed);
     int rc;
-    if (!set) {
+    if (set && old && k->same && k->same(old, set)) {
+        k->free(set);
+        log_debug("%s: unchanged, %zu %s kept", r->file, k->count(old), k->unit);
+        rc = 0;
+    } else if (!set) {
         log_error("%s not reloaded, keeping the %zu %s: %s", k->what, k->count(old), k->kept,
                   err.msg);
         rc = -1;

@@ -39,6 +39,10 @@ struct reloadable_kind {
     void *(*load)(void *ctx, const char *file, struct stat *st, struct err *err);
     void (*free)(void *set);
     size_t (*count)(const void *set);
+    /* Optional: do two sets say the same? A reload that reads the same
+     * rules keeps the set in force and reports no change, so that a SIGHUP
+     * with nothing edited (a log rotation) is not taken as new rules. */
+    int (*same)(const void *a, const void *b);
 };
 
 struct reloadable_retired;

@@ -314,6 +314,15 @@ test('a listener is told list_changed only when what its view lists changed (--s
     // priority): one that caught the edit below half written would make a
     // generation of its own, and alice would be told twice.
     await indexerSettled(s);
+    // A SIGHUP with nothing edited (a log rotation's) reads the same rules
+    // and the same skills: no one is told to re-list.
+    const hups = () => (s.log.match(/SIGHUP: rescanning skills/g) ?? []).length;
+    const h0 = hups();
+    process.kill(s.proc.pid, 'SIGHUP');
+    assert.ok(await poll(() => hups() > h0, 10_000), why());
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(seen, { alice: { res: 0, prompts: 0 }, bob: { res: 0, prompts: 0 } },
+      `a SIGHUP with nothing edited tells no one: ${why()}`);
     put('ops/pager', 'Page the on-call engineer, edited where only platform sees it');
     await clients[0].callTool({ name: 'reload_skills', arguments: {} });
     assert.ok(await poll(() => seen.alice.res === 1 && seen.alice.prompts === 1, 10_000), why());

@@ -299,7 +299,16 @@ TEST(open_fails_closed_and_bad_reload_keeps_rules)
     CHECK(!acl_class_sees(acl_classify(a, NULL), "a/x"));
     CHECK(acl_classify(a, NULL) != before); /* a new rule set: new classes, new views */
     CHECK(acl_class_sees(before, "a/x"));   /* the old one is still valid */
-    CHECK_EQ(acl_reload(a, 1), 1);          /* forced (SIGHUP) */
+    /* forced (SIGHUP) with nothing edited: the rules in force stay, and no
+     * change is reported (listeners are not told to re-list) */
+    const struct acl_class *kept = acl_classify(a, NULL);
+    CHECK_EQ(acl_reload(a, 1), 0);
+    CHECK(acl_classify(a, NULL) == kept);
+    /* forced, edited: new rules, reported */
+    write_file(path, "* see c/\n");
+    CHECK_EQ(acl_reload(a, 1), 1);
+    CHECK(acl_class_sees(acl_classify(a, NULL), "c/x"));
+    CHECK(!acl_class_sees(acl_classify(a, NULL), "b/x"));
     CHECK(acl_classify(NULL, NULL) == NULL);
     acl_close(a);
     unlink(path);
