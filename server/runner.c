@@ -1256,6 +1256,10 @@ static void enqueue(struct runner *r, struct run_job *j)
     r->queue_tail = &j->_next;
     atomic_fetch_add(&r->sh->queued, 1);
     atomic_fetch_add(&r->sh->queued_by[r->worker], 1);
+    /* A done callback queues late in a tick (after that job's scratch
+     * delete and done work, other jobs' spawns): from the tick's clock the
+     * timeout would cut the wait, measured from _t_queued, by that much. */
+    uv_update_time(r->uv);
     uv_timer_start(&j->_queue, on_queue_timeout, r->queue_timeout_ms, 0);
 }
 

@@ -25,10 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include "frontmatter.h"
 #include "jail.h"
@@ -116,28 +113,6 @@ static void skill_unref(struct skill *k)
 
 /* ---- building ------------------------------------------------------------ */
 
-/*
- * The devices whose folders list whole (scan_fs_reads_whole): a root's,
- * asked once a build. A folder on any other device (a mount inside the
- * library, a linked folder elsewhere) is listed up to its empty read. The
- * set is the build's; tl_whole points at it on the threads that list.
- */
-struct devset {
-    dev_t v[64];
-    size_t n;
-};
-
-static _Thread_local const struct devset *tl_whole;
-
-static int reads_whole(dev_t dev)
-{
-    const struct devset *d = tl_whole;
-    for (size_t i = 0; d && i < d->n; i++)
-        if (d->v[i] == dev)
-            return 1;
-    return 0;
-}
-
 struct build {
     struct skills *S;
     struct snapshot *old;
@@ -152,7 +127,6 @@ struct build {
     size_t nc, ccap;
     int rootfd[64];         /* the roots' folders, open until every candidate is prepared */
     size_t nrootfd;
-    struct devset whole;    /* the roots' devices whose folders list whole */
     struct seen_problem *prev;  /* the previous generation's problems, by hash (lazily) */
     size_t nprev;
     int prev_ready;
@@ -298,44 +272,23 @@ static int dent_cmp(const void *a, const void *b)
     return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
 }
 
-int scan_fs_reads_whole(long f_type)
-{
-    switch ((unsigned long)f_type & 0xffffffffu) {
-    case EXT4_SUPER_MAGIC:      /* also ext2 and ext3: one magic */
-    case XFS_SUPER_MAGIC:
-    case BTRFS_SUPER_MAGIC:
-    case TMPFS_MAGIC:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* The longest record getdents64 can give: a header and a 255-byte name,
- * 8-aligned. */
-#define DENT_MAX_RECLEN ((offsetof(struct dirent64, d_name) + NAME_MAX + 1 + 7) & ~(size_t)7)
-
 /*
  * The entries of the open directory fd, sorted by name, ignored names left
  * out. getdents64 directly rather than opendir: no fstat, no 32 KiB DIR
  * buffer per folder. A build lists every folder of the library, and on
- * these machines system calls are most of its time. With whole (fd is on
- * a filesystem scan_fs_reads_whole knows), a read that left room for any
- * further entry was the last, and the empty read that would say so is not
- * made: most folders of a library fit in one read, so that halves the
- * calls a folder's listing costs.
+ * these machines system calls are most of its time. Yet only the empty
+ * read ends a folder: a read with room to spare is no sign of the end, on
+ * any filesystem, since the kernel stops filling at a pending signal, and
+ * SIGSTOP, a cgroup freezer or a tracer makes one pending even with every
+ * blockable signal blocked.
  */
-static struct dent *list_fd(int fd, int whole, size_t *count)
+static struct dent *list_fd(int fd, size_t *count)
 {
     char buf[8192] __attribute__((aligned(8)));
     struct dent *v = NULL;
     size_t n = 0, cap = 0;
-    ssize_t r = 0;
-    for (;;) {
-        if (whole && r > 0 && (size_t)r + DENT_MAX_RECLEN <= sizeof buf)
-            break;
-        if ((r = getdents64(fd, buf, sizeof buf)) <= 0)
-            break;
+    ssize_t r;
+    while ((r = getdents64(fd, buf, sizeof buf)) > 0) {
         for (ssize_t off = 0; off < r;) {
             const struct dirent64 *d = (const struct dirent64 *)(void *)(buf + off);
             off += d->d_reclen;
@@ -370,7 +323,7 @@ char **skills_list_dir(const char *path, size_t *count)
     *count = 0;
     if (fd < 0)
         return NULL;
-    struct dent *d = list_fd(fd, 0, &n);
+    struct dent *d = list_fd(fd, &n);
     close(fd);
     char **v = n ? xmalloc(n * sizeof *v) : NULL;
     for (size_t i = 0; i < n; i++)
@@ -514,11 +467,11 @@ static int path_within(const char *real, const char *dir)
 
 /* Walks the open folder dfd (abs names it; rel is its path in the skill).
  * Entries are stat'ed relative to dfd: a one-component lookup. */
-static void walk_dir(struct walk *w, const char *skilldir, int dfd, dev_t dev, const char *abs,
+static void walk_dir(struct walk *w, const char *skilldir, int dfd, const char *abs,
                      const char *rel, int depth)
 {
     size_t n;
-    struct dent *names = list_fd(dfd, reads_whole(dev), &n);
+    struct dent *names = list_fd(dfd, &n);
     for (size_t i = 0; i < n; i++) {
         const char *nm = names[i].name;
         char childabs[PATH_MAX], childrel[PATH_MAX];
@@ -564,7 +517,7 @@ static void walk_dir(struct walk *w, const char *skilldir, int dfd, dev_t dev, c
             if (cfd < 0)
                 continue;
             walk_add_dir(w, childrel, &st);
-            walk_dir(w, skilldir, cfd, st.st_dev, childabs, childrel, depth + 1);
+            walk_dir(w, skilldir, cfd, childabs, childrel, depth + 1);
             close(cfd);
         } else if (S_ISREG(st.st_mode)) {
             /* Listed (the lock's digests cover every file a script could
@@ -1358,8 +1311,7 @@ static void prepare_team(const struct snapshot *old, struct cand *c)
     if (tfd < 0)
         return;
     size_t n;
-    /* prepare stat'ed the team folder (c->dirst) before it called here */
-    struct dent *names = list_fd(tfd, reads_whole(c->dirst.st_dev), &n);
+    struct dent *names = list_fd(tfd, &n);
     c->kids = xcalloc(n ? n : 1, sizeof *c->kids);
     for (size_t i = 0; i < n; i++) {
         char dir[PATH_MAX], real[PATH_MAX];
@@ -1454,7 +1406,7 @@ static void prepare(const struct snapshot *old, struct cand *c)
         dst = c->dirst;     /* the scan's stat of this very folder (no link on the way) */
     if (dfd >= 0 && (c->real || fstat(dfd, &dst) == 0)) {
         walk_add_dir(&w, "", &dst);
-        walk_dir(&w, real, dfd, dst.st_dev, real, "", 0);
+        walk_dir(&w, real, dfd, real, "", 0);
     }
     if (w.truncated || w.escaped || w.bytes_names) {
         struct cand_note *n = cand_note(c);
@@ -1652,7 +1604,6 @@ struct prep_pool {
     struct cand *c;
     size_t n;
     const struct snapshot *old;
-    const struct devset *whole;
     atomic_size_t next;
     pthread_mutex_t mu;
     struct term_chunk *chunks;  /* the workers' term chunks */
@@ -1664,9 +1615,7 @@ static void *prep_worker(void *arg)
 {
     struct prep_pool *p = arg;
     struct term_chunk *mine = NULL;
-    const struct devset *was = tl_whole;
     tl_chunks = &mine;
-    tl_whole = p->whole;
     for (;;) {
         size_t i = atomic_fetch_add(&p->next, PREP_CHUNK);
         if (i >= p->n)
@@ -1676,7 +1625,6 @@ static void *prep_worker(void *arg)
             prepare(p->old, &p->c[i]);
     }
     tl_chunks = NULL;
-    tl_whole = was;
     while (mine) {
         struct term_chunk *next = mine->next;
         pthread_mutex_lock(&p->mu);
@@ -1706,7 +1654,7 @@ static void prepare_all(struct build *b, size_t lo, size_t hi)
 {
     if (hi <= lo)
         return;
-    struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old, .whole = &b->whole};
+    struct prep_pool p = {.c = b->c + lo, .n = hi - lo, .old = b->old};
     pthread_mutex_init(&p.mu, NULL);
     pthread_t t[3];
     size_t want = prep_threads(hi - lo), started = 0;
@@ -1816,11 +1764,7 @@ static void scan_root(struct build *b, unsigned root, const char *rootpath)
     char rootreal[PATH_MAX];
     int have_real = realpath(rootpath, rootreal) != NULL;
     unsigned base = have_real ? dir_base_of(rootreal) : 0;
-    struct statfs fs;
-    int whole = fstatfs(rfd, &fs) == 0 && scan_fs_reads_whole((long)fs.f_type);
-    if (whole && b->whole.n < sizeof b->whole.v / sizeof b->whole.v[0])
-        b->whole.v[b->whole.n++] = rst.st_dev;
-    struct dent *names = list_fd(rfd, whole, &n);
+    struct dent *names = list_fd(rfd, &n);
     if (b->ccap < b->nc + n) {
         /* every entry may be a candidate: one array, not doublings copied */
         b->ccap = b->nc + n;

@@ -172,12 +172,6 @@ char *scan_fm_strip(const char *text, unsigned *slots);
 char *scan_fm_join(const char *rest, unsigned slots);
 /* Is n a name never part of a skill (dotfiles, caches, VCS folders)? */
 int scan_ignored_name(const char *n);
-/* Does a filesystem of this statfs f_type fill a getdents64 buffer for as
- * long as entries remain (so a read that leaves room for one more entry of
- * the longest name is the folder's last)? Known for ext4, xfs, btrfs and
- * tmpfs; not for FUSE, NFS, 9p, CIFS or overlayfs (whose plain folders read
- * as the filesystem below), which may return a short batch mid-folder. */
-int scan_fs_reads_whole(long f_type);
 
 /* Reads up to max bytes of fd from offset 0, stopping early once it has the
  * size that stat reported (one read for a small file, not two). */

@@ -429,6 +429,75 @@ TEST(a_ceiling_counts_from_the_scripts_start)
     json_decref(r);
 }
 
+/* A queue timeout is the job's own wait: a job queued from a done
+ * callback late in a tick (a slow scratch delete, other jobs' spawns and
+ * done work before it) waits its full timeout from its queueing. X's done
+ * queues Z, which takes the runner's one slot, holds the tick 300 ms, and
+ * queues Y behind Z. */
+/* one slot and a 1 s queue timeout; shut down with the main runner */
+static struct runner *One;
+static struct run_shared *One_sh;
+static size_t One_size;
+
+struct queued {
+    struct runner *r;
+    struct run_job *y, *z;
+    int done;
+};
+
+static void queued_done(struct run_job *j, void *arg)
+{
+    (void)j;
+    ((struct queued *)arg)->done++;
+}
+
+static void queue_two(struct run_job *x, void *arg)
+{
+    (void)x;
+    struct queued *q = arg;
+    q->done++;
+    run_submit(q->r, q->z, queued_done, q);
+    usleep(300 * 1000);
+    run_submit(q->r, q->y, queued_done, q);
+}
+
+static struct run_job *prepared(const char *args)
+{
+    json_error_t e;
+    json_t *a = json_loads(args, 0, &e);
+    struct err why;
+    struct run_job *j = script_prepare(S.scripts, &C, &Bare, a, &why);
+    json_decref(a);
+    if (!j)
+        printf("# script_prepare: %s\n", why.msg);
+    return j;
+}
+
+TEST(a_queue_timeout_counts_from_the_jobs_queueing)
+{
+    One_sh = run_shared_new(1, &One_size);
+    One = run_new(&loop, One_sh, 0, 1, 1.0);
+    struct queued q = {.r = One};
+    struct run_job *x = prepared("{\"script\":\"echo.sh\"}");
+    q.z = prepared("{\"script\":\"forever.sh\",\"timeout\":2}");
+    q.y = prepared("{\"script\":\"echo.sh\"}");
+    CHECK(x && q.y && q.z);
+    if (!x || !q.y || !q.z)
+        return;
+    run_submit(q.r, x, queue_two, &q);
+    while (q.done < 3)
+        uv_run(&loop, UV_RUN_ONCE);
+    CHECK_EQ(q.z->status, RUN_TIMEOUT);
+    CHECK_EQ(q.y->status, RUN_BUSY);
+    /* a little under 1,000 is the loop clock's coarseness */
+    if (q.y->queued_ms < 990)
+        printf("# queued_ms %.1f\n", q.y->queued_ms);
+    CHECK(q.y->queued_ms >= 990);
+    run_job_free(x);
+    run_job_free(q.y);
+    run_job_free(q.z);
+}
+
 int main(void)
 {
     log_set_level(LOG_ERROR);
@@ -526,11 +595,17 @@ int main(void)
     RUN(the_child_sets_user_and_limits);
     RUN(a_script_reads_its_stdin_whole);
     RUN(a_ceiling_counts_from_the_scripts_start);
+    RUN(a_queue_timeout_counts_from_the_jobs_queueing);
 
     run_shutdown(S.runner);
+    if (One)
+        run_shutdown(One);
     while (uv_run(&loop, UV_RUN_NOWAIT))
         ;
     run_free(S.runner);
+    run_free(One);
+    if (One_sh)
+        x_shared_free(One_sh, One_size);
     uv_loop_close(&loop);
     script_free(S.scripts);
     tt_rm_rf(base);
